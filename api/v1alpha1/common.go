@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Capability names a kind of generation the service offers.
+// +kubebuilder:validation:Enum=video.short;video.eraser;video.template;image.pose
+type Capability string
+
+const (
+	// CapabilityShort swaps a face into a short template video.
+	CapabilityShort Capability = "video.short"
+	// CapabilityEraser removes static overlays (watermarks, logos, captions) from a video.
+	CapabilityEraser Capability = "video.eraser"
+	// CapabilityTemplate renders a template video at a chosen duration.
+	CapabilityTemplate Capability = "video.template"
+	// CapabilityPose places a face into a pose template image.
+	CapabilityPose Capability = "image.pose"
+)
+
+// Capabilities lists every capability, in the order the API documents them.
+var Capabilities = []Capability{CapabilityShort, CapabilityEraser, CapabilityTemplate, CapabilityPose}
+
+// Valid reports whether c is a known capability.
+func (c Capability) Valid() bool {
+	for _, known := range Capabilities {
+		if c == known {
+			return true
+		}
+	}
+	return false
+}
+
+// Condition types and reasons shared by several kinds.
+const (
+	// ConditionReady says whether the object is usable.
+	ConditionReady = "Ready"
+)

@@ -1,0 +1,171 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PointAccountName is the only allowed name of a PointAccount: a namespace is one account.
+const PointAccountName = "default"
+
+// PointAccount condition types and reasons.
+const (
+	// ConditionFunded says whether the account has points available for new tasks.
+	ConditionFunded = "Funded"
+
+	ReasonActive            = "Active"
+	ReasonSuspended         = "Suspended"
+	ReasonInvariantViolated = "InvariantViolated"
+	ReasonHasBalance        = "HasBalance"
+	ReasonDepleted          = "Depleted"
+)
+
+// PointAccountSpec holds what an administrator sets on an account. Balances are never in the
+// spec: they change only through the ledger, which writes them to status.
+type PointAccountSpec struct {
+	// Description says whose account this is (a customer, a team).
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// Suspended accounts accept no new tasks; running tasks still settle and top-ups still apply.
+	// +optional
+	Suspended bool `json:"suspended,omitempty"`
+}
+
+// Hold is the price of one task, frozen until the task settles.
+type Hold struct {
+	// Task is the name of the VideoTask (in the account's namespace) the points are held for.
+	// +required
+	Task string `json:"task"`
+	// Amount of points held.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	Amount int64 `json:"amount"`
+	// FrozenAt is when the hold was made.
+	// +required
+	FrozenAt metav1.Time `json:"frozenAt"`
+}
+
+// SettlementOutcome says where a settled hold's points went.
+// +kubebuilder:validation:Enum=Deducted;Refunded
+type SettlementOutcome string
+
+const (
+	// SettlementDeducted moved the held points to spent.
+	SettlementDeducted SettlementOutcome = "Deducted"
+	// SettlementRefunded returned the held points to the balance.
+	SettlementRefunded SettlementOutcome = "Refunded"
+)
+
+// Settlement records a settled hold until the task's terminal status acknowledges it, so that
+// a settlement retried after a crash finds the first outcome instead of moving points twice.
+type Settlement struct {
+	// Task is the name of the settled VideoTask.
+	// +required
+	Task string `json:"task"`
+	// Amount of points that moved.
+	// +required
+	Amount int64 `json:"amount"`
+	// Outcome says whether the points were deducted or refunded.
+	// +required
+	Outcome SettlementOutcome `json:"outcome"`
+	// SettledAt is when the points moved.
+	// +required
+	SettledAt metav1.Time `json:"settledAt"`
+}
+
+// AppliedTopUp records a credited PointTopUp until the top-up's status acknowledges it.
+type AppliedTopUp struct {
+	// Name of the PointTopUp.
+	// +required
+	Name string `json:"name"`
+	// UID of the PointTopUp, so a new object with the same name is a new top-up.
+	// +required
+	UID string `json:"uid"`
+	// Amount credited.
+	// +required
+	Amount int64 `json:"amount"`
+	// AppliedAt is when the amount was credited.
+	// +required
+	AppliedAt metav1.Time `json:"appliedAt"`
+}
+
+// PointAccountStatus holds the account's figures. The ledger keeps, after every change,
+// credited = balance + frozen + spent and frozen = the sum of holds.
+type PointAccountStatus struct {
+	// Balance is the number of points available for new tasks.
+	// +optional
+	Balance int64 `json:"balance"`
+	// Frozen is the number of points held for tasks that have not settled.
+	// +optional
+	Frozen int64 `json:"frozen"`
+	// Spent is the number of points deducted for succeeded tasks.
+	// +optional
+	Spent int64 `json:"spent"`
+	// Credited is the total of all top-ups ever applied.
+	// +optional
+	Credited int64 `json:"credited"`
+
+	// Holds are the points frozen per unsettled task.
+	// +listType=map
+	// +listMapKey=task
+	// +optional
+	Holds []Hold `json:"holds,omitempty"`
+
+	// Settlements are recently settled holds not yet acknowledged by their task's status.
+	// +listType=map
+	// +listMapKey=task
+	// +optional
+	Settlements []Settlement `json:"settlements,omitempty"`
+
+	// TopUps are recently applied top-ups not yet acknowledged by the PointTopUp's status.
+	// +listType=map
+	// +listMapKey=uid
+	// +optional
+	TopUps []AppliedTopUp `json:"topUps,omitempty"`
+
+	// ObservedGeneration is the generation the conditions were computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (the account can be used) and Funded (it has points available).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pa,categories=videogen
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="a namespace holds one PointAccount and it must be named 'default'"
+// +kubebuilder:printcolumn:name="Balance",type=integer,JSONPath=`.status.balance`
+// +kubebuilder:printcolumn:name="Frozen",type=integer,JSONPath=`.status.frozen`
+// +kubebuilder:printcolumn:name="Spent",type=integer,JSONPath=`.status.spent`
+// +kubebuilder:printcolumn:name="Credited",type=integer,JSONPath=`.status.credited`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PointAccount is the prepaid points balance of the account that owns its namespace.
+type PointAccount struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec PointAccountSpec `json:"spec,omitempty"`
+	// +optional
+	Status PointAccountStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// PointAccountList contains a list of PointAccount.
+type PointAccountList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PointAccount `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PointAccount{}, &PointAccountList{})
+}

@@ -1,0 +1,101 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TemplateSpec describes one entry of the official template catalog.
+// +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || (has(self.minDuration) && has(self.maxDuration))",message="minDuration and maxDuration are required when durationAdjustable is true"
+// +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || !has(self.minDuration) || !has(self.maxDuration) || self.minDuration <= self.maxDuration",message="minDuration must not exceed maxDuration"
+// +kubebuilder:validation:XValidation:rule="self.durationAdjustable || !has(self.durationPrices) || size(self.durationPrices) == 0",message="durationPrices is only allowed when durationAdjustable is true"
+type TemplateSpec struct {
+	// Capability is the kind of generation this template is used for.
+	// +required
+	Capability Capability `json:"capability"`
+
+	// DisplayName is the human-readable name shown in the catalog.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	DisplayName string `json:"displayName"`
+
+	// Price in points for fixed-duration templates. When unset, the system default price applies.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Price *int64 `json:"price,omitempty"`
+
+	// CoverURL is an image shown for the template in catalogs.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	CoverURL string `json:"coverURL,omitempty"`
+
+	// MediaURL is the template's media: the target video (video.*) or image (image.pose).
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	MediaURL string `json:"mediaURL,omitempty"`
+
+	// DurationAdjustable lets callers choose the output duration within [minDuration, maxDuration].
+	// +optional
+	DurationAdjustable bool `json:"durationAdjustable,omitempty"`
+
+	// MinDuration is the shortest selectable duration in seconds.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinDuration *int32 `json:"minDuration,omitempty"`
+
+	// MaxDuration is the longest selectable duration in seconds.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	MaxDuration *int32 `json:"maxDuration,omitempty"`
+
+	// DurationPrices maps a duration in seconds (as a decimal string) to its price in points.
+	// A duration in range without an entry costs the system default price.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[1-9][0-9]{0,3}$'))",message="keys must be durations in whole seconds, e.g. \"10\""
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",message="prices must not be negative"
+	// +kubebuilder:validation:MaxProperties=256
+	// +optional
+	DurationPrices map[string]int64 `json:"durationPrices,omitempty"`
+}
+
+// TemplateStatus is the observed state of a Template.
+type TemplateStatus struct {
+	// Conditions of the template.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=vgt,categories=videogen
+// +kubebuilder:printcolumn:name="Capability",type=string,JSONPath=`.spec.capability`
+// +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
+// +kubebuilder:printcolumn:name="Price",type=integer,JSONPath=`.spec.price`
+// +kubebuilder:printcolumn:name="Adjustable",type=boolean,JSONPath=`.spec.durationAdjustable`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Template is an official catalog template, shared by all accounts.
+type Template struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec TemplateSpec `json:"spec"`
+	// +optional
+	Status TemplateStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// TemplateList contains a list of Template.
+type TemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Template `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Template{}, &TemplateList{})
+}

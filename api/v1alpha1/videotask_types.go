@@ -1,0 +1,273 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AnnotationCancelRequested asks the controller to cancel a task and refund its points. The spec
+// stays immutable; a request to stop is metadata, as Flux does with reconcile requests.
+const AnnotationCancelRequested = "videogen.dev/cancel-requested"
+
+// TaskPhase is where a task is in its life.
+// +kubebuilder:validation:Enum=Pending;Queued;Running;Succeeded;Failed
+type TaskPhase string
+
+const (
+	// TaskPending: created, not yet priced and frozen.
+	TaskPending TaskPhase = "Pending"
+	// TaskQueued: points frozen, waiting for a backend to accept the first stage.
+	TaskQueued TaskPhase = "Queued"
+	// TaskRunning: a backend is working on one of the stages.
+	TaskRunning TaskPhase = "Running"
+	// TaskSucceeded: both stages done, points deducted, result available.
+	TaskSucceeded TaskPhase = "Succeeded"
+	// TaskFailed: the task ended without a result; any frozen points were refunded.
+	TaskFailed TaskPhase = "Failed"
+)
+
+// Terminal reports whether no further transition can happen.
+func (p TaskPhase) Terminal() bool { return p == TaskSucceeded || p == TaskFailed }
+
+// StageName names one of the two generation stages.
+// +kubebuilder:validation:Enum=analyze;render
+type StageName string
+
+const (
+	// StageAnalyze is phase 1: inspect the inputs (detect faces, find overlays).
+	StageAnalyze StageName = "analyze"
+	// StageRender is phase 2: produce the output media.
+	StageRender StageName = "render"
+)
+
+// Stages lists the generation stages in the order they run.
+var Stages = []StageName{StageAnalyze, StageRender}
+
+// StageState is the state of one stage at its backend.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Canceled
+type StageState string
+
+const (
+	StagePending   StageState = "Pending"
+	StageRunning   StageState = "Running"
+	StageSucceeded StageState = "Succeeded"
+	StageFailed    StageState = "Failed"
+	StageCanceled  StageState = "Canceled"
+)
+
+// ChargeState says where the task's points are.
+// +kubebuilder:validation:Enum=Frozen;Deducted;Refunded
+type ChargeState string
+
+const (
+	ChargeFrozen   ChargeState = "Frozen"
+	ChargeDeducted ChargeState = "Deducted"
+	ChargeRefunded ChargeState = "Refunded"
+)
+
+// VideoTask condition types and the reasons a user sees.
+const (
+	// ConditionAccepted: the task was priced and its points frozen.
+	ConditionAccepted = "Accepted"
+	// ConditionComplete: the task reached a terminal phase.
+	ConditionComplete = "Complete"
+
+	ReasonFrozen              = "PointsFrozen"
+	ReasonInsufficientBalance = "InsufficientBalance"
+	ReasonAccountSuspended    = "AccountSuspended"
+	ReasonInvalidRequest      = "InvalidRequest"
+	ReasonNoBackend           = "NoBackend"
+	ReasonSucceeded           = "Succeeded"
+	ReasonStageFailed         = "StageFailed"
+	ReasonTimedOut            = "TimedOut"
+	ReasonCanceled            = "Canceled"
+)
+
+// TaskInputs are the media a task works on. Large inputs are stored elsewhere and referred to by
+// URL, never embedded in the object.
+type TaskInputs struct {
+	// FaceImageURL is the face to place (video.short, image.pose).
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	FaceImageURL string `json:"faceImageURL,omitempty"`
+
+	// SourceVideoURL is the video to clean (video.eraser).
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	SourceVideoURL string `json:"sourceVideoURL,omitempty"`
+}
+
+// VideoTaskSpec is what the caller asked for. It cannot change after creation.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable; create a new task instead"
+// +kubebuilder:validation:XValidation:rule="!(self.capability in ['video.short', 'image.pose']) || (has(self.templateRef) && has(self.inputs) && has(self.inputs.faceImageURL))",message="video.short and image.pose need templateRef and inputs.faceImageURL"
+// +kubebuilder:validation:XValidation:rule="self.capability != 'video.eraser' || (has(self.inputs) && has(self.inputs.sourceVideoURL))",message="video.eraser needs inputs.sourceVideoURL"
+// +kubebuilder:validation:XValidation:rule="self.capability != 'video.template' || (has(self.templateRef) && has(self.duration))",message="video.template needs templateRef and duration"
+type VideoTaskSpec struct {
+	// Capability is the kind of generation to run.
+	// +required
+	Capability Capability `json:"capability"`
+
+	// TemplateRef is an official Template's name or the id (ushort_…) of a ShortTemplate in this
+	// namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	TemplateRef string `json:"templateRef,omitempty"`
+
+	// Inputs are the caller's media.
+	// +optional
+	Inputs TaskInputs `json:"inputs,omitempty"`
+
+	// Duration in seconds, for templates whose duration is adjustable.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	Duration *int32 `json:"duration,omitempty"`
+
+	// WebhookURL receives the task object when it reaches a terminal phase.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	WebhookURL string `json:"webhookURL,omitempty"`
+
+	// Timeout bounds the whole task; past it the task fails with TimedOut and is refunded.
+	// Defaults to the manager's --task-timeout.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// StageStatus is the state of one generation stage at its backend.
+type StageStatus struct {
+	// Name of the stage.
+	// +required
+	Name StageName `json:"name"`
+	// State of the stage.
+	// +required
+	State StageState `json:"state"`
+	// Backend that runs the stage.
+	// +optional
+	Backend string `json:"backend,omitempty"`
+	// Handle is the backend's id for this stage's work.
+	// +optional
+	Handle string `json:"handle,omitempty"`
+	// Progress in percent, as last reported by the backend.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Progress int32 `json:"progress,omitempty"`
+	// Message is the backend's last word on the stage (an error, a note).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Outputs are what the stage hands to the next one (e.g. analysis results).
+	// +optional
+	Outputs map[string]string `json:"outputs,omitempty"`
+	// StartedAt is when the backend accepted the stage.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// CompletedAt is when the stage ended.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+}
+
+// TaskResult is what a succeeded task produced.
+type TaskResult struct {
+	// URL of the produced media.
+	// +required
+	URL string `json:"url"`
+	// MediaType of the output, e.g. video/mp4 or image/png.
+	// +optional
+	MediaType string `json:"mediaType,omitempty"`
+	// Metadata about the output (duration, width, height, fps…).
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// TaskError explains why a task failed, with a stable code for programs.
+type TaskError struct {
+	// Code is stable and machine-readable, e.g. insufficient_balance, timed_out, stage_failed.
+	// +required
+	Code string `json:"code"`
+	// Message is for people.
+	// +required
+	Message string `json:"message"`
+}
+
+// VideoTaskStatus is the observed state of a VideoTask.
+type VideoTaskStatus struct {
+	// Phase of the task.
+	// +optional
+	Phase TaskPhase `json:"phase,omitempty"`
+	// Cost is the price in points: frozen while running, deducted on success.
+	// +optional
+	Cost *int64 `json:"cost,omitempty"`
+	// Charge says where the task's points are.
+	// +optional
+	Charge ChargeState `json:"charge,omitempty"`
+	// Progress in percent over both stages.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Progress int32 `json:"progress,omitempty"`
+	// Stages are the two generation stages.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Stages []StageStatus `json:"stages,omitempty"`
+	// Result of a succeeded task.
+	// +optional
+	Result *TaskResult `json:"result,omitempty"`
+	// Error of a failed task.
+	// +optional
+	Error *TaskError `json:"error,omitempty"`
+	// StartedAt is when the first stage was accepted by a backend.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// CompletedAt is when the task reached a terminal phase.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Accepted and Complete.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vt,categories=videogen
+// +kubebuilder:printcolumn:name="Capability",type=string,JSONPath=`.spec.capability`
+// +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.templateRef`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Progress",type=integer,JSONPath=`.status.progress`
+// +kubebuilder:printcolumn:name="Cost",type=integer,JSONPath=`.status.cost`
+// +kubebuilder:printcolumn:name="Charge",type=string,JSONPath=`.status.charge`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// VideoTask is one generation request, billed to the account of its namespace.
+type VideoTask struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec VideoTaskSpec `json:"spec"`
+	// +optional
+	Status VideoTaskStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// VideoTaskList contains a list of VideoTask.
+type VideoTaskList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VideoTask `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VideoTask{}, &VideoTaskList{})
+}

@@ -1,0 +1,33 @@
+// Package ledger is the only code that changes point balances.
+//
+// Every change is a compare-and-swap (an update carrying the resourceVersion it read) of one
+// PointAccount's status. A change is a batch of operations (freeze, settle, top-up, and the
+// "forget" operations that trim records), applied in order to a copy of the status and written
+// at once; on a conflict the batch is recomputed from a fresh read and written again. So either
+// every operation of a batch takes effect or none does, and each one is decided against the
+// balance it will actually change.
+//
+// Why it is exactly-once per task:
+//   - Freeze is keyed by task name. A second Freeze for a task that holds points is a no-op, and
+//     a Freeze for a task whose settlement is still recorded is refused, so a retried or stale
+//     reconcile cannot charge twice.
+//   - Settle moves a hold to spent or back to balance and, in the same write, records the
+//     outcome in status.settlements. A retried Settle finds that record and returns the first
+//     outcome without moving points again. The caller writes that outcome to the task.
+//   - A settlement record is forgotten only after the task's own status shows it (terminal
+//     phase), or the task is gone. A task whose terminal status was observed never settles
+//     again, so the record is no longer needed.
+//   - Top-ups are the same: ApplyTopUp records the PointTopUp's UID with the credit, and the
+//     record is forgotten only after the PointTopUp's status says it was applied.
+//
+// Why the invariant holds: every operation changes balance, frozen, spent and credited by amounts
+// that sum to the same change on both sides of credited = balance + frozen + spent, and changes
+// frozen and the holds list together. Check verifies both before every write and refuses to
+// write a status that breaks them. A crash can only lose a write that did not happen, never half
+// of one, because each write is one object update.
+//
+// Why batching: a compare-and-swap on one busy object collapses under concurrency (most attempts
+// conflict). A Ledger queues the operations that arrive for an account while a write is in
+// flight and applies them together in the next one, answering each caller from its own result,
+// as Kubernetes' ResourceQuota admission batches quota updates.
+package ledger

@@ -1,0 +1,254 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Ledger applies operations to PointAccounts. It is safe for concurrent use; operations for the
+// same account that arrive while a write is in flight are coalesced into the next write.
+// Several Ledgers (in several processes) may work on one account: they meet at the
+// compare-and-swap and retry.
+type Ledger struct {
+	writer client.Client
+	reader client.Reader
+	now    func() time.Time
+
+	// MaxBatch bounds the operations in one write, which bounds the status size a write carries.
+	maxBatch int
+	// commitTimeout bounds one write including its conflict retries.
+	commitTimeout time.Duration
+
+	mu     sync.Mutex
+	queues map[string]*queue
+}
+
+// Option configures a Ledger.
+type Option func(*Ledger)
+
+// WithClock sets the clock used for hold and settlement timestamps.
+func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+
+// WithMaxBatch sets the most operations one write carries (default 256).
+func WithMaxBatch(n int) Option { return func(l *Ledger) { l.maxBatch = max(1, n) } }
+
+// New returns a Ledger that writes with c and, after a conflict, re-reads with fresh (use the
+// manager's APIReader so a retry never starts from a stale cache).
+func New(c client.Client, fresh client.Reader, opts ...Option) *Ledger {
+	l := &Ledger{
+		writer:        c,
+		reader:        fresh,
+		now:           time.Now,
+		maxBatch:      256,
+		commitTimeout: 30 * time.Second,
+		queues:        map[string]*queue{},
+	}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+type request struct {
+	ops  []Op
+	done chan []Result
+}
+
+// queue holds the pending requests of one account and the last status this Ledger wrote, which
+// is where the next write starts (a stale copy costs one conflict, a fresh one saves a read).
+type queue struct {
+	pending  []*request
+	draining bool
+	last     *videogenv1alpha1.PointAccount
+}
+
+// Apply applies ops to the account of namespace in one write, in order, and returns one Result
+// per op. The error is for the whole call (the account is missing, the write kept failing, ctx
+// ended); a refused op is reported in its Result. When ctx ends first, the ops may still be
+// applied: callers must be able to find out (Freeze is keyed by task, so a retry is safe).
+func (l *Ledger) Apply(ctx context.Context, namespace string, ops ...Op) ([]Result, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	req := &request{ops: ops, done: make(chan []Result, 1)}
+	l.mu.Lock()
+	q := l.queues[namespace]
+	if q == nil {
+		q = &queue{}
+		l.queues[namespace] = q
+	}
+	q.pending = append(q.pending, req)
+	start := !q.draining
+	q.draining = true
+	l.mu.Unlock()
+	if start {
+		go l.drain(namespace, q)
+	}
+	select {
+	case res := <-req.done:
+		for _, r := range res {
+			if r.Err != nil && isCallError(r.Err) {
+				return res, r.Err
+			}
+		}
+		return res, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ledger: waiting for account %q: %w", namespace, ctx.Err())
+	}
+}
+
+// Do applies one op and returns its result, with a refusal as the error.
+func (l *Ledger) Do(ctx context.Context, namespace string, op Op) (Result, error) {
+	res, err := l.Apply(ctx, namespace, op)
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], res[0].Err
+}
+
+// callError marks errors that concern the whole write rather than one op.
+type callError struct{ err error }
+
+func (e *callError) Error() string { return e.err.Error() }
+func (e *callError) Unwrap() error { return e.err }
+
+func isCallError(err error) bool {
+	_, ok := err.(*callError)
+	return ok
+}
+
+// drain writes batches for one account until its queue is empty.
+func (l *Ledger) drain(namespace string, q *queue) {
+	for {
+		l.mu.Lock()
+		batch, n := take(q.pending, l.maxBatch)
+		q.pending = q.pending[n:]
+		if len(batch) == 0 {
+			q.draining = false
+			l.mu.Unlock()
+			return
+		}
+		last := q.last
+		l.mu.Unlock()
+
+		results, written := l.commit(namespace, last, batch)
+		l.mu.Lock()
+		if written != nil {
+			q.last = written
+		} else {
+			q.last = nil
+		}
+		l.mu.Unlock()
+		for i, req := range batch {
+			req.done <- results[i]
+		}
+	}
+}
+
+// take returns the first requests whose ops fit in limit (at least one request) and their count.
+func take(pending []*request, limit int) ([]*request, int) {
+	ops := 0
+	for i, r := range pending {
+		if i > 0 && ops+len(r.ops) > limit {
+			return pending[:i], i
+		}
+		ops += len(r.ops)
+	}
+	return pending, len(pending)
+}
+
+// commit applies every request of the batch in one compare-and-swap, retrying on conflict.
+// It returns each request's results and the account as written (nil if nothing was written).
+func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, *videogenv1alpha1.PointAccount) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.commitTimeout)
+	defer cancel()
+	key := types.NamespacedName{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}
+	backoff := 2 * time.Millisecond
+	acct := start
+	for attempt := 0; ; attempt++ {
+		if acct == nil {
+			acct = &videogenv1alpha1.PointAccount{}
+			if err := l.reader.Get(ctx, key, acct); err != nil {
+				if apierrors.IsNotFound(err) {
+					err = fmt.Errorf("%w: namespace %q has no PointAccount %q", ErrAccountNotFound, namespace, key.Name)
+				} else {
+					err = fmt.Errorf("ledger: reading account %q: %w", namespace, err)
+				}
+				return failAll(batch, &callError{err}), nil
+			}
+		}
+		work := acct.DeepCopy()
+		if err := Check(&work.Status); err != nil {
+			// Never build on a broken status; an operator must look at it.
+			return failAll(batch, &callError{fmt.Errorf("account %q before this write: %w", namespace, err)}), nil
+		}
+		results, changed := l.applyBatch(work, batch)
+		if !changed {
+			fill(results, work.Status.Balance)
+			return results, acct
+		}
+		if err := Check(&work.Status); err != nil {
+			return failAll(batch, &callError{fmt.Errorf("account %q: refusing to write: %w", namespace, err)}), nil
+		}
+		err := l.writer.Status().Update(ctx, work)
+		if err == nil {
+			fill(results, work.Status.Balance)
+			return results, work
+		}
+		if !apierrors.IsConflict(err) {
+			return failAll(batch, &callError{fmt.Errorf("ledger: writing account %q: %w", namespace, err)}), nil
+		}
+		// Someone else wrote first: start over from a fresh read, after a jittered pause so that
+		// competing writers spread out.
+		acct = nil
+		select {
+		case <-ctx.Done():
+			return failAll(batch, &callError{fmt.Errorf("ledger: account %q stayed contended for %s: %w", namespace, l.commitTimeout, ctx.Err())}), nil
+		case <-time.After(backoff/2 + rand.N(backoff)):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+func (l *Ledger) applyBatch(acct *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, bool) {
+	now := l.now()
+	changed := false
+	results := make([][]Result, len(batch))
+	for i, req := range batch {
+		results[i] = make([]Result, len(req.ops))
+		for j, op := range req.ops {
+			r := apply(&acct.Status, acct.Spec, acct.Namespace, op, now)
+			changed = changed || r.Changed
+			results[i][j] = r
+		}
+	}
+	return results, changed
+}
+
+func fill(results [][]Result, balance int64) {
+	for _, rs := range results {
+		for j := range rs {
+			rs[j].Balance = balance
+		}
+	}
+}
+
+func failAll(batch []*request, err error) [][]Result {
+	out := make([][]Result, len(batch))
+	for i, req := range batch {
+		out[i] = make([]Result, len(req.ops))
+		for j := range out[i] {
+			out[i][j].Err = err
+		}
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package ledger_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+var nsCounter atomic.Int32
+
+// newFundedAccount makes a namespace with a PointAccount credited with balance points.
+func newFundedAccount(balance int64) string {
+	ns := fmt.Sprintf("ledger-%d", nsCounter.Add(1))
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &videogenv1alpha1.PointAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: videogenv1alpha1.PointAccountName},
+	})).To(Succeed())
+	if balance > 0 {
+		l := ledger.New(k8sClient, k8sClient)
+		_, err := l.Do(ctx, ns, ledger.TopUp("seed", "seed-uid", balance))
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return ns
+}
+
+func account(ns string) videogenv1alpha1.PointAccountStatus {
+	var a videogenv1alpha1.PointAccount
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &a)).To(Succeed())
+	return a.Status
+}
+
+// freezeConcurrently runs n Freeze calls of amount at once, each through ledgerFor(i).
+func freezeConcurrently(ns string, n int, amount int64, ledgerFor func(int) *ledger.Ledger) (ok, short int) {
+	var wg sync.WaitGroup
+	var okN, shortN atomic.Int32
+	for i := range n {
+		wg.Go(func() {
+			defer GinkgoRecover()
+			r, err := ledgerFor(i).Do(ctx, ns, ledger.Freeze(fmt.Sprintf("task-%d", i), amount))
+			var ib *ledger.InsufficientBalanceError
+			switch {
+			case err == nil:
+				Expect(r.Balance).To(BeNumerically(">=", 0))
+				okN.Add(1)
+			case errors.As(err, &ib):
+				Expect(ib.Available).To(BeNumerically("<", amount))
+				shortN.Add(1)
+			default:
+				Fail("unexpected error: " + err.Error())
+			}
+		})
+	}
+	wg.Wait()
+	return int(okN.Load()), int(shortN.Load())
+}
+
+var _ = Describe("Ledger against a real apiserver", func() {
+	It("lets exactly 20 of 50 concurrent 10-point freezes through on 200 points (one coalescing ledger)", func() {
+		ns := newFundedAccount(200)
+		l := ledger.New(k8sClient, k8sClient)
+		ok, short := freezeConcurrently(ns, 50, 10, func(int) *ledger.Ledger { return l })
+		Expect(ok).To(Equal(20))
+		Expect(short).To(Equal(30))
+		st := account(ns)
+		Expect(ledger.Check(&st)).To(Succeed())
+		Expect(st.Balance).To(BeZero())
+		Expect(st.Frozen).To(Equal(int64(200)))
+		Expect(st.Holds).To(HaveLen(20))
+	})
+
+	It("lets exactly 20 of 50 through when every caller is its own process (pure compare-and-swap)", func() {
+		ns := newFundedAccount(200)
+		ledgers := make([]*ledger.Ledger, 50)
+		for i := range ledgers {
+			ledgers[i] = ledger.New(k8sClient, k8sClient)
+		}
+		ok, short := freezeConcurrently(ns, 50, 10, func(i int) *ledger.Ledger { return ledgers[i] })
+		Expect(ok).To(Equal(20))
+		Expect(short).To(Equal(30))
+		st := account(ns)
+		Expect(ledger.Check(&st)).To(Succeed())
+		Expect(st.Balance).To(BeZero())
+		Expect(st.Holds).To(HaveLen(20))
+	})
+
+	It("settles a task once when many settlers race, and every one of them sees the same outcome", func() {
+		ns := newFundedAccount(100)
+		l := ledger.New(k8sClient, k8sClient)
+		_, err := l.Do(ctx, ns, ledger.Freeze("t", 40))
+		Expect(err).NotTo(HaveOccurred())
+
+		var wg sync.WaitGroup
+		var changed atomic.Int32
+		for i := range 20 {
+			outcome := videogenv1alpha1.SettlementDeducted
+			if i%2 == 1 {
+				outcome = videogenv1alpha1.SettlementRefunded
+			}
+			own := ledger.New(k8sClient, k8sClient) // separate writers, so they really conflict
+			wg.Go(func() {
+				defer GinkgoRecover()
+				r, err := own.Do(ctx, ns, ledger.Settle("t", outcome))
+				Expect(err).NotTo(HaveOccurred())
+				if r.Changed {
+					changed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		Expect(changed.Load()).To(Equal(int32(1)))
+		st := account(ns)
+		Expect(ledger.Check(&st)).To(Succeed())
+		Expect(st.Frozen).To(BeZero())
+		Expect(st.Spent + st.Balance).To(Equal(int64(100)))
+		Expect(st.Settlements).To(HaveLen(1))
+	})
+
+	It("answers each op of a batch on its own and writes them in one update", func() {
+		ns := newFundedAccount(25)
+		l := ledger.New(k8sClient, k8sClient)
+		res, err := l.Apply(ctx, ns, ledger.Freeze("a", 10), ledger.Freeze("b", 10), ledger.Freeze("c", 10))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res[0].Err).NotTo(HaveOccurred())
+		Expect(res[1].Err).NotTo(HaveOccurred())
+		var ib *ledger.InsufficientBalanceError
+		Expect(errors.As(res[2].Err, &ib)).To(BeTrue())
+		Expect(res[2].Balance).To(Equal(int64(5)))
+		Expect(account(ns).Holds).To(HaveLen(2))
+	})
+
+	It("reports a missing account and changes nothing", func() {
+		l := ledger.New(k8sClient, k8sClient)
+		_, err := l.Do(ctx, "no-such-namespace", ledger.Freeze("a", 1))
+		Expect(errors.Is(err, ledger.ErrAccountNotFound)).To(BeTrue(), "got %v", err)
+	})
+})

@@ -1,0 +1,241 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+type opKind int
+
+const (
+	opFreeze opKind = iota
+	opSettle
+	opForgetSettlement
+	opTopUp
+	opForgetTopUp
+)
+
+// Op is one change to an account. Build it with Freeze, Settle, TopUp or the Forget helpers.
+type Op struct {
+	kind    opKind
+	task    string
+	amount  int64
+	outcome videogenv1alpha1.SettlementOutcome
+	topUp   string // PointTopUp name
+	uid     string // PointTopUp UID
+}
+
+// Freeze holds amount points for task, or refuses with *InsufficientBalanceError.
+func Freeze(task string, amount int64) Op { return Op{kind: opFreeze, task: task, amount: amount} }
+
+// Settle ends task's hold: Deducted moves it to spent, Refunded returns it to the balance.
+func Settle(task string, outcome videogenv1alpha1.SettlementOutcome) Op {
+	return Op{kind: opSettle, task: task, outcome: outcome}
+}
+
+// ForgetSettlement drops task's settlement record once the task's status shows its outcome.
+func ForgetSettlement(task string) Op { return Op{kind: opForgetSettlement, task: task} }
+
+// TopUp credits amount points for the PointTopUp name/uid, once.
+func TopUp(name, uid string, amount int64) Op {
+	return Op{kind: opTopUp, topUp: name, uid: uid, amount: amount}
+}
+
+// ForgetTopUp drops a top-up record once the PointTopUp's status shows it was applied.
+func ForgetTopUp(uid string) Op { return Op{kind: opForgetTopUp, uid: uid} }
+
+func (o Op) String() string {
+	switch o.kind {
+	case opFreeze:
+		return fmt.Sprintf("freeze %d for task %q", o.amount, o.task)
+	case opSettle:
+		return fmt.Sprintf("settle task %q as %s", o.task, o.outcome)
+	case opForgetSettlement:
+		return fmt.Sprintf("forget settlement of task %q", o.task)
+	case opTopUp:
+		return fmt.Sprintf("top up %d from %q", o.amount, o.topUp)
+	default:
+		return fmt.Sprintf("forget top-up %s", o.uid)
+	}
+}
+
+// Result is the answer to one Op.
+type Result struct {
+	// Changed is true when this op moved points or changed a record; false for a repeat.
+	Changed bool
+	// Amount is the hold, settlement or top-up amount the op found or made.
+	Amount int64
+	// Outcome of a Settle: the recorded one, which wins over the requested one on a repeat.
+	Outcome videogenv1alpha1.SettlementOutcome
+	// Balance is the account's available balance after the write that carried this op.
+	Balance int64
+	// Err is why the op was refused; nothing changed for it.
+	Err error
+}
+
+var (
+	// ErrAccountNotFound: the namespace has no PointAccount.
+	ErrAccountNotFound = errors.New("point account not found")
+	// ErrAccountSuspended: the account accepts no new freezes.
+	ErrAccountSuspended = errors.New("point account is suspended")
+	// ErrNoHold: Settle found neither a hold nor a settlement for the task.
+	ErrNoHold = errors.New("no hold or settlement for task")
+	// ErrAlreadySettled: Freeze for a task whose settlement is still on record.
+	ErrAlreadySettled = errors.New("task was already settled")
+	// ErrInvalidAmount: a negative freeze or a non-positive top-up.
+	ErrInvalidAmount = errors.New("invalid amount")
+	// ErrInvariant: a write would break credited = balance + frozen + spent or frozen = Σ holds.
+	ErrInvariant = errors.New("ledger invariant violated")
+)
+
+// InsufficientBalanceError refuses a freeze larger than the available balance.
+type InsufficientBalanceError struct {
+	Account   string
+	Task      string
+	Required  int64
+	Available int64
+}
+
+func (e *InsufficientBalanceError) Error() string {
+	return fmt.Sprintf("account %q has %d points available, task %q needs %d", e.Account, e.Available, e.Task, e.Required)
+}
+
+// apply makes one op's change to st, or returns the reason it refused and leaves st as it was.
+func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointAccountSpec, account string, op Op, now time.Time) Result {
+	at := metav1.NewTime(now)
+	switch op.kind {
+	case opFreeze:
+		if op.amount < 0 {
+			return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}
+		}
+		if i := findHold(st, op.task); i >= 0 {
+			return Result{Amount: st.Holds[i].Amount}
+		}
+		if i := findSettlement(st, op.task); i >= 0 {
+			return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, st.Settlements[i].Outcome)}
+		}
+		if spec.Suspended {
+			return Result{Err: fmt.Errorf("%w: %q", ErrAccountSuspended, account)}
+		}
+		if op.amount > st.Balance {
+			return Result{Err: &InsufficientBalanceError{Account: account, Task: op.task, Required: op.amount, Available: st.Balance}}
+		}
+		st.Balance -= op.amount
+		st.Frozen += op.amount
+		st.Holds = append(st.Holds, videogenv1alpha1.Hold{Task: op.task, Amount: op.amount, FrozenAt: at})
+		return Result{Changed: true, Amount: op.amount}
+
+	case opSettle:
+		if i := findSettlement(st, op.task); i >= 0 {
+			s := st.Settlements[i]
+			return Result{Amount: s.Amount, Outcome: s.Outcome}
+		}
+		i := findHold(st, op.task)
+		if i < 0 {
+			return Result{Err: fmt.Errorf("%w %q", ErrNoHold, op.task)}
+		}
+		h := st.Holds[i]
+		st.Holds = append(st.Holds[:i], st.Holds[i+1:]...)
+		st.Frozen -= h.Amount
+		switch op.outcome {
+		case videogenv1alpha1.SettlementDeducted:
+			st.Spent += h.Amount
+		case videogenv1alpha1.SettlementRefunded:
+			st.Balance += h.Amount
+		default:
+			// Restore before refusing: an unknown outcome must change nothing.
+			st.Holds = append(st.Holds[:i], append([]videogenv1alpha1.Hold{h}, st.Holds[i:]...)...)
+			st.Frozen += h.Amount
+			return Result{Err: fmt.Errorf("unknown settlement outcome %q", op.outcome)}
+		}
+		st.Settlements = append(st.Settlements, videogenv1alpha1.Settlement{
+			Task: op.task, Amount: h.Amount, Outcome: op.outcome, SettledAt: at,
+		})
+		return Result{Changed: true, Amount: h.Amount, Outcome: op.outcome}
+
+	case opForgetSettlement:
+		i := findSettlement(st, op.task)
+		if i < 0 {
+			return Result{}
+		}
+		s := st.Settlements[i]
+		st.Settlements = append(st.Settlements[:i], st.Settlements[i+1:]...)
+		return Result{Changed: true, Amount: s.Amount, Outcome: s.Outcome}
+
+	case opTopUp:
+		if op.amount <= 0 {
+			return Result{Err: fmt.Errorf("%w: top-up of %d", ErrInvalidAmount, op.amount)}
+		}
+		if i := findTopUp(st, op.uid); i >= 0 {
+			return Result{Amount: st.TopUps[i].Amount}
+		}
+		st.Balance += op.amount
+		st.Credited += op.amount
+		st.TopUps = append(st.TopUps, videogenv1alpha1.AppliedTopUp{Name: op.topUp, UID: op.uid, Amount: op.amount, AppliedAt: at})
+		return Result{Changed: true, Amount: op.amount}
+
+	case opForgetTopUp:
+		i := findTopUp(st, op.uid)
+		if i < 0 {
+			return Result{}
+		}
+		t := st.TopUps[i]
+		st.TopUps = append(st.TopUps[:i], st.TopUps[i+1:]...)
+		return Result{Changed: true, Amount: t.Amount}
+	}
+	return Result{Err: fmt.Errorf("unknown ledger operation %d", op.kind)}
+}
+
+// Check verifies the ledger invariants on a status.
+func Check(st *videogenv1alpha1.PointAccountStatus) error {
+	var held int64
+	for _, h := range st.Holds {
+		if h.Amount < 0 {
+			return fmt.Errorf("%w: hold for %q is negative (%d)", ErrInvariant, h.Task, h.Amount)
+		}
+		held += h.Amount
+	}
+	switch {
+	case st.Balance < 0 || st.Frozen < 0 || st.Spent < 0 || st.Credited < 0:
+		return fmt.Errorf("%w: negative figure (balance %d, frozen %d, spent %d, credited %d)",
+			ErrInvariant, st.Balance, st.Frozen, st.Spent, st.Credited)
+	case st.Credited != st.Balance+st.Frozen+st.Spent:
+		return fmt.Errorf("%w: credited %d != balance %d + frozen %d + spent %d",
+			ErrInvariant, st.Credited, st.Balance, st.Frozen, st.Spent)
+	case st.Frozen != held:
+		return fmt.Errorf("%w: frozen %d != sum of holds %d", ErrInvariant, st.Frozen, held)
+	}
+	return nil
+}
+
+func findHold(st *videogenv1alpha1.PointAccountStatus, task string) int {
+	for i := range st.Holds {
+		if st.Holds[i].Task == task {
+			return i
+		}
+	}
+	return -1
+}
+
+func findSettlement(st *videogenv1alpha1.PointAccountStatus, task string) int {
+	for i := range st.Settlements {
+		if st.Settlements[i].Task == task {
+			return i
+		}
+	}
+	return -1
+}
+
+func findTopUp(st *videogenv1alpha1.PointAccountStatus, uid string) int {
+	for i := range st.TopUps {
+		if st.TopUps[i].UID == uid {
+			return i
+		}
+	}
+	return -1
+}

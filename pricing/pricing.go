@@ -1,0 +1,83 @@
+// Package pricing turns a template and a requested duration into a price in points.
+//
+// The rules, in order:
+//   - a fixed-duration template costs its flat price, and any requested duration is ignored;
+//   - an adjustable template needs a duration d in [min, max] and costs durationPrices[d];
+//   - a d in range without an entry, or a fixed template without a price, costs the system
+//     default price (the manager's --default-price flag).
+package pricing
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// DefaultPrice is the system default price in points when the manager is not told otherwise.
+const DefaultPrice int64 = 10
+
+// Terms are the pricing-relevant fields of a template.
+type Terms struct {
+	// Price is the flat price; nil means the default price.
+	Price          *int64
+	Adjustable     bool
+	MinDuration    int32
+	MaxDuration    int32
+	DurationPrices map[string]int64
+}
+
+// ErrDurationRequired is returned when an adjustable template is priced without a duration.
+var ErrDurationRequired = errors.New("duration is required for a template with adjustable duration")
+
+// DurationOutOfRangeError says a duration is outside the template's [Min, Max].
+type DurationOutOfRangeError struct {
+	Duration, Min, Max int32
+}
+
+func (e *DurationOutOfRangeError) Error() string {
+	return fmt.Sprintf("duration %ds is outside the template's range [%d, %d] seconds", e.Duration, e.Min, e.Max)
+}
+
+// InvalidPriceError says a configured price is negative: a template or flag error, not the caller's.
+type InvalidPriceError struct {
+	What  string
+	Price int64
+}
+
+func (e *InvalidPriceError) Error() string {
+	return fmt.Sprintf("%s price %d is negative", e.What, e.Price)
+}
+
+// Quote returns the price of one task on a template with these terms. duration may be nil.
+func Quote(t Terms, duration *int32, defaultPrice int64) (int64, error) {
+	if defaultPrice < 0 {
+		return 0, &InvalidPriceError{What: "default", Price: defaultPrice}
+	}
+	if !t.Adjustable {
+		return flat(t.Price, defaultPrice)
+	}
+	if duration == nil {
+		return 0, fmt.Errorf("%w (between %d and %d seconds)", ErrDurationRequired, t.MinDuration, t.MaxDuration)
+	}
+	d := *duration
+	if d < t.MinDuration || d > t.MaxDuration {
+		return 0, &DurationOutOfRangeError{Duration: d, Min: t.MinDuration, Max: t.MaxDuration}
+	}
+	if p, ok := t.DurationPrices[strconv.Itoa(int(d))]; ok {
+		if p < 0 {
+			return 0, &InvalidPriceError{What: fmt.Sprintf("durationPrices[%d]", d), Price: p}
+		}
+		return p, nil
+	}
+	return defaultPrice, nil
+}
+
+func flat(price *int64, defaultPrice int64) (int64, error) {
+	if price == nil {
+		return defaultPrice, nil
+	}
+	if *price < 0 {
+		return 0, &InvalidPriceError{What: "template", Price: *price}
+	}
+	return *price, nil
+}
