@@ -1,0 +1,113 @@
+package eventservice
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+)
+
+// TokenAuth admits only callers that send "Authorization: Bearer <token>"
+// with one of the accepted service tokens; others get Unauthenticated. It is
+// HTTP middleware (see Wrap) and so guards every procedure and protocol
+// alike. It is safe for concurrent use.
+type TokenAuth struct {
+	// SHA-256 digests of the accepted tokens: comparing fixed-length digests
+	// in constant time reveals neither the tokens nor their lengths.
+	digests atomic.Pointer[[][sha256.Size]byte]
+}
+
+var errNoToken = errors.New("eventservice: no service token configured")
+
+const wwwAuthenticate = `Bearer realm="videogen-events"`
+
+// NewTokenAuth accepts any of tokens; empty ones are ignored, and at least
+// one must remain.
+func NewTokenAuth(tokens ...string) (*TokenAuth, error) {
+	a := &TokenAuth{}
+	if err := a.SetTokens(tokens...); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// SetTokens atomically replaces the accepted tokens, e.g. when the Secret
+// holding them is rotated. On error the previous tokens stay in force.
+func (a *TokenAuth) SetTokens(tokens ...string) error {
+	digests := make([][sha256.Size]byte, 0, len(tokens))
+	for _, t := range tokens {
+		if t != "" {
+			digests = append(digests, sha256.Sum256([]byte(t)))
+		}
+	}
+	if len(digests) == 0 {
+		return errNoToken
+	}
+	a.digests.Store(&digests)
+	return nil
+}
+
+// Wrap returns next behind the token check. It runs before the request body
+// is read, so unauthenticated callers cannot make the server decode
+// messages, and answers in the caller's protocol (gRPC status, gRPC-Web,
+// Connect JSON error with HTTP 401).
+func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
+	errWriter := connect.NewErrorWriter()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := a.authenticate(r.Header); err != nil {
+			if !errWriter.IsSupported(r) { // not an RPC at all
+				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+				http.Error(w, err.Message(), http.StatusUnauthorized)
+				return
+			}
+			_ = errWriter.Write(w, r, err) // the caller hung up if this fails
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *TokenAuth) authenticate(h http.Header) *connect.Error {
+	token, ok := bearerToken(h.Get("Authorization"))
+	if !ok {
+		return unauthenticated("missing bearer service token")
+	}
+	if !a.accepts(token) {
+		return unauthenticated("invalid bearer service token")
+	}
+	return nil
+}
+
+func (a *TokenAuth) accepts(token string) bool {
+	digests := a.digests.Load()
+	if digests == nil {
+		return false
+	}
+	got := sha256.Sum256([]byte(token))
+	match := 0
+	for _, want := range *digests { // no early exit: time does not depend on which token matched
+		match |= subtle.ConstantTimeCompare(got[:], want[:])
+	}
+	return match == 1
+}
+
+// bearerToken extracts the token from an Authorization value. The scheme is
+// case-insensitive (RFC 9110, section 11.1).
+func bearerToken(value string) (string, bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(value), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+func unauthenticated(msg string) *connect.Error {
+	err := connect.NewError(connect.CodeUnauthenticated, errors.New("eventservice: "+msg))
+	err.Meta().Set("WWW-Authenticate", wwwAuthenticate)
+	return err
+}

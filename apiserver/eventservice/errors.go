@@ -1,0 +1,55 @@
+package eventservice
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	"github.com/videogen-dev/videogen-operator/connectors"
+)
+
+var (
+	// ErrInvalidRequest is wrapped by errors for requests missing a required
+	// part (connector name, request details, body).
+	ErrInvalidRequest = errors.New("eventservice: invalid request")
+	// ErrSecretsUnavailable is wrapped when the SecretSource failed, as
+	// opposed to having no secret for the connector.
+	ErrSecretsUnavailable = errors.New("eventservice: webhook secrets unavailable")
+	// errInternal marks failures that are the server's fault.
+	errInternal = errors.New("eventservice: internal error")
+)
+
+// ErrorCode classifies an error from Service.HandleWebhook (or Handle):
+//
+//   - *connectors.AuthError (bad signature, no secret): Unauthenticated
+//   - *connectors.ParseError, ErrInvalidRequest: InvalidArgument
+//   - connectors.ErrUnknownConnector: NotFound
+//   - ErrSecretsUnavailable: Unavailable
+//   - context cancellation and deadline: Canceled, DeadlineExceeded
+//   - anything else, including a connector panic: Internal
+func ErrorCode(err error) connect.Code {
+	var authErr *connectors.AuthError
+	var parseErr *connectors.ParseError
+	switch {
+	case errors.As(err, &authErr):
+		return connect.CodeUnauthenticated
+	case errors.As(err, &parseErr), errors.Is(err, ErrInvalidRequest):
+		return connect.CodeInvalidArgument
+	case errors.Is(err, connectors.ErrUnknownConnector):
+		return connect.CodeNotFound
+	case errors.Is(err, ErrSecretsUnavailable):
+		return connect.CodeUnavailable
+	case errors.Is(err, context.Canceled):
+		return connect.CodeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.CodeDeadlineExceeded
+	}
+	return connect.CodeInternal
+}
+
+// connectError wraps err with its code. The messages of the connectors'
+// errors name the connector and what was wrong, and carry no secret.
+func connectError(err error) *connect.Error {
+	return connect.NewError(ErrorCode(err), err)
+}

@@ -1,0 +1,56 @@
+package eventservice
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
+	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1/eventsv1connect"
+	"github.com/videogen-dev/videogen-operator/connectors"
+)
+
+var _ eventsv1connect.EventServiceHandler = (*Service)(nil)
+
+// Handle implements EventService.Handle. Callers are authenticated before it
+// runs (see NewHandler); the webhook itself is authenticated here.
+func (s *Service) Handle(ctx context.Context, req *connect.Request[eventsv1.HandleRequest]) (*connect.Response[eventsv1.HandleResponse], error) {
+	msg := req.Msg
+	details := msg.GetRequestDetails()
+	if details == nil {
+		return nil, connectError(fmt.Errorf("%w: request_details is required", ErrInvalidRequest))
+	}
+	ev, err := s.handle(ctx, msg.GetConnector(), toConnectorsRequest(details),
+		requestSecrets(msg.GetWebhookSecrets()), msg.GetMerchantEventId())
+	if err != nil {
+		return nil, connectError(err)
+	}
+	return connect.NewResponse(toHandleResponse(ev)), nil
+}
+
+func toConnectorsRequest(d *eventsv1.RequestDetails) *connectors.Request {
+	// No connector signs or reads the query, so a malformed one is not worth
+	// rejecting a webhook for: ParseQuery keeps every pair it could decode.
+	query, _ := url.ParseQuery(strings.TrimPrefix(d.GetQueryParams(), "?"))
+	return &connectors.Request{
+		Method:  d.GetMethod(),
+		URI:     d.GetUri(),
+		Headers: connectors.HeadersFromMap(d.GetHeaders()),
+		Body:    d.GetBody(),
+		Query:   query,
+	}
+}
+
+// requestSecrets returns the non-empty secrets the request carries, or nil.
+func requestSecrets(ws *eventsv1.WebhookSecrets) [][]byte {
+	var out [][]byte
+	for _, s := range []string{ws.GetSecret(), ws.GetAdditionalSecret()} {
+		if s != "" {
+			out = append(out, []byte(s))
+		}
+	}
+	return out
+}
