@@ -174,8 +174,9 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 	key := types.NamespacedName{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}
 	backoff := 2 * time.Millisecond
 	acct := start
-	for attempt := 0; ; attempt++ {
-		if acct == nil {
+	for {
+		fresh := acct == nil
+		if fresh {
 			acct = &videogenv1alpha1.PointAccount{}
 			if err := l.reader.Get(ctx, key, acct); err != nil {
 				if apierrors.IsNotFound(err) {
@@ -192,6 +193,13 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 			return failAll(batch, &callError{fmt.Errorf("account %q before this write: %w", namespace, err)}), nil
 		}
 		results, changed := l.applyBatch(work, batch)
+		if !fresh && (!changed || anyRefused(results)) {
+			// A refusal or a no-op decided on our own last write could be wrong if another
+			// process wrote since (a top-up elsewhere, a hold made elsewhere): only a write
+			// detects staleness, so decide those on a fresh read.
+			acct = nil
+			continue
+		}
 		if !changed {
 			fill(results, work.Status.Balance)
 			return results, acct
@@ -232,6 +240,17 @@ func (l *Ledger) applyBatch(acct *videogenv1alpha1.PointAccount, batch []*reques
 		}
 	}
 	return results, changed
+}
+
+func anyRefused(results [][]Result) bool {
+	for _, rs := range results {
+		for _, r := range rs {
+			if r.Err != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func fill(results [][]Result, balance int64) {

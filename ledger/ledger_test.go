@@ -138,6 +138,27 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		Expect(account(ns).Holds).To(HaveLen(2))
 	})
 
+	It("never refuses on a stale copy of its own last write when another writer changed the account", func() {
+		ns := newFundedAccount(10)
+		a, b := ledger.New(k8sClient, k8sClient), ledger.New(k8sClient, k8sClient)
+		_, err := a.Do(ctx, ns, ledger.Freeze("first", 10)) // a now remembers balance 0
+		Expect(err).NotTo(HaveOccurred())
+		_, err = b.Do(ctx, ns, ledger.TopUp("more", "more-uid", 50))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = b.Do(ctx, ns, ledger.Freeze("made-elsewhere", 5))
+		Expect(err).NotTo(HaveOccurred())
+
+		r, err := a.Do(ctx, ns, ledger.Freeze("second", 40))
+		Expect(err).NotTo(HaveOccurred(), "a freeze affordable after the other writer's top-up")
+		Expect(r.Balance).To(Equal(int64(5)))
+		r, err = a.Do(ctx, ns, ledger.Settle("made-elsewhere", videogenv1alpha1.SettlementRefunded))
+		Expect(err).NotTo(HaveOccurred(), "a hold made by the other writer")
+		Expect(r.Changed).To(BeTrue())
+		st := account(ns)
+		Expect(ledger.Check(&st)).To(Succeed())
+		Expect(st.Balance).To(Equal(int64(10)))
+	})
+
 	It("reports a missing account and changes nothing", func() {
 		l := ledger.New(k8sClient, k8sClient)
 		_, err := l.Do(ctx, "no-such-namespace", ledger.Freeze("a", 1))

@@ -74,6 +74,8 @@ type Result struct {
 	Outcome videogenv1alpha1.SettlementOutcome
 	// Balance is the account's available balance after the write that carried this op.
 	Balance int64
+	// BalanceAfter of a TopUp is the balance right after its own credit, as recorded.
+	BalanceAfter int64
 	// Err is why the op was refused; nothing changed for it.
 	Err error
 }
@@ -172,12 +174,14 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 			return Result{Err: fmt.Errorf("%w: top-up of %d", ErrInvalidAmount, op.amount)}
 		}
 		if i := findTopUp(st, op.uid); i >= 0 {
-			return Result{Amount: st.TopUps[i].Amount}
+			return Result{Amount: st.TopUps[i].Amount, BalanceAfter: st.TopUps[i].BalanceAfter}
 		}
 		st.Balance += op.amount
 		st.Credited += op.amount
-		st.TopUps = append(st.TopUps, videogenv1alpha1.AppliedTopUp{Name: op.topUp, UID: op.uid, Amount: op.amount, AppliedAt: at})
-		return Result{Changed: true, Amount: op.amount}
+		st.TopUps = append(st.TopUps, videogenv1alpha1.AppliedTopUp{
+			Name: op.topUp, UID: op.uid, Amount: op.amount, BalanceAfter: st.Balance, AppliedAt: at,
+		})
+		return Result{Changed: true, Amount: op.amount, BalanceAfter: st.Balance}
 
 	case opForgetTopUp:
 		i := findTopUp(st, op.uid)
@@ -239,3 +243,6 @@ func findTopUp(st *videogenv1alpha1.PointAccountStatus, uid string) int {
 	}
 	return -1
 }
+
+// Task is the task an op is about ("" for top-up ops).
+func (o Op) Task() string { return o.task }

@@ -85,6 +85,9 @@ type AppliedTopUp struct {
 	// Amount credited.
 	// +required
 	Amount int64 `json:"amount"`
+	// BalanceAfter is the available balance right after the credit.
+	// +required
+	BalanceAfter int64 `json:"balanceAfter"`
 	// AppliedAt is when the amount was credited.
 	// +required
 	AppliedAt metav1.Time `json:"appliedAt"`

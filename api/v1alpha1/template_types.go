@@ -35,6 +35,7 @@ type TemplateSpec struct {
 	MediaURL string `json:"mediaURL,omitempty"`
 
 	// DurationAdjustable lets callers choose the output duration within [minDuration, maxDuration].
+	// +kubebuilder:default=false
 	// +optional
 	DurationAdjustable bool `json:"durationAdjustable,omitempty"`
 

@@ -68,6 +68,8 @@ const (
 const (
 	// ConditionAccepted: the task was priced and its points frozen.
 	ConditionAccepted = "Accepted"
+	// ConditionDispatched: a backend accepted the current stage.
+	ConditionDispatched = "Dispatched"
 	// ConditionComplete: the task reached a terminal phase.
 	ConditionComplete = "Complete"
 
@@ -76,6 +78,8 @@ const (
 	ReasonAccountSuspended    = "AccountSuspended"
 	ReasonInvalidRequest      = "InvalidRequest"
 	ReasonNoBackend           = "NoBackend"
+	ReasonBackendAccepted     = "BackendAccepted"
+	ReasonBackendUnavailable  = "BackendUnavailable"
 	ReasonSucceeded           = "Succeeded"
 	ReasonStageFailed         = "StageFailed"
 	ReasonTimedOut            = "TimedOut"

@@ -1,0 +1,126 @@
+# videogen-operator. `make help` lists the targets.
+
+IMG ?= videogen-operator:latest
+K8S_VERSION ?= 1.37.1
+ETCD_VERSION ?= 3.6.7
+# Binaries built from Go modules by hack/setup-envtest.sh (no downloads).
+ENVTEST_ASSETS ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)
+export KUBEBUILDER_ASSETS = $(ENVTEST_ASSETS)
+
+CONTROLLER_GEN ?= go tool controller-gen
+# kustomize is pinned in its own tools module so its dependencies stay out of go.mod.
+KUSTOMIZE ?= $(CURDIR)/bin/kustomize
+KUBECTL ?= kubectl
+CONTAINER_TOOL ?= docker
+GO_TEST_FLAGS ?= -timeout 30m
+FUZZTIME ?= 5s
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: ## Generate CRDs and the manager ClusterRole from the API types and RBAC markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: ## Generate DeepCopy methods for the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Format the code.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: vet ## Check formatting and vet (fails on unformatted files instead of rewriting them).
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+
+.PHONY: verify-generated
+verify-generated: ## Fail if generated code or manifests are stale.
+	hack/verify-generated.sh
+
+.PHONY: verify-proto
+verify-proto: ## Fail if the generated protobuf/connect code is stale (needs protoc 3.21, Debian protobuf-compiler).
+	hack/verify-proto.sh
+
+.PHONY: proto
+proto: ## Regenerate the protobuf/connect code of the Event Service.
+	hack/gen-proto.sh
+
+.PHONY: setup-envtest
+setup-envtest: ## Build kube-apiserver and etcd for envtest into bin/k8s (cached; first build takes minutes).
+	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ENVTEST_ASSETS=$(ENVTEST_ASSETS) hack/setup-envtest.sh >/dev/null
+
+.PHONY: verify-manifests
+verify-manifests: $(KUSTOMIZE) ## Check that every kustomization renders.
+	@for d in config/default config/crd config/rbac config/samples; do $(KUSTOMIZE) build $$d >/dev/null || { echo "kustomize build $$d failed"; exit 1; }; done
+
+.PHONY: test
+test: setup-envtest verify-generated verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
+	go test $(GO_TEST_FLAGS) ./...
+	hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: test-fuzz
+test-fuzz: ## Run every fuzz target for FUZZTIME (default 5s each).
+	hack/fuzz.sh $(FUZZTIME)
+
+##@ Build
+
+.PHONY: build
+build: manifests generate fmt vet ## Build the manager binary.
+	go build -o bin/manager ./cmd/manager
+
+.PHONY: run
+run: manifests generate ## Run the manager against the cluster in your kubeconfig.
+	go run ./cmd/manager --metrics-secure=false
+
+.PHONY: docker-build
+docker-build: ## Build the manager image.
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: build-installer
+build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC and the manager in one file.
+	mkdir -p dist
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default > dist/install.yaml
+
+##@ Deployment
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) ## Install the CRDs into the cluster in your kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every object of them!) from the cluster.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator to the cluster in your kubeconfig.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) ## Remove the operator from the cluster.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+$(KUSTOMIZE): hack/tools/go.mod hack/tools/go.sum
+	go build -modfile=hack/tools/go.mod -o $@ sigs.k8s.io/kustomize/kustomize/v5

@@ -1,0 +1,101 @@
+// Command manager runs the videogen-operator controllers.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(videogenv1alpha1.AddToScheme(scheme))
+}
+
+func main() {
+	opts := controllers.DefaultOptions()
+	var (
+		metricsAddr, probeAddr string
+		secureMetrics          bool
+		enableLeaderElection   bool
+		enableHTTP2            bool
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (:8443 for HTTPS, :8080 for HTTP, 0 to disable).")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health probe endpoint.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
+	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader so that only one manager reconciles at a time.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve metrics over HTTP/2 (off by default: HTTP/2 rapid reset CVEs).")
+	flag.Int64Var(&opts.Task.DefaultPrice, "default-price", opts.Task.DefaultPrice,
+		"System default price in points: for templates without a price, and for durations of adjustable templates that have no entry in durationPrices.")
+	flag.DurationVar(&opts.Task.DefaultTimeout, "task-timeout", opts.Task.DefaultTimeout,
+		"Timeout of a task that sets no spec.timeout; past it the task fails with TimedOut and is refunded.")
+	flag.DurationVar(&opts.Task.FinishedTTL, "finished-task-ttl", opts.Task.FinishedTTL,
+		"How long finished tasks are kept before they are deleted (0 keeps them forever).")
+	flag.DurationVar(&opts.Task.PollInterval, "backend-poll-interval", opts.Task.PollInterval, "How often a running stage is observed at its backend.")
+	flag.IntVar(&opts.Task.MaxConcurrentReconciles, "max-concurrent-tasks", opts.Task.MaxConcurrentReconciles, "How many tasks are reconciled in parallel.")
+	flag.DurationVar(&opts.HoldGracePeriod, "hold-grace-period", opts.HoldGracePeriod,
+		"How long frozen points may wait for their task to appear (or stay after it was deleted) before they are refunded.")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	if opts.Task.DefaultPrice < 0 {
+		log.Error(nil, "--default-price must not be negative", "value", opts.Task.DefaultPrice)
+		os.Exit(2)
+	}
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                enableLeaderElection,
+		LeaderElectionID:              "videogen-operator.videogen.dev",
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		log.Error(err, "unable to create manager")
+		os.Exit(1)
+	}
+	if _, err := controllers.Setup(mgr, opts); err != nil {
+		log.Error(err, "unable to set up controllers")
+		os.Exit(1)
+	}
+	log.Info("no generation backends are configured yet: tasks are priced and frozen, then wait until their timeout and are refunded")
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "unable to set up health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "unable to set up ready check")
+		os.Exit(1)
+	}
+	log.Info("starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "problem running manager")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,252 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+// PointAccountReconciler keeps an account's conditions, releases holds whose task never
+// appeared or was deleted, and trims the ledger's records once they are acknowledged.
+type PointAccountReconciler struct {
+	client.Client
+	APIReader client.Reader
+	Ledger    *ledger.Ledger
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	// HoldGracePeriod is how long a hold may exist without its task before it is released: the
+	// REST apiserver freezes before it creates the task, and a crash in between leaves a hold.
+	HoldGracePeriod time.Duration
+}
+
+// recordsRecheck is how soon an account with unacknowledged records is looked at again.
+const recordsRecheck = 10 * time.Second
+
+// Reconcile brings the account's conditions and records up to date.
+func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	acct := &videogenv1alpha1.PointAccount{}
+	if err := r.Get(ctx, req.NamespacedName, acct); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.updateConditions(ctx, acct); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return ctrl.Result{}, err
+	}
+
+	now := r.Clock.Now()
+	var ops []ledger.Op
+	released, nextSweep, err := r.orphanHolds(ctx, acct, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ops = append(ops, released...)
+	forgotten, err := r.acknowledgedSettlements(ctx, acct)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ops = append(ops, forgotten...)
+	trimmed, err := r.acknowledgedTopUps(ctx, acct)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ops = append(ops, trimmed...)
+
+	if len(ops) > 0 {
+		results, err := r.Ledger.Apply(ctx, acct.Namespace, ops...)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		for i, res := range results[:len(released)] {
+			if res.Changed {
+				r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "HoldReleased", "Refund",
+					"Refunded %d points held for task %q, which does not exist", res.Amount, released[i].Task())
+			}
+		}
+	}
+
+	var wait time.Duration
+	if len(acct.Status.Settlements)+len(acct.Status.TopUps) > len(forgotten)+len(trimmed) {
+		wait = recordsRecheck
+	}
+	if nextSweep > 0 && (wait == 0 || nextSweep < wait) {
+		wait = nextSweep
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// updateConditions sets Ready and Funded from the account's spec and figures.
+func (r *PointAccountReconciler) updateConditions(ctx context.Context, acct *videogenv1alpha1.PointAccount) error {
+	before := acct.Status.DeepCopy()
+	ready := metav1.Condition{Type: videogenv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: videogenv1alpha1.ReasonActive, Message: "The account accepts new tasks"}
+	if err := ledger.Check(&acct.Status); err != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonInvariantViolated, err.Error()
+	} else if acct.Spec.Suspended {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonSuspended, "The account is suspended: it accepts no new tasks"
+	}
+	funded := metav1.Condition{Type: videogenv1alpha1.ConditionFunded, Status: metav1.ConditionTrue,
+		Reason: videogenv1alpha1.ReasonHasBalance, Message: fmt.Sprintf("%d points available", acct.Status.Balance)}
+	if acct.Status.Balance <= 0 {
+		funded.Status, funded.Reason, funded.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonDepleted,
+			"No points available; ask an administrator for a top-up"
+	}
+	for _, c := range []metav1.Condition{ready, funded} {
+		c.ObservedGeneration = acct.Generation
+		meta.SetStatusCondition(&acct.Status.Conditions, c)
+	}
+	acct.Status.ObservedGeneration = acct.Generation
+	if equality.Semantic.DeepEqual(before, &acct.Status) {
+		return nil
+	}
+	if ready.Reason == videogenv1alpha1.ReasonInvariantViolated && meta.IsStatusConditionTrue(before.Conditions, videogenv1alpha1.ConditionReady) {
+		r.Recorder.Eventf(acct, nil, corev1.EventTypeWarning, ready.Reason, "Check", "%s", ready.Message)
+	}
+	// An update (not a patch) so a stale copy conflicts instead of overwriting the ledger's figures.
+	return r.Status().Update(ctx, acct)
+}
+
+// orphanHolds returns refunds for holds older than the grace period whose task does not exist,
+// and when the next hold comes of age.
+func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogenv1alpha1.PointAccount, now time.Time) ([]ledger.Op, time.Duration, error) {
+	var ops []ledger.Op
+	var next time.Duration
+	for _, h := range acct.Status.Holds {
+		age := now.Sub(h.FrozenAt.Time)
+		if age < r.HoldGracePeriod {
+			if wait := r.HoldGracePeriod - age; next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		gone, err := r.taskGone(ctx, acct.Namespace, h.Task)
+		if err != nil {
+			return nil, 0, err
+		}
+		if gone {
+			ops = append(ops, ledger.Settle(h.Task, videogenv1alpha1.SettlementRefunded))
+		}
+	}
+	if len(acct.Status.Holds) > len(ops) && (next == 0 || r.HoldGracePeriod < next) {
+		next = r.HoldGracePeriod // keep watching holds whose task may still be deleted
+	}
+	return ops, next, nil
+}
+
+// acknowledgedSettlements returns ForgetSettlement for each settlement whose task shows it (or
+// is gone, or was replaced by a newer task of the same name).
+func (r *PointAccountReconciler) acknowledgedSettlements(ctx context.Context, acct *videogenv1alpha1.PointAccount) ([]ledger.Op, error) {
+	var ops []ledger.Op
+	for _, s := range acct.Status.Settlements {
+		task := &videogenv1alpha1.VideoTask{}
+		key := client.ObjectKey{Namespace: acct.Namespace, Name: s.Task}
+		if err := r.Get(ctx, key, task); err == nil && settledCharge(task) {
+			ops = append(ops, ledger.ForgetSettlement(s.Task))
+			continue
+		} else if err == nil && task.Status.Charge == videogenv1alpha1.ChargeFrozen {
+			continue // its settle write is on the way
+		}
+		// Unusual: decide on a fresh read, since forgetting too early could let a stale
+		// reconcile freeze the task again.
+		err := r.APIReader.Get(ctx, key, task)
+		switch {
+		case apierrors.IsNotFound(err):
+			ops = append(ops, ledger.ForgetSettlement(s.Task))
+		case err != nil:
+			return nil, err
+		case settledCharge(task) || task.CreationTimestamp.After(s.SettledAt.Time):
+			ops = append(ops, ledger.ForgetSettlement(s.Task))
+		}
+	}
+	return ops, nil
+}
+
+// acknowledgedTopUps returns ForgetTopUp for each top-up record whose PointTopUp shows it applied.
+func (r *PointAccountReconciler) acknowledgedTopUps(ctx context.Context, acct *videogenv1alpha1.PointAccount) ([]ledger.Op, error) {
+	var ops []ledger.Op
+	for _, rec := range acct.Status.TopUps {
+		key := client.ObjectKey{Namespace: acct.Namespace, Name: rec.Name}
+		t := &videogenv1alpha1.PointTopUp{}
+		if err := r.Get(ctx, key, t); err == nil && string(t.UID) == rec.UID && t.Status.AppliedAt != nil {
+			ops = append(ops, ledger.ForgetTopUp(rec.UID))
+			continue
+		}
+		err := r.APIReader.Get(ctx, key, t)
+		switch {
+		case apierrors.IsNotFound(err):
+			ops = append(ops, ledger.ForgetTopUp(rec.UID))
+		case err != nil:
+			return nil, err
+		case string(t.UID) != rec.UID || t.Status.AppliedAt != nil:
+			ops = append(ops, ledger.ForgetTopUp(rec.UID))
+		}
+	}
+	return ops, nil
+}
+
+// taskGone reports whether a task is absent, confirmed by a fresh read.
+func (r *PointAccountReconciler) taskGone(ctx context.Context, namespace, name string) (bool, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	if err := r.Get(ctx, key, &videogenv1alpha1.VideoTask{}); err == nil {
+		return false, nil
+	}
+	err := r.APIReader.Get(ctx, key, &videogenv1alpha1.VideoTask{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+func settledCharge(t *videogenv1alpha1.VideoTask) bool {
+	return t.Status.Charge == videogenv1alpha1.ChargeDeducted || t.Status.Charge == videogenv1alpha1.ChargeRefunded
+}
+
+// SetupWithManager registers the controller. Tasks wake their account when their charge changes
+// or they are deleted; top-ups when they are applied or deleted.
+func (r *PointAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	toAccount := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: videogenv1alpha1.PointAccountName}}}
+	})
+	chargeChanged := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*videogenv1alpha1.VideoTask), e.ObjectNew.(*videogenv1alpha1.VideoTask)
+			return o.Status.Charge != n.Status.Charge
+		},
+	}
+	applied := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*videogenv1alpha1.PointTopUp), e.ObjectNew.(*videogenv1alpha1.PointTopUp)
+			return (o.Status.AppliedAt == nil) != (n.Status.AppliedAt == nil)
+		},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&videogenv1alpha1.PointAccount{}).
+		Watches(&videogenv1alpha1.VideoTask{}, toAccount, builder.WithPredicates(chargeChanged)).
+		Watches(&videogenv1alpha1.PointTopUp{}, toAccount, builder.WithPredicates(applied)).
+		Named("pointaccount").
+		Complete(r)
+}

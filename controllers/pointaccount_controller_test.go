@@ -1,0 +1,100 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+var _ = Describe("PointAccount", func() {
+	var stop func()
+	var backend *testBackend
+	BeforeEach(func() {
+		backend = newTestBackend()
+		stop = startManager(testOptions(backend))
+	})
+	AfterEach(func() { stop() })
+
+	It("refunds a hold whose task never appears once the grace period has passed", func() {
+		ns := newAccount(100)
+		// As the REST apiserver does: freeze first, then (here: never) create the task.
+		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.Freeze("never-created", 35))
+		Expect(err).NotTo(HaveOccurred())
+		expectBalanced(ns, 65, 35, 0)
+		expectBalanced(ns, 100, 0, 0) // after the 2s grace period of the test options
+		Eventually(func() []string { return eventReasons(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElement("HoldReleased"))
+		Eventually(func() int { return len(accountOf(ns).Status.Settlements) }).Should(BeZero())
+	})
+
+	It("keeps a hold whose task exists, even past the grace period", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.set(b.Name(), script{analyze: hang})
+		b.Create()
+		expectBalanced(ns, 80, 20, 0)
+		Consistently(func() int64 { return accountOf(ns).Status.Frozen }, "3s").Should(Equal(int64(20)))
+	})
+
+	It("refunds the points of a running task that is deleted", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.set(b.Name(), script{analyze: hang})
+		task := b.Create()
+		expectBalanced(ns, 80, 20, 0)
+		Expect(k8sClient.Delete(ctx, task)).To(Succeed())
+		expectBalanced(ns, 100, 0, 0)
+	})
+
+	It("trims settlement records once tasks show their settlement", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(5).Create()
+		for range 5 {
+			aShortTask(ns, tmpl).Create()
+		}
+		expectBalanced(ns, 75, 0, 25)
+		Eventually(func() int { return len(accountOf(ns).Status.Settlements) }).Should(BeZero())
+	})
+
+	It("reports Ready and Funded conditions, and Suspended accounts take no new tasks", func() {
+		ns := newAccount(10)
+		Eventually(func(g Gomega) {
+			a := accountOf(ns)
+			g.Expect(meta.IsStatusConditionTrue(a.Status.Conditions, videogenv1alpha1.ConditionReady)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(a.Status.Conditions, videogenv1alpha1.ConditionFunded)).To(BeTrue())
+			g.Expect(a.Status.ObservedGeneration).To(Equal(a.Generation))
+		}).Should(Succeed())
+
+		a := accountOf(ns)
+		patch := client.MergeFrom(a.DeepCopy())
+		a.Spec.Suspended = true
+		Expect(k8sClient.Patch(ctx, a, patch)).To(Succeed())
+		Eventually(func() string {
+			c := meta.FindStatusCondition(accountOf(ns).Status.Conditions, videogenv1alpha1.ConditionReady)
+			return c.Reason
+		}).Should(Equal(videogenv1alpha1.ReasonSuspended))
+
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(5).Create()
+		done := finished(ns, aShortTask(ns, tmpl).Create().Name)
+		Expect(done.Status.Error.Code).To(Equal("account_suspended"))
+		expectBalanced(ns, 10, 0, 0)
+	})
+
+	It("says Funded=False when the balance is spent", func() {
+		ns := newAccount(10)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		finished(ns, aShortTask(ns, tmpl).Create().Name)
+		Eventually(func() string {
+			c := meta.FindStatusCondition(accountOf(ns).Status.Conditions, videogenv1alpha1.ConditionFunded)
+			if c == nil {
+				return ""
+			}
+			return c.Reason
+		}).Should(Equal(videogenv1alpha1.ReasonDepleted))
+	})
+})

@@ -1,0 +1,69 @@
+// Package controllers holds one reconciler per kind of videogen.dev: VideoTask, PointAccount,
+// PointTopUp and ShortTemplate. Setup wires them all into a manager.
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+// Options configures every controller.
+type Options struct {
+	Task            TaskConfig
+	HoldGracePeriod time.Duration
+	Backends        generation.Router
+}
+
+// DefaultOptions are the manager's defaults (see cmd/manager flags).
+func DefaultOptions() Options {
+	return Options{
+		Task: TaskConfig{
+			DefaultPrice:            10,
+			DefaultTimeout:          30 * time.Minute,
+			FinishedTTL:             24 * time.Hour,
+			PollInterval:            2 * time.Second,
+			MaxConcurrentReconciles: 8,
+		},
+		HoldGracePeriod: 2 * time.Minute,
+		Backends:        generation.Routes{},
+	}
+}
+
+// Setup registers all controllers with mgr, sharing one Ledger so that every point movement of
+// this process is coalesced per account.
+func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader())
+	if opts.Backends == nil {
+		opts.Backends = generation.Routes{}
+	}
+	type setupper interface{ SetupWithManager(ctrl.Manager) error }
+	steps := []struct {
+		name string
+		r    setupper
+	}{
+		{"VideoTask", &VideoTaskReconciler{
+			Client: mgr.GetClient(), Ledger: l, Backends: opts.Backends,
+			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task,
+		}},
+		{"PointAccount", &PointAccountReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
+			Recorder: mgr.GetEventRecorder("pointaccount-controller"), HoldGracePeriod: opts.HoldGracePeriod,
+		}},
+		{"PointTopUp", &PointTopUpReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
+			Recorder: mgr.GetEventRecorder("pointtopup-controller"),
+		}},
+		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient()}},
+	}
+	for _, s := range steps {
+		if err := s.r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", s.name, err)
+		}
+	}
+	return l, nil
+}

@@ -1,0 +1,99 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+var (
+	env       *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+	ctx       context.Context
+	cancel    context.CancelFunc
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	RunSpecs(t, "Controllers Suite (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.New()
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	cfg.QPS, cfg.Burst = -1, -1
+	k8sClient, err = client.New(cfg, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	cancel()
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// testOptions are fast settings for tests: short polls and grace periods.
+func testOptions(backend generation.Backend) controllers.Options {
+	opts := controllers.DefaultOptions()
+	opts.Task.PollInterval = 50 * time.Millisecond
+	opts.Task.DefaultTimeout = time.Minute
+	opts.Task.DefaultPrice = 10
+	opts.HoldGracePeriod = 2 * time.Second
+	routes := generation.Routes{}
+	for _, c := range videogenv1alpha1.Capabilities {
+		routes[c] = generation.Named{Name: "test-backend", Backend: backend}
+	}
+	opts.Backends = routes
+	return opts
+}
+
+// startManager runs the controllers in a manager of their own and returns a function that
+// stops it and waits until it has stopped (as a crash would, minus the abruptness).
+func startManager(opts controllers.Options) (stop func()) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Tests start several managers in one process; controller names repeat.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = controllers.Setup(mgr, opts)
+	Expect(err).NotTo(HaveOccurred())
+	mctx, mcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+	return func() {
+		mcancel()
+		<-done
+	}
+}

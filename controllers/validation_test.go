@@ -1,0 +1,81 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// The CRDs' schema and CEL rules refuse bad objects at the apiserver, before any controller.
+var _ = Describe("API validation", func() {
+	ns := "default"
+
+	DescribeTable("refuses invalid Templates",
+		func(spec videogenv1alpha1.TemplateSpec, message string) {
+			t := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: unique("bad")}, Spec: spec}
+			err := k8sClient.Create(ctx, t)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("min above max", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+			DurationAdjustable: true, MinDuration: ptr.To[int32](20), MaxDuration: ptr.To[int32](10)}, "minDuration must not exceed maxDuration"),
+		Entry("adjustable without bounds", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+			DurationAdjustable: true}, "minDuration and maxDuration are required"),
+		Entry("duration prices on a fixed template", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x",
+			DurationPrices: map[string]int64{"5": 1}}, "only allowed when durationAdjustable"),
+		Entry("a duration key that is not seconds", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+			DurationAdjustable: true, MinDuration: ptr.To[int32](1), MaxDuration: ptr.To[int32](9), DurationPrices: map[string]int64{"5s": 1}}, "whole seconds"),
+		Entry("an unknown capability", videogenv1alpha1.TemplateSpec{Capability: "video.unknown", DisplayName: "x"}, "Unsupported value"),
+		Entry("a negative price", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", Price: ptr.To[int64](-1)}, "spec.price"),
+	)
+
+	It("allows one PointAccount per namespace, named default", func() {
+		a := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}}
+		err := k8sClient.Create(ctx, a)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("must be named 'default'"))
+	})
+
+	It("keeps a VideoTask's spec immutable", func() {
+		task := aShortTask(ns, "some-template").Create()
+		task.Spec.TemplateRef = "another-template"
+		err := k8sClient.Update(ctx, task)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec is immutable"))
+	})
+
+	DescribeTable("refuses VideoTasks missing what their capability needs",
+		func(spec videogenv1alpha1.VideoTaskSpec, message string) {
+			t := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: unique("bad")}, Spec: spec}
+			err := k8sClient.Create(ctx, t)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("short without a face", videogenv1alpha1.VideoTaskSpec{Capability: "video.short", TemplateRef: "t"}, "inputs.faceImageURL"),
+		Entry("eraser without a video", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser"}, "inputs.sourceVideoURL"),
+		Entry("template without a duration", videogenv1alpha1.VideoTaskSpec{Capability: "video.template", TemplateRef: "t"}, "needs templateRef and duration"),
+		Entry("a face that is not a URL", videogenv1alpha1.VideoTaskSpec{Capability: "video.short", TemplateRef: "t",
+			Inputs: videogenv1alpha1.TaskInputs{FaceImageURL: "file:///etc/passwd"}}, "spec.inputs.faceImageURL"),
+		Entry("a negative duration", videogenv1alpha1.VideoTaskSpec{Capability: "video.template", TemplateRef: "t", Duration: ptr.To[int32](-5)}, "spec.duration"),
+	)
+
+	It("keeps a PointTopUp immutable and its amount positive", func() {
+		bad := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: unique("bad")},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 0, Reference: "INV"}}
+		Expect(k8sClient.Create(ctx, bad)).NotTo(Succeed())
+		noRef := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: unique("bad")},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 5}}
+		Expect(k8sClient.Create(ctx, noRef)).NotTo(Succeed())
+
+		ok := topUp(ns, unique("ok"), 5)
+		ok.Spec.Amount = 5000
+		err := k8sClient.Update(ctx, ok)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("immutable"))
+		Expect(k8sClient.Delete(ctx, ok, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+})

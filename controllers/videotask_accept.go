@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/catalog"
+	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/pricing"
+)
+
+// accept prices a new task and freezes its points, then dispatches its first stage in the same
+// status write. A task that cannot be priced or paid for fails without moving any points.
+func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
+	tmpl, err := catalog.Resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+	if err != nil {
+		if code, ok := invalidTemplateCode(err); ok {
+			return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, code, err.Error())
+		}
+		return ctrl.Result{}, err
+	}
+	price, err := pricing.Quote(tmpl.Terms, task.Spec.Duration, r.Config.DefaultPrice)
+	if err != nil {
+		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "invalid_duration", err.Error())
+	}
+
+	_, err = r.Ledger.Do(ctx, task.Namespace, ledger.Freeze(task.Name, price))
+	var short *ledger.InsufficientBalanceError
+	switch {
+	case errors.As(err, &short):
+		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInsufficientBalance, "insufficient_balance",
+			fmt.Sprintf("the account has %d points available and this task costs %d; ask an administrator for a top-up", short.Available, short.Required))
+	case errors.Is(err, ledger.ErrAccountSuspended):
+		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonAccountSuspended, "account_suspended", err.Error())
+	case errors.Is(err, ledger.ErrAccountNotFound):
+		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "account_not_found", err.Error())
+	case errors.Is(err, ledger.ErrAlreadySettled):
+		// An earlier task of the same name is still on record; its record is trimmed shortly.
+		return ctrl.Result{RequeueAfter: r.Config.PollInterval}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+
+	task.Status.Phase = videogenv1alpha1.TaskQueued
+	task.Status.Cost = &price
+	task.Status.Charge = videogenv1alpha1.ChargeFrozen
+	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, videogenv1alpha1.ReasonFrozen,
+		fmt.Sprintf("Froze %d points", price))
+	r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonFrozen, "Freeze", "Froze %d points for this task", price)
+	return r.advance(ctx, task, tmpl)
+}
+
+// reject ends a task that never held points.
+func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1.VideoTask, reason, code, message string) error {
+	now := metav1.NewTime(r.Clock.Now())
+	task.Status.Phase = videogenv1alpha1.TaskFailed
+	task.Status.CompletedAt = &now
+	task.Status.Error = &videogenv1alpha1.TaskError{Code: code, Message: message}
+	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionFalse, reason, message)
+	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, reason, message)
+	if err := r.Status().Update(ctx, task); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Reject", "%s", message)
+	return nil
+}
+
+func invalidTemplateCode(err error) (string, bool) {
+	var wrong *catalog.WrongCapabilityError
+	switch {
+	case errors.Is(err, catalog.ErrTemplateNotFound):
+		return "template_not_found", true
+	case errors.As(err, &wrong):
+		return "template_capability_mismatch", true
+	}
+	return "", false
+}
+
+func (r *VideoTaskReconciler) setCondition(task *videogenv1alpha1.VideoTask, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&task.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: task.Generation,
+	})
+	task.Status.ObservedGeneration = task.Generation
+}

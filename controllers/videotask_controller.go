@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+// TaskConfig holds the manager flags that shape a task's life.
+type TaskConfig struct {
+	// DefaultPrice is the system default price in points.
+	DefaultPrice int64
+	// DefaultTimeout bounds a task that sets no spec.timeout.
+	DefaultTimeout time.Duration
+	// FinishedTTL is how long a finished task is kept before it is deleted.
+	FinishedTTL time.Duration
+	// PollInterval is how often a running stage is observed.
+	PollInterval time.Duration
+	// MaxConcurrentReconciles bounds parallel task reconciles (backend calls can be slow).
+	MaxConcurrentReconciles int
+}
+
+// VideoTaskReconciler prices and freezes tasks, runs their two stages on a backend, and settles
+// their points when they end.
+type VideoTaskReconciler struct {
+	client.Client
+	Ledger   *ledger.Ledger
+	Backends generation.Router
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	Config   TaskConfig
+}
+
+// +kubebuilder:rbac:groups=videogen.dev,resources=videotasks,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=videogen.dev,resources=videotasks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=videogen.dev,resources=templates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=videogen.dev,resources=shorttemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile moves a task one step through Pending → Queued → Running → Succeeded/Failed.
+func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	task := &videogenv1alpha1.VideoTask{}
+	if err := r.Get(ctx, req.NamespacedName, task); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !task.DeletionTimestamp.IsZero() {
+		// The points of a deleted task are released by the PointAccount controller's sweep.
+		return ctrl.Result{}, nil
+	}
+	var (
+		res ctrl.Result
+		err error
+	)
+	switch phase := task.Status.Phase; {
+	case phase.Terminal():
+		res, err = r.reconcileFinished(ctx, task)
+	case phase == "" || phase == videogenv1alpha1.TaskPending:
+		res, err = r.accept(ctx, task)
+	default:
+		res, err = r.reconcileActive(ctx, task)
+	}
+	if apierrors.IsConflict(err) {
+		// Our copy was stale; the next reconcile starts from the newer object.
+		logf.FromContext(ctx).V(1).Info("conflict writing task status, retrying")
+		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
+	}
+	return res, err
+}
+
+// SetupWithManager registers the controller.
+func (r *VideoTaskReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&videogenv1alpha1.VideoTask{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.MaxConcurrentReconciles)}).
+		Named("videotask").
+		Complete(r)
+}

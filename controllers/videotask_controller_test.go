@@ -1,0 +1,213 @@
+package controllers_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/generation"
+)
+
+var _ = Describe("VideoTask lifecycle", func() {
+	var (
+		backend *testBackend
+		stop    func()
+	)
+	BeforeEach(func() {
+		backend = newTestBackend()
+		stop = startManager(testOptions(backend))
+	})
+	AfterEach(func() { stop() })
+
+	It("deducts the frozen points when both stages succeed", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
+		task := aShortTask(ns, tmpl).Create()
+
+		done := finished(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
+		Expect(*done.Status.Cost).To(Equal(int64(30)))
+		Expect(done.Status.Progress).To(Equal(int32(100)))
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/" + task.Name + ".mp4"))
+		Expect(done.Status.Result.Metadata).To(HaveKeyWithValue("analyzedFaces", "1"), "render gets the analyze stage's outputs")
+		Expect(done.Status.Stages).To(HaveLen(2))
+		for _, st := range done.Status.Stages {
+			Expect(st.State).To(Equal(videogenv1alpha1.StageSucceeded))
+			Expect(st.Backend).To(Equal("test-backend"))
+		}
+		Expect(meta.IsStatusConditionTrue(done.Status.Conditions, videogenv1alpha1.ConditionAccepted)).To(BeTrue())
+		complete := meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionComplete)
+		Expect(complete.Reason).To(Equal(videogenv1alpha1.ReasonSucceeded))
+		Expect(complete.ObservedGeneration).To(Equal(done.Generation))
+		expectBalanced(ns, 70, 0, 30)
+		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElements(
+			videogenv1alpha1.ReasonFrozen, "StageStarted", videogenv1alpha1.ReasonSucceeded, "Deducted"))
+	})
+
+	DescribeTable("refunds the frozen points when a stage fails",
+		func(s script, code string) {
+			ns := newAccount(100)
+			tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(40).Create()
+			b := aShortTask(ns, tmpl)
+			backend.set(b.Name(), s)
+			b.Create()
+
+			done := finished(ns, b.Name())
+			Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+			Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+			Expect(done.Status.Error.Code).To(Equal(code))
+			Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionComplete).Reason).
+				To(Equal(videogenv1alpha1.ReasonStageFailed))
+			Expect(done.Status.Result).To(BeNil())
+			expectBalanced(ns, 100, 0, 0)
+			Eventually(func() []string { return eventReasons(ns, b.Name()) }).Should(ContainElement("Refunded"))
+		},
+		Entry("in phase 1 (analyze)", script{analyze: fail}, "analyze_failed"),
+		Entry("in phase 2 (render)", script{analyze: succeed, render: fail}, "render_failed"),
+		Entry("when the backend refuses phase 2", script{analyze: succeed, render: refuse}, "render_failed"),
+	)
+
+	It("fails a task that exceeds its timeout, cancels its backend work and refunds it", func() {
+		ns := newAccount(50)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl).Timeout(2 * time.Second)
+		backend.set(b.Name(), script{analyze: succeed, render: hang})
+		task := b.Create()
+
+		Eventually(func() int64 { return accountOf(ns).Status.Frozen }).Should(Equal(int64(20)))
+		done := finished(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(done.Status.Error.Code).To(Equal("timed_out"))
+		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionComplete).Reason).
+			To(Equal(videogenv1alpha1.ReasonTimedOut))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+		Expect(backend.wasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageRender))).To(BeTrue())
+		expectBalanced(ns, 50, 0, 0)
+	})
+
+	It("cancels on request and refunds", func() {
+		ns := newAccount(50)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.set(b.Name(), script{analyze: hang})
+		task := b.Create()
+		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
+
+		patch := client.MergeFrom(task.DeepCopy())
+		task.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
+		Expect(k8sClient.Patch(ctx, task, patch)).To(Succeed())
+
+		done := finished(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("canceled"))
+		Expect(backend.wasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
+		expectBalanced(ns, 50, 0, 0)
+	})
+
+	It("fails with InsufficientBalance and moves no points when the balance is short", func() {
+		ns := newAccount(25)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
+		task := aShortTask(ns, tmpl).Create()
+
+		done := finished(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(done.Status.Charge).To(BeEmpty())
+		Expect(done.Status.Error.Code).To(Equal("insufficient_balance"))
+		Expect(done.Status.Error.Message).To(ContainSubstring("top-up"))
+		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionAccepted).Reason).
+			To(Equal(videogenv1alpha1.ReasonInsufficientBalance))
+		Consistently(func() []int64 {
+			st := accountOf(ns).Status
+			return []int64{st.Balance, st.Frozen, st.Spent, int64(len(st.Holds))}
+		}, time.Second).Should(Equal([]int64{25, 0, 0, 0}))
+		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement(videogenv1alpha1.ReasonInsufficientBalance))
+	})
+
+	It("prices adjustable templates by duration and refuses a duration out of range without moving points", func() {
+		ns := newAccount(500)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityTemplate).Adjustable(5, 30, map[string]int64{"10": 90}).Create()
+
+		priced := aShortTask(ns, tmpl).Capability(videogenv1alpha1.CapabilityTemplate).Duration(10).Create()
+		defaulted := aShortTask(ns, tmpl).Capability(videogenv1alpha1.CapabilityTemplate).Duration(12).Create()
+		outOfRange := aShortTask(ns, tmpl).Capability(videogenv1alpha1.CapabilityTemplate).Duration(31).Create()
+
+		Expect(*finished(ns, priced.Name).Status.Cost).To(Equal(int64(90)))
+		Expect(*finished(ns, defaulted.Name).Status.Cost).To(Equal(int64(10)), "the system default price")
+		bad := finished(ns, outOfRange.Name)
+		Expect(bad.Status.Error.Code).To(Equal("invalid_duration"))
+		Expect(bad.Status.Cost).To(BeNil())
+		expectBalanced(ns, 400, 0, 100)
+	})
+
+	It("fails a task whose template does not exist without moving points", func() {
+		ns := newAccount(100)
+		task := aShortTask(ns, "no-such-template").Create()
+		done := finished(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("template_not_found"))
+		expectBalanced(ns, 100, 0, 0)
+	})
+
+	It("runs a task on the account's own ushort_ template", func() {
+		ns := newAccount(100)
+		st := &videogenv1alpha1.ShortTemplate{}
+		st.Namespace, st.Name = ns, "my-template"
+		st.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://media.example/mine.mp4"}
+		Expect(k8sClient.Create(ctx, st)).To(Succeed())
+		var id string
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(st), st)).To(Succeed())
+			id = st.Status.ID
+			g.Expect(id).To(HavePrefix(videogenv1alpha1.ShortTemplateIDPrefix))
+			g.Expect(st.Labels).To(HaveKeyWithValue(videogenv1alpha1.LabelShortTemplateID, id))
+			g.Expect(meta.IsStatusConditionTrue(st.Status.Conditions, videogenv1alpha1.ConditionReady)).To(BeTrue())
+		}).Should(Succeed())
+
+		done := finished(ns, aShortTask(ns, id).Create().Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		expectBalanced(ns, 90, 0, 10)
+
+		// Another account cannot use it: ids do not cross namespaces.
+		other := newAccount(100)
+		foreign := finished(other, aShortTask(other, id).Create().Name)
+		Expect(foreign.Status.Error.Code).To(Equal("template_not_found"))
+		expectBalanced(other, 100, 0, 0)
+	})
+})
+
+var _ = Describe("Finished tasks", func() {
+	It("are deleted after the finished-task TTL", func() {
+		backend := newTestBackend()
+		opts := testOptions(backend)
+		opts.Task.FinishedTTL = 2 * time.Second
+		stop := startManager(opts)
+		defer stop()
+
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		task := aShortTask(ns, tmpl).Create()
+		finished(ns, task.Name)
+		Eventually(func() bool {
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+		expectBalanced(ns, 90, 0, 10)
+	})
+})
+
+func eventReasons(ns, regarding string) []string {
+	var list eventsv1.EventList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == regarding {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}

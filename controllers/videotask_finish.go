@@ -1,0 +1,116 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+// finish records the task's terminal phase first and settles its points second. Writing the
+// decision before money moves means a crash in between is finished by the next reconcile with
+// the same outcome: the terminal phase is durable, and Settle is exactly-once.
+func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1.VideoTask, end outcome) (ctrl.Result, error) {
+	now := metav1.NewTime(r.Clock.Now())
+	task.Status.CompletedAt = &now
+	eventType := corev1.EventTypeNormal
+	if end.success {
+		task.Status.Phase = videogenv1alpha1.TaskSucceeded
+		task.Status.Result = end.result
+		task.Status.Progress = 100
+		task.Status.Error = nil
+	} else {
+		task.Status.Phase = videogenv1alpha1.TaskFailed
+		task.Status.Error = &videogenv1alpha1.TaskError{Code: end.code, Message: end.message}
+		eventType = corev1.EventTypeWarning
+	}
+	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, end.reason, end.message)
+	if err := r.Status().Update(ctx, task); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(task, nil, eventType, end.reason, "Finish", "%s", end.message)
+	return r.reconcileFinished(ctx, task)
+}
+
+// reconcileFinished settles a terminal task's points if that is still to do, then deletes the
+// task once its TTL has passed.
+func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
+	if task.Status.Charge == videogenv1alpha1.ChargeFrozen {
+		if err := r.settle(ctx, task); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if task.Status.CompletedAt == nil || r.Config.FinishedTTL <= 0 {
+		return ctrl.Result{}, nil
+	}
+	left := task.Status.CompletedAt.Add(r.Config.FinishedTTL).Sub(r.Clock.Now())
+	if left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	// Preconditions make sure we delete exactly the object whose TTL we checked.
+	uid, rv := task.UID, task.ResourceVersion
+	err := r.Delete(ctx, task, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err == nil {
+		logf.FromContext(ctx).Info("deleted finished task after its TTL", "ttl", r.Config.FinishedTTL)
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// settle deducts (on success) or refunds (on failure) the task's frozen points, once.
+func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
+	want := videogenv1alpha1.SettlementRefunded
+	if task.Status.Phase == videogenv1alpha1.TaskSucceeded {
+		want = videogenv1alpha1.SettlementDeducted
+	}
+	res, err := r.Ledger.Do(ctx, task.Namespace, ledger.Settle(task.Name, want))
+	switch {
+	case errors.Is(err, ledger.ErrNoHold):
+		// Nothing is held and nothing is on record: the points were never frozen under this
+		// name or were released by the orphan sweep. Say so rather than invent a settlement.
+		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, "NoHold", "Settle", "No frozen points were found for this task; nothing was charged")
+		task.Status.Charge = ""
+		return r.Status().Update(ctx, task)
+	case err != nil:
+		return fmt.Errorf("settling %d points: %w", costOf(task), err)
+	}
+	if res.Outcome != want {
+		// Cannot happen while the terminal phase is written before settling; loud if it does.
+		logf.FromContext(ctx).Error(nil, "ledger recorded a different settlement than the task's phase", "recorded", res.Outcome, "phase", task.Status.Phase)
+	}
+	if res.Outcome == videogenv1alpha1.SettlementDeducted {
+		task.Status.Charge = videogenv1alpha1.ChargeDeducted
+	} else {
+		task.Status.Charge = videogenv1alpha1.ChargeRefunded
+	}
+	task.Status.Cost = &res.Amount
+	if err := r.Status().Update(ctx, task); err != nil {
+		if apierrors.IsConflict(err) {
+			return err // the next reconcile repeats Settle and finds the recorded outcome
+		}
+		return fmt.Errorf("recording settlement: %w", err)
+	}
+	if res.Changed {
+		verb := "Deducted"
+		if res.Outcome == videogenv1alpha1.SettlementRefunded {
+			verb = "Refunded"
+		}
+		r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, verb, "Settle", "%s %d points", verb, res.Amount)
+	}
+	return nil
+}
+
+func costOf(task *videogenv1alpha1.VideoTask) int64 {
+	if task.Status.Cost == nil {
+		return 0
+	}
+	return *task.Status.Cost
+}

@@ -1,0 +1,244 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/catalog"
+	"github.com/videogen-dev/videogen-operator/generation"
+)
+
+// stageWeight is the share of overall progress the analyze stage stands for.
+const analyzeWeight = 30
+
+// reconcileActive drives a Queued or Running task.
+func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
+	tmpl, err := catalog.Resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+	if err != nil {
+		if _, ok := invalidTemplateCode(err); ok {
+			// The template went away mid-task: nothing more can be rendered from it.
+			return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()})
+		}
+		return ctrl.Result{}, err
+	}
+	return r.advance(ctx, task, tmpl)
+}
+
+// outcome is how a task ends.
+type outcome struct {
+	success bool
+	reason  string
+	code    string
+	message string
+	result  *videogenv1alpha1.TaskResult
+}
+
+// advance submits and observes stages until one is still running, then writes the status once.
+// The backend is asked first: a render that finished wins over a timeout or a cancel request
+// that raced it.
+func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha1.VideoTask, tmpl catalog.Template) (ctrl.Result, error) {
+	before := task.Status.DeepCopy()
+	for _, s := range videogenv1alpha1.Stages {
+		stageStatus(task, s) // create every entry first so pointers into the slice stay valid
+	}
+	now := r.Clock.Now()
+	deadline := r.deadline(task)
+
+	name, backend, ok := r.Backends.Route(task.Spec.Capability)
+	if !ok {
+		if end, stop := r.abandoned(task, now, deadline); stop {
+			return r.finish(ctx, task, end)
+		}
+		msg := fmt.Sprintf("no generation backend serves %s; the task waits until its timeout", task.Spec.Capability)
+		r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionFalse, videogenv1alpha1.ReasonNoBackend, msg)
+		if err := r.writeIfChanged(ctx, task, before); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: until(now, deadline, 30*time.Second)}, nil
+	}
+
+	for _, stageName := range videogenv1alpha1.Stages {
+		st := stageStatus(task, stageName)
+		if st.State == videogenv1alpha1.StageSucceeded {
+			continue
+		}
+		w := r.work(task, tmpl, stageName)
+		if st.Handle == "" {
+			if end, stop := r.abandoned(task, now, deadline); stop {
+				return r.finish(ctx, task, end)
+			}
+			handle, err := backend.Submit(ctx, w)
+			if err != nil {
+				return r.backendError(ctx, task, before, st, err, now, deadline)
+			}
+			at := metav1.NewTime(now)
+			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, ""
+			task.Status.Phase = videogenv1alpha1.TaskRunning
+			if task.Status.StartedAt == nil {
+				task.Status.StartedAt = &at
+			}
+			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
+				fmt.Sprintf("%s accepted the %s stage", name, stageName))
+			r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, "StageStarted", "Dispatch", "%s started the %s stage", name, stageName)
+			break
+		}
+
+		obs, err := backend.Observe(ctx, w, st.Handle)
+		if err != nil {
+			return r.backendError(ctx, task, before, st, err, now, deadline)
+		}
+		switch obs.State {
+		case generation.Succeeded:
+			at := metav1.NewTime(now)
+			st.State, st.Progress, st.CompletedAt, st.Outputs, st.Message = videogenv1alpha1.StageSucceeded, 100, &at, obs.Outputs, obs.Message
+			setProgress(task)
+			if stageName == videogenv1alpha1.StageRender {
+				if obs.Result == nil || obs.Result.URL == "" {
+					return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed",
+						message: name + " reported success without a result"})
+				}
+				return r.finish(ctx, task, outcome{success: true, reason: videogenv1alpha1.ReasonSucceeded, message: "Generation finished", result: obs.Result})
+			}
+			continue // hand the outputs to the next stage right away
+		case generation.Failed:
+			at := metav1.NewTime(now)
+			st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, obs.Message
+			return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(stageName) + "_failed",
+				message: fmt.Sprintf("the %s stage failed: %s", stageName, obs.Message)})
+		default:
+			st.Progress, st.Message = clampProgress(obs.Progress), obs.Message
+			setProgress(task)
+			if end, stop := r.abandoned(task, now, deadline); stop {
+				r.cancelStage(ctx, task, backend, w, st)
+				return r.finish(ctx, task, end)
+			}
+		}
+		break
+	}
+	if err := r.writeIfChanged(ctx, task, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: until(now, deadline, r.Config.PollInterval)}, nil
+}
+
+// backendError fails the stage on a permanent error and otherwise records it and retries.
+func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
+	st *videogenv1alpha1.StageStatus, err error, now, deadline time.Time) (ctrl.Result, error) {
+	if generation.IsPermanent(err) {
+		at := metav1.NewTime(now)
+		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, err.Error()
+		return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
+			message: fmt.Sprintf("the %s stage was refused: %v", st.Name, err)})
+	}
+	if end, stop := r.abandoned(task, now, deadline); stop {
+		return r.finish(ctx, task, end)
+	}
+	logf.FromContext(ctx).Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
+	st.Message = "backend unavailable: " + err.Error()
+	r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionFalse, videogenv1alpha1.ReasonBackendUnavailable, st.Message)
+	if werr := r.writeIfChanged(ctx, task, before); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	return ctrl.Result{RequeueAfter: until(now, deadline, 2*r.Config.PollInterval)}, nil
+}
+
+// abandoned says whether the task must stop now because it timed out or was cancelled.
+func (r *VideoTaskReconciler) abandoned(task *videogenv1alpha1.VideoTask, now, deadline time.Time) (outcome, bool) {
+	if _, ok := task.Annotations[videogenv1alpha1.AnnotationCancelRequested]; ok {
+		return outcome{reason: videogenv1alpha1.ReasonCanceled, code: "canceled", message: "the task was cancelled on request"}, true
+	}
+	if !now.Before(deadline) {
+		return outcome{reason: videogenv1alpha1.ReasonTimedOut, code: "timed_out",
+			message: fmt.Sprintf("the task did not finish within its timeout of %s", r.timeout(task))}, true
+	}
+	return outcome{}, false
+}
+
+// cancelStage stops the backend's work for a stage; failing to is logged, never fatal, because
+// the task's points are refunded either way.
+func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1alpha1.VideoTask, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus) {
+	if err := b.Cancel(ctx, w, st.Handle); err != nil {
+		logf.FromContext(ctx).Error(err, "cancelling backend work", "stage", st.Name)
+	}
+	at := metav1.NewTime(r.Clock.Now())
+	st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
+}
+
+func (r *VideoTaskReconciler) timeout(task *videogenv1alpha1.VideoTask) time.Duration {
+	if task.Spec.Timeout != nil && task.Spec.Timeout.Duration > 0 {
+		return task.Spec.Timeout.Duration
+	}
+	return r.Config.DefaultTimeout
+}
+
+func (r *VideoTaskReconciler) deadline(task *videogenv1alpha1.VideoTask) time.Time {
+	return task.CreationTimestamp.Add(r.timeout(task))
+}
+
+func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalog.Template, stage videogenv1alpha1.StageName) generation.Work {
+	w := generation.Work{
+		Key:              generation.WorkKey(task.Namespace, task.Name, string(task.UID), stage),
+		Namespace:        task.Namespace,
+		Task:             task.Name,
+		TaskUID:          string(task.UID),
+		Capability:       task.Spec.Capability,
+		Stage:            stage,
+		TemplateID:       tmpl.ID,
+		TemplateMediaURL: tmpl.MediaURL,
+		Inputs:           task.Spec.Inputs,
+		Duration:         task.Spec.Duration,
+	}
+	if stage == videogenv1alpha1.StageRender {
+		w.Previous = stageStatus(task, videogenv1alpha1.StageAnalyze).Outputs
+	}
+	return w
+}
+
+func (r *VideoTaskReconciler) writeIfChanged(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus) error {
+	if equality.Semantic.DeepEqual(before, &task.Status) {
+		return nil
+	}
+	return r.Status().Update(ctx, task)
+}
+
+// stageStatus returns the task's entry for a stage, adding a Pending one if missing.
+func stageStatus(task *videogenv1alpha1.VideoTask, name videogenv1alpha1.StageName) *videogenv1alpha1.StageStatus {
+	for i := range task.Status.Stages {
+		if task.Status.Stages[i].Name == name {
+			return &task.Status.Stages[i]
+		}
+	}
+	task.Status.Stages = append(task.Status.Stages, videogenv1alpha1.StageStatus{Name: name, State: videogenv1alpha1.StagePending})
+	return &task.Status.Stages[len(task.Status.Stages)-1]
+}
+
+func setProgress(task *videogenv1alpha1.VideoTask) {
+	var p int32
+	for _, st := range task.Status.Stages {
+		switch st.Name {
+		case videogenv1alpha1.StageAnalyze:
+			p += st.Progress * analyzeWeight / 100
+		case videogenv1alpha1.StageRender:
+			p += st.Progress * (100 - analyzeWeight) / 100
+		}
+	}
+	task.Status.Progress = clampProgress(p)
+}
+
+func clampProgress(p int32) int32 { return min(max(p, 0), 100) }
+
+// until returns the wait before the next look: every, or less if the deadline comes first.
+func until(now, deadline time.Time, every time.Duration) time.Duration {
+	if left := deadline.Sub(now); left < every {
+		return max(left, 10*time.Millisecond)
+	}
+	return every
+}

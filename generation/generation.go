@@ -1,0 +1,112 @@
+// Package generation is the contract between the VideoTask controller and the backends that
+// actually produce media. A task runs two stages (analyze, then render); each stage is submitted
+// to a backend, observed until it ends, and cancelled if the task is abandoned.
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Work is everything a backend needs to run one stage of one task.
+type Work struct {
+	// Key identifies this stage of this task uniquely and stably (it includes the task's UID).
+	// Backends use it to make Submit idempotent: a controller that crashed after submitting
+	// submits again with the same key.
+	Key        string
+	Namespace  string
+	Task       string
+	TaskUID    string
+	Capability videogenv1alpha1.Capability
+	Stage      videogenv1alpha1.StageName
+
+	// TemplateID is the official template name or the ushort_ id; TemplateMediaURL its media.
+	TemplateID       string
+	TemplateMediaURL string
+	Inputs           videogenv1alpha1.TaskInputs
+	Duration         *int32
+
+	// Previous holds the analyze stage's outputs when rendering.
+	Previous map[string]string
+}
+
+// State of a stage at its backend.
+type State string
+
+const (
+	Running   State = "Running"
+	Succeeded State = "Succeeded"
+	Failed    State = "Failed"
+)
+
+// Observation is what a backend reports about a stage.
+type Observation struct {
+	State State
+	// Progress of the stage in percent.
+	Progress int32
+	// Message explains a failure, or says what the stage is doing.
+	Message string
+	// Outputs of a succeeded analyze stage, handed to render.
+	Outputs map[string]string
+	// Result of a succeeded render stage.
+	Result *videogenv1alpha1.TaskResult
+}
+
+// Backend runs stages.
+type Backend interface {
+	// Submit starts a stage and returns the backend's handle for it. Submitting the same
+	// Work.Key twice must not start the work twice.
+	Submit(ctx context.Context, w Work) (handle string, err error)
+	// Observe reports the stage's state.
+	Observe(ctx context.Context, w Work, handle string) (Observation, error)
+	// Cancel stops the stage's work. Cancelling finished or unknown work is not an error.
+	Cancel(ctx context.Context, w Work, handle string) error
+}
+
+// Router chooses the backend for a capability.
+type Router interface {
+	// Route returns the backend's name and the backend, or ok=false if none serves c.
+	Route(c videogenv1alpha1.Capability) (name string, b Backend, ok bool)
+}
+
+// Routes is a Router from a fixed map.
+type Routes map[videogenv1alpha1.Capability]Named
+
+// Named is a backend with the name shown in task status and events.
+type Named struct {
+	Name    string
+	Backend Backend
+}
+
+// Route implements Router.
+func (r Routes) Route(c videogenv1alpha1.Capability) (string, Backend, bool) {
+	n, ok := r[c]
+	if !ok || n.Backend == nil {
+		return "", nil, false
+	}
+	return n.Name, n.Backend, true
+}
+
+// PermanentError marks a backend error that retrying cannot fix (a rejected input): the stage
+// fails at once. Any other error from Submit or Observe is retried with backoff.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err as a PermanentError.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// IsPermanent reports whether err is, or wraps, a PermanentError.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// WorkKey is the stable key of one stage of one task.
+func WorkKey(namespace, task, uid string, stage videogenv1alpha1.StageName) string {
+	return fmt.Sprintf("%s/%s/%s/%s", namespace, task, uid, stage)
+}
