@@ -1,0 +1,45 @@
+package httpjson
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestErrorsCarryTheRequestID(t *testing.T) {
+	h := WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, "no such task")
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/tasks/x", nil))
+
+	id := rec.Header().Get(HeaderRequestID)
+	if !strings.HasPrefix(id, "req_") || len(id) != 28 {
+		t.Fatalf("X-Request-Id = %q", id)
+	}
+	var body errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Error != (Error{Code: CodeNotFound, Message: "no such task", RequestID: id}) {
+		t.Fatalf("body = %+v", body)
+	}
+	if rec.Code != http.StatusNotFound || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d, content type %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+}
+
+func TestIncomingRequestIDIsKeptOnlyWhenWellFormed(t *testing.T) {
+	for in, keep := range map[string]bool{"req_abc123": true, "req_<script>": false, "abc": false, "": false} {
+		h := WithRequestID(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set(HeaderRequestID, in)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if got := rec.Header().Get(HeaderRequestID); (got == in) != keep {
+			t.Errorf("incoming %q: response id %q, keep=%v", in, got, keep)
+		}
+	}
+}
