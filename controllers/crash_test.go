@@ -19,6 +19,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
@@ -83,7 +84,7 @@ func startFaultyManager(opts controllers.Options, f *faults) (stop func()) {
 
 var _ = Describe("Crash safety", func() {
 	It("settles every task exactly once across a manager crash and lost writes", func() {
-		backend := newTestBackend()
+		backend := testbackend.New()
 		opts := testOptions(backend)
 		first := &faults{rate: 0.1}
 		stopFirst := startFaultyManager(opts, first)
@@ -92,12 +93,12 @@ var _ = Describe("Crash safety", func() {
 		flat := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		adjustable := aTemplate(videogenv1alpha1.CapabilityTemplate).Adjustable(5, 30, map[string]int64{"5": 15, "10": 25}).Create()
 
-		scripts := []script{
-			{analyze: succeed, render: succeed},
-			{analyze: succeed, render: succeed},
-			{analyze: fail},
-			{analyze: succeed, render: fail},
-			{analyze: succeed, render: hang}, // times out
+		scripts := []testbackend.Script{
+			{Analyze: testbackend.Succeed, Render: testbackend.Succeed},
+			{Analyze: testbackend.Succeed, Render: testbackend.Succeed},
+			{Analyze: testbackend.Fail},
+			{Analyze: testbackend.Succeed, Render: testbackend.Fail},
+			{Analyze: testbackend.Succeed, Render: testbackend.Hang}, // times out
 		}
 		var names []client.ObjectKey
 		for ns := range credits {
@@ -107,8 +108,8 @@ var _ = Describe("Crash safety", func() {
 					b = aShortTask(ns, adjustable).Capability(videogenv1alpha1.CapabilityTemplate).Duration([]int32{5, 10, 12}[i%3+rand.IntN(2)])
 				}
 				s := scripts[rand.IntN(len(scripts))]
-				s.latency = time.Duration(rand.IntN(1500)) * time.Millisecond
-				backend.set(b.Name(), s)
+				s.Latency = time.Duration(rand.IntN(1500)) * time.Millisecond
+				backend.Set(b.Name(), s)
 				b.Timeout(4 * time.Second).Create()
 				names = append(names, client.ObjectKey{Namespace: ns, Name: b.Name()})
 			}

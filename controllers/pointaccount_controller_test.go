@@ -7,14 +7,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 var _ = Describe("PointAccount", func() {
 	var stop func()
-	var backend *testBackend
+	var backend *testbackend.Backend
 	BeforeEach(func() {
-		backend = newTestBackend()
+		backend = testbackend.New()
 		stop = startManager(testOptions(backend))
 	})
 	AfterEach(func() { stop() })
@@ -34,7 +35,7 @@ var _ = Describe("PointAccount", func() {
 		ns := newAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		b := aShortTask(ns, tmpl)
-		backend.set(b.Name(), script{analyze: hang})
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
 		b.Create()
 		expectBalanced(ns, 80, 20, 0)
 		Consistently(func() int64 { return accountOf(ns).Status.Frozen }, "3s").Should(Equal(int64(20)))
@@ -44,7 +45,7 @@ var _ = Describe("PointAccount", func() {
 		ns := newAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		b := aShortTask(ns, tmpl)
-		backend.set(b.Name(), script{analyze: hang})
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
 		task := b.Create()
 		expectBalanced(ns, 80, 20, 0)
 		Expect(k8sClient.Delete(ctx, task)).To(Succeed())

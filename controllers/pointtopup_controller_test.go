@@ -13,6 +13,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
@@ -72,7 +73,7 @@ var _ = Describe("PointTopUp", func() {
 	})
 
 	It("waits for the account and applies once it exists", func() {
-		backend := newTestBackend()
+		backend := testbackend.New()
 		stop := startManager(testOptions(backend))
 		defer stop()
 

@@ -31,7 +31,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "invalid_duration", err.Error())
 	}
 
-	_, err = r.Ledger.Do(ctx, task.Namespace, ledger.Freeze(task.Name, price))
+	res, err := r.Ledger.Do(ctx, task.Namespace, ledger.Freeze(task.Name, price))
 	var short *ledger.InsufficientBalanceError
 	switch {
 	case errors.As(err, &short):
@@ -48,6 +48,9 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		return ctrl.Result{}, err
 	}
 
+	// The hold may predate this reconcile (the REST apiserver freezes before it creates the
+	// task); the task costs what is actually held.
+	price = res.Amount
 	task.Status.Phase = videogenv1alpha1.TaskQueued
 	task.Status.Cost = &price
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen

@@ -12,15 +12,16 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 )
 
 var _ = Describe("VideoTask lifecycle", func() {
 	var (
-		backend *testBackend
+		backend *testbackend.Backend
 		stop    func()
 	)
 	BeforeEach(func() {
-		backend = newTestBackend()
+		backend = testbackend.New()
 		stop = startManager(testOptions(backend))
 	})
 	AfterEach(func() { stop() })
@@ -52,11 +53,11 @@ var _ = Describe("VideoTask lifecycle", func() {
 	})
 
 	DescribeTable("refunds the frozen points when a stage fails",
-		func(s script, code string) {
+		func(s testbackend.Script, code string) {
 			ns := newAccount(100)
 			tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(40).Create()
 			b := aShortTask(ns, tmpl)
-			backend.set(b.Name(), s)
+			backend.Set(b.Name(), s)
 			b.Create()
 
 			done := finished(ns, b.Name())
@@ -69,16 +70,16 @@ var _ = Describe("VideoTask lifecycle", func() {
 			expectBalanced(ns, 100, 0, 0)
 			Eventually(func() []string { return eventReasons(ns, b.Name()) }).Should(ContainElement("Refunded"))
 		},
-		Entry("in phase 1 (analyze)", script{analyze: fail}, "analyze_failed"),
-		Entry("in phase 2 (render)", script{analyze: succeed, render: fail}, "render_failed"),
-		Entry("when the backend refuses phase 2", script{analyze: succeed, render: refuse}, "render_failed"),
+		Entry("in phase 1 (analyze)", testbackend.Script{Analyze: testbackend.Fail}, "analyze_failed"),
+		Entry("in phase 2 (render)", testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Fail}, "render_failed"),
+		Entry("when the backend refuses phase 2", testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Refuse}, "render_failed"),
 	)
 
 	It("fails a task that exceeds its timeout, cancels its backend work and refunds it", func() {
 		ns := newAccount(50)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		b := aShortTask(ns, tmpl).Timeout(2 * time.Second)
-		backend.set(b.Name(), script{analyze: succeed, render: hang})
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
 		task := b.Create()
 
 		Eventually(func() int64 { return accountOf(ns).Status.Frozen }).Should(Equal(int64(20)))
@@ -88,7 +89,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionComplete).Reason).
 			To(Equal(videogenv1alpha1.ReasonTimedOut))
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
-		Expect(backend.wasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageRender))).To(BeTrue())
+		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageRender))).To(BeTrue())
 		expectBalanced(ns, 50, 0, 0)
 	})
 
@@ -96,7 +97,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		ns := newAccount(50)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		b := aShortTask(ns, tmpl)
-		backend.set(b.Name(), script{analyze: hang})
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
 		task := b.Create()
 		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
 
@@ -106,7 +107,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 
 		done := finished(ns, task.Name)
 		Expect(done.Status.Error.Code).To(Equal("canceled"))
-		Expect(backend.wasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
+		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
 		expectBalanced(ns, 50, 0, 0)
 	})
 
@@ -182,7 +183,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 
 var _ = Describe("Finished tasks", func() {
 	It("are deleted after the finished-task TTL", func() {
-		backend := newTestBackend()
+		backend := testbackend.New()
 		opts := testOptions(backend)
 		opts.Task.FinishedTTL = 2 * time.Second
 		stop := startManager(opts)

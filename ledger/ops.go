@@ -18,6 +18,7 @@ const (
 	opForgetSettlement
 	opTopUp
 	opForgetTopUp
+	opRelease
 )
 
 // Op is one change to an account. Build it with Freeze, Settle, TopUp or the Forget helpers.
@@ -38,6 +39,11 @@ func Settle(task string, outcome videogenv1alpha1.SettlementOutcome) Op {
 	return Op{kind: opSettle, task: task, outcome: outcome}
 }
 
+// Release returns a hold to the balance without recording a settlement, for a hold whose task
+// was never created (the REST apiserver froze, then failed to create the task). If the task
+// does appear after all, its controller freezes again on acceptance.
+func Release(task string) Op { return Op{kind: opRelease, task: task} }
+
 // ForgetSettlement drops task's settlement record once the task's status shows its outcome.
 func ForgetSettlement(task string) Op { return Op{kind: opForgetSettlement, task: task} }
 
@@ -57,6 +63,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("settle task %q as %s", o.task, o.outcome)
 	case opForgetSettlement:
 		return fmt.Sprintf("forget settlement of task %q", o.task)
+	case opRelease:
+		return fmt.Sprintf("release the hold of task %q", o.task)
 	case opTopUp:
 		return fmt.Sprintf("top up %d from %q", o.amount, o.topUp)
 	default:
@@ -159,6 +167,17 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 			Task: op.task, Amount: h.Amount, Outcome: op.outcome, SettledAt: at,
 		})
 		return Result{Changed: true, Amount: h.Amount, Outcome: op.outcome}
+
+	case opRelease:
+		i := findHold(st, op.task)
+		if i < 0 {
+			return Result{}
+		}
+		h := st.Holds[i]
+		st.Holds = append(st.Holds[:i], st.Holds[i+1:]...)
+		st.Frozen -= h.Amount
+		st.Balance += h.Amount
+		return Result{Changed: true, Amount: h.Amount}
 
 	case opForgetSettlement:
 		i := findSettlement(st, op.task)

@@ -95,6 +95,24 @@ func TestSettleDeductsOrRefundsExactlyOnce(t *testing.T) {
 	}
 }
 
+func TestReleaseReturnsAHoldWithoutARecord(t *testing.T) {
+	st := funded(50)
+	mustApply(t, &st, Freeze("a", 20))
+	if r := mustApply(t, &st, Release("a")); !r.Changed || r.Amount != 20 {
+		t.Fatalf("release = %+v", r)
+	}
+	if st.Balance != 50 || st.Frozen != 0 || len(st.Settlements) != 0 {
+		t.Fatalf("status = %+v", st)
+	}
+	// The task name is free again: a retry with the same idempotency key can freeze.
+	if r := mustApply(t, &st, Freeze("a", 20)); r.Err != nil {
+		t.Fatalf("freeze after release: %v", r.Err)
+	}
+	if r := mustApply(t, &st, Release("missing")); r.Changed {
+		t.Fatalf("release of a missing hold changed the account")
+	}
+}
+
 func TestSettleWithoutHold(t *testing.T) {
 	st := funded(10)
 	if r := mustApply(t, &st, Settle("ghost", videogenv1alpha1.SettlementDeducted)); !errors.Is(r.Err, ErrNoHold) {
@@ -168,7 +186,11 @@ func FuzzApplyKeepsInvariant(f *testing.F) {
 			case 3:
 				op = TopUp("t", string(rune('A'+i%7)), amount)
 			case 4:
-				op = ForgetSettlement(task)
+				if b&0x80 != 0 {
+					op = Release(task)
+				} else {
+					op = ForgetSettlement(task)
+				}
 			}
 			before := *st.DeepCopy()
 			r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", op, t0)

@@ -1,0 +1,157 @@
+// Package apikeys issues, revokes and checks the API keys of the /v1 REST API.
+//
+// A key maps to one account (a namespace). Only a SHA-256 of the key is stored, in a Secret in
+// the operator's own namespace (so the apiserver needs no access to Secrets elsewhere), labelled
+// so that the apiserver caches exactly these Secrets through an informer: checking a key costs
+// no apiserver round trip. Keys are 256-bit random, so a fast hash is enough; comparison is in
+// constant time.
+//
+// Key format: vg_<id>_<secret>, where id (12 hex) names the Secret "apikey-<id>".
+package apikeys
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// LabelAPIKey marks the Secrets that hold API key hashes; the apiserver caches only these.
+	LabelAPIKey = "videogen.dev/api-key"
+	// LabelAccount names the account (namespace) a key belongs to.
+	LabelAccount = "videogen.dev/account"
+	// LabelKeyID is the key's public id.
+	LabelKeyID = "videogen.dev/api-key-id"
+	// AnnotationDescription says what a key is for.
+	AnnotationDescription = "videogen.dev/description"
+
+	dataHash   = "sha256"
+	namePrefix = "apikey-"
+)
+
+var keyFormat = regexp.MustCompile(`^vg_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$`)
+
+// ErrInvalidKey is returned for a missing, malformed, unknown or revoked key. Callers must not
+// tell these apart in responses.
+var ErrInvalidKey = errors.New("invalid API key")
+
+// Principal is who a valid key speaks for.
+type Principal struct {
+	Account string // namespace
+	KeyID   string
+}
+
+// Key describes an issued key (never its secret).
+type Key struct {
+	ID          string
+	Account     string
+	Description string
+	CreatedAt   time.Time
+}
+
+// SecretName is the name of the Secret holding key id's hash.
+func SecretName(id string) string { return namePrefix + id }
+
+// Issue creates a key for account and returns it; it is shown once and never stored.
+func Issue(ctx context.Context, c client.Client, keyNamespace, account, description string) (string, Key, error) {
+	var idb [6]byte
+	var secret [32]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return "", Key{}, err
+	}
+	if _, err := rand.Read(secret[:]); err != nil {
+		return "", Key{}, err
+	}
+	id := hex.EncodeToString(idb[:])
+	key := "vg_" + id + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	sum := sha256.Sum256([]byte(key))
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        SecretName(id),
+			Namespace:   keyNamespace,
+			Labels:      map[string]string{LabelAPIKey: "true", LabelAccount: account, LabelKeyID: id},
+			Annotations: map[string]string{AnnotationDescription: description},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{dataHash: []byte(hex.EncodeToString(sum[:]))},
+	}
+	if err := c.Create(ctx, s); err != nil {
+		return "", Key{}, fmt.Errorf("storing API key for account %q: %w", account, err)
+	}
+	return key, keyOf(s), nil
+}
+
+// Revoke deletes key id. Revoking an unknown id is an error, so typos are noticed.
+func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SecretName(id), Namespace: keyNamespace}}
+	if err := c.Delete(ctx, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("no API key with id %q", id)
+		}
+		return err
+	}
+	return nil
+}
+
+// List returns the keys of account ("" for all accounts).
+func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([]Key, error) {
+	sel := client.MatchingLabels{LabelAPIKey: "true"}
+	if account != "" {
+		sel[LabelAccount] = account
+	}
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(keyNamespace), sel); err != nil {
+		return nil, err
+	}
+	keys := make([]Key, 0, len(list.Items))
+	for i := range list.Items {
+		keys = append(keys, keyOf(&list.Items[i]))
+	}
+	return keys, nil
+}
+
+func keyOf(s *corev1.Secret) Key {
+	return Key{ID: s.Labels[LabelKeyID], Account: s.Labels[LabelAccount],
+		Description: s.Annotations[AnnotationDescription], CreatedAt: s.CreationTimestamp.Time}
+}
+
+// Authenticator checks presented keys against the Secrets visible through Reader (an informer
+// cache restricted to the key namespace and LabelAPIKey).
+type Authenticator struct {
+	Reader    client.Reader
+	Namespace string
+}
+
+// Authenticate returns the principal of a valid key, or ErrInvalidKey.
+func (a *Authenticator) Authenticate(ctx context.Context, presented string) (Principal, error) {
+	m := keyFormat.FindStringSubmatch(presented)
+	if m == nil {
+		return Principal{}, ErrInvalidKey
+	}
+	var s corev1.Secret
+	if err := a.Reader.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: SecretName(m[1])}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Principal{}, ErrInvalidKey
+		}
+		return Principal{}, fmt.Errorf("looking up API key: %w", err)
+	}
+	sum := sha256.Sum256([]byte(presented))
+	want := s.Data[dataHash]
+	got := []byte(hex.EncodeToString(sum[:]))
+	if s.Labels[LabelAPIKey] != "true" || s.Labels[LabelAccount] == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+		return Principal{}, ErrInvalidKey
+	}
+	return Principal{Account: s.Labels[LabelAccount], KeyID: m[1]}, nil
+}

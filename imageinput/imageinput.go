@@ -1,0 +1,100 @@
+// Package imageinput turns a base64 image sent by a caller into checked bytes: a real JPEG, PNG
+// or WebP within size and dimension limits. Dimensions are read from the header before the
+// image is decoded, so a small file that would decode into gigabytes (a decompression bomb) is
+// refused without being decoded.
+package imageinput
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg" // registers the JPEG decoder
+	_ "image/png"  // registers the PNG decoder
+	"strings"
+
+	_ "golang.org/x/image/webp" // registers the WebP decoder
+)
+
+// Limits bound what is accepted.
+type Limits struct {
+	// MaxBytes is the largest decoded file.
+	MaxBytes int
+	// MaxSide is the largest width or height in pixels.
+	MaxSide int
+	// MaxPixels is the largest width × height.
+	MaxPixels int
+}
+
+// DefaultLimits suit face photos: 10 MiB, 8192 px per side, 40 megapixels.
+var DefaultLimits = Limits{MaxBytes: 10 << 20, MaxSide: 8192, MaxPixels: 40_000_000}
+
+// Image is a checked image.
+type Image struct {
+	Data          []byte
+	ContentType   string
+	Width, Height int
+}
+
+// ErrInvalid is wrapped by every refusal.
+var ErrInvalid = errors.New("invalid image")
+
+var contentTypes = map[string]string{"jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
+
+// DecodeBase64 decodes s (plain base64, or a data: URL) and checks the image.
+func DecodeBase64(s string, lim Limits) (*Image, error) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "data:"); ok {
+		meta, payload, found := strings.Cut(rest, ",")
+		if !found || !strings.HasSuffix(meta, ";base64") {
+			return nil, fmt.Errorf("%w: a data URL must look like data:image/png;base64,<data>", ErrInvalid)
+		}
+		s = payload
+	}
+	if s == "" {
+		return nil, fmt.Errorf("%w: empty", ErrInvalid)
+	}
+	// Refuse before allocating: the encoded form of MaxBytes is at most 4/3 larger.
+	if len(s) > base64.StdEncoding.EncodedLen(lim.MaxBytes)+len(s)/64+4 {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalid, lim.MaxBytes)
+	}
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == ' ' || r == '\t' {
+			return -1
+		}
+		return r
+	}, s)
+	data, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		if data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "=")); err != nil {
+			return nil, fmt.Errorf("%w: not valid base64", ErrInvalid)
+		}
+	}
+	return Check(data, lim)
+}
+
+// Check verifies that data is a JPEG, PNG or WebP image within lim.
+func Check(data []byte, lim Limits) (*Image, error) {
+	if len(data) > lim.MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes is larger than %d", ErrInvalid, len(data), lim.MaxBytes)
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: not a JPEG, PNG or WebP image", ErrInvalid)
+	}
+	ct, ok := contentTypes[format]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s images are not accepted (JPEG, PNG or WebP)", ErrInvalid, format)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > lim.MaxSide || cfg.Height > lim.MaxSide ||
+		int64(cfg.Width)*int64(cfg.Height) > int64(lim.MaxPixels) {
+		return nil, fmt.Errorf("%w: %dx%d pixels exceeds the limit of %d per side and %d in total",
+			ErrInvalid, cfg.Width, cfg.Height, lim.MaxSide, lim.MaxPixels)
+	}
+	// Decode fully: a valid header on a truncated or corrupt body must not pass.
+	if _, _, err := image.Decode(bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("%w: the %s data is corrupt: %v", ErrInvalid, format, err)
+	}
+	return &Image{Data: data, ContentType: ct, Width: cfg.Width, Height: cfg.Height}, nil
+}

@@ -1,0 +1,143 @@
+// Package netguard keeps the service from being used to reach private networks (SSRF): URLs
+// that callers hand us are fetched by generation backends and webhook deliveries, so loopback,
+// private, link-local (cloud metadata) and other non-public destinations are refused unless an
+// operator allows them explicitly.
+//
+// CheckURL refuses what can be seen in a URL; the Dialer refuses at connect time, after DNS
+// resolution, so a hostname that resolves (or re-resolves) to a private address is caught too.
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrForbiddenDestination is wrapped by every refusal of an address.
+var ErrForbiddenDestination = errors.New("destination is not a public address")
+
+// Policy says which destinations are allowed. The zero value allows public addresses only.
+type Policy struct {
+	// Allow lists networks that are allowed even though they are not public (for a local
+	// stack, tests, or a model server on a private network).
+	Allow []netip.Prefix
+}
+
+// ParseAllowList parses a comma-separated list of CIDRs or IPs, e.g. "127.0.0.0/8,10.1.2.3".
+func ParseAllowList(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "/") {
+			addr, err := netip.ParseAddr(part)
+			if err != nil {
+				return nil, fmt.Errorf("allow-list entry %q: %w", part, err)
+			}
+			out = append(out, netip.PrefixFrom(addr, addr.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("allow-list entry %q: %w", part, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// nonPublic are ranges that are never public destinations beyond what netip's predicates cover.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),    // reserved
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64, could embed a private IPv4
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
+	netip.MustParsePrefix("2002::/16"),      // 6to4, could embed a private IPv4
+	netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
+}
+
+// AllowedAddr reports whether a connection to addr is allowed.
+func (p Policy) AllowedAddr(addr netip.Addr) bool {
+	addr = addr.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	for _, a := range p.Allow {
+		if a.Contains(addr) {
+			return true
+		}
+	}
+	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
+		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
+		return false
+	}
+	for _, n := range nonPublic {
+		if n.Contains(addr) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckURL parses raw and refuses anything but an absolute http(s) URL whose host is not a
+// forbidden literal address or a name that always means this machine.
+func (p Policy) CheckURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("must be an http or https URL, not %q", u.Scheme)
+	}
+	if u.User != nil {
+		return nil, errors.New("must not carry credentials")
+	}
+	host := u.Hostname()
+	if host == "" {
+		return nil, errors.New("has no host")
+	}
+	if addr, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		if !p.AllowedAddr(addr) {
+			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, host)
+		}
+		return u, nil
+	}
+	lower := strings.ToLower(strings.TrimSuffix(host, "."))
+	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
+		if !p.AllowedAddr(netip.MustParseAddr("127.0.0.1")) {
+			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, host)
+		}
+	}
+	return u, nil
+}
+
+// Dialer returns a net.Dialer that refuses connections to forbidden addresses after DNS
+// resolution, the only point where a rebinding hostname can be caught.
+func (p Policy) Dialer(timeout time.Duration) *net.Dialer {
+	return &net.Dialer{
+		Timeout: timeout,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("netguard: unexpected address %q: %w", address, err)
+			}
+			if !p.AllowedAddr(ap.Addr()) {
+				return fmt.Errorf("%w: %s", ErrForbiddenDestination, ap.Addr())
+			}
+			return nil
+		},
+	}
+}
+
+// DialContext is Dialer(timeout).DialContext, for http.Transport.
+func (p Policy) DialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return p.Dialer(timeout).DialContext
+}

@@ -1,0 +1,87 @@
+package netguard
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestCheckURL(t *testing.T) {
+	p := Policy{}
+	refused := []string{
+		"ftp://example.com/a.mp4",
+		"file:///etc/passwd",
+		"http://127.0.0.1/a.jpg",
+		"http://[::1]/a.jpg",
+		"http://[::ffff:127.0.0.1]/a.jpg",          // IPv4-mapped loopback
+		"http://[::ffff:10.0.0.1]/a.jpg",           // IPv4-mapped private
+		"http://169.254.169.254/latest/meta-data/", // cloud metadata
+		"http://[fe80::1]/x",
+		"http://10.1.2.3/x",
+		"http://192.168.0.10/x",
+		"http://172.16.5.4/x",
+		"http://100.64.0.1/x",
+		"http://0.0.0.0/x",
+		"http://localhost:8080/x",
+		"http://api.localhost/x",
+		"https://user:pw@example.com/x",
+		"http:///nohost",
+		"not a url at all\x7f",
+		"http://[64:ff9b::a00:1]/x", // NAT64 of 10.0.0.1
+	}
+	for _, raw := range refused {
+		if _, err := p.CheckURL(raw); err == nil {
+			t.Errorf("CheckURL(%q) accepted a URL it must refuse", raw)
+		}
+	}
+	for _, raw := range []string{"https://cdn.example.com/face.jpg", "http://93.184.216.34/v.mp4", "https://[2606:4700::1]/x"} {
+		if _, err := p.CheckURL(raw); err != nil {
+			t.Errorf("CheckURL(%q) = %v, want accepted", raw, err)
+		}
+	}
+}
+
+func TestAllowListOpensPrivateRanges(t *testing.T) {
+	allow, err := ParseAllowList("127.0.0.0/8, 10.1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{Allow: allow}
+	for _, raw := range []string{"http://127.0.0.1:9000/x", "http://localhost/x", "http://10.1.2.3/x", "http://[::ffff:127.0.0.1]/x"} {
+		if _, err := p.CheckURL(raw); err != nil {
+			t.Errorf("CheckURL(%q) with allow-list = %v", raw, err)
+		}
+	}
+	if _, err := p.CheckURL("http://10.1.2.4/x"); err == nil {
+		t.Error("an address outside the allow-list was accepted")
+	}
+	if _, err := ParseAllowList("10.0.0.0/33"); err == nil {
+		t.Error("a bad CIDR was accepted")
+	}
+}
+
+// The dialer checks the address actually connected to, so a public-looking name that
+// resolves to loopback is refused.
+func TestDialerRefusesLoopbackAfterResolution(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+
+	guarded := &http.Client{Transport: &http.Transport{DialContext: Policy{}.DialContext(time.Second)}}
+	_, err := guarded.Get("http://localhost:" + port + "/")
+	if !errors.Is(err, ErrForbiddenDestination) {
+		t.Fatalf("GET via localhost = %v, want ErrForbiddenDestination", err)
+	}
+
+	allowed := Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+	open := &http.Client{Transport: &http.Transport{DialContext: allowed.DialContext(time.Second)}}
+	resp, err := open.Get("http://localhost:" + port + "/")
+	if err != nil {
+		t.Fatalf("GET with loopback allowed: %v", err)
+	}
+	resp.Body.Close()
+}
