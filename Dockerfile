@@ -1,4 +1,5 @@
-# Builds the manager as a static binary on a distroless, non-root base.
+# One image, two binaries: the manager and the /v1 apiserver sidecar. Static, distroless,
+# non-root.
 FROM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
@@ -7,22 +8,15 @@ WORKDIR /workspace
 COPY go.mod go.sum ./
 RUN go mod download
 
-COPY cmd/ cmd/
-COPY api/ api/
-COPY controllers/ controllers/
-COPY apiserver/ apiserver/
-COPY catalog/ catalog/
-COPY connectors/ connectors/
-COPY generation/ generation/
-COPY ledger/ ledger/
-COPY pricing/ pricing/
-COPY internal/ internal/
-
-RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -ldflags='-s -w' -o manager ./cmd/manager
+COPY . .
+RUN for cmd in manager apiserver; do \
+      CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+      go build -trimpath -ldflags='-s -w' -o /out/$cmd ./cmd/$cmd || exit 1; \
+    done
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
-COPY --from=builder /workspace/manager .
+COPY --from=builder /out/manager /out/apiserver /
 USER 65532:65532
 
 ENTRYPOINT ["/manager"]

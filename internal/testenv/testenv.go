@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
 // KubernetesVersion is the control-plane version hack/setup-envtest.sh builds by default.
@@ -52,16 +51,7 @@ func AssetsDir() (string, error) {
 }
 
 // Scheme returns a scheme with the built-in types and videogen.dev/v1alpha1.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := videogenv1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // New returns an envtest.Environment with the project's CRDs installed and assets located.
 func New() (*envtest.Environment, error) {

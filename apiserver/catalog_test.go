@@ -1,0 +1,125 @@
+package apiserver_test
+
+import (
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+var _ = Describe("Templates and custom short templates", func() {
+	It("lists official templates by capability, with the caller's own short templates", func() {
+		a := newAccount(100)
+		short := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](12), nil)
+		adjustable := template(videogenv1alpha1.CapabilityTemplate, nil, func(s *videogenv1alpha1.TemplateSpec) {
+			s.DurationAdjustable, s.MinDuration, s.MaxDuration = true, ptr.To[int32](5), ptr.To[int32](20)
+			s.DurationPrices = map[string]int64{"5": 10, "20": 30}
+		})
+		own := api.post("/v1/short-templates", a.key, map[string]any{"name": "Mine", "target_url": "https://cdn.example.com/mine.mp4"})
+		Expect(own.Status).To(Equal(http.StatusCreated), string(own.Body))
+		ownID := own.JSON()["id"].(string)
+
+		var shorts map[string]any
+		Eventually(func() []any {
+			shorts = api.get("/v1/templates?capability=video.short", a.key).JSON()
+			return shorts["data"].([]any)
+		}).Should(ContainElement(HaveKeyWithValue("id", ownID)))
+		Expect(shorts["data"]).To(ContainElement(And(HaveKeyWithValue("id", short), HaveKeyWithValue("price", BeNumerically("==", 12)),
+			HaveKeyWithValue("cover_url", "https://cdn.example.com/"+short+".jpg"), HaveKeyWithValue("custom", false))))
+		Expect(shorts["data"]).NotTo(ContainElement(HaveKeyWithValue("id", adjustable)))
+
+		templates := api.get("/v1/templates?capability=video.template", a.key).JSON()["data"].([]any)
+		Expect(templates).To(ContainElement(And(HaveKeyWithValue("id", adjustable), HaveKeyWithValue("duration_adjustable", true),
+			HaveKeyWithValue("min_duration", BeNumerically("==", 5)), HaveKeyWithValue("max_duration", BeNumerically("==", 20)),
+			HaveKeyWithValue("duration_prices", map[string]any{"5": float64(10), "20": float64(30)}))))
+		Expect(templates).NotTo(ContainElement(HaveKeyWithValue("id", ownID)))
+
+		other := newAccount(0)
+		Expect(api.get("/v1/templates?capability=video.short", other.key).JSON()["data"]).NotTo(ContainElement(HaveKeyWithValue("id", ownID)))
+
+		bad := api.get("/v1/templates?capability=video.long", a.key)
+		Expect(bad.Status).To(Equal(http.StatusBadRequest))
+		Expect(bad.Message()).To(ContainSubstring("unknown capability"))
+	})
+
+	It("creates, lists, patches, uses and deletes an account's own short templates", func() {
+		a := newAccount(100)
+		created := api.post("/v1/short-templates", a.key, map[string]any{"name": "Intro", "target_url": "https://cdn.example.com/intro.mp4", "duration": 8})
+		Expect(created.Status).To(Equal(http.StatusCreated))
+		id := created.JSON()["id"].(string)
+		Expect(id).To(HavePrefix("ushort_"))
+
+		patched := api.do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key,
+			body: map[string]any{"name": "Intro v2", "cover_url": "https://cdn.example.com/intro.jpg"}})
+		Expect(patched.Status).To(Equal(http.StatusOK), string(patched.Body))
+		Expect(patched.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("name", "Intro v2"),
+			HaveKeyWithValue("duration", BeNumerically("==", 8)), HaveKeyWithValue("cover_url", "https://cdn.example.com/intro.jpg")))
+		Eventually(func() []any { return api.get("/v1/short-templates", a.key).JSON()["data"].([]any) }).
+			Should(ConsistOf(HaveKeyWithValue("name", "Intro v2")))
+
+		// Usable as template_id right away, at the default price.
+		task := api.post("/v1/videos/short", a.key, map[string]any{"template_id": id, "face": "https://cdn.example.com/f.jpg"})
+		Expect(task.Status).To(Equal(http.StatusAccepted), string(task.Body))
+		Expect(task.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 10)))
+
+		Expect(api.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key}).Status).To(Equal(http.StatusNoContent))
+		Eventually(func() int { return api.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key}).Status }).
+			Should(Equal(http.StatusNotFound))
+	})
+
+	It("refuses bad short template input with the field named", func() {
+		a := newAccount(0)
+		cases := []struct {
+			body    any
+			message string
+		}{
+			{map[string]any{"target_url": "https://cdn.example.com/x.mp4"}, `"name" is required`},
+			{map[string]any{"name": "  ", "target_url": "https://cdn.example.com/x.mp4"}, `"name" must not be empty`},
+			{map[string]any{"name": "x", "target_url": "http://10.0.0.5/x.mp4"}, `"target_url"`},
+			{map[string]any{"name": "x", "target_url": "https://cdn.example.com/x.mp4", "duration": 0}, `"duration" must be from 1 to 3600`},
+			{map[string]any{"name": "x", "target_url": "https://cdn.example.com/x.mp4", "colour": "red"}, `unknown field "colour"`},
+			{map[string]any{"name": 5, "target_url": "https://cdn.example.com/x.mp4"}, `field "name" must be a string`},
+		}
+		for _, c := range cases {
+			resp := api.post("/v1/short-templates", a.key, c.body)
+			Expect(resp.Status).To(Equal(http.StatusBadRequest), "%v", c.body)
+			Expect(resp.ErrorCode()).To(Equal("invalid_request"))
+			Expect(resp.Message()).To(ContainSubstring(c.message))
+		}
+		Expect(api.get("/v1/short-templates", a.key).JSON()["data"]).To(BeEmpty())
+	})
+})
+
+var _ = Describe("Owner isolation", func() {
+	It("hides one account's tasks and templates from another (404, never 403)", func() {
+		owner, intruder := newAccount(100), newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](10), nil)
+		task := api.post("/v1/videos/short", owner.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"})
+		taskID := task.JSON()["id"].(string)
+		st := api.post("/v1/short-templates", owner.key, map[string]any{"name": "Private", "target_url": "https://cdn.example.com/p.mp4"})
+		stID := st.JSON()["id"].(string)
+
+		for _, c := range []call{
+			{method: "GET", path: "/v1/tasks/" + taskID},
+			{method: "POST", path: "/v1/tasks/" + taskID + "/cancel"},
+			{method: "PATCH", path: "/v1/short-templates/" + stID, body: map[string]any{"name": "mine now"}},
+			{method: "DELETE", path: "/v1/short-templates/" + stID},
+		} {
+			c.key = intruder.key
+			resp := api.do(c)
+			Expect(resp.Status).To(Equal(http.StatusNotFound), "%s %s", c.method, c.path)
+			Expect(resp.ErrorCode()).To(Equal("not_found"))
+		}
+		Expect(idsOf(api.get("/v1/tasks", intruder.key).JSON())).To(BeEmpty())
+		use := api.post("/v1/videos/short", intruder.key, map[string]any{"template_id": stID, "face": "https://cdn.example.com/f.jpg"})
+		Expect(use.Status).To(Equal(http.StatusBadRequest))
+		Expect(use.Message()).To(ContainSubstring("no template"))
+		expectPoints(intruder.ns, 100, 0, 0)
+		// And the owner still sees both, unchanged.
+		Expect(api.get("/v1/tasks/"+taskID, owner.key).Status).To(Equal(http.StatusOK))
+		Expect(api.get("/v1/short-templates", owner.key).JSON()["data"]).To(ContainElement(HaveKeyWithValue("name", "Private")))
+	})
+})

@@ -1,0 +1,189 @@
+package apiserver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+var _ = Describe("Errors", func() {
+	var (
+		a    account
+		tmpl string
+	)
+	BeforeEach(func() {
+		a = newAccount(100)
+		tmpl = template(videogenv1alpha1.CapabilityShort, ptr.To[int64](10), nil)
+	})
+
+	It("refuses missing and bad API keys with 401 invalid_api_key", func() {
+		for _, key := range []string{"", "nope", "vg_000000000000_" + strings.Repeat("A", 43), a.key + "x"} {
+			resp := api.get("/v1/balance", key)
+			Expect(resp.Status).To(Equal(http.StatusUnauthorized), "key %q", key)
+			Expect(resp.ErrorCode()).To(Equal("invalid_api_key"))
+		}
+	})
+
+	DescribeTable("answers bad task requests with 400 naming the field, and changes nothing",
+		func(path string, body any, message string) {
+			resp := api.post(path, a.key, body)
+			Expect(resp.Status).To(Equal(http.StatusBadRequest), string(resp.Body))
+			Expect(resp.ErrorCode()).To(Equal("invalid_request"))
+			Expect(resp.Message()).To(ContainSubstring(message))
+			Expect(tasksIn(a.ns)).To(BeEmpty())
+			expectPoints(a.ns, 100, 0, 0)
+		},
+		Entry("missing template_id", "/v1/videos/short", map[string]any{"face": "https://cdn.example.com/f.jpg"}, `"template_id" is required`),
+		Entry("empty face", "/v1/videos/short", map[string]any{"template_id": "x", "face": " "}, `"face" must not be empty`),
+		Entry("unknown field", "/v1/videos/short", map[string]any{"template_id": "x", "face": "https://cdn.example.com/f.jpg", "speed": 2}, `unknown field "speed"`),
+		Entry("wrong type", "/v1/videos/template", map[string]any{"template_id": "x", "duration": "ten"}, `field "duration" must be a number`),
+		Entry("negative duration", "/v1/videos/template", map[string]any{"template_id": "x", "duration": -3}, `"template_id"`),
+		Entry("malformed JSON", "/v1/videos/short", `{"template_id": "x",`, "malformed JSON"),
+		Entry("two objects", "/v1/videos/short", `{"template_id":"x"} {}`, "exactly one JSON object"),
+		Entry("not an object", "/v1/videos/short", `[1,2]`, "must be a JSON object"),
+		Entry("empty body", "/v1/videos/short", "", "body is empty"),
+		Entry("unknown template", "/v1/videos/short", map[string]any{"template_id": "no-such", "face": "https://cdn.example.com/f.jpg"}, `no template "no-such"`),
+		Entry("loopback face URL", "/v1/videos/short", map[string]any{"template_id": "x", "face": "http://127.0.0.1/f.jpg"}, `"face"`),
+		Entry("metadata URL", "/v1/videos/eraser", map[string]any{"video": "http://169.254.169.254/latest"}, `"video"`),
+		Entry("IPv6-mapped loopback", "/v1/videos/eraser", map[string]any{"video": "http://[::ffff:127.0.0.1]/v.mp4"}, `"video"`),
+		Entry("private webhook", "/v1/videos/eraser", map[string]any{"video": "https://cdn.example.com/v.mp4", "webhook_url": "http://192.168.1.1/hook"}, `"webhook_url"`),
+		Entry("ftp video", "/v1/videos/eraser", map[string]any{"video": "ftp://cdn.example.com/v.mp4"}, `"video"`),
+	)
+
+	It("refuses a body over the size limit with 413 and a wrong content type with 415", func() {
+		big := `{"template_id":"` + tmpl + `","face":"` + strings.Repeat("A", 17<<20) + `"}`
+		resp := api.post("/v1/videos/short", a.key, big)
+		Expect(resp.Status).To(Equal(http.StatusRequestEntityTooLarge))
+		Expect(resp.ErrorCode()).To(Equal("payload_too_large"))
+		xml := api.do(call{method: "POST", path: "/v1/videos/short", key: a.key, body: "<x/>", headers: map[string]string{"Content-Type": "text/xml"}})
+		Expect(xml.Status).To(Equal(http.StatusUnsupportedMediaType))
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+	})
+
+	It("refuses a malformed Idempotency-Key", func() {
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
+			"Idempotency-Key", strings.Repeat("k", 300))
+		Expect(resp.Status).To(Equal(http.StatusBadRequest))
+		Expect(resp.Message()).To(ContainSubstring("Idempotency-Key"))
+	})
+
+	It("answers unknown endpoints and ids with 404 not_found", func() {
+		Expect(api.get("/v1/nothing-here", a.key).ErrorCode()).To(Equal("not_found"))
+		missing := api.get("/v1/tasks/vt-doesnotexist", a.key)
+		Expect(missing.Status).To(Equal(http.StatusNotFound))
+		Expect(missing.ErrorCode()).To(Equal("not_found"))
+	})
+
+	It("rate limits each key with 429 and Retry-After", func() {
+		limited := startAPIServer(rate.Every(time.Hour), 3, nil, nil)
+		codes := map[int]int{}
+		var last response
+		for range 5 {
+			last = limited.get("/v1/balance", a.key)
+			codes[last.Status]++
+		}
+		Expect(codes).To(Equal(map[int]int{http.StatusOK: 3, http.StatusTooManyRequests: 2}))
+		Expect(last.ErrorCode()).To(Equal("rate_limited"))
+		Expect(last.Header.Get("Retry-After")).NotTo(BeEmpty())
+		// Another key has its own bucket.
+		b := newAccount(0)
+		Expect(limited.get("/v1/balance", b.key).Status).To(Equal(http.StatusOK))
+	})
+
+	It("releases the frozen points when the task cannot be created, so nothing is stranded", func() {
+		failing := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
+						return errors.New("injected: etcd is unavailable")
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+		})
+		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
+			"Idempotency-Key", "will-fail")
+		Expect(resp.Status).To(Equal(http.StatusInternalServerError))
+		Expect(resp.ErrorCode()).To(Equal("internal_error"))
+		Expect(resp.Message()).NotTo(ContainSubstring("etcd"), "internal details stay in the logs")
+		expectPoints(a.ns, 100, 0, 0)
+		Expect(balanceOf(a.ns).Settlements).To(BeEmpty())
+		// The key is free: the same request through a healthy replica succeeds.
+		Expect(api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
+			"Idempotency-Key", "will-fail").Status).To(Equal(http.StatusAccepted))
+	})
+
+	It("does not strand points when the apiserver dies between the freeze and the create", func() {
+		dying := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
+						panic(http.ErrAbortHandler) // the process is gone: no response, no cleanup
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+		})
+		body := `{"template_id":"` + tmpl + `","face":"https://cdn.example.com/f.jpg"}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, dying.base+"/v1/videos/short", strings.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		_, err = dying.http.Do(req)
+		Expect(err).To(HaveOccurred(), "the connection is cut")
+
+		Expect(balanceOf(a.ns).Holds).To(HaveLen(1), "the freeze happened before the crash")
+		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+	})
+
+	It("counts requests by route and status in Prometheus metrics", func() {
+		api.get("/v1/balance", a.key)
+		families, err := registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(counter(families, "videogen_api_requests_total", map[string]string{"route": "GET /v1/balance", "code": "200"})).
+			To(BeNumerically(">=", 1))
+	})
+})
+
+func counter(families []*dto.MetricFamily, name string, want map[string]string) float64 {
+	var total float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue metrics
+				}
+			}
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// noWatch lets the interceptor wrap a manager's client, which has no Watch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported")
+}

@@ -1,0 +1,135 @@
+package apiserver_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+var _ = Describe("Points at submission and Idempotency-Key", func() {
+	var (
+		a    account
+		tmpl string
+		body map[string]any
+	)
+	BeforeEach(func() {
+		a = newAccount(0)
+		tmpl = template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		body = map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"}
+	})
+
+	It("answers 402, creates nothing, and leaves the key free for after a top-up", func() {
+		resp := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-1")
+		Expect(resp.Status).To(Equal(http.StatusPaymentRequired))
+		Expect(resp.ErrorCode()).To(Equal("insufficient_balance"))
+		Expect(resp.Message()).To(ContainSubstring("top-up"))
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		expectPoints(a.ns, 0, 0, 0)
+
+		topUp(a.ns, 100)
+		again := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-1")
+		Expect(again.Status).To(Equal(http.StatusAccepted), string(again.Body))
+		expectPoints(a.ns, 70, 30, 0)
+	})
+
+	It("replays the same task for the same key and body, without a second charge", func() {
+		topUp(a.ns, 100)
+		first := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-2")
+		Expect(first.Status).To(Equal(http.StatusAccepted))
+		replay := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-2")
+		Expect(replay.Status).To(Equal(http.StatusOK))
+		Expect(replay.Header.Get("Idempotent-Replayed")).To(Equal("true"))
+		Expect(replay.JSON()["id"]).To(Equal(first.JSON()["id"]))
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+
+		// Still the same task after it finished: the key is kept as long as the task.
+		waitTask(a, first.JSON()["id"].(string), "succeeded")
+		late := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-2")
+		Expect(late.Status).To(Equal(http.StatusOK))
+		Expect(late.JSON()["status"]).To(Equal("succeeded"))
+		expectPoints(a.ns, 70, 0, 30)
+	})
+
+	It("refuses the same key with a different body with 422, moving nothing", func() {
+		topUp(a.ns, 100)
+		Expect(api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-3").Status).To(Equal(http.StatusAccepted))
+		other := map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/another-face.jpg"}
+		resp := api.post("/v1/videos/short", a.key, other, "Idempotency-Key", "order-3")
+		Expect(resp.Status).To(Equal(http.StatusUnprocessableEntity))
+		Expect(resp.ErrorCode()).To(Equal("idempotency_key_reused"))
+		eraser := api.post("/v1/videos/eraser", a.key, map[string]any{"video": "https://cdn.example.com/v.mp4"}, "Idempotency-Key", "order-3")
+		Expect(eraser.Status).To(Equal(http.StatusUnprocessableEntity), "the same key on another endpoint is another body")
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+		expectPoints(a.ns, 70, 30, 0)
+	})
+
+	It("does not consume the key on a validation error", func() {
+		topUp(a.ns, 100)
+		bad := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": ""}, "Idempotency-Key", "order-4")
+		Expect(bad.Status).To(Equal(http.StatusBadRequest))
+		Expect(api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-4").Status).To(Equal(http.StatusAccepted))
+	})
+
+	It("keys are per account: the same key in two accounts makes two tasks", func() {
+		topUp(a.ns, 100)
+		b := newAccount(100)
+		r1 := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "shared")
+		r2 := api.post("/v1/videos/short", b.key, body, "Idempotency-Key", "shared")
+		Expect(r1.Status).To(Equal(http.StatusAccepted))
+		Expect(r2.Status).To(Equal(http.StatusAccepted))
+		expectPoints(a.ns, 70, 30, 0)
+		expectPoints(b.ns, 70, 30, 0)
+	})
+
+	It("creates one task and freezes once for 100 concurrent requests with one key", func() {
+		topUp(a.ns, 1000)
+		statuses := concurrently(100, func(int) response {
+			return api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "burst")
+		})
+		Expect(statuses[http.StatusAccepted] + statuses[http.StatusOK]).To(Equal(100), "%v", statuses)
+		Expect(statuses[http.StatusAccepted]).To(BeNumerically(">=", 1))
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+		st := balanceOf(a.ns)
+		Expect(st.Balance).To(Equal(int64(970)), "one freeze of 30")
+		Expect(st.Frozen + st.Spent).To(Equal(int64(30)))
+	})
+
+	It("lets exactly 40 of 100 concurrent different requests through on an account that can afford 40", func() {
+		topUp(a.ns, 40*30)
+		statuses := concurrently(100, func(i int) response {
+			return api.post("/v1/videos/short", a.key, body, "Idempotency-Key", fmt.Sprintf("many-%d", i))
+		})
+		Expect(statuses).To(Equal(map[int]int{http.StatusAccepted: 40, http.StatusPaymentRequired: 60}))
+		Expect(tasksIn(a.ns)).To(HaveLen(40))
+		st := balanceOf(a.ns)
+		Expect(st.Balance).To(BeZero())
+		Expect(st.Frozen + st.Spent).To(Equal(int64(1200)))
+	})
+})
+
+// concurrently runs n calls at once and counts the statuses.
+func concurrently(n int, f func(int) response) map[int]int {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	counts := map[int]int{}
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			defer GinkgoRecover()
+			<-start
+			r := f(i)
+			mu.Lock()
+			counts[r.Status]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return counts
+}

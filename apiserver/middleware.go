@@ -1,0 +1,167 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+)
+
+// authenticate resolves the bearer key to an account and applies the key's rate limit.
+func (s *Server) authenticate(h func(http.ResponseWriter, *http.Request, apikeys.Principal)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen"`)
+			httpjson.WriteError(w, r, http.StatusUnauthorized, httpjson.CodeInvalidAPIKey, "missing API key: send Authorization: Bearer <API_KEY>")
+			return
+		}
+		p, err := s.cfg.Keys.Authenticate(r.Context(), strings.TrimSpace(token))
+		if errors.Is(err, apikeys.ErrInvalidKey) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen", error="invalid_token"`)
+			httpjson.WriteError(w, r, http.StatusUnauthorized, httpjson.CodeInvalidAPIKey, "invalid API key")
+			return
+		}
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		if wait, ok := s.limiter.allow(p.KeyID); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			httpjson.WriteError(w, r, http.StatusTooManyRequests, httpjson.CodeRateLimited,
+				fmt.Sprintf("rate limit exceeded for this API key; retry after %s", wait.Round(time.Millisecond)))
+			return
+		}
+		h(w, r, p)
+	})
+}
+
+// keyLimiter is a token bucket per API key.
+type keyLimiter struct {
+	limit rate.Limit
+	burst int
+	mu    sync.Mutex
+	byKey map[string]*rate.Limiter
+}
+
+func newKeyLimiter(limit rate.Limit, burst int) *keyLimiter {
+	return &keyLimiter{limit: limit, burst: max(burst, 1), byKey: map[string]*rate.Limiter{}}
+}
+
+// allow takes a token, or says how long until one is available.
+func (l *keyLimiter) allow(key string) (time.Duration, bool) {
+	if l.limit == rate.Inf {
+		return 0, true
+	}
+	l.mu.Lock()
+	lim := l.byKey[key]
+	if lim == nil {
+		lim = rate.NewLimiter(l.limit, l.burst)
+		l.byKey[key] = lim
+	}
+	l.mu.Unlock()
+	res := lim.Reserve()
+	if d := res.Delay(); d > 0 {
+		res.Cancel()
+		return d, false
+	}
+	return 0, true
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "videogen_api_requests_total", Help: "REST API requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "videogen_api_request_duration_seconds", Help: "REST API request latency by route, method and status code.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method", "code"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency)
+	}
+	return m
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// observe records metrics and one structured log line per request, with its request id.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		code := strconv.Itoa(rec.status)
+		elapsed := time.Since(start)
+		s.metrics.requests.WithLabelValues(route, r.Method, code).Inc()
+		s.metrics.latency.WithLabelValues(route, r.Method, code).Observe(elapsed.Seconds())
+		level := slog.LevelInfo
+		if rec.status >= 500 {
+			level = slog.LevelError
+		}
+		s.cfg.Logger.LogAttrs(r.Context(), level, "request",
+			slog.String("request_id", httpjson.RequestID(r.Context())), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", rec.status), slog.Duration("duration", elapsed))
+	})
+}
+
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.internalError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// internalError logs err with the request id and answers 500 without details.
+func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", httpjson.RequestID(r.Context()), "error", err.Error())
+	httpjson.WriteError(w, r, http.StatusInternalServerError, httpjson.CodeInternal, "internal error; quote the request id when reporting it")
+}

@@ -1,0 +1,110 @@
+package apiserver
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/apiserver/openapi"
+	"github.com/videogen-dev/videogen-operator/blobstore"
+	"github.com/videogen-dev/videogen-operator/imageinput"
+	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/netguard"
+)
+
+// Config is what a Server needs. Client reads from an informer cache and writes to the
+// kube-apiserver; APIReader reads around the cache when a cache miss may just be lag.
+type Config struct {
+	Client    client.Client
+	APIReader client.Reader
+	Ledger    *ledger.Ledger
+	Keys      *apikeys.Authenticator
+	Blobs     blobstore.Store
+	// URLPolicy decides which caller-supplied URLs are acceptable (no private addresses).
+	URLPolicy netguard.Policy
+	// DefaultPrice is the system default price (keep it equal to the manager's --default-price).
+	DefaultPrice int64
+	// MaxBodyBytes caps request bodies (base64 images make them large).
+	MaxBodyBytes int64
+	ImageLimits  imageinput.Limits
+	// RateLimit and RateBurst bound requests per API key.
+	RateLimit rate.Limit
+	RateBurst int
+	// Registerer receives the request metrics (nil: not exported).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Clock      clock.PassiveClock
+}
+
+// Server serves the /v1 API.
+type Server struct {
+	cfg     Config
+	limiter *keyLimiter
+	metrics *metrics
+	mux     *http.ServeMux
+}
+
+// New builds a Server; Mount more routes on Mux() (webhooks, blobs) before serving Handler().
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 16 << 20
+	}
+	if cfg.ImageLimits == (imageinput.Limits{}) {
+		cfg.ImageLimits = imageinput.DefaultLimits
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit, cfg.RateBurst = 50, 100
+	}
+	s := &Server{cfg: cfg, limiter: newKeyLimiter(cfg.RateLimit, cfg.RateBurst), metrics: newMetrics(cfg.Registerer), mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// Mux is the router, for mounting routes that authenticate on their own (webhook ingress).
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// Handler is the whole API with request ids, metrics, logging and panic recovery around it.
+func (s *Server) Handler() http.Handler {
+	return httpjson.WithRequestID(s.observe(s.recoverPanics(s.mux)))
+}
+
+func (s *Server) routes() {
+	authed := func(pattern string, h func(http.ResponseWriter, *http.Request, apikeys.Principal)) {
+		s.mux.Handle(pattern, s.authenticate(h))
+	}
+	authed("GET /v1/templates", s.listTemplates)
+	authed("POST /v1/videos/short", s.createShort)
+	authed("POST /v1/videos/eraser", s.createEraser)
+	authed("POST /v1/videos/template", s.createTemplateVideo)
+	authed("POST /v1/images/pose", s.createPose)
+	authed("GET /v1/tasks", s.listTasks)
+	authed("GET /v1/tasks/{id}", s.getTask)
+	authed("POST /v1/tasks/{id}/cancel", s.cancelTask)
+	authed("GET /v1/balance", s.getBalance)
+	authed("GET /v1/short-templates", s.listShortTemplates)
+	authed("POST /v1/short-templates", s.createShortTemplate)
+	authed("PATCH /v1/short-templates/{id}", s.patchShortTemplate)
+	authed("DELETE /v1/short-templates/{id}", s.deleteShortTemplate)
+
+	s.mux.Handle("GET /v1/openapi.json", openapi.Handler())
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+}
+
+// now is the server's clock.
+func (s *Server) now() time.Time { return s.cfg.Clock.Now() }

@@ -1,0 +1,237 @@
+package apiserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/catalog"
+)
+
+// ShortTemplateView is an account's custom short template.
+type ShortTemplateView struct {
+	ID        string    `json:"id"`
+	Object    string    `json:"object"`
+	Name      string    `json:"name"`
+	TargetURL string    `json:"target_url"`
+	CoverURL  *string   `json:"cover_url"`
+	Duration  *int32    `json:"duration"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type shortTemplateRequest struct {
+	Name      *string `json:"name"`
+	TargetURL *string `json:"target_url"`
+	CoverURL  *string `json:"cover_url,omitempty"`
+	Duration  *int32  `json:"duration,omitempty"`
+}
+
+func viewShortTemplate(st *videogenv1alpha1.ShortTemplate) ShortTemplateView {
+	return ShortTemplateView{ID: shortTemplateID(st), Object: "short_template", Name: st.Spec.DisplayName,
+		TargetURL: st.Spec.TargetURL, CoverURL: optString(st.Spec.CoverURL), Duration: st.Spec.Duration,
+		CreatedAt: st.CreationTimestamp.UTC()}
+}
+
+func shortTemplateID(st *videogenv1alpha1.ShortTemplate) string {
+	return st.Labels[videogenv1alpha1.LabelShortTemplateID]
+}
+
+func sortedShortTemplates(items []videogenv1alpha1.ShortTemplate) []videogenv1alpha1.ShortTemplate {
+	sort.Slice(items, func(i, j int) bool {
+		if !items[i].CreationTimestamp.Equal(&items[j].CreationTimestamp) {
+			return items[i].CreationTimestamp.Before(&items[j].CreationTimestamp)
+		}
+		return items[i].Name < items[j].Name
+	})
+	return items
+}
+
+func (s *Server) listShortTemplates(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	var own videogenv1alpha1.ShortTemplateList
+	if err := s.cfg.Client.List(r.Context(), &own, client.InNamespace(p.Account)); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	out := list[ShortTemplateView]{Object: "list", Data: []ShortTemplateView{}}
+	for _, st := range sortedShortTemplates(own.Items) {
+		if shortTemplateID(&st) != "" && st.DeletionTimestamp.IsZero() {
+			out.Data = append(out.Data, viewShortTemplate(&st))
+		}
+	}
+	httpjson.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	var req shortTemplateRequest
+	err := decodeJSON(w, r, 64<<10, &req)
+	if err == nil {
+		var c fieldChecker
+		c.required("name", req.Name)
+		c.required("target_url", req.TargetURL)
+		c.optional("cover_url", req.CoverURL)
+		err = c.result()
+	}
+	spec := videogenv1alpha1.ShortTemplateSpec{}
+	if err == nil {
+		err = s.applyShortTemplate(&spec, &req)
+	}
+	if err != nil {
+		if !writeRequestError(w, r, err) {
+			s.internalError(w, r, err)
+		}
+		return
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	suffix := hex.EncodeToString(b[:])
+	st := &videogenv1alpha1.ShortTemplate{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: p.Account,
+			Name:      "ushort-" + suffix,
+			Labels:    map[string]string{videogenv1alpha1.LabelShortTemplateID: videogenv1alpha1.ShortTemplateIDPrefix + suffix},
+		},
+		Spec: spec,
+	}
+	if err := s.cfg.Client.Create(r.Context(), st); err != nil {
+		if apierrors.IsInvalid(err) {
+			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Error())
+			return
+		}
+		s.internalError(w, r, err)
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusCreated, viewShortTemplate(st))
+}
+
+func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	st, ok := s.findShortTemplate(w, r, p)
+	if !ok {
+		return
+	}
+	var req shortTemplateRequest
+	err := decodeJSON(w, r, 64<<10, &req)
+	if err == nil {
+		var c fieldChecker
+		c.optional("name", req.Name)
+		c.optional("target_url", req.TargetURL)
+		c.optional("cover_url", req.CoverURL)
+		if req.Name == nil && req.TargetURL == nil && req.CoverURL == nil && req.Duration == nil {
+			c.fail("nothing to change: send one or more of name, target_url, cover_url, duration")
+		}
+		err = c.result()
+	}
+	if err == nil {
+		err = s.applyShortTemplate(&st.Spec, &req)
+	}
+	if err != nil {
+		if !writeRequestError(w, r, err) {
+			s.internalError(w, r, err)
+		}
+		return
+	}
+	// PATCH changes only the fields sent, so apply them to the newest object; a conflict (the
+	// controller wrote status meanwhile) is retried on a fresh read.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &videogenv1alpha1.ShortTemplate{}
+		if err := s.cfg.APIReader.Get(r.Context(), client.ObjectKeyFromObject(st), fresh); err != nil {
+			return err
+		}
+		if err := s.applyShortTemplate(&fresh.Spec, &req); err != nil {
+			return err
+		}
+		if err := s.cfg.Client.Update(r.Context(), fresh); err != nil {
+			return err
+		}
+		st = fresh
+		return nil
+	})
+	if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+strconv.Quote(r.PathValue("id")))
+		case apierrors.IsInvalid(err):
+			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Error())
+		case apierrors.IsConflict(err):
+			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict, "the template kept changing while this request ran; retry")
+		default:
+			s.internalError(w, r, err)
+		}
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, viewShortTemplate(st))
+}
+
+func (s *Server) deleteShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	st, ok := s.findShortTemplate(w, r, p)
+	if !ok {
+		return
+	}
+	if err := s.cfg.Client.Delete(r.Context(), st); err != nil && !apierrors.IsNotFound(err) {
+		s.internalError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// findShortTemplate finds the caller's template by id; another account's id is 404, never 403.
+func (s *Server) findShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) (*videogenv1alpha1.ShortTemplate, bool) {
+	id := r.PathValue("id")
+	st, err := catalog.FindShortTemplate(r.Context(), s.cfg.Client, p.Account, id)
+	if errors.Is(err, catalog.ErrTemplateNotFound) {
+		st, err = catalog.FindShortTemplate(r.Context(), s.cfg.APIReader, p.Account, id)
+	}
+	switch {
+	case errors.Is(err, catalog.ErrTemplateNotFound):
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+strconv.Quote(id))
+		return nil, false
+	case err != nil:
+		s.internalError(w, r, err)
+		return nil, false
+	}
+	return st.DeepCopy(), true
+}
+
+// applyShortTemplate copies the present fields of req into spec, checking URLs and duration.
+func (s *Server) applyShortTemplate(spec *videogenv1alpha1.ShortTemplateSpec, req *shortTemplateRequest) error {
+	if req.Name != nil {
+		name := strings.TrimSpace(*req.Name)
+		if len(name) > 128 {
+			return badRequest("field \"name\" must be at most 128 characters")
+		}
+		spec.DisplayName = name
+	}
+	if req.TargetURL != nil {
+		u := strings.TrimSpace(*req.TargetURL)
+		if _, err := s.cfg.URLPolicy.CheckURL(u); err != nil {
+			return badRequest("field \"target_url\": %v", err)
+		}
+		spec.TargetURL = u
+	}
+	if req.CoverURL != nil {
+		u := strings.TrimSpace(*req.CoverURL)
+		if _, err := s.cfg.URLPolicy.CheckURL(u); err != nil {
+			return badRequest("field \"cover_url\": %v", err)
+		}
+		spec.CoverURL = u
+	}
+	if req.Duration != nil {
+		if *req.Duration < 1 || *req.Duration > 3600 {
+			return badRequest("field \"duration\" must be from 1 to 3600 seconds, not %d", *req.Duration)
+		}
+		spec.Duration = req.Duration
+	}
+	return nil
+}

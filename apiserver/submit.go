@@ -1,0 +1,248 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/catalog"
+	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/pricing"
+)
+
+const (
+	// AnnotationRequestHash fingerprints the request that created a task, so a replay with the
+	// same Idempotency-Key can be told from a reuse with a different body.
+	AnnotationRequestHash = "videogen.dev/request-hash"
+	// LabelCreatedBy marks tasks created through the REST API.
+	LabelCreatedBy = "videogen.dev/created-by"
+	// HeaderIdempotencyKey makes a task-creating POST safe to retry.
+	HeaderIdempotencyKey = "Idempotency-Key"
+)
+
+var taskIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// submit runs the shared path of every task-creating POST:
+// decode → validate → replay check → price → freeze → store inputs → create.
+// A validation error or a 402 happens before anything is frozen or created, so it changes
+// nothing and leaves the Idempotency-Key free.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Principal, body any, validate func() (taskInput, error)) {
+	key, err := idempotencyKey(r)
+	if err == nil {
+		err = decodeJSON(w, r, s.cfg.MaxBodyBytes, body)
+	}
+	var in taskInput
+	if err == nil {
+		in, err = validate()
+	}
+	if err != nil {
+		if !writeRequestError(w, r, err) {
+			s.internalError(w, r, err)
+		}
+		return
+	}
+	hash := requestHash(r.URL.Path, body)
+	name := taskName(p.Account, key)
+	ctx := r.Context()
+
+	if key != "" {
+		if done := s.replay(ctx, w, r, p.Account, name, hash, true); done {
+			return
+		}
+	}
+
+	tmpl, price, err := s.quote(ctx, p.Account, &in)
+	if err != nil {
+		if !writeRequestError(w, r, err) {
+			s.internalError(w, r, err)
+		}
+		return
+	}
+
+	res, err := s.cfg.Ledger.Do(ctx, p.Account, ledger.Freeze(name, price))
+	if err != nil {
+		s.freezeRefused(ctx, w, r, p.Account, name, hash, err)
+		return
+	}
+	if !res.Changed && res.Amount != price {
+		// A concurrent request with this key froze a different price: a different body.
+		httpjson.WriteError(w, r, http.StatusUnprocessableEntity, httpjson.CodeIdempotencyKeyReused,
+			"this Idempotency-Key is in use by a different request")
+		return
+	}
+
+	task, err := s.buildTask(ctx, p.Account, name, hash, &in, tmpl)
+	if err == nil {
+		err = s.cfg.Client.Create(ctx, task)
+	}
+	switch {
+	case err == nil:
+		httpjson.WriteJSON(w, http.StatusAccepted, viewTask(task, &price))
+	case apierrors.IsAlreadyExists(err):
+		// Another request with this key won the race; answer as its replay.
+		if !s.replay(ctx, w, r, p.Account, name, hash, false) {
+			s.internalError(w, r, fmt.Errorf("task %s exists but cannot be read", name))
+		}
+	default:
+		s.releaseIfAbsent(ctx, p.Account, name, res.Changed)
+		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
+	}
+}
+
+// replay answers a request whose Idempotency-Key already made a task: 200 with that task for
+// the same body, 422 for another body. It reports whether it answered.
+func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, cached bool) bool {
+	task := &videogenv1alpha1.VideoTask{}
+	var reader client.Reader = s.cfg.APIReader
+	if cached {
+		reader = s.cfg.Client
+	}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, task); err != nil {
+		return false
+	}
+	if task.Annotations[AnnotationRequestHash] != hash {
+		httpjson.WriteError(w, r, http.StatusUnprocessableEntity, httpjson.CodeIdempotencyKeyReused,
+			"this Idempotency-Key was already used with a different request body")
+		return true
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	httpjson.WriteJSON(w, http.StatusOK, viewTask(task, nil))
+	return true
+}
+
+// freezeRefused answers a refused freeze.
+func (s *Server) freezeRefused(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, err error) {
+	var short *ledger.InsufficientBalanceError
+	switch {
+	case errors.As(err, &short):
+		httpjson.WriteError(w, r, http.StatusPaymentRequired, httpjson.CodeInsufficientBalance,
+			fmt.Sprintf("insufficient balance: this task costs %d points and %d are available; ask your administrator for a top-up",
+				short.Required, short.Available))
+	case errors.Is(err, ledger.ErrAccountSuspended):
+		httpjson.WriteError(w, r, http.StatusForbidden, "account_suspended", "this account is suspended; contact your administrator")
+	case errors.Is(err, ledger.ErrAccountNotFound):
+		httpjson.WriteError(w, r, http.StatusForbidden, "account_not_found", "this API key's account has no points account; contact your administrator")
+	case errors.Is(err, ledger.ErrAlreadySettled):
+		// The task of this key finished; our cache has not seen it yet, so read around it.
+		if !s.replay(ctx, w, r, account, name, hash, false) {
+			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeIdempotencyKeyInUse,
+				"a request with this Idempotency-Key is still being processed; retry shortly")
+		}
+	default:
+		s.internalError(w, r, err)
+	}
+}
+
+// releaseIfAbsent returns a hold we made when the task was not created. If the create's
+// outcome is unknown (the task may exist after all), the hold is left to the PointAccount
+// controller, which refunds it after the grace period if no task appears.
+func (s *Server) releaseIfAbsent(ctx context.Context, account, name string, madeHold bool) {
+	if !madeHold {
+		return
+	}
+	err := s.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, &videogenv1alpha1.VideoTask{})
+	if apierrors.IsNotFound(err) {
+		if _, err := s.cfg.Ledger.Do(context.WithoutCancel(ctx), account, ledger.Release(name)); err != nil {
+			s.cfg.Logger.Error("releasing the hold of a task that was not created", "task", name, "error", err)
+		}
+	}
+}
+
+// quote resolves the template and prices the task. A fixed template ignores a duration.
+func (s *Server) quote(ctx context.Context, account string, in *taskInput) (catalog.Template, int64, error) {
+	tmpl, err := catalog.Resolve(ctx, s.cfg.Client, account, in.capability, in.templateID)
+	if errors.Is(err, catalog.ErrTemplateNotFound) && in.templateID != "" {
+		tmpl, err = catalog.Resolve(ctx, s.cfg.APIReader, account, in.capability, in.templateID) // just created?
+	}
+	var wrong *catalog.WrongCapabilityError
+	switch {
+	case errors.Is(err, catalog.ErrTemplateNotFound):
+		return tmpl, 0, badRequest("field \"template_id\": no template %q is available to this account", in.templateID)
+	case errors.As(err, &wrong):
+		return tmpl, 0, badRequest("field \"template_id\": %v", err)
+	case err != nil:
+		return tmpl, 0, err
+	}
+	if !tmpl.Terms.Adjustable {
+		in.duration = nil
+	}
+	price, err := pricing.Quote(tmpl.Terms, in.duration, s.cfg.DefaultPrice)
+	if err != nil {
+		return tmpl, 0, badRequest("field \"duration\": %v", err)
+	}
+	return tmpl, price, nil
+}
+
+func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *taskInput, tmpl catalog.Template) (*videogenv1alpha1.VideoTask, error) {
+	if in.face != nil {
+		url, err := s.cfg.Blobs.Put(ctx, in.face.ContentType, in.face.Data)
+		if err != nil {
+			return nil, fmt.Errorf("storing the face image: %w", err)
+		}
+		in.faceURL = url
+	}
+	return &videogenv1alpha1.VideoTask{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   account,
+			Name:        name,
+			Labels:      map[string]string{LabelCreatedBy: "apiserver"},
+			Annotations: map[string]string{AnnotationRequestHash: hash},
+		},
+		Spec: videogenv1alpha1.VideoTaskSpec{
+			Capability:  in.capability,
+			TemplateRef: tmpl.ID,
+			Inputs:      videogenv1alpha1.TaskInputs{FaceImageURL: in.faceURL, SourceVideoURL: in.videoURL},
+			Duration:    in.duration,
+			WebhookURL:  in.webhookURL,
+		},
+	}, nil
+}
+
+// idempotencyKey returns the request's Idempotency-Key ("" if none) or a 400.
+func idempotencyKey(r *http.Request) (string, error) {
+	vals := r.Header.Values(HeaderIdempotencyKey)
+	if len(vals) == 0 {
+		return "", nil
+	}
+	if len(vals) > 1 {
+		return "", badRequest("send one Idempotency-Key header, not %d", len(vals))
+	}
+	k := vals[0]
+	if k == "" || len(k) > 255 || strings.IndexFunc(k, func(c rune) bool { return c < 0x21 || c > 0x7e }) >= 0 {
+		return "", badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
+	}
+	return k, nil
+}
+
+// taskName is the task's name (and public id). With an Idempotency-Key it is derived from the
+// account and key, so every request with that key meets at the same object and the same hold.
+func taskName(account, key string) string {
+	if key == "" {
+		var b [15]byte
+		_, _ = rand.Read(b[:])
+		return "vt-" + taskIDEncoding.EncodeToString(b[:])
+	}
+	sum := sha256.Sum256([]byte(account + "\x00" + key))
+	return "vt-" + taskIDEncoding.EncodeToString(sum[:15])
+}
+
+// requestHash fingerprints the endpoint and the decoded body (so formatting does not matter).
+func requestHash(path string, body any) string {
+	canonical, _ := json.Marshal(body)
+	sum := sha256.Sum256(append([]byte(path+"\n"), canonical...))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,313 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver"
+	"github.com/videogen-dev/videogen-operator/blobstore"
+	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+const keyNamespace = "videogen-system"
+
+var (
+	env       *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+	ctx       context.Context
+	cancel    context.CancelFunc
+	backend   *testbackend.Backend
+	api       *apiClient
+	registry  *prometheus.Registry
+)
+
+func TestAPIServer(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	RunSpecs(t, "REST apiserver Suite (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.New()
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	cfg.QPS, cfg.Burst = -1, -1
+	k8sClient, err = client.New(cfg, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta(keyNamespace)})).To(Succeed())
+
+	// The controllers, as the manager runs them, with a scripted backend.
+	backend = testbackend.New()
+	opts := controllers.DefaultOptions()
+	opts.Task.PollInterval = 50 * time.Millisecond
+	opts.HoldGracePeriod = 2 * time.Second
+	routes := generation.Routes{}
+	for _, c := range videogenv1alpha1.Capabilities {
+		routes[c] = generation.Named{Name: "test-backend", Backend: backend}
+	}
+	opts.Backends = routes
+	controllerMgr := newManager(cache.Options{})
+	_, err = controllers.Setup(controllerMgr, opts)
+	Expect(err).NotTo(HaveOccurred())
+	start(controllerMgr)
+
+	registry = prometheus.NewRegistry()
+	api = startAPIServer(rate.Inf, 1, registry, nil)
+})
+
+var _ = AfterSuite(func() {
+	cancel()
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+func newManager(co cache.Options) ctrl.Manager {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: co,
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return mgr
+}
+
+func start(mgr ctrl.Manager) {
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+}
+
+// startAPIServer runs the apiserver as cmd/apiserver wires it, behind a real HTTP server.
+// wrap, if set, wraps the manager's client (for fault injection).
+func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client) *apiClient {
+	mgr := newManager(cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {
+			Namespaces: map[string]cache.Config{keyNamespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{apikeys.LabelAPIKey: "true"}),
+		},
+	}})
+	c := mgr.GetClient()
+	if wrap != nil {
+		c = wrap(c)
+	}
+	blobs := &blobstore.Dir{Root: GinkgoT().TempDir()}
+	srv := apiserver.New(apiserver.Config{
+		Client:       c,
+		APIReader:    mgr.GetAPIReader(),
+		Ledger:       ledger.New(c, mgr.GetAPIReader()),
+		Keys:         &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
+		Blobs:        blobs,
+		DefaultPrice: 10,
+		RateLimit:    limit,
+		RateBurst:    burst,
+		Registerer:   reg,
+		Logger:       slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
+	})
+	srv.Mux().Handle("GET /v1/blobs/", blobs.Handler("/v1/blobs/"))
+	start(mgr)
+	hs := httptest.NewServer(srv.Handler())
+	DeferCleanup(hs.Close)
+	blobs.BaseURL = hs.URL + "/v1/blobs/"
+	return &apiClient{base: hs.URL, http: hs.Client()}
+}
+
+// --- HTTP client helpers -------------------------------------------------------------
+
+type apiClient struct {
+	base string
+	http *http.Client
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) JSON() map[string]any {
+	var m map[string]any
+	ExpectWithOffset(1, json.Unmarshal(r.Body, &m)).To(Succeed(), string(r.Body))
+	return m
+}
+
+// ErrorCode returns error.code after checking the error shape and request id.
+func (r response) ErrorCode() string {
+	m := r.JSON()
+	e, ok := m["error"].(map[string]any)
+	ExpectWithOffset(1, ok).To(BeTrue(), "error body: %s", r.Body)
+	ExpectWithOffset(1, e["request_id"]).To(HavePrefix("req_"))
+	ExpectWithOffset(1, e["request_id"]).To(Equal(r.Header.Get("X-Request-Id")))
+	ExpectWithOffset(1, e["message"]).NotTo(BeEmpty())
+	return e["code"].(string)
+}
+
+func (r response) Message() string {
+	return r.JSON()["error"].(map[string]any)["message"].(string)
+}
+
+type call struct {
+	method, path, key string
+	body              any
+	headers           map[string]string
+}
+
+func (a *apiClient) do(c call) response {
+	var body io.Reader
+	switch b := c.body.(type) {
+	case nil:
+	case string:
+		body = bytes.NewBufferString(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		Expect(err).NotTo(HaveOccurred())
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, a.base+c.path, body)
+	Expect(err).NotTo(HaveOccurred())
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := a.http.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.Header.Get("X-Request-Id")).To(HavePrefix("req_"), "every response carries a request id")
+	r := response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	checkAgainstOpenAPI(c.method, c.path, r)
+	return r
+}
+
+func (a *apiClient) get(path, key string) response { return a.do(call{method: "GET", path: path, key: key}) }
+
+func (a *apiClient) post(path, key string, body any, headers ...string) response {
+	h := map[string]string{}
+	for i := 0; i+1 < len(headers); i += 2 {
+		h[headers[i]] = headers[i+1]
+	}
+	return a.do(call{method: "POST", path: path, key: key, body: body, headers: h})
+}
+
+// --- fixtures ----------------------------------------------------------------------
+
+var seq atomic.Int64
+
+func unique(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+
+// account is a namespace with a PointAccount holding balance points and an API key.
+type account struct {
+	ns  string
+	key string
+}
+
+func newAccount(balance int64) account {
+	ns := unique("acct")
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta(ns)})).To(Succeed())
+	a := &videogenv1alpha1.PointAccount{ObjectMeta: objectMeta(videogenv1alpha1.PointAccountName)}
+	a.Namespace = ns
+	Expect(k8sClient.Create(ctx, a)).To(Succeed())
+	if balance > 0 {
+		topUp(ns, balance)
+	}
+	key, _, err := apikeys.Issue(ctx, k8sClient, keyNamespace, ns, "test key")
+	Expect(err).NotTo(HaveOccurred())
+	// The apiserver learns keys through its informer.
+	Eventually(func() int { return api.get("/v1/balance", key).Status }).Should(Equal(http.StatusOK))
+	return account{ns: ns, key: key}
+}
+
+func topUp(ns string, amount int64) {
+	_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.TopUp(unique("topup"), unique("uid"), amount))
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func balanceOf(ns string) videogenv1alpha1.PointAccountStatus {
+	a := &videogenv1alpha1.PointAccount{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, a)).To(Succeed())
+	return a.Status
+}
+
+func expectPoints(ns string, balance, frozen, spent int64) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		st := balanceOf(ns)
+		g.Expect(ledger.Check(&st)).To(Succeed())
+		g.Expect([]int64{st.Balance, st.Frozen, st.Spent}).To(Equal([]int64{balance, frozen, spent}), "balance, frozen, spent")
+	}).Should(Succeed())
+}
+
+func tasksIn(ns string) []videogenv1alpha1.VideoTask {
+	var l videogenv1alpha1.VideoTaskList
+	Expect(k8sClient.List(ctx, &l, client.InNamespace(ns))).To(Succeed())
+	return l.Items
+}
+
+func template(capability videogenv1alpha1.Capability, price *int64, adjust func(*videogenv1alpha1.TemplateSpec)) string {
+	t := &videogenv1alpha1.Template{ObjectMeta: objectMeta(unique("tmpl"))}
+	t.Spec = videogenv1alpha1.TemplateSpec{Capability: capability, DisplayName: "Template " + t.Name, Price: price,
+		CoverURL: "https://cdn.example.com/" + t.Name + ".jpg", MediaURL: "https://cdn.example.com/" + t.Name + ".mp4"}
+	if adjust != nil {
+		adjust(&t.Spec)
+	}
+	Expect(k8sClient.Create(ctx, t)).To(Succeed())
+	return t.Name
+}
+
+// waitTask polls GET /v1/tasks/{id} until the task reaches status.
+func waitTask(a account, id, status string) map[string]any {
+	GinkgoHelper()
+	var task map[string]any
+	Eventually(func() any {
+		task = api.get("/v1/tasks/"+id, a.key).JSON()
+		return task["status"]
+	}).Should(Equal(status))
+	return task
+}

@@ -1,0 +1,152 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+)
+
+// list is the envelope of every list response.
+type list[T any] struct {
+	Object  string `json:"object"`
+	Data    []T    `json:"data"`
+	HasMore bool   `json:"has_more"`
+}
+
+// getTask reads a task of the caller's account; a task of another account is simply not found.
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	task, ok := s.findTask(w, r, p)
+	if !ok {
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, viewTask(task, nil))
+}
+
+// findTask reads from the cache and, on a miss, around it (a task just created by another
+// replica). It answers 404 itself.
+func (s *Server) findTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) (*videogenv1alpha1.VideoTask, bool) {
+	key := client.ObjectKey{Namespace: p.Account, Name: r.PathValue("id")}
+	task := &videogenv1alpha1.VideoTask{}
+	err := s.cfg.Client.Get(r.Context(), key, task)
+	if apierrors.IsNotFound(err) {
+		err = s.cfg.APIReader.Get(r.Context(), key, task)
+	}
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(key.Name))
+		return nil, false
+	case err != nil:
+		s.internalError(w, r, err)
+		return nil, false
+	}
+	return task, true
+}
+
+// listTasks returns the caller's tasks, newest first, with cursor pagination (limit, after).
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	q := r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, "query parameter \"limit\" must be a whole number from 1 to 100")
+			return
+		}
+		limit = n
+	}
+	var tasks videogenv1alpha1.VideoTaskList
+	if err := s.cfg.Client.List(r.Context(), &tasks, client.InNamespace(p.Account)); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	items := tasks.Items
+	sort.Slice(items, func(i, j int) bool { return newerFirst(&items[i], &items[j]) })
+	start := 0
+	if after := q.Get("after"); after != "" {
+		start = -1
+		for i := range items {
+			if items[i].Name == after {
+				start = i + 1
+				break
+			}
+		}
+		if start < 0 {
+			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
+				"query parameter \"after\": no task with id "+strconv.Quote(after))
+			return
+		}
+	}
+	page := list[Task]{Object: "list", Data: []Task{}}
+	for i := start; i < len(items) && len(page.Data) < limit; i++ {
+		page.Data = append(page.Data, viewTask(&items[i], nil))
+	}
+	page.HasMore = start+len(page.Data) < len(items)
+	httpjson.WriteJSON(w, http.StatusOK, page)
+}
+
+func newerFirst(a, b *videogenv1alpha1.VideoTask) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.After(b.CreationTimestamp.Time)
+	}
+	return a.Name > b.Name
+}
+
+// cancelTask asks the controller to stop a queued or running task; its points are refunded.
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	task, ok := s.findTask(w, r, p)
+	if !ok {
+		return
+	}
+	if task.Status.Phase.Terminal() {
+		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
+			"task "+task.Name+" already "+apiStatus(task)+" and cannot be canceled")
+		return
+	}
+	if err := requestCancel(r.Context(), s.cfg.Client, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(task.Name))
+			return
+		}
+		s.internalError(w, r, err)
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusAccepted, viewTask(task, nil))
+}
+
+// requestCancel sets the cancel annotation with a merge patch (no read-modify-write race).
+func requestCancel(ctx context.Context, c client.Client, task *videogenv1alpha1.VideoTask) error {
+	patch := []byte(`{"metadata":{"annotations":{"` + videogenv1alpha1.AnnotationCancelRequested + `":"true"}}}`)
+	return c.Patch(ctx, task, client.RawPatch("application/merge-patch+json", patch))
+}
+
+// Balance is the caller's points.
+type Balance struct {
+	Object   string `json:"object"`
+	Balance  int64  `json:"balance"`
+	Frozen   int64  `json:"frozen"`
+	Spent    int64  `json:"spent"`
+	Credited int64  `json:"credited"`
+}
+
+func (s *Server) getBalance(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	acct := &videogenv1alpha1.PointAccount{}
+	err := s.cfg.Client.Get(r.Context(), client.ObjectKey{Namespace: p.Account, Name: videogenv1alpha1.PointAccountName}, acct)
+	switch {
+	case apierrors.IsNotFound(err):
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "this API key's account has no points account; contact your administrator")
+		return
+	case err != nil:
+		s.internalError(w, r, err)
+		return
+	}
+	st := acct.Status
+	httpjson.WriteJSON(w, http.StatusOK, Balance{Object: "balance", Balance: st.Balance, Frozen: st.Frozen, Spent: st.Spent, Credited: st.Credited})
+}

@@ -1,0 +1,202 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+)
+
+func facePNG() string {
+	var buf bytes.Buffer
+	Expect(png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 32, 32)))).To(Succeed())
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+var _ = Describe("Generation endpoints", func() {
+	It("creates a short video from a face URL, runs it and deducts its price", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		resp := api.post("/v1/videos/short", a.key, map[string]any{
+			"template_id": tmpl, "face": "https://cdn.example.com/face.jpg", "webhook_url": "https://hooks.example.com/done"})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		task := resp.JSON()
+		Expect(task).To(HaveKeyWithValue("object", "task"))
+		Expect(task).To(HaveKeyWithValue("capability", "video.short"))
+		Expect(task).To(HaveKeyWithValue("status", "queued"))
+		Expect(task).To(HaveKeyWithValue("cost", BeNumerically("==", 30)))
+		Expect(task).To(HaveKeyWithValue("template_id", tmpl))
+		Expect(task).To(HaveKeyWithValue("webhook_url", "https://hooks.example.com/done"))
+		Expect(task["id"]).To(HavePrefix("vt-"))
+		expectPoints(a.ns, 70, 30, 0) // frozen before the 202
+
+		done := waitTask(a, task["id"].(string), "succeeded")
+		Expect(done["result"]).To(HaveKeyWithValue("video_url", testbackend.ResultURL(task["id"].(string))))
+		Expect(done["progress"]).To(BeNumerically("==", 100))
+		Expect(done["completed_at"]).NotTo(BeNil())
+		Expect(done["phases"]).To(HaveLen(2))
+		expectPoints(a.ns, 70, 0, 30)
+		Expect(api.get("/v1/balance", a.key).JSON()).To(And(
+			HaveKeyWithValue("balance", BeNumerically("==", 70)), HaveKeyWithValue("spent", BeNumerically("==", 30)),
+			HaveKeyWithValue("frozen", BeNumerically("==", 0)), HaveKeyWithValue("credited", BeNumerically("==", 100))))
+	})
+
+	DescribeTable("accepts a base64 face, stores it and hands the task a URL instead",
+		func(prefix string) {
+			a := newAccount(50)
+			tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](5), nil)
+			resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": prefix + facePNG()})
+			Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+			tasks := tasksIn(a.ns)
+			Expect(tasks).To(HaveLen(1))
+			url := tasks[0].Spec.Inputs.FaceImageURL
+			Expect(url).To(HavePrefix(api.base + "/v1/blobs/"))
+			got, err := http.Get(url)
+			Expect(err).NotTo(HaveOccurred())
+			defer got.Body.Close()
+			raw, _ := io.ReadAll(got.Body)
+			_, format, err := image.DecodeConfig(bytes.NewReader(raw))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(format).To(Equal("png"))
+		},
+		Entry("plain base64", ""),
+		Entry("with a data: prefix", "data:image/png;base64,"),
+	)
+
+	It("refuses a base64 face that is not an image, and moves nothing", func() {
+		a := newAccount(50)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](5), nil)
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl,
+			"face": base64.StdEncoding.EncodeToString([]byte("definitely not an image"))})
+		Expect(resp.Status).To(Equal(http.StatusBadRequest))
+		Expect(resp.ErrorCode()).To(Equal("invalid_request"))
+		Expect(resp.Message()).To(ContainSubstring(`"face"`))
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		expectPoints(a.ns, 50, 0, 0)
+	})
+
+	It("cleans a public video with the eraser and refuses base64 video", func() {
+		a := newAccount(50)
+		bad := api.post("/v1/videos/eraser", a.key, map[string]any{"video": base64.StdEncoding.EncodeToString([]byte("mp4"))})
+		Expect(bad.Status).To(Equal(http.StatusBadRequest))
+		Expect(bad.Message()).To(ContainSubstring("base64 video is not accepted"))
+
+		resp := api.post("/v1/videos/eraser", a.key, map[string]any{"video": "https://cdn.example.com/clip.mp4"})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		Expect(resp.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 10)), "the eraser costs the default price")
+		waitTask(a, resp.JSON()["id"].(string), "succeeded")
+		expectPoints(a.ns, 40, 0, 10)
+	})
+
+	It("prices adjustable templates by duration and refuses a duration out of range", func() {
+		a := newAccount(200)
+		tmpl := template(videogenv1alpha1.CapabilityTemplate, nil, func(s *videogenv1alpha1.TemplateSpec) {
+			s.DurationAdjustable, s.MinDuration, s.MaxDuration = true, ptr.To[int32](5), ptr.To[int32](30)
+			s.DurationPrices = map[string]int64{"10": 45}
+		})
+		out := api.post("/v1/videos/template", a.key, map[string]any{"template_id": tmpl, "duration": 31})
+		Expect(out.Status).To(Equal(http.StatusBadRequest))
+		Expect(out.Message()).To(ContainSubstring("outside the template's range [5, 30]"))
+		missing := api.post("/v1/videos/template", a.key, map[string]any{"template_id": tmpl})
+		Expect(missing.Status).To(Equal(http.StatusBadRequest))
+		Expect(missing.Message()).To(ContainSubstring(`"duration" is required`))
+
+		ok := api.post("/v1/videos/template", a.key, map[string]any{"template_id": tmpl, "duration": 10})
+		Expect(ok.Status).To(Equal(http.StatusAccepted), string(ok.Body))
+		Expect(ok.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 45)))
+		Expect(ok.JSON()).To(HaveKeyWithValue("duration", BeNumerically("==", 10)))
+		expectPoints(a.ns, 155, 45, 0)
+	})
+
+	It("ignores a duration on a fixed template and charges the flat price", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](25), nil)
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg", "duration": 999})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		Expect(resp.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 25)))
+		Expect(resp.JSON()).To(HaveKeyWithValue("duration", BeNil()))
+	})
+
+	It("makes a pose image and reports it as image_url", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityPose, ptr.To[int64](8), nil)
+		resp := api.post("/v1/images/pose", a.key, map[string]any{"template_id": tmpl, "face": facePNG()})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		done := waitTask(a, resp.JSON()["id"].(string), "succeeded")
+		Expect(done["result"]).To(HaveKey("image_url"))
+		Expect(done["result"]).NotTo(HaveKey("video_url"))
+	})
+
+	It("refuses a template of another capability", func() {
+		a := newAccount(100)
+		eraserTmpl := template(videogenv1alpha1.CapabilityEraser, nil, nil)
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": eraserTmpl, "face": "https://cdn.example.com/f.jpg"})
+		Expect(resp.Status).To(Equal(http.StatusBadRequest))
+		Expect(resp.Message()).To(ContainSubstring("is for video.eraser, not video.short"))
+	})
+
+	It("cancels a running task and refunds its points", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](40), nil)
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
+			"Idempotency-Key", "cancel-me")
+		id := resp.JSON()["id"].(string)
+		backend.Set(id, testbackend.Script{Analyze: testbackend.Hang})
+		waitTask(a, id, "running")
+		expectPoints(a.ns, 60, 40, 0)
+
+		c := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(c.Status).To(Equal(http.StatusAccepted), string(c.Body))
+		done := waitTask(a, id, "canceled")
+		Expect(done["error"]).To(HaveKeyWithValue("code", "canceled"))
+		expectPoints(a.ns, 100, 0, 0)
+
+		again := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(again.Status).To(Equal(http.StatusConflict))
+		Expect(again.ErrorCode()).To(Equal("conflict"))
+	})
+
+	It("lists the caller's tasks newest first with cursor pagination", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](1), nil)
+		var ids []string
+		for i := range 5 {
+			r := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
+				"Idempotency-Key", fmt.Sprintf("list-%d", i))
+			Expect(r.Status).To(Equal(http.StatusAccepted))
+			ids = append([]string{r.JSON()["id"].(string)}, ids...) // newest first
+			sleepSecond() // creationTimestamp has one-second resolution; ties sort by name
+		}
+		Eventually(func() int { return len(api.get("/v1/tasks", a.key).JSON()["data"].([]any)) }).Should(Equal(5))
+		page1 := api.get("/v1/tasks?limit=2", a.key).JSON()
+		Expect(idsOf(page1)).To(Equal(ids[:2]))
+		Expect(page1["has_more"]).To(BeTrue())
+		page2 := api.get("/v1/tasks?limit=2&after="+ids[1], a.key).JSON()
+		Expect(idsOf(page2)).To(Equal(ids[2:4]))
+		page3 := api.get("/v1/tasks?limit=2&after="+ids[3], a.key).JSON()
+		Expect(idsOf(page3)).To(Equal(ids[4:]))
+		Expect(page3["has_more"]).To(BeFalse())
+
+		Expect(api.get("/v1/tasks?limit=0", a.key).Status).To(Equal(http.StatusBadRequest))
+		Expect(api.get("/v1/tasks?after=vt-nope", a.key).Status).To(Equal(http.StatusBadRequest))
+	})
+})
+
+
+func idsOf(page map[string]any) []string {
+	var ids []string
+	for _, t := range page["data"].([]any) {
+		ids = append(ids, t.(map[string]any)["id"].(string))
+	}
+	return ids
+}

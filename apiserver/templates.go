@@ -1,0 +1,86 @@
+package apiserver
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+)
+
+// TemplateView is a template as the catalog shows it. Price is the flat price (or the default
+// price); adjustable templates list their duration prices, with durations as string keys.
+type TemplateView struct {
+	ID                 string           `json:"id"`
+	Object             string           `json:"object"`
+	Capability         string           `json:"capability"`
+	Name               string           `json:"name"`
+	Price              int64            `json:"price"`
+	CoverURL           *string          `json:"cover_url"`
+	DurationAdjustable bool             `json:"duration_adjustable"`
+	MinDuration        *int32           `json:"min_duration"`
+	MaxDuration        *int32           `json:"max_duration"`
+	DurationPrices     map[string]int64 `json:"duration_prices"`
+	Custom             bool             `json:"custom"`
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	capability := videogenv1alpha1.Capability(r.URL.Query().Get("capability"))
+	if capability != "" && !capability.Valid() {
+		httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
+			"query parameter \"capability\": unknown capability "+strconv.Quote(string(capability))+
+				"; use one of video.short, video.eraser, video.template, image.pose")
+		return
+	}
+	var official videogenv1alpha1.TemplateList
+	if err := s.cfg.Client.List(r.Context(), &official); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	out := list[TemplateView]{Object: "list", Data: []TemplateView{}}
+	for i := range official.Items {
+		t := &official.Items[i]
+		if capability != "" && t.Spec.Capability != capability {
+			continue
+		}
+		out.Data = append(out.Data, s.viewTemplate(t))
+	}
+	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
+	if capability == "" || capability == videogenv1alpha1.CapabilityShort {
+		var own videogenv1alpha1.ShortTemplateList
+		if err := s.cfg.Client.List(r.Context(), &own, client.InNamespace(p.Account)); err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		for _, st := range sortedShortTemplates(own.Items) {
+			if id := shortTemplateID(&st); id != "" {
+				out.Data = append(out.Data, TemplateView{ID: id, Object: "template", Capability: string(videogenv1alpha1.CapabilityShort),
+					Name: st.Spec.DisplayName, Price: s.cfg.DefaultPrice, CoverURL: optString(st.Spec.CoverURL),
+					DurationPrices: map[string]int64{}, Custom: true})
+			}
+		}
+	}
+	httpjson.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) viewTemplate(t *videogenv1alpha1.Template) TemplateView {
+	v := TemplateView{
+		ID: t.Name, Object: "template", Capability: string(t.Spec.Capability), Name: t.Spec.DisplayName,
+		Price: s.cfg.DefaultPrice, CoverURL: optString(t.Spec.CoverURL), DurationAdjustable: t.Spec.DurationAdjustable,
+		DurationPrices: map[string]int64{},
+	}
+	if t.Spec.Price != nil {
+		v.Price = *t.Spec.Price
+	}
+	if t.Spec.DurationAdjustable {
+		v.MinDuration, v.MaxDuration = t.Spec.MinDuration, t.Spec.MaxDuration
+		for k, p := range t.Spec.DurationPrices {
+			v.DurationPrices[k] = p
+		}
+	}
+	return v
+}

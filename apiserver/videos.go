@@ -1,0 +1,150 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/imageinput"
+)
+
+// Request bodies. Pointers tell a missing field from an empty one.
+
+type shortRequest struct {
+	TemplateID *string `json:"template_id"`
+	Face       *string `json:"face"`
+	WebhookURL *string `json:"webhook_url,omitempty"`
+	Duration   *int32  `json:"duration,omitempty"`
+}
+
+type eraserRequest struct {
+	Video      *string `json:"video"`
+	WebhookURL *string `json:"webhook_url,omitempty"`
+}
+
+type templateVideoRequest struct {
+	TemplateID *string `json:"template_id"`
+	Duration   *int32  `json:"duration"`
+	WebhookURL *string `json:"webhook_url,omitempty"`
+}
+
+type poseRequest struct {
+	TemplateID *string `json:"template_id"`
+	Face       *string `json:"face"`
+	WebhookURL *string `json:"webhook_url,omitempty"`
+}
+
+// taskInput is a validated request, ready to be priced and created.
+type taskInput struct {
+	capability videogenv1alpha1.Capability
+	templateID string
+	faceURL    string
+	face       *imageinput.Image // an inline face, stored after the points are frozen
+	videoURL   string
+	duration   *int32
+	webhookURL string
+}
+
+func (s *Server) createShort(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	var req shortRequest
+	s.submit(w, r, p, &req, func() (taskInput, error) {
+		var c fieldChecker
+		c.required("template_id", req.TemplateID)
+		c.required("face", req.Face)
+		c.optional("webhook_url", req.WebhookURL)
+		if err := c.result(); err != nil {
+			return taskInput{}, err
+		}
+		in := taskInput{capability: videogenv1alpha1.CapabilityShort, templateID: *req.TemplateID, duration: req.Duration}
+		return in, s.faceAndWebhook(&in, *req.Face, req.WebhookURL)
+	})
+}
+
+func (s *Server) createPose(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	var req poseRequest
+	s.submit(w, r, p, &req, func() (taskInput, error) {
+		var c fieldChecker
+		c.required("template_id", req.TemplateID)
+		c.required("face", req.Face)
+		c.optional("webhook_url", req.WebhookURL)
+		if err := c.result(); err != nil {
+			return taskInput{}, err
+		}
+		in := taskInput{capability: videogenv1alpha1.CapabilityPose, templateID: *req.TemplateID}
+		return in, s.faceAndWebhook(&in, *req.Face, req.WebhookURL)
+	})
+}
+
+func (s *Server) createEraser(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	var req eraserRequest
+	s.submit(w, r, p, &req, func() (taskInput, error) {
+		var c fieldChecker
+		c.required("video", req.Video)
+		c.optional("webhook_url", req.WebhookURL)
+		if err := c.result(); err != nil {
+			return taskInput{}, err
+		}
+		video := strings.TrimSpace(*req.Video)
+		if !looksLikeURL(video) {
+			return taskInput{}, badRequest("field \"video\" must be a public http(s) URL; base64 video is not accepted, upload it somewhere public first")
+		}
+		if _, err := s.cfg.URLPolicy.CheckURL(video); err != nil {
+			return taskInput{}, badRequest("field \"video\": %v", err)
+		}
+		in := taskInput{capability: videogenv1alpha1.CapabilityEraser, videoURL: video}
+		return in, s.webhook(&in, req.WebhookURL)
+	})
+}
+
+func (s *Server) createTemplateVideo(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	var req templateVideoRequest
+	s.submit(w, r, p, &req, func() (taskInput, error) {
+		var c fieldChecker
+		c.required("template_id", req.TemplateID)
+		if req.Duration == nil {
+			c.fail("field \"duration\" is required")
+		}
+		c.optional("webhook_url", req.WebhookURL)
+		if err := c.result(); err != nil {
+			return taskInput{}, err
+		}
+		in := taskInput{capability: videogenv1alpha1.CapabilityTemplate, templateID: *req.TemplateID, duration: req.Duration}
+		return in, s.webhook(&in, req.WebhookURL)
+	})
+}
+
+// faceAndWebhook accepts a face as an http(s) URL or as base64 (with or without a data: prefix).
+func (s *Server) faceAndWebhook(in *taskInput, face string, webhookURL *string) error {
+	face = strings.TrimSpace(face)
+	if looksLikeURL(face) {
+		if _, err := s.cfg.URLPolicy.CheckURL(face); err != nil {
+			return badRequest("field \"face\": %v", err)
+		}
+		in.faceURL = face
+	} else {
+		img, err := imageinput.DecodeBase64(face, s.cfg.ImageLimits)
+		if err != nil {
+			return badRequest("field \"face\": %v", err)
+		}
+		in.face = img
+	}
+	return s.webhook(in, webhookURL)
+}
+
+func (s *Server) webhook(in *taskInput, webhookURL *string) error {
+	if webhookURL == nil {
+		return nil
+	}
+	u := strings.TrimSpace(*webhookURL)
+	if _, err := s.cfg.URLPolicy.CheckURL(u); err != nil {
+		return badRequest("field \"webhook_url\": %v", err)
+	}
+	in.webhookURL = u
+	return nil
+}
+
+func looksLikeURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") || strings.Contains(l, "://")
+}

@@ -1,0 +1,154 @@
+// Command apiserver serves the /v1 REST API. It is a stateless sidecar: it reads through an
+// informer cache and writes custom resources, so any number of replicas can run.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver"
+	"github.com/videogen-dev/videogen-operator/blobstore"
+	"github.com/videogen-dev/videogen-operator/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/netguard"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		bindAddr, metricsAddr, probeAddr string
+		keyNamespace, blobDir, publicURL string
+		allowPrivate                     string
+		defaultPrice                     int64
+		rateLimit                        float64
+		rateBurst                        int
+		maxBody                          int64
+	)
+	flag.StringVar(&bindAddr, "bind-address", ":8080", "Address the /v1 API listens on.")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus metrics endpoint (0 to disable).")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8082", "Address of /healthz and /readyz.")
+	flag.StringVar(&keyNamespace, "api-key-namespace", envOr("POD_NAMESPACE", "videogen-system"), "Namespace of the Secrets holding API key hashes.")
+	flag.StringVar(&blobDir, "blob-dir", "/var/lib/videogen/blobs", "Directory of the embedded blob store for uploaded images.")
+	flag.StringVar(&publicURL, "public-url", "http://localhost:8080", "Base URL under which this apiserver is reachable by generation backends (blob links).")
+	flag.StringVar(&allowPrivate, "allow-private-urls", "", "Comma-separated CIDRs that caller-supplied URLs may point into (private ranges are refused otherwise).")
+	flag.Int64Var(&defaultPrice, "default-price", 10, "System default price in points; keep equal to the manager's --default-price.")
+	flag.Float64Var(&rateLimit, "rate-limit", 50, "Requests per second allowed per API key.")
+	flag.IntVar(&rateBurst, "rate-burst", 100, "Burst of requests allowed per API key.")
+	flag.Int64Var(&maxBody, "max-body-bytes", 16<<20, "Largest accepted request body (base64 images are large).")
+	flag.Parse()
+
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	ctrl.SetLogger(toLogr(logger))
+	allow, err := netguard.ParseAllowList(allowPrivate)
+	if err != nil {
+		return fmt.Errorf("--allow-private-urls: %w", err)
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Cache only the API key Secrets, and only in their namespace.
+			&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{keyNamespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{apikeys.LabelAPIKey: "true"}),
+			},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	blobs := &blobstore.Dir{Root: blobDir, BaseURL: publicURL + "/v1/blobs/"}
+	srv := apiserver.New(apiserver.Config{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Ledger:       ledger.New(mgr.GetClient(), mgr.GetAPIReader()),
+		Keys:         &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
+		Blobs:        blobs,
+		URLPolicy:    netguard.Policy{Allow: allow},
+		DefaultPrice: defaultPrice,
+		MaxBodyBytes: maxBody,
+		ImageLimits:  imageinput.DefaultLimits,
+		RateLimit:    rate.Limit(rateLimit),
+		RateBurst:    rateBurst,
+		Registerer:   crmetrics.Registry,
+		Logger:       logger,
+	})
+	srv.Mux().Handle("GET /v1/blobs/", blobs.Handler("/v1/blobs/"))
+
+	httpServer := &http.Server{Addr: bindAddr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if err := mgr.Add(serve(httpServer, logger)); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once the caches are synced: before that every key would look invalid.
+	if err := mgr.AddReadyzCheck("caches", func(r *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(r.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	logger.Info("starting apiserver", "address", bindAddr, "api_key_namespace", keyNamespace)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// serve runs the HTTP server for the manager's lifetime and shuts it down gracefully.
+func serve(s *http.Server, logger *slog.Logger) runnableFunc {
+	return func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- s.ListenAndServe() }()
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			logger.Info("shutting down the API server")
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			return s.Shutdown(shutdownCtx)
+		}
+	}
+}
+
+type runnableFunc func(context.Context) error
+
+func (f runnableFunc) Start(ctx context.Context) error { return f(ctx) }
+
+// The API server must serve on every replica, not only on a leader.
+func (f runnableFunc) NeedLeaderElection() bool { return false }
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// accountCreate makes the namespace (if missing) and its PointAccount.
+func accountCreate(ctx context.Context, args []string, out io.Writer) error {
+	var g globals
+	var description string
+	fs := flag.NewFlagSet("account create", flag.ContinueOnError)
+	g.bind(fs)
+	fs.StringVar(&description, "description", "", "whose account this is")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("usage: videogenctl account create NAME [--description TEXT]")
+	}
+	c, err := g.kubeClient()
+	if err != nil {
+		return err
+	}
+	name := pos[0]
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"videogen.dev/account": "true"}}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %q: %w", name, err)
+	}
+	acct := &videogenv1alpha1.PointAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: videogenv1alpha1.PointAccountName},
+		Spec:       videogenv1alpha1.PointAccountSpec{Description: description},
+	}
+	if err := c.Create(ctx, acct); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("account %q already exists", name)
+		}
+		return fmt.Errorf("creating the PointAccount: %w", err)
+	}
+	fmt.Fprintf(out, "account %q created with 0 points; top it up with: videogenctl topup %s AMOUNT --reference REF\n", name, name)
+	return nil
+}
+
+// accountView is what `account show` prints.
+type accountView struct {
+	Account   string                  `json:"account"`
+	Balance   int64                   `json:"balance"`
+	Frozen    int64                   `json:"frozen"`
+	Spent     int64                   `json:"spent"`
+	Credited  int64                   `json:"credited"`
+	Ready     string                  `json:"ready"`
+	Holds     []videogenv1alpha1.Hold `json:"holds"`
+	RecentTop []topUpView             `json:"recentTopUps"`
+}
+
+type topUpView struct {
+	Name         string     `json:"name"`
+	Amount       int64      `json:"amount"`
+	Reference    string     `json:"reference"`
+	AppliedAt    *time.Time `json:"appliedAt,omitempty"`
+	BalanceAfter *int64     `json:"balanceAfter,omitempty"`
+}
+
+func accountShow(ctx context.Context, args []string, out io.Writer) error {
+	var g globals
+	fs := flag.NewFlagSet("account show", flag.ContinueOnError)
+	g.bind(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("usage: videogenctl account show NAME")
+	}
+	c, err := g.kubeClient()
+	if err != nil {
+		return err
+	}
+	acct := &videogenv1alpha1.PointAccount{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: pos[0], Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("no account %q", pos[0])
+		}
+		return err
+	}
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps, client.InNamespace(pos[0])); err != nil {
+		return err
+	}
+	v := accountView{Account: pos[0], Balance: acct.Status.Balance, Frozen: acct.Status.Frozen, Spent: acct.Status.Spent,
+		Credited: acct.Status.Credited, Ready: "Unknown", Holds: acct.Status.Holds}
+	if cond := meta.FindStatusCondition(acct.Status.Conditions, videogenv1alpha1.ConditionReady); cond != nil {
+		v.Ready = fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
+	}
+	for _, t := range topUps.Items {
+		tv := topUpView{Name: t.Name, Amount: t.Spec.Amount, Reference: t.Spec.Reference, BalanceAfter: t.Status.BalanceAfter}
+		if t.Status.AppliedAt != nil {
+			at := t.Status.AppliedAt.Time
+			tv.AppliedAt = &at
+		}
+		v.RecentTop = append(v.RecentTop, tv)
+	}
+	return g.print(out, v, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
+			v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, v.Ready)
+		if len(v.Holds) > 0 {
+			fmt.Fprintf(w, "\nHOLD (TASK)\tPOINTS\tSINCE\n")
+			for _, h := range v.Holds {
+				fmt.Fprintf(w, "%s\t%d\t%s\n", h.Task, h.Amount, h.FrozenAt.Format(time.RFC3339))
+			}
+		}
+		if len(v.RecentTop) > 0 {
+			fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\n")
+			for _, t := range v.RecentTop {
+				applied := "pending"
+				if t.AppliedAt != nil {
+					applied = t.AppliedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", t.Name, t.Amount, t.Reference, applied)
+			}
+		}
+	})
+}
