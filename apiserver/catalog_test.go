@@ -66,7 +66,9 @@ var _ = Describe("Templates and custom short templates", func() {
 		Expect(task.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 10)))
 
 		Expect(api.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key}).Status).To(Equal(http.StatusNoContent))
-		Eventually(func() int { return api.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key}).Status }).
+		Eventually(func() int {
+			return api.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key}).Status
+		}).
 			Should(Equal(http.StatusNotFound))
 	})
 

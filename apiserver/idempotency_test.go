@@ -92,7 +92,7 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 		statuses := concurrently(100, func(int) response {
 			return api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "burst")
 		})
-		Expect(statuses[http.StatusAccepted] + statuses[http.StatusOK]).To(Equal(100), "%v", statuses)
+		Expect(statuses[http.StatusAccepted]+statuses[http.StatusOK]).To(Equal(100), "%v", statuses)
 		Expect(statuses[http.StatusAccepted]).To(BeNumerically(">=", 1))
 		Expect(tasksIn(a.ns)).To(HaveLen(1))
 		st := balanceOf(a.ns)

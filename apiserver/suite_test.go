@@ -226,7 +226,9 @@ func (a *apiClient) do(c call) response {
 	return r
 }
 
-func (a *apiClient) get(path, key string) response { return a.do(call{method: "GET", path: path, key: key}) }
+func (a *apiClient) get(path, key string) response {
+	return a.do(call{method: "GET", path: path, key: key})
+}
 
 func (a *apiClient) post(path, key string, body any, headers ...string) response {
 	h := map[string]string{}

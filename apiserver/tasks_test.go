@@ -175,7 +175,7 @@ var _ = Describe("Generation endpoints", func() {
 				"Idempotency-Key", fmt.Sprintf("list-%d", i))
 			Expect(r.Status).To(Equal(http.StatusAccepted))
 			ids = append([]string{r.JSON()["id"].(string)}, ids...) // newest first
-			sleepSecond() // creationTimestamp has one-second resolution; ties sort by name
+			sleepSecond()                                           // creationTimestamp has one-second resolution; ties sort by name
 		}
 		Eventually(func() int { return len(api.get("/v1/tasks", a.key).JSON()["data"].([]any)) }).Should(Equal(5))
 		page1 := api.get("/v1/tasks?limit=2", a.key).JSON()
@@ -191,7 +191,6 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(api.get("/v1/tasks?after=vt-nope", a.key).Status).To(Equal(http.StatusBadRequest))
 	})
 })
-
 
 func idsOf(page map[string]any) []string {
 	var ids []string
