@@ -286,6 +286,17 @@ func expectPoints(ns string, balance, frozen, spent int64) {
 	}).Should(Succeed())
 }
 
+// expectCharged asserts the balance and that charged points are frozen or spent (a task may
+// finish at any moment, moving them from one to the other).
+func expectCharged(ns string, balance, charged int64) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		st := balanceOf(ns)
+		g.Expect(ledger.Check(&st)).To(Succeed())
+		g.Expect([]int64{st.Balance, st.Frozen + st.Spent}).To(Equal([]int64{balance, charged}), "balance, frozen+spent")
+	}).Should(Succeed())
+}
+
 func tasksIn(ns string) []videogenv1alpha1.VideoTask {
 	var l videogenv1alpha1.VideoTaskList
 	Expect(k8sClient.List(ctx, &l, client.InNamespace(ns))).To(Succeed())

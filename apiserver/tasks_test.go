@@ -38,7 +38,7 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(task).To(HaveKeyWithValue("template_id", tmpl))
 		Expect(task).To(HaveKeyWithValue("webhook_url", "https://hooks.example.com/done"))
 		Expect(task["id"]).To(HavePrefix("vt-"))
-		expectPoints(a.ns, 70, 30, 0) // frozen before the 202
+		expectCharged(a.ns, 70, 30) // frozen before the 202
 
 		done := waitTask(a, task["id"].(string), "succeeded")
 		Expect(done["result"]).To(HaveKeyWithValue("video_url", testbackend.ResultURL(task["id"].(string))))
@@ -115,7 +115,7 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(ok.Status).To(Equal(http.StatusAccepted), string(ok.Body))
 		Expect(ok.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 45)))
 		Expect(ok.JSON()).To(HaveKeyWithValue("duration", BeNumerically("==", 10)))
-		expectPoints(a.ns, 155, 45, 0)
+		expectCharged(a.ns, 155, 45)
 	})
 
 	It("ignores a duration on a fixed template and charges the flat price", func() {
