@@ -1,5 +1,5 @@
 // Package controllers holds one reconciler per kind of videogen.dev: VideoTask, PointAccount,
-// PointTopUp and ShortTemplate. Setup wires them all into a manager.
+// PointTopUp, ShortTemplate and PaymentEvent. Setup wires them all into a manager.
 package controllers
 
 import (
@@ -17,6 +17,7 @@ type Options struct {
 	Task            TaskConfig
 	HoldGracePeriod time.Duration
 	Backends        generation.Router
+	PaymentEvents   PaymentEventOptions
 }
 
 // DefaultOptions are the manager's defaults (see cmd/manager flags).
@@ -59,6 +60,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 			Recorder: mgr.GetEventRecorder("pointtopup-controller"),
 		}},
 		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient()}},
+		{"PaymentEvent", &PaymentEventReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("paymentevent-controller"), Options: opts.PaymentEvents,
+		}},
 	}
 	for _, s := range steps {
 		if err := s.r.SetupWithManager(mgr); err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/apiserver"
+	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
 	"github.com/videogen-dev/videogen-operator/blobstore"
 	"github.com/videogen-dev/videogen-operator/imageinput"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
@@ -48,6 +49,8 @@ func run() error {
 		rateLimit                        float64
 		rateBurst                        int
 		maxBody                          int64
+		webhooks                         webhookingress.Config
+		eventTokensFile                  string
 	)
 	flag.StringVar(&bindAddr, "bind-address", ":8080", "Address the /v1 API listens on.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus metrics endpoint (0 to disable).")
@@ -60,6 +63,10 @@ func run() error {
 	flag.Float64Var(&rateLimit, "rate-limit", 50, "Requests per second allowed per API key.")
 	flag.IntVar(&rateBurst, "rate-burst", 100, "Burst of requests allowed per API key.")
 	flag.Int64Var(&maxBody, "max-body-bytes", 16<<20, "Largest accepted request body (base64 images are large).")
+	webhooks.Namespace = envOr("POD_NAMESPACE", "videogen-system")
+	webhooks.BindFlags(flag.CommandLine)
+	flag.StringVar(&eventTokensFile, "event-service-tokens-file", "",
+		"File with the service tokens (one per line) accepted by the EventService.Handle RPC; empty disables the RPC.")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
@@ -69,7 +76,9 @@ func run() error {
 		return fmt.Errorf("--allow-private-urls: %w", err)
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	ctx := ctrl.SetupSignalHandler()
+	restCfg := ctrl.GetConfigOrDie()
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
@@ -102,7 +111,23 @@ func run() error {
 	})
 	srv.Mux().Handle("GET /v1/blobs/", blobs.Handler("/v1/blobs/"))
 
-	httpServer := &http.Server{Addr: bindAddr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Payment webhooks: POST /v1/webhooks/{connector}, verified and stored as PaymentEvents.
+	ingress, err := webhookingress.Setup(ctx, restCfg, mgr.GetClient(), webhooks, crmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	ingress.Register(srv.Mux())
+	if eventTokensFile != "" {
+		if err := mountEventService(srv.Mux(), ingress.Service(), eventTokensFile); err != nil {
+			return err
+		}
+	}
+
+	// HTTP/1.1 for REST and webhooks, cleartext HTTP/2 for gRPC callers of the Event Service.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	httpServer := &http.Server{Addr: bindAddr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, Protocols: &protocols}
 	if err := mgr.Add(serve(httpServer, logger)); err != nil {
 		return err
 	}
@@ -119,7 +144,7 @@ func run() error {
 		return err
 	}
 	logger.Info("starting apiserver", "address", bindAddr, "api_key_namespace", keyNamespace)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 // serve runs the HTTP server for the manager's lifetime and shuts it down gracefully.

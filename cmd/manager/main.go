@@ -40,6 +40,7 @@ func main() {
 	flag.IntVar(&opts.Task.MaxConcurrentReconciles, "max-concurrent-tasks", opts.Task.MaxConcurrentReconciles, "How many tasks are reconciled in parallel.")
 	flag.DurationVar(&opts.HoldGracePeriod, "hold-grace-period", opts.HoldGracePeriod,
 		"How long frozen points may wait for their task to appear (or stay after it was deleted) before they are refunded.")
+	opts.PaymentEvents.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -1,0 +1,256 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels on every PaymentEvent, for selection (`kubectl get paymentevents -l …`).
+const (
+	LabelPaymentConnector = "videogen.dev/connector"
+	LabelPaymentEventType = "videogen.dev/event-type"
+)
+
+// PaymentEvent condition types and reasons.
+const (
+	// ConditionProcessed: the controller recorded the event (metrics, Kubernetes events) and
+	// planned its deliveries. Points are never credited from a payment event.
+	ConditionProcessed = "Processed"
+	// ConditionForwarded: every sink that accepts the event has acknowledged it.
+	ConditionForwarded = "Forwarded"
+
+	ReasonEventRecorded   = "Recorded"
+	ReasonSinksDelivered  = "Delivered"
+	ReasonSinksPending    = "DeliveryPending"
+	ReasonSinkFailed      = "DeliveryFailed"
+	ReasonNoSinks         = "NoSinks"
+	ReasonDisputeCreated  = "DisputeCreated"
+	ReasonPaymentReceived = "PaymentEventReceived"
+)
+
+// Bounds of what a PaymentEvent stores (the ingress truncates to them): processor text is
+// untrusted, and an object in etcd must stay small.
+const (
+	PaymentEventMaxIDLength   = 255
+	PaymentEventMaxTextLength = 512
+	PaymentEventMaxItems      = 32
+	// PaymentEventMaxSinks bounds status.sinks: one row per sink an event is forwarded to.
+	PaymentEventMaxSinks = 16
+)
+
+// PaymentEventDetails describes the payment, refund or dispute an event is about, in the
+// connectors' processor-independent shape.
+type PaymentEventDetails struct {
+	// PaymentID is the processor's id of the payment (pi_…, pay_…, a pspReference).
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	PaymentID string `json:"paymentID,omitempty"`
+	// RefundID is set for refund events.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	RefundID string `json:"refundID,omitempty"`
+	// DisputeID is set for dispute events.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	DisputeID string `json:"disputeID,omitempty"`
+	// ConnectorTransactionID is the processor's id of the operation behind the event.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	ConnectorTransactionID string `json:"connectorTransactionID,omitempty"`
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	MerchantReference string `json:"merchantReference,omitempty"`
+	// AmountMinor is in minor units of Currency (cents for USD).
+	// +optional
+	AmountMinor int64 `json:"amountMinor,omitempty"`
+	// Currency is the upper-case ISO 4217 code.
+	// +kubebuilder:validation:MaxLength=8
+	// +optional
+	Currency string `json:"currency,omitempty"`
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Status string `json:"status,omitempty"`
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
+}
+
+// PaymentEventItem is one item of a delivery that batches several events (Adyen).
+type PaymentEventItem struct {
+	// +kubebuilder:validation:MaxLength=255
+	MerchantEventID string `json:"merchantEventID"`
+	// +kubebuilder:validation:MaxLength=64
+	EventType string `json:"eventType"`
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ConnectorEventType string `json:"connectorEventType,omitempty"`
+	// +optional
+	Payment *PaymentEventDetails `json:"payment,omitempty"`
+	// +optional
+	Refund *PaymentEventDetails `json:"refund,omitempty"`
+	// +optional
+	Dispute *PaymentEventDetails `json:"dispute,omitempty"`
+}
+
+// PaymentEventSpec is a verified, normalized payment webhook. The raw body is not stored (it
+// may carry personal data and is unbounded): only its SHA-256 and size. Longer processor
+// strings are cut to the documented bounds.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a payment event is immutable"
+type PaymentEventSpec struct {
+	// Connector is the processor that sent the event, e.g. stripe.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]{1,32}$`
+	// +required
+	Connector string `json:"connector"`
+	// MerchantEventID is the de-duplication key (the processor's event id, else the body hash).
+	// The object's name is derived from it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +required
+	MerchantEventID string `json:"merchantEventID"`
+	// EventType is the normalized type, e.g. PAYMENT_INTENT_SUCCESS or DISPUTE_CREATED.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +required
+	EventType string `json:"eventType"`
+	// ConnectorEventType is the processor's own name, e.g. payment_intent.succeeded.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ConnectorEventType string `json:"connectorEventType,omitempty"`
+	// Complete is true when the type is mapped and the details carry their primary id.
+	// +optional
+	Complete bool `json:"complete,omitempty"`
+	// AmountMinor and Currency repeat the amount of the payment, refund or dispute, for display.
+	// +optional
+	AmountMinor *int64 `json:"amountMinor,omitempty"`
+	// +kubebuilder:validation:MaxLength=8
+	// +optional
+	Currency string `json:"currency,omitempty"`
+	// +optional
+	Payment *PaymentEventDetails `json:"payment,omitempty"`
+	// +optional
+	Refund *PaymentEventDetails `json:"refund,omitempty"`
+	// +optional
+	Dispute *PaymentEventDetails `json:"dispute,omitempty"`
+	// Items holds every item of a batched delivery (Adyen), at most 32.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Items []PaymentEventItem `json:"items,omitempty"`
+	// ItemsOmitted counts the items past the first 32 that were not stored.
+	// +optional
+	ItemsOmitted int32 `json:"itemsOmitted,omitempty"`
+	// OccurredAt is when the processor says the event happened.
+	// +optional
+	OccurredAt *metav1.Time `json:"occurredAt,omitempty"`
+	// ReceivedAt is when the ingress verified the delivery.
+	// +required
+	ReceivedAt metav1.Time `json:"receivedAt"`
+	// BodySHA256 is the hex SHA-256 of the raw body as received.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	// +required
+	BodySHA256 string `json:"bodySHA256"`
+	// BodySize is the raw body's length in bytes.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BodySize int64 `json:"bodySize,omitempty"`
+}
+
+// DeliveryState is where the delivery of an event to one sink stands.
+// +kubebuilder:validation:Enum=Pending;Delivered;Failed
+type DeliveryState string
+
+const (
+	// DeliveryPending: not yet acknowledged; NextAttemptAt says when it is tried next.
+	DeliveryPending DeliveryState = "Pending"
+	// DeliveryDelivered: the sink answered 2xx.
+	DeliveryDelivered DeliveryState = "Delivered"
+	// DeliveryFailed: given up (attempts exhausted, the sink answered 410, or it was removed).
+	DeliveryFailed DeliveryState = "Failed"
+)
+
+// SinkDelivery is the delivery state of the event to one sink. It lives in status so that a
+// manager restart resumes every delivery where it stood.
+type SinkDelivery struct {
+	// Name of the sink in the sink configuration.
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+	// WebhookID is sent as webhook-id on every attempt, so the receiver can de-duplicate.
+	// +kubebuilder:validation:MaxLength=64
+	// +required
+	WebhookID string `json:"webhookID"`
+	// +required
+	State DeliveryState `json:"state"`
+	// Attempts made so far.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// LastStatus is the HTTP status of the last attempt (0 when there was no answer).
+	// +optional
+	LastStatus int32 `json:"lastStatus,omitempty"`
+	// LastError says why the last attempt failed.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// +optional
+	LastAttemptAt *metav1.Time `json:"lastAttemptAt,omitempty"`
+	// +optional
+	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
+	// +optional
+	DeliveredAt *metav1.Time `json:"deliveredAt,omitempty"`
+}
+
+// PaymentEventStatus records the processing and the delivery to each sink.
+type PaymentEventStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Processed, Forwarded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Sinks holds one row per sink the event is forwarded to.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Sinks []SinkDelivery `json:"sinks,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pev,categories=videogen
+// +kubebuilder:printcolumn:name="Connector",type=string,JSONPath=`.spec.connector`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.eventType`
+// +kubebuilder:printcolumn:name="Amount",type=integer,JSONPath=`.spec.amountMinor`
+// +kubebuilder:printcolumn:name="Currency",type=string,JSONPath=`.spec.currency`
+// +kubebuilder:printcolumn:name="Processed",type=string,JSONPath=`.status.conditions[?(@.type=="Processed")].status`
+// +kubebuilder:printcolumn:name="Forwarded",type=string,JSONPath=`.status.conditions[?(@.type=="Forwarded")].status`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PaymentEvent is one verified payment webhook, stored once per connector and merchant event id
+// (the name is derived from both), recorded and forwarded to the configured sinks. It never
+// moves points: top-ups stay offline and manual (PointTopUp).
+type PaymentEvent struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec PaymentEventSpec `json:"spec"`
+	// +optional
+	Status PaymentEventStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// PaymentEventList contains a list of PaymentEvent.
+type PaymentEventList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PaymentEvent `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PaymentEvent{}, &PaymentEventList{})
+}

@@ -1,0 +1,256 @@
+// Package webhookingress serves POST /v1/webhooks/{connector}: it verifies a payment webhook
+// with the Event Service, stores it once as a PaymentEvent, and acknowledges it. Everything
+// else (metrics, Kubernetes events, forwarding to sinks) is the PaymentEvent controller's job,
+// so the processor gets its 2xx as soon as the event is safely stored.
+package webhookingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/connectors"
+	"github.com/videogen-dev/videogen-operator/paymentevents"
+)
+
+// Pattern is the route the handler serves on an http.ServeMux.
+const Pattern = "POST /v1/webhooks/{connector}"
+
+// Defaults.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultStoreTimeout = 10 * time.Second
+)
+
+// Options configures a Handler.
+type Options struct {
+	// Service verifies and normalizes deliveries. Required.
+	Service *eventservice.Service
+	// Client creates PaymentEvents (and reads one back for a duplicate). Required.
+	Client client.Client
+	// Namespace holds the PaymentEvents. Required.
+	Namespace string
+	// Connectors is the registry the Service was built with (eventservice.WithRegistry); it
+	// answers unknown connectors before the body is read and bounds metric labels. Nil means
+	// the default registry (connectors/all), which is what eventservice.New uses by default.
+	Connectors *connectors.Registry
+	// MaxBodyBytes caps the body (default 1 MiB); larger bodies get 413.
+	MaxBodyBytes int64
+	// StoreTimeout bounds the create (and the get of a duplicate); default 10s.
+	StoreTimeout time.Duration
+	// Metrics records outcomes; nil records nothing (see NewMetrics).
+	Metrics *Metrics
+	// Now is the clock for ReceivedAt (default time.Now).
+	Now func() time.Time
+	// Logger reports store failures (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler is the webhook ingress. It is safe for concurrent use.
+type Handler struct{ opts Options }
+
+// Ack is the body of every 2xx answer. A redelivery gets the same body with Duplicate true.
+type Ack struct {
+	// ID is the PaymentEvent's name.
+	ID              string `json:"id"`
+	MerchantEventID string `json:"merchant_event_id"`
+	EventType       string `json:"event_type"`
+	Duplicate       bool   `json:"duplicate"`
+}
+
+// New checks opts and fills defaults.
+func New(opts Options) (*Handler, error) {
+	switch {
+	case opts.Service == nil:
+		return nil, errors.New("webhookingress: Options.Service is required")
+	case opts.Client == nil:
+		return nil, errors.New("webhookingress: Options.Client is required")
+	case opts.Namespace == "":
+		return nil, errors.New("webhookingress: Options.Namespace is required")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = DefaultStoreTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Handler{opts: opts}, nil
+}
+
+// Register mounts the handler on mux at Pattern, and answers other methods on the same path
+// with 405 in the apiserver's error shape.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.Handle(Pattern, h)
+	mux.Handle("/v1/webhooks/{connector}", httpjson.WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		httpjson.WriteError(w, r, http.StatusMethodNotAllowed, httpjson.CodeMethodNotAllowed, "webhooks are delivered with POST")
+	})))
+}
+
+// ServeHTTP handles one delivery. It gives the request an id when no middleware did.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if httpjson.RequestID(r.Context()) == "" {
+		httpjson.WithRequestID(http.HandlerFunc(h.serve)).ServeHTTP(w, r)
+		return
+	}
+	h.serve(w, r)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name := strings.ToLower(strings.TrimSpace(r.PathValue("connector")))
+	if !h.known(name) {
+		h.reject(w, r, start, "unknown", outcomeNotFound, http.StatusNotFound, httpjson.CodeNotFound,
+			fmt.Sprintf("no webhook connector named %q", truncate(name, 64)))
+		return
+	}
+	h.opts.Metrics.received(name)
+
+	body, err := h.readBody(w, r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.reject(w, r, start, name, outcomePayloadTooLarge, http.StatusRequestEntityTooLarge, httpjson.CodePayloadTooLarge,
+				fmt.Sprintf("%s webhook body exceeds %d bytes", name, h.opts.MaxBodyBytes))
+			return
+		}
+		h.reject(w, r, start, name, outcomeInvalidRequest, http.StatusBadRequest, httpjson.CodeInvalidRequest,
+			fmt.Sprintf("reading the %s webhook body: %v", name, err))
+		return
+	}
+
+	ev, err := h.opts.Service.HandleWebhook(r.Context(), name, &connectors.Request{
+		Method: r.Method, URI: absoluteURI(r), Headers: r.Header, Body: body, Query: r.URL.Query(),
+	}, "")
+	if err != nil {
+		h.rejectVerification(w, r, start, name, err)
+		return
+	}
+	h.opts.Metrics.verified(name)
+
+	pe := paymentevents.FromEvent(ev, h.opts.Namespace, body, h.opts.Now())
+	ack, err := h.store(r.Context(), pe)
+	if err != nil {
+		h.opts.Logger.ErrorContext(r.Context(), "webhookingress: cannot store payment event",
+			"connector", name, "merchant_event_id", ev.MerchantEventID, "name", pe.Name,
+			"request_id", httpjson.RequestID(r.Context()), "error", err)
+		h.reject(w, r, start, name, outcomeStoreFailed, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
+			fmt.Sprintf("the %s event %s was verified but could not be stored; retry later", name, ev.MerchantEventID))
+		return
+	}
+	outcome := outcomeStored
+	if ack.Duplicate {
+		outcome = outcomeDuplicate
+	}
+	h.opts.Metrics.done(name, outcome, start)
+	httpjson.WriteJSON(w, http.StatusOK, ack)
+}
+
+// store creates the PaymentEvent; an existing one (a redelivery, or a concurrent delivery of
+// the same event) is acknowledged as a duplicate and left unchanged.
+func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) (Ack, error) {
+	// A processor hanging up must not abort a create half-way: finish it, bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.StoreTimeout)
+	defer cancel()
+	ack := Ack{ID: pe.Name, MerchantEventID: pe.Spec.MerchantEventID, EventType: pe.Spec.EventType}
+	err := h.opts.Client.Create(ctx, pe)
+	if err == nil {
+		return ack, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return Ack{}, err
+	}
+	ack.Duplicate = true
+	stored := &videogenv1alpha1.PaymentEvent{}
+	if err := h.opts.Client.Get(ctx, client.ObjectKeyFromObject(pe), stored); err != nil {
+		// It exists, so it was stored: acknowledge with what this delivery says.
+		h.opts.Logger.WarnContext(ctx, "webhookingress: duplicate payment event could not be read back",
+			"name", pe.Name, "error", err)
+		return ack, nil
+	}
+	ack.MerchantEventID, ack.EventType = stored.Spec.MerchantEventID, stored.Spec.EventType
+	return ack, nil
+}
+
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: h.opts.MaxBodyBytes}
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+}
+
+func (h *Handler) known(name string) bool {
+	var err error
+	if h.opts.Connectors != nil {
+		_, err = h.opts.Connectors.Lookup(name)
+	} else {
+		_, err = connectors.Lookup(name)
+	}
+	return err == nil
+}
+
+// rejectVerification answers an error of Service.HandleWebhook.
+func (h *Handler) rejectVerification(w http.ResponseWriter, r *http.Request, start time.Time, name string, err error) {
+	msg := err.Error()
+	switch eventservice.ErrorCode(err) {
+	case connect.CodeUnauthenticated:
+		h.reject(w, r, start, name, outcomeInvalidSignature, http.StatusUnauthorized, httpjson.CodeInvalidSignature, msg)
+	case connect.CodeInvalidArgument:
+		h.reject(w, r, start, name, outcomeInvalidRequest, http.StatusBadRequest, httpjson.CodeInvalidRequest, msg)
+	case connect.CodeNotFound:
+		h.reject(w, r, start, "unknown", outcomeNotFound, http.StatusNotFound, httpjson.CodeNotFound, msg)
+	case connect.CodeUnavailable, connect.CodeCanceled, connect.CodeDeadlineExceeded:
+		h.reject(w, r, start, name, outcomeUnavailable, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
+	default:
+		h.reject(w, r, start, name, outcomeInternal, http.StatusInternalServerError, httpjson.CodeInternal,
+			fmt.Sprintf("the %s webhook could not be handled", name))
+	}
+}
+
+func (h *Handler) reject(w http.ResponseWriter, r *http.Request, start time.Time, connector, outcome string, status int, code, msg string) {
+	h.opts.Metrics.done(connector, outcome, start)
+	httpjson.WriteError(w, r, status, code, msg)
+}
+
+// absoluteURI rebuilds the URL the processor called, as Square signs it. Behind a proxy the
+// scheme or host may differ from what the processor used: configure Square's notification URL
+// explicitly there (see README).
+func absoluteURI(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if proto := r.Header.Get("X-Forwarded-Proto"); proto == "https" || proto == "http" {
+		scheme = proto
+	}
+	return scheme + "://" + r.Host + r.URL.RequestURI()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// Service is the Event Service the ingress verifies with, so the Handle RPC can be served from
+// the same configuration.
+func (h *Handler) Service() *eventservice.Service { return h.opts.Service }

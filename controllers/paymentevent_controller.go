@@ -1,0 +1,177 @@
+package controllers
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/connectors"
+	"github.com/videogen-dev/videogen-operator/paymentevents"
+)
+
+// PaymentEventOptions configures the PaymentEvent controller.
+type PaymentEventOptions struct {
+	// SinksFile is the sink configuration file (--payment-event-sinks); it is re-read when it
+	// changes. Ignored when Sinks is set; neither means no sinks.
+	SinksFile string
+	// Sinks yields the sink configuration directly (tests, embedding).
+	Sinks paymentevents.SinkSource
+	// HTTPClient sends deliveries (default paymentevents.NewHTTPClient()).
+	HTTPClient *http.Client
+	// MaxConcurrentReconciles bounds parallel deliveries (default 4).
+	MaxConcurrentReconciles int
+}
+
+// PaymentEventReconciler records each verified payment event and forwards it to the configured
+// sinks. It never moves points: top-ups stay offline and manual.
+type PaymentEventReconciler struct {
+	client.Client
+	// APIReader reads around the cache before a delivery, so that a lagging cache never makes
+	// an attempt that the status already shows.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Options   PaymentEventOptions
+	// Jitter returns a random number in [0, 1) for the retry backoff (default math/rand).
+	Jitter func() float64
+}
+
+// +kubebuilder:rbac:groups=videogen.dev,resources=paymentevents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=videogen.dev,resources=paymentevents/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile records a new event, then makes the deliveries that are due.
+func (r *PaymentEventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pe := &videogenv1alpha1.PaymentEvent{}
+	if err := r.Get(ctx, req.NamespacedName, pe); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pe.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	cfg := r.Options.Sinks.Current()
+	var err error
+	if !processed(pe) {
+		err = r.record(ctx, pe, cfg)
+	}
+	var res ctrl.Result
+	if err == nil {
+		res, err = r.forward(ctx, pe, cfg)
+	}
+	if apierrors.IsConflict(err) {
+		// Our copy was stale; the next reconcile starts from the newer object. An attempt
+		// whose result was lost is repeated with the same webhook-id.
+		logf.FromContext(ctx).V(1).Info("conflict writing payment event status, retrying")
+		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
+	}
+	return res, err
+}
+
+func processed(pe *videogenv1alpha1.PaymentEvent) bool {
+	c := meta.FindStatusCondition(pe.Status.Conditions, videogenv1alpha1.ConditionProcessed)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == pe.Generation
+}
+
+// record marks the event Processed and plans one delivery per sink that accepts it; events
+// and metrics follow the status write, so a retried reconcile does not repeat them.
+func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha1.PaymentEvent, cfg *paymentevents.SinkConfig) error {
+	now := metav1.NewTime(r.Clock.Now())
+	pe.Status.Sinks = nil
+	if cfg != nil {
+		for _, s := range cfg.Sinks {
+			if s.Accepts(&pe.Spec) {
+				pe.Status.Sinks = append(pe.Status.Sinks, videogenv1alpha1.SinkDelivery{
+					Name: s.Name, WebhookID: paymentevents.WebhookID(pe.Name, s.Name),
+					State: videogenv1alpha1.DeliveryPending, NextAttemptAt: &now,
+				})
+			}
+		}
+	}
+	meta.SetStatusCondition(&pe.Status.Conditions, metav1.Condition{
+		Type: videogenv1alpha1.ConditionProcessed, Status: metav1.ConditionTrue, ObservedGeneration: pe.Generation,
+		Reason: videogenv1alpha1.ReasonEventRecorded,
+		Message: fmt.Sprintf("%s (%s) from %s recorded; forwarded to %d sink(s); no points are credited from payment events",
+			pe.Spec.EventType, pe.Spec.ConnectorEventType, pe.Spec.Connector, len(pe.Status.Sinks)),
+	})
+	setForwarded(pe)
+	pe.Status.ObservedGeneration = pe.Generation
+	if err := r.Status().Update(ctx, pe); err != nil {
+		return err
+	}
+	paymentEventsProcessed.WithLabelValues(pe.Spec.Connector, pe.Spec.EventType).Inc()
+	r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonPaymentReceived, "Record",
+		"%s from %s: %s", pe.Spec.EventType, pe.Spec.Connector, describeAmount(&pe.Spec))
+	if d := pe.Spec.Dispute; d != nil && pe.Spec.EventType == string(connectors.DisputeCreated) {
+		r.Recorder.Eventf(pe, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonDisputeCreated, "Record",
+			"Dispute %s opened on payment %s for %s, reason %q", orUnknown(d.DisputeID), orUnknown(d.PaymentID),
+			describeAmount(&pe.Spec), d.Reason)
+	}
+	return nil
+}
+
+func describeAmount(spec *videogenv1alpha1.PaymentEventSpec) string {
+	if spec.AmountMinor == nil {
+		return "no amount"
+	}
+	return fmt.Sprintf("%d %s (minor units)", *spec.AmountMinor, spec.Currency)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+// SetupWithManager registers the controller, loading the sink configuration file if one is set.
+func (r *PaymentEventReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Jitter == nil {
+		r.Jitter = rand.Float64
+	}
+	if r.Options.HTTPClient == nil {
+		r.Options.HTTPClient = paymentevents.NewHTTPClient()
+	}
+	if r.Options.Sinks == nil {
+		r.Options.Sinks = paymentevents.StaticSinks{}
+		if r.Options.SinksFile != "" {
+			file, err := paymentevents.NewFileSinks(r.Options.SinksFile, mgr.GetLogger().WithName("payment-event-sinks"))
+			if err != nil {
+				return err
+			}
+			r.Options.Sinks = file
+		}
+	}
+	workers := r.Options.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = 4
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&videogenv1alpha1.PaymentEvent{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Named("paymentevent").
+		Complete(r)
+}
+
+// BindFlags registers the controller's manager flags on fs.
+func (o *PaymentEventOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.SinksFile, "payment-event-sinks", o.SinksFile,
+		"Sink configuration file (YAML or JSON) for forwarding PaymentEvents, re-read when it changes; empty: no sinks.")
+}

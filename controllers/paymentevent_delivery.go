@@ -1,0 +1,186 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/paymentevents"
+)
+
+// forward makes every delivery that is due, records the results in status, and requeues for
+// the next one. Deliveries are at least once: an attempt whose result could not be written is
+// repeated with the same webhook-id.
+func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1alpha1.PaymentEvent, cfg *paymentevents.SinkConfig) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	if len(due(cached, now)) == 0 {
+		return requeueAt(cached, now), nil
+	}
+	pe := &videogenv1alpha1.PaymentEvent{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), pe); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	rows := due(pe, now)
+	if len(rows) == 0 {
+		return requeueAt(pe, now), nil
+	}
+	body, err := paymentevents.Body(pe)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("encoding payment event %s for its sinks: %w", pe.Name, err)
+	}
+	retry := paymentevents.RetryPolicy{}
+	if cfg != nil {
+		retry = cfg.Retry
+	}
+	retry = retry.WithDefaults()
+
+	var wg sync.WaitGroup
+	for _, row := range rows {
+		sink, ok := cfg.Find(row.Name)
+		if !ok {
+			r.finish(row, now, "sink was removed from the configuration")
+			continue
+		}
+		wg.Go(func() {
+			attempt := paymentevents.Deliver(ctx, r.Options.HTTPClient, sink, row.WebhookID, body, now)
+			r.apply(row, attempt, retry, now)
+		})
+	}
+	wg.Wait()
+	setForwarded(pe)
+	if err := r.Status().Update(ctx, pe); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, row := range rows {
+		r.report(pe, row)
+	}
+	return requeueAt(pe, r.Clock.Now()), nil
+}
+
+// due returns the pending rows whose next attempt time has come.
+func due(pe *videogenv1alpha1.PaymentEvent, now time.Time) []*videogenv1alpha1.SinkDelivery {
+	var rows []*videogenv1alpha1.SinkDelivery
+	for i := range pe.Status.Sinks {
+		row := &pe.Status.Sinks[i]
+		if row.State == videogenv1alpha1.DeliveryPending && (row.NextAttemptAt == nil || !row.NextAttemptAt.After(now)) {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// requeueAt wakes the reconciler for the earliest pending attempt, if any.
+func requeueAt(pe *videogenv1alpha1.PaymentEvent, now time.Time) ctrl.Result {
+	var next time.Time
+	for _, row := range pe.Status.Sinks {
+		if row.State != videogenv1alpha1.DeliveryPending || row.NextAttemptAt == nil {
+			continue
+		}
+		if next.IsZero() || row.NextAttemptAt.Before(&metav1.Time{Time: next}) {
+			next = row.NextAttemptAt.Time
+		}
+	}
+	if next.IsZero() {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Millisecond)}
+}
+
+// apply records one attempt in its row.
+func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a paymentevents.Attempt, retry paymentevents.RetryPolicy, now time.Time) {
+	at := metav1.NewTime(now)
+	row.Attempts++
+	row.LastAttemptAt = &at
+	row.LastStatus = int32(a.Status)
+	row.LastError = ""
+	if a.Err != nil {
+		row.LastError = truncate(a.Err.Error(), videogenv1alpha1.PaymentEventMaxTextLength)
+	}
+	switch {
+	case a.Outcome == paymentevents.Delivered:
+		row.State, row.DeliveredAt, row.NextAttemptAt = videogenv1alpha1.DeliveryDelivered, &at, nil
+		paymentEventDeliveries.WithLabelValues(row.Name, "delivered").Inc()
+	case a.Outcome == paymentevents.Gone:
+		row.State, row.NextAttemptAt = videogenv1alpha1.DeliveryFailed, nil
+		paymentEventDeliveries.WithLabelValues(row.Name, "gone").Inc()
+	case row.Attempts >= retry.MaxAttempts:
+		row.State, row.NextAttemptAt = videogenv1alpha1.DeliveryFailed, nil
+		row.LastError = truncate(fmt.Sprintf("gave up after %d attempts: %s", row.Attempts, row.LastError), videogenv1alpha1.PaymentEventMaxTextLength)
+		paymentEventDeliveries.WithLabelValues(row.Name, "gave_up").Inc()
+	default:
+		next := metav1.NewTime(now.Add(retry.Delay(row.Attempts, r.Jitter())))
+		row.NextAttemptAt = &next
+		paymentEventDeliveries.WithLabelValues(row.Name, "retry").Inc()
+	}
+}
+
+// finish ends a row that cannot be attempted at all.
+func (r *PaymentEventReconciler) finish(row *videogenv1alpha1.SinkDelivery, now time.Time, why string) {
+	at := metav1.NewTime(now)
+	row.State, row.NextAttemptAt, row.LastAttemptAt = videogenv1alpha1.DeliveryFailed, nil, &at
+	row.LastStatus, row.LastError = 0, why
+	paymentEventDeliveries.WithLabelValues(row.Name, "sink_removed").Inc()
+}
+
+// report emits the Kubernetes event of a row that reached its end in this reconcile.
+func (r *PaymentEventReconciler) report(pe *videogenv1alpha1.PaymentEvent, row *videogenv1alpha1.SinkDelivery) {
+	switch row.State {
+	case videogenv1alpha1.DeliveryDelivered:
+		r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonSinksDelivered, "Forward",
+			"Delivered to sink %s after %d attempt(s)", row.Name, row.Attempts)
+	case videogenv1alpha1.DeliveryFailed:
+		r.Recorder.Eventf(pe, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonSinkFailed, "Forward",
+			"Not delivered to sink %s: %s", row.Name, row.LastError)
+	}
+}
+
+// setForwarded sums the rows up: True when every sink has the event, False when one gave up or
+// none takes it, Unknown while deliveries are pending.
+func setForwarded(pe *videogenv1alpha1.PaymentEvent) {
+	cond := metav1.Condition{Type: videogenv1alpha1.ConditionForwarded, ObservedGeneration: pe.Generation}
+	var pending, failed int
+	var firstFailure string
+	for _, row := range pe.Status.Sinks {
+		switch row.State {
+		case videogenv1alpha1.DeliveryPending:
+			pending++
+		case videogenv1alpha1.DeliveryFailed:
+			if failed == 0 {
+				firstFailure = fmt.Sprintf("sink %s: %s", row.Name, row.LastError)
+			}
+			failed++
+		}
+	}
+	total := len(pe.Status.Sinks)
+	switch {
+	case total == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonNoSinks, "no configured sink accepts this event"
+	case failed > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonSinkFailed
+		cond.Message = truncate(fmt.Sprintf("%d of %d sink(s) not delivered; %s", failed, total, firstFailure), 1024)
+	case pending > 0:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, videogenv1alpha1.ReasonSinksPending
+		cond.Message = fmt.Sprintf("%d of %d sink(s) pending", pending, total)
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, videogenv1alpha1.ReasonSinksDelivered
+		cond.Message = fmt.Sprintf("delivered to %d sink(s)", total)
+	}
+	meta.SetStatusCondition(&pe.Status.Conditions, cond)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cutting bytes may split a character; drop the broken tail rather than store invalid UTF-8.
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
+}
