@@ -66,12 +66,16 @@ proto: ## Regenerate the protobuf/connect code of the Event Service.
 setup-envtest: ## Build kube-apiserver and etcd for envtest into bin/k8s (cached; first build takes minutes).
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ENVTEST_ASSETS=$(ENVTEST_ASSETS) hack/setup-envtest.sh >/dev/null
 
+.PHONY: setup-versitygw
+setup-versitygw: ## Build the Versity S3 Gateway into bin/ for the S3 blob store tests (cached).
+	hack/setup-versitygw.sh >/dev/null
+
 .PHONY: verify-manifests
 verify-manifests: $(KUSTOMIZE) ## Check that every kustomization renders.
 	@for d in config/default config/crd config/rbac config/samples; do $(KUSTOMIZE) build $$d >/dev/null || { echo "kustomize build $$d failed"; exit 1; }; done
 
 .PHONY: test
-test: setup-envtest verify-generated verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
+test: setup-envtest setup-versitygw verify-generated verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
 	go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 

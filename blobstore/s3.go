@@ -1,0 +1,80 @@
+package blobstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3Config reaches an S3-compatible object store (AWS S3, MinIO, Ceph, Versity…).
+type S3Config struct {
+	// Endpoint is host[:port], without a scheme.
+	Endpoint string
+	// Insecure uses plain HTTP (for an in-cluster store without TLS).
+	Insecure  bool
+	Region    string
+	Bucket    string
+	AccessKey string
+	SecretKey string
+	// Prefix is prepended to object names, e.g. "uploads/".
+	Prefix string
+	// PublicBaseURL, if set, is where objects are readable without credentials (a CDN or a
+	// public bucket); otherwise Put returns a presigned GET URL valid for PresignTTL.
+	PublicBaseURL string
+	PresignTTL    time.Duration
+}
+
+// S3 stores blobs in a bucket.
+type S3 struct {
+	cfg    S3Config
+	client *minio.Client
+}
+
+// NewS3 connects to the store; it does not create the bucket (an operator's decision).
+func NewS3(cfg S3Config) (*S3, error) {
+	if cfg.Endpoint == "" || cfg.Bucket == "" {
+		return nil, fmt.Errorf("blob store: S3 endpoint and bucket are required")
+	}
+	if cfg.PresignTTL <= 0 {
+		cfg.PresignTTL = 24 * time.Hour
+	}
+	if cfg.PresignTTL > 7*24*time.Hour {
+		return nil, fmt.Errorf("blob store: presigned URLs live at most 7 days, not %s", cfg.PresignTTL)
+	}
+	c, err := minio.New(cfg.Endpoint, &minio.Options{
+		Creds:  credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure: !cfg.Insecure,
+		Region: cfg.Region,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("blob store: %w", err)
+	}
+	return &S3{cfg: cfg, client: c}, nil
+}
+
+// Client is the underlying S3 client (for setup such as creating a bucket).
+func (s *S3) Client() *minio.Client { return s.client }
+
+// Put implements Store.
+func (s *S3) Put(ctx context.Context, contentType string, data []byte) (string, error) {
+	name := s.cfg.Prefix + NewName(contentType)
+	_, err := s.client.PutObject(ctx, s.cfg.Bucket, name, bytes.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{ContentType: contentType})
+	if err != nil {
+		return "", fmt.Errorf("blob store: putting %s into bucket %q: %w", name, s.cfg.Bucket, err)
+	}
+	if s.cfg.PublicBaseURL != "" {
+		return strings.TrimSuffix(s.cfg.PublicBaseURL, "/") + "/" + name, nil
+	}
+	u, err := s.client.PresignedGetObject(ctx, s.cfg.Bucket, name, s.cfg.PresignTTL, url.Values{})
+	if err != nil {
+		return "", fmt.Errorf("blob store: presigning %s: %w", name, err)
+	}
+	return u.String(), nil
+}
