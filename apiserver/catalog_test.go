@@ -125,3 +125,24 @@ var _ = Describe("Owner isolation", func() {
 		Expect(api.get("/v1/short-templates", owner.key).JSON()["data"]).To(ContainElement(HaveKeyWithValue("name", "Private")))
 	})
 })
+
+var _ = Describe("Webhook signing secret", func() {
+	It("is created on first read, stable, and rotated with an overlap", func() {
+		a := newAccount(0)
+		first := api.get("/v1/webhook-secret", a.key)
+		Expect(first.Status).To(Equal(http.StatusOK))
+		secret := first.JSON()["secret"].(string)
+		Expect(secret).To(HavePrefix("whsec_"))
+		Expect(first.JSON()["previous_secret"]).To(BeNil())
+		Expect(api.get("/v1/webhook-secret", a.key).JSON()["secret"]).To(Equal(secret))
+
+		rotated := api.post("/v1/webhook-secret/rotate", a.key, nil)
+		Expect(rotated.Status).To(Equal(http.StatusOK))
+		Expect(rotated.JSON()["secret"]).NotTo(Equal(secret))
+		Expect(rotated.JSON()["previous_secret"]).To(Equal(secret))
+		Expect(rotated.JSON()["previous_expires_at"]).NotTo(BeNil())
+
+		other := newAccount(0)
+		Expect(api.get("/v1/webhook-secret", other.key).JSON()["secret"]).NotTo(Equal(rotated.JSON()["secret"]))
+	})
+})

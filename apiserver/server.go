@@ -17,6 +17,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/imageinput"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
 // Config is what a Server needs. Client reads from an informer cache and writes to the
@@ -38,9 +39,13 @@ type Config struct {
 	RateLimit rate.Limit
 	RateBurst int
 	// Registerer receives the request metrics (nil: not exported).
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
-	Clock      clock.PassiveClock
+	// WebhookSecrets keeps the accounts' completion webhook signing secrets.
+	WebhookSecrets *webhooksecrets.Store
+	// WebhookSecretOverlap is how long a rotated-out secret keeps signing (default 24 h).
+	WebhookSecretOverlap time.Duration
+	Registerer           prometheus.Registerer
+	Logger               *slog.Logger
+	Clock                clock.PassiveClock
 }
 
 // Server serves the /v1 API.
@@ -64,6 +69,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.ImageLimits == (imageinput.Limits{}) {
 		cfg.ImageLimits = imageinput.DefaultLimits
+	}
+	if cfg.WebhookSecretOverlap <= 0 {
+		cfg.WebhookSecretOverlap = 24 * time.Hour
 	}
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit, cfg.RateBurst = 50, 100
@@ -94,6 +102,8 @@ func (s *Server) routes() {
 	authed("GET /v1/tasks/{id}", s.getTask)
 	authed("POST /v1/tasks/{id}/cancel", s.cancelTask)
 	authed("GET /v1/balance", s.getBalance)
+	authed("GET /v1/webhook-secret", s.getWebhookSecret)
+	authed("POST /v1/webhook-secret/rotate", s.rotateWebhookSecret)
 	authed("GET /v1/short-templates", s.listShortTemplates)
 	authed("POST /v1/short-templates", s.createShortTemplate)
 	authed("PATCH /v1/short-templates/{id}", s.patchShortTemplate)

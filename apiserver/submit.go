@@ -22,6 +22,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/catalog"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/pricing"
+	"github.com/videogen-dev/videogen-operator/taskview"
 )
 
 const (
@@ -91,7 +92,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	}
 	switch {
 	case err == nil:
-		httpjson.WriteJSON(w, http.StatusAccepted, viewTask(task, &price))
+		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task, &price))
 	case apierrors.IsAlreadyExists(err):
 		// Another request with this key won the race; answer as its replay.
 		if !s.replay(ctx, w, r, p.Account, name, hash, false) {
@@ -120,7 +121,7 @@ func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return true
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
-	httpjson.WriteJSON(w, http.StatusOK, viewTask(task, nil))
+	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task, nil))
 	return true
 }
 

@@ -39,6 +39,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
 const keyNamespace = "videogen-system"
@@ -132,16 +133,17 @@ func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap
 	}
 	blobs := &blobstore.Dir{Root: GinkgoT().TempDir()}
 	srv := apiserver.New(apiserver.Config{
-		Client:       c,
-		APIReader:    mgr.GetAPIReader(),
-		Ledger:       ledger.New(c, mgr.GetAPIReader()),
-		Keys:         &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
-		Blobs:        blobs,
-		DefaultPrice: 10,
-		RateLimit:    limit,
-		RateBurst:    burst,
-		Registerer:   reg,
-		Logger:       slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
+		Client:         c,
+		APIReader:      mgr.GetAPIReader(),
+		Ledger:         ledger.New(c, mgr.GetAPIReader()),
+		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
+		Blobs:          blobs,
+		DefaultPrice:   10,
+		RateLimit:      limit,
+		RateBurst:      burst,
+		Registerer:     reg,
+		WebhookSecrets: &webhooksecrets.Store{Client: c, Reader: mgr.GetAPIReader(), Namespace: keyNamespace},
+		Logger:         slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 	})
 	srv.Mux().Handle("GET /v1/blobs/", blobs.Handler("/v1/blobs/"))
 	start(mgr)

@@ -12,6 +12,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/taskview"
 )
 
 // list is the envelope of every list response.
@@ -27,7 +28,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p apikeys.Princ
 	if !ok {
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, viewTask(task, nil))
+	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task, nil))
 }
 
 // findTask reads from the cache and, on a miss, around it (a task just created by another
@@ -84,9 +85,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 			return
 		}
 	}
-	page := list[Task]{Object: "list", Data: []Task{}}
+	page := list[taskview.Task]{Object: "list", Data: []taskview.Task{}}
 	for i := start; i < len(items) && len(page.Data) < limit; i++ {
-		page.Data = append(page.Data, viewTask(&items[i], nil))
+		page.Data = append(page.Data, taskview.Of(&items[i], nil))
 	}
 	page.HasMore = start+len(page.Data) < len(items)
 	httpjson.WriteJSON(w, http.StatusOK, page)
@@ -107,7 +108,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 	}
 	if task.Status.Phase.Terminal() {
 		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
-			"task "+task.Name+" already "+apiStatus(task)+" and cannot be canceled")
+			"task "+task.Name+" already "+taskview.Status(task)+" and cannot be canceled")
 		return
 	}
 	if err := requestCancel(r.Context(), s.cfg.Client, task); err != nil {
@@ -118,7 +119,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		s.internalError(w, r, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusAccepted, viewTask(task, nil))
+	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task, nil))
 }
 
 // requestCancel sets the cancel annotation with a merge patch (no read-modify-write race).

@@ -84,3 +84,10 @@ func (s *Server) viewTemplate(t *videogenv1alpha1.Template) TemplateView {
 	}
 	return v
 }
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

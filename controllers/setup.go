@@ -10,6 +10,9 @@ import (
 
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
 // Options configures every controller.
@@ -18,6 +21,7 @@ type Options struct {
 	HoldGracePeriod time.Duration
 	Backends        generation.Router
 	PaymentEvents   PaymentEventOptions
+	Webhooks        WebhookConfig
 }
 
 // DefaultOptions are the manager's defaults (see cmd/manager flags).
@@ -32,6 +36,11 @@ func DefaultOptions() Options {
 		},
 		HoldGracePeriod: 2 * time.Minute,
 		Backends:        generation.Routes{},
+		Webhooks: WebhookConfig{
+			Schedule:        taskwebhooks.DefaultSchedule,
+			Sender:          taskwebhooks.NewSender(netguard.Policy{}, 10*time.Second),
+			SecretNamespace: "videogen-system",
+		},
 	}
 }
 
@@ -60,6 +69,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 			Recorder: mgr.GetEventRecorder("pointtopup-controller"),
 		}},
 		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient()}},
+		{"VideoTask webhooks", &VideoTaskWebhookReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Secrets:  &webhooksecrets.Store{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.Webhooks.SecretNamespace},
+			Recorder: mgr.GetEventRecorder("videotask-webhook-controller"), Config: opts.Webhooks,
+		}},
 		{"PaymentEvent", &PaymentEventReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("paymentevent-controller"), Options: opts.PaymentEvents,

@@ -2,11 +2,14 @@ package controllers_test
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +24,8 @@ import (
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/taskwebhooks"
 )
 
 var (
@@ -49,6 +54,7 @@ var _ = BeforeSuite(func() {
 	cfg.QPS, cfg.Burst = -1, -1
 	k8sClient, err = client.New(cfg, client.Options{Scheme: env.Scheme})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: webhookSecretNamespace}})).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
@@ -70,8 +76,14 @@ func testOptions(backend generation.Backend) controllers.Options {
 		routes[c] = generation.Named{Name: "test-backend", Backend: backend}
 	}
 	opts.Backends = routes
+	// Completion webhooks: fast retries, and loopback allowed for the test receivers.
+	opts.Webhooks.Schedule = []time.Duration{150 * time.Millisecond, 300 * time.Millisecond}
+	opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 2*time.Second)
+	opts.Webhooks.SecretNamespace = webhookSecretNamespace
 	return opts
 }
+
+const webhookSecretNamespace = "videogen-system"
 
 // startManager runs the controllers in a manager of their own and returns a function that
 // stops it and waits until it has stopped (as a crash would, minus the abruptness).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,10 @@ func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *video
 	left := task.Status.CompletedAt.Add(r.Config.FinishedTTL).Sub(r.Clock.Now())
 	if left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	if webhookDue(task) {
+		// Keep the task while its completion webhook is still being retried.
+		return ctrl.Result{RequeueAfter: time.Hour}, nil
 	}
 	// Preconditions make sure we delete exactly the object whose TTL we checked.
 	uid, rv := task.UID, task.ResourceVersion

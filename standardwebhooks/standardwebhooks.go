@@ -68,11 +68,20 @@ func Sign(secret, id string, timestamp time.Time, body []byte) (string, error) {
 	return "v1," + base64.StdEncoding.EncodeToString(mac(key, id, timestamp.Unix(), body)), nil
 }
 
-// SetHeaders signs body and sets the three headers on h.
-func SetHeaders(h http.Header, secret, id string, timestamp time.Time, body []byte) error {
+// SetHeaders signs body and sets the three headers on h. With several secrets (a rotation in
+// progress) the signature header carries one space-separated signature per secret, so a
+// receiver holding either secret verifies the message.
+func SetHeaders(h http.Header, secret, id string, timestamp time.Time, body []byte, more ...string) error {
 	sig, err := Sign(secret, id, timestamp, body)
 	if err != nil {
 		return err
+	}
+	for _, other := range more {
+		extra, err := Sign(other, id, timestamp, body)
+		if err != nil {
+			return err
+		}
+		sig += " " + extra
 	}
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, strconv.FormatInt(timestamp.Unix(), 10))

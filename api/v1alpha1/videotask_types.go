@@ -197,6 +197,49 @@ type TaskError struct {
 	Message string `json:"message"`
 }
 
+// WebhookState is where the completion webhook of a task stands.
+// +kubebuilder:validation:Enum=Pending;Delivered;Stopped;Failed
+type WebhookState string
+
+const (
+	// WebhookPending: not delivered yet; another attempt is scheduled.
+	WebhookPending WebhookState = "Pending"
+	// WebhookDelivered: the receiver answered 2xx.
+	WebhookDelivered WebhookState = "Delivered"
+	// WebhookStopped: the receiver answered 410 Gone; no more attempts.
+	WebhookStopped WebhookState = "Stopped"
+	// WebhookFailed: every scheduled attempt failed.
+	WebhookFailed WebhookState = "Failed"
+)
+
+// WebhookDelivery is the state of the completion webhook (Standard Webhooks) of a task.
+type WebhookDelivery struct {
+	// ID is the webhook-id, the same on every attempt so receivers can deduplicate.
+	// +required
+	ID string `json:"id"`
+	// State of the delivery.
+	// +required
+	State WebhookState `json:"state"`
+	// Attempts made so far.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// LastStatus is the HTTP status of the last attempt (0: no answer).
+	// +optional
+	LastStatus int32 `json:"lastStatus,omitempty"`
+	// LastError says why the last attempt failed.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// LastAttemptAt is when the last attempt was made.
+	// +optional
+	LastAttemptAt *metav1.Time `json:"lastAttemptAt,omitempty"`
+	// NextAttemptAt is when the next attempt is due.
+	// +optional
+	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
+	// DeliveredAt is when a receiver accepted it.
+	// +optional
+	DeliveredAt *metav1.Time `json:"deliveredAt,omitempty"`
+}
+
 // VideoTaskStatus is the observed state of a VideoTask.
 type VideoTaskStatus struct {
 	// Phase of the task.
@@ -230,6 +273,9 @@ type VideoTaskStatus struct {
 	// CompletedAt is when the task reached a terminal phase.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Webhook is the delivery of the completion webhook to spec.webhookURL.
+	// +optional
+	Webhook *WebhookDelivery `json:"webhook,omitempty"`
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -250,6 +296,7 @@ type VideoTaskStatus struct {
 // +kubebuilder:printcolumn:name="Cost",type=integer,JSONPath=`.status.cost`
 // +kubebuilder:printcolumn:name="Charge",type=string,JSONPath=`.status.charge`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Webhook",type=string,JSONPath=`.status.webhook.state`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // VideoTask is one generation request, billed to the account of its namespace.

@@ -31,6 +31,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
 func main() {
@@ -118,19 +119,20 @@ func run() error {
 		return fmt.Errorf("--blob-store must be dir or s3, not %q", blobKind)
 	}
 	srv := apiserver.New(apiserver.Config{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Ledger:       ledger.New(mgr.GetClient(), mgr.GetAPIReader()),
-		Keys:         &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
-		Blobs:        blobs,
-		URLPolicy:    netguard.Policy{Allow: allow},
-		DefaultPrice: defaultPrice,
-		MaxBodyBytes: maxBody,
-		ImageLimits:  imageinput.DefaultLimits,
-		RateLimit:    rate.Limit(rateLimit),
-		RateBurst:    rateBurst,
-		Registerer:   crmetrics.Registry,
-		Logger:       logger,
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Ledger:         ledger.New(mgr.GetClient(), mgr.GetAPIReader()),
+		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
+		Blobs:          blobs,
+		URLPolicy:      netguard.Policy{Allow: allow},
+		DefaultPrice:   defaultPrice,
+		MaxBodyBytes:   maxBody,
+		ImageLimits:    imageinput.DefaultLimits,
+		RateLimit:      rate.Limit(rateLimit),
+		RateBurst:      rateBurst,
+		Registerer:     crmetrics.Registry,
+		WebhookSecrets: &webhooksecrets.Store{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: keyNamespace},
+		Logger:         logger,
 	})
 	if dir, ok := blobs.(*blobstore.Dir); ok {
 		srv.Mux().Handle("GET /v1/blobs/", dir.Handler("/v1/blobs/"))

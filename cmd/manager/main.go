@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"time"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/taskwebhooks"
 )
 
 func main() {
@@ -41,12 +44,35 @@ func main() {
 	flag.DurationVar(&opts.HoldGracePeriod, "hold-grace-period", opts.HoldGracePeriod,
 		"How long frozen points may wait for their task to appear (or stay after it was deleted) before they are refunded.")
 	opts.PaymentEvents.BindFlags(flag.CommandLine)
+	var (
+		webhookSchedule, allowPrivate string
+		webhookTimeout                time.Duration
+	)
+	flag.StringVar(&webhookSchedule, "webhook-retry-schedule", "5s,5m,30m,2h,5h,10h,10h",
+		"Waits before each retry of a failed completion webhook (the first attempt is immediate); jittered by ±10%.")
+	flag.DurationVar(&webhookTimeout, "webhook-timeout", 10*time.Second, "Timeout of one completion webhook attempt.")
+	flag.StringVar(&allowPrivate, "allow-private-urls", "",
+		"Comma-separated CIDRs that completion webhooks may be delivered into (private, loopback and link-local addresses are refused otherwise).")
+	flag.StringVar(&opts.Webhooks.SecretNamespace, "webhook-secret-namespace", envOr("POD_NAMESPACE", opts.Webhooks.SecretNamespace),
+		"Namespace of the accounts' webhook signing Secrets (shared with the apiserver).")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
+	schedule, err := taskwebhooks.ParseSchedule(webhookSchedule)
+	if err != nil {
+		log.Error(err, "bad --webhook-retry-schedule")
+		os.Exit(2)
+	}
+	allow, err := netguard.ParseAllowList(allowPrivate)
+	if err != nil {
+		log.Error(err, "bad --allow-private-urls")
+		os.Exit(2)
+	}
+	opts.Webhooks.Schedule = schedule
+	opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: allow}, webhookTimeout)
 	if opts.Task.DefaultPrice < 0 {
 		log.Error(nil, "--default-price must not be negative", "value", opts.Task.DefaultPrice)
 		os.Exit(2)
@@ -89,4 +115,11 @@ func main() {
 		log.Error(err, "problem running manager")
 		os.Exit(1)
 	}
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
 }

@@ -1,9 +1,13 @@
-package apiserver
+// Package taskview is the public JSON view of a VideoTask: what the REST API returns and what a
+// completion webhook carries, so both always agree.
+package taskview
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -27,6 +31,18 @@ type Task struct {
 	TemplateID  *string     `json:"template_id"`
 	Duration    *int32      `json:"duration"`
 	WebhookURL  *string     `json:"webhook_url"`
+	Webhook     *Webhook    `json:"webhook"`
+}
+
+// Webhook is the delivery state of the completion webhook.
+type Webhook struct {
+	ID            string     `json:"id"`
+	Status        string     `json:"status"`
+	Attempts      int32      `json:"attempts"`
+	LastStatus    *int32     `json:"last_status"`
+	LastError     *string    `json:"last_error"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	DeliveredAt   *time.Time `json:"delivered_at"`
 }
 
 // TaskPhase is one of the two generation phases.
@@ -52,21 +68,21 @@ type TaskError struct {
 
 // Task statuses of the API.
 const (
-	statusQueued    = "queued"
-	statusRunning   = "running"
-	statusSucceeded = "succeeded"
-	statusFailed    = "failed"
-	statusCanceled  = "canceled"
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCanceled  = "canceled"
 )
 
-// viewTask renders a VideoTask for the API. price is shown as the cost of a task the
+// Of renders a VideoTask. price is shown as the cost of a task the
 // controller has not priced yet (the apiserver froze it at submission).
-func viewTask(t *videogenv1alpha1.VideoTask, price *int64) Task {
+func Of(t *videogenv1alpha1.VideoTask, price *int64) Task {
 	v := Task{
 		ID:         t.Name,
 		Object:     "task",
 		Capability: string(t.Spec.Capability),
-		Status:     apiStatus(t),
+		Status:     Status(t),
 		Progress:   t.Status.Progress,
 		Phases:     []TaskPhase{},
 		Cost:       t.Status.Cost,
@@ -114,22 +130,38 @@ func viewTask(t *videogenv1alpha1.VideoTask, price *int64) Task {
 	if e := t.Status.Error; e != nil {
 		v.Error = &TaskError{Code: e.Code, Message: e.Message}
 	}
+	if d := t.Status.Webhook; d != nil {
+		v.Webhook = &Webhook{ID: d.ID, Status: strings.ToLower(string(d.State)), Attempts: d.Attempts,
+			NextAttemptAt: timeOf(d.NextAttemptAt), DeliveredAt: timeOf(d.DeliveredAt), LastError: optString(d.LastError)}
+		if d.LastStatus != 0 {
+			v.Webhook.LastStatus = &d.LastStatus
+		}
+	}
 	return v
 }
 
-func apiStatus(t *videogenv1alpha1.VideoTask) string {
+func timeOf(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// Status is the API status of a task: queued, running, succeeded, failed or canceled.
+func Status(t *videogenv1alpha1.VideoTask) string {
 	switch t.Status.Phase {
 	case videogenv1alpha1.TaskRunning:
-		return statusRunning
+		return StatusRunning
 	case videogenv1alpha1.TaskSucceeded:
-		return statusSucceeded
+		return StatusSucceeded
 	case videogenv1alpha1.TaskFailed:
 		if c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionComplete); c != nil && c.Reason == videogenv1alpha1.ReasonCanceled {
-			return statusCanceled
+			return StatusCanceled
 		}
-		return statusFailed
+		return StatusFailed
 	}
-	return statusQueued
+	return StatusQueued
 }
 
 func optString(s string) *string {

@@ -1,0 +1,46 @@
+package apiserver
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+)
+
+// WebhookSecret is the account's signing secret for completion webhooks.
+type WebhookSecret struct {
+	Object            string     `json:"object"`
+	Secret            string     `json:"secret"`
+	PreviousSecret    *string    `json:"previous_secret"`
+	PreviousExpiresAt *time.Time `json:"previous_expires_at"`
+}
+
+func viewWebhookSecret(s webhooksecrets.Secrets) WebhookSecret {
+	v := WebhookSecret{Object: "webhook_secret", Secret: s.Current}
+	if s.Previous != "" && s.PreviousExpiresAt != nil {
+		v.PreviousSecret, v.PreviousExpiresAt = &s.Previous, s.PreviousExpiresAt
+	}
+	return v
+}
+
+// getWebhookSecret returns the secret completion webhooks are signed with, making one if needed.
+func (s *Server) getWebhookSecret(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	sec, err := s.cfg.WebhookSecrets.Ensure(r.Context(), p.Account)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, viewWebhookSecret(sec))
+}
+
+// rotateWebhookSecret makes a new secret; the old one keeps signing (alongside) for the overlap.
+func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	sec, err := s.cfg.WebhookSecrets.Rotate(r.Context(), p.Account, s.cfg.WebhookSecretOverlap)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, viewWebhookSecret(sec))
+}

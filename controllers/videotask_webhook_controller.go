@@ -1,0 +1,159 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/taskview"
+	"github.com/videogen-dev/videogen-operator/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+)
+
+// WebhookConfig configures completion webhooks.
+type WebhookConfig struct {
+	// Schedule is the wait before each retry (taskwebhooks.DefaultSchedule by default).
+	Schedule []time.Duration
+	// Sender posts the webhooks (refusing private destinations unless allowed).
+	Sender *taskwebhooks.Sender
+	// SecretNamespace holds the accounts' signing Secrets.
+	SecretNamespace string
+}
+
+// VideoTaskWebhookReconciler delivers the completion webhook of each finished task: at least
+// once, with the same webhook-id on every attempt, retrying on the configured schedule. Its
+// state lives in status.webhook, so a restarted manager resumes where the last one stopped.
+type VideoTaskWebhookReconciler struct {
+	client.Client
+	APIReader client.Reader
+	Secrets   *webhooksecrets.Store
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Config    WebhookConfig
+}
+
+// +kubebuilder:rbac:groups="",namespace=videogen-system,resources=secrets,verbs=get;create;update
+
+// Reconcile makes the next delivery attempt when it is due.
+func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cached := &videogenv1alpha1.VideoTask{}
+	if err := r.Get(ctx, req.NamespacedName, cached); err != nil || !webhookDue(cached) {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := r.Clock.Now()
+	if next := cached.Status.Webhook; next != nil && next.NextAttemptAt != nil && now.Before(next.NextAttemptAt.Time) {
+		return ctrl.Result{RequeueAfter: next.NextAttemptAt.Sub(now)}, nil
+	}
+	// Decide on a fresh read: the cache may not show our last attempt yet, and sending again
+	// for nothing is what this controller must avoid.
+	task := &videogenv1alpha1.VideoTask{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, task); err != nil || !webhookDue(task) {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	d := task.Status.Webhook
+	if d == nil {
+		d = &videogenv1alpha1.WebhookDelivery{ID: WebhookID(task), State: videogenv1alpha1.WebhookPending}
+	}
+	if d.NextAttemptAt != nil && now.Before(d.NextAttemptAt.Time) {
+		return ctrl.Result{RequeueAfter: d.NextAttemptAt.Sub(now)}, nil
+	}
+
+	secrets, err := r.Secrets.Ensure(ctx, task.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The body is the task as the API shows it, without the delivery's own bookkeeping, so
+	// every attempt carries the same bytes.
+	view := taskview.Of(task, nil)
+	view.Webhook = nil
+	body, err := json.Marshal(view)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res := r.Config.Sender.Send(ctx, task.Spec.WebhookURL, d.ID, secrets.Signing(now), body, now)
+
+	at := metav1.NewTime(now)
+	d.Attempts++
+	d.LastAttemptAt, d.LastStatus, d.LastError, d.NextAttemptAt = &at, int32(res.Status), "", nil
+	if res.Err != nil {
+		d.LastError = truncate(res.Err.Error(), 512)
+	}
+	eventType, reason, note := corev1.EventTypeNormal, "WebhookDelivered", "Delivered the completion webhook to "+task.Spec.WebhookURL
+	switch {
+	case res.Delivered():
+		d.State, d.DeliveredAt = videogenv1alpha1.WebhookDelivered, &at
+	case res.Gone():
+		d.State = videogenv1alpha1.WebhookStopped
+		eventType, reason, note = corev1.EventTypeWarning, "WebhookStopped", "The webhook receiver answered 410 Gone; no more attempts"
+	default:
+		if next, ok := taskwebhooks.NextRetry(r.schedule(), d.Attempts, now); ok {
+			n := metav1.NewTime(next)
+			d.NextAttemptAt = &n
+			eventType, reason, note = corev1.EventTypeWarning, "WebhookRetrying",
+				fmt.Sprintf("Attempt %d failed (%s); retrying at %s", d.Attempts, d.LastError, next.UTC().Format(time.RFC3339))
+		} else {
+			d.State = videogenv1alpha1.WebhookFailed
+			eventType, reason, note = corev1.EventTypeWarning, "WebhookFailed",
+				fmt.Sprintf("Gave up after %d attempts; last: %s", d.Attempts, d.LastError)
+		}
+	}
+	task.Status.Webhook = d
+	// If this write is lost the attempt is made again with the same webhook-id: at least once.
+	if err := r.Status().Update(ctx, task); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(task, nil, eventType, reason, "Webhook", "%s", note)
+	if d.NextAttemptAt != nil {
+		return ctrl.Result{RequeueAfter: d.NextAttemptAt.Sub(now)}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *VideoTaskWebhookReconciler) schedule() []time.Duration {
+	if len(r.Config.Schedule) > 0 {
+		return r.Config.Schedule
+	}
+	return taskwebhooks.DefaultSchedule
+}
+
+// WebhookID is the webhook-id of a task's completion webhook: one terminal state per task, so
+// one id per task.
+func WebhookID(t *videogenv1alpha1.VideoTask) string { return "msg_" + string(t.UID) }
+
+// webhookDue: finished, settled, with a webhook URL, and not delivered or given up yet.
+func webhookDue(t *videogenv1alpha1.VideoTask) bool {
+	return t.Spec.WebhookURL != "" && t.Status.Phase.Terminal() && t.Status.Charge != videogenv1alpha1.ChargeFrozen &&
+		t.DeletionTimestamp.IsZero() && (t.Status.Webhook == nil || t.Status.Webhook.State == videogenv1alpha1.WebhookPending)
+}
+
+// SetupWithManager registers the controller; it only wakes for tasks with a delivery to make.
+func (r *VideoTaskWebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	due := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		t, ok := o.(*videogenv1alpha1.VideoTask)
+		return ok && webhookDue(t)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&videogenv1alpha1.VideoTask{}, builder.WithPredicates(due)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Named("videotask-webhook").
+		Complete(r)
+}

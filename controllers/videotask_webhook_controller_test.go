@@ -1,0 +1,223 @@
+package controllers_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	reference "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+)
+
+// taskReceiver is a webhook endpoint that verifies every delivery with the Standard Webhooks
+// reference library, using the account's secret as the API shows it to the account.
+type taskReceiver struct {
+	server   *httptest.Server
+	account  string
+	statuses []int
+	mu       sync.Mutex
+	got      []taskDelivery
+}
+
+type taskDelivery struct {
+	id       string
+	verified error
+	task     map[string]any
+}
+
+func newTaskReceiver(account string, statuses ...int) *taskReceiver {
+	r := &taskReceiver{account: account, statuses: statuses}
+	store := &webhooksecrets.Store{Client: k8sClient, Reader: k8sClient, Namespace: webhookSecretNamespace}
+	r.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		secrets, err := store.Ensure(ctx, account)
+		Expect(err).NotTo(HaveOccurred())
+		wh, err := reference.NewWebhook(secrets.Current)
+		Expect(err).NotTo(HaveOccurred())
+		d := taskDelivery{id: req.Header.Get("webhook-id"), verified: wh.Verify(body, req.Header)}
+		_ = json.Unmarshal(body, &d.task)
+		r.mu.Lock()
+		r.got = append(r.got, d)
+		status := http.StatusOK
+		if len(r.statuses) > 0 {
+			status = r.statuses[min(len(r.got), len(r.statuses))-1]
+		}
+		r.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	DeferCleanup(r.server.Close)
+	return r
+}
+
+func (r *taskReceiver) deliveries() []taskDelivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]taskDelivery(nil), r.got...)
+}
+
+// taskWithWebhook creates a task whose completion goes to url.
+func taskWithWebhook(ns, url string, s testbackend.Script, backend *testbackend.Backend) *videogenv1alpha1.VideoTask {
+	tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+	b := aShortTask(ns, tmpl)
+	b.t.Spec.WebhookURL = url
+	backend.Set(b.Name(), s)
+	return b.Create()
+}
+
+func webhookOf(ns, name string) *videogenv1alpha1.WebhookDelivery {
+	return taskOf(ns, name).Status.Webhook
+}
+
+var _ = Describe("Completion webhooks", func() {
+	var (
+		backend *testbackend.Backend
+		stop    func()
+	)
+	BeforeEach(func() {
+		backend = testbackend.New()
+		stop = startManager(testOptions(backend))
+	})
+	AfterEach(func() { stop() })
+
+	It("posts the finished task once, signed with the account's secret", func() {
+		ns := newAccount(100)
+		recv := newTaskReceiver(ns)
+		task := taskWithWebhook(ns, recv.server.URL+"/hooks", testbackend.Script{}, backend)
+
+		Eventually(func() int { return len(recv.deliveries()) }).Should(Equal(1))
+		d := recv.deliveries()[0]
+		Expect(d.verified).NotTo(HaveOccurred(), "the reference library verifies the signature")
+		Expect(d.id).To(Equal(controllers.WebhookID(task)))
+		Expect(d.task).To(HaveKeyWithValue("id", task.Name))
+		Expect(d.task).To(HaveKeyWithValue("status", "succeeded"))
+		Expect(d.task).To(HaveKeyWithValue("charge", "Deducted"))
+		Expect(d.task).To(HaveKey("result"))
+		Eventually(func() videogenv1alpha1.WebhookState { return webhookOf(ns, task.Name).State }).Should(Equal(videogenv1alpha1.WebhookDelivered))
+		w := webhookOf(ns, task.Name)
+		Expect(w.Attempts).To(Equal(int32(1)))
+		Expect(w.LastStatus).To(Equal(int32(200)))
+		Expect(w.DeliveredAt).NotTo(BeNil())
+		Consistently(func() int { return len(recv.deliveries()) }, time.Second).Should(Equal(1))
+	})
+
+	It("retries failures with the same webhook-id until the receiver accepts", func() {
+		ns := newAccount(100)
+		recv := newTaskReceiver(ns, http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusOK)
+		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{Analyze: testbackend.Fail}, backend)
+
+		Eventually(func() videogenv1alpha1.WebhookState {
+			if w := webhookOf(ns, task.Name); w != nil {
+				return w.State
+			}
+			return ""
+		}).Should(Equal(videogenv1alpha1.WebhookDelivered))
+		got := recv.deliveries()
+		Expect(got).To(HaveLen(3))
+		for _, d := range got {
+			Expect(d.id).To(Equal(controllers.WebhookID(task)))
+			Expect(d.verified).NotTo(HaveOccurred())
+			Expect(d.task).To(HaveKeyWithValue("status", "failed"))
+		}
+		Expect(webhookOf(ns, task.Name).Attempts).To(Equal(int32(3)))
+		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElements("WebhookRetrying", "WebhookDelivered"))
+	})
+
+	It("stops at 410 Gone", func() {
+		ns := newAccount(100)
+		recv := newTaskReceiver(ns, http.StatusGone)
+		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{}, backend)
+		Eventually(func() videogenv1alpha1.WebhookState {
+			if w := webhookOf(ns, task.Name); w != nil {
+				return w.State
+			}
+			return ""
+		}).Should(Equal(videogenv1alpha1.WebhookStopped))
+		Consistently(func() int { return len(recv.deliveries()) }, time.Second).Should(Equal(1))
+	})
+
+	It("gives up when the schedule is exhausted", func() {
+		ns := newAccount(100)
+		recv := newTaskReceiver(ns, http.StatusInternalServerError)
+		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{}, backend)
+		Eventually(func() videogenv1alpha1.WebhookState {
+			if w := webhookOf(ns, task.Name); w != nil {
+				return w.State
+			}
+			return ""
+		}).Should(Equal(videogenv1alpha1.WebhookFailed))
+		Expect(recv.deliveries()).To(HaveLen(3), "the first attempt and one per schedule entry")
+		Expect(webhookOf(ns, task.Name).LastError).To(ContainSubstring("500"))
+	})
+
+	It("delivers exactly once per terminal state across a manager restart", func() {
+		ns := newAccount(100)
+		recv := newTaskReceiver(ns)
+		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{}, backend)
+		Eventually(func() int { return len(recv.deliveries()) }).Should(Equal(1))
+		Eventually(func() *videogenv1alpha1.WebhookDelivery { return webhookOf(ns, task.Name) }).ShouldNot(BeNil())
+		stop()
+		stop = startManager(testOptions(backend))
+		Consistently(func() int { return len(recv.deliveries()) }, 2*time.Second).Should(Equal(1))
+	})
+
+	It("signs with both secrets during a rotation", func() {
+		ns := newAccount(100)
+		store := &webhooksecrets.Store{Client: k8sClient, Reader: k8sClient, Namespace: webhookSecretNamespace}
+		old, err := store.Ensure(ctx, ns)
+		Expect(err).NotTo(HaveOccurred())
+		rotated, err := store.Rotate(ctx, ns, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rotated.Previous).To(Equal(old.Current))
+
+		var mu sync.Mutex
+		var verifiedOld, verifiedNew error = errNotCalled, errNotCalled
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			body, _ := io.ReadAll(req.Body)
+			o, _ := reference.NewWebhook(old.Current)
+			n, _ := reference.NewWebhook(rotated.Current)
+			mu.Lock()
+			verifiedOld, verifiedNew = o.Verify(body, req.Header), n.Verify(body, req.Header)
+			mu.Unlock()
+		}))
+		DeferCleanup(srv.Close)
+		taskWithWebhook(ns, srv.URL, testbackend.Script{}, backend)
+		Eventually(func() []error { mu.Lock(); defer mu.Unlock(); return []error{verifiedOld, verifiedNew} }).
+			Should(Equal([]error{nil, nil}), "a receiver with either secret verifies the delivery")
+	})
+})
+
+var _ = Describe("Completion webhooks to private addresses", func() {
+	It("are refused at connect time unless allowed", func() {
+		backend := testbackend.New()
+		opts := testOptions(backend)
+		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{}}, time.Second)
+		stop := startManager(opts)
+		defer stop()
+		ns := newAccount(100)
+		recv := newTaskReceiver(ns)
+		// Through a name that resolves to loopback: caught only at dial time.
+		url := "http://localhost:" + recv.server.URL[len("http://127.0.0.1:"):]
+		task := taskWithWebhook(ns, url, testbackend.Script{}, backend)
+		Eventually(func() string {
+			if w := webhookOf(ns, task.Name); w != nil {
+				return w.LastError
+			}
+			return ""
+		}).Should(ContainSubstring("not a public address"))
+		Expect(recv.deliveries()).To(BeEmpty())
+	})
+})
+
+var errNotCalled = io.ErrNoProgress
