@@ -49,6 +49,10 @@ type VideoTaskReconciler struct {
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The Kubernetes Job backend runs stages as Jobs owned by their task and reads pod results.
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=videogen.dev,resources=videotasks/finalizers,verbs=update
 
 // Reconcile moves a task one step through Pending → Queued → Running → Succeeded/Failed.
 func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
