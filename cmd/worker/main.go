@@ -1,0 +1,77 @@
+// Command worker is the reference generation backend: it speaks the HTTP backend protocol
+// (docs/backend-protocol.md) and renders every capability on this machine with ffmpeg, ffprobe
+// and facedetect, storing results in a local blob directory it serves itself.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := defaults()
+	flag.StringVar(&cfg.BindAddress, "bind-address", cfg.BindAddress, "Address the protocol, /v1/blobs/ and /healthz listen on.")
+	flag.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "Base URL under which this worker is reachable; result URLs are <public-url>/v1/blobs/<name>.")
+	flag.StringVar(&cfg.BlobDir, "blob-dir", cfg.BlobDir, "Directory where rendered results are stored and served from.")
+	flag.StringVar(&cfg.AllowPrivateURLs, "allow-private-urls", cfg.AllowPrivateURLs, "Comma-separated CIDRs that input URLs may reach although they are not public (e.g. 127.0.0.0/8 for a local stack).")
+	flag.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "Stages that run at once; more wait in a queue.")
+	flag.IntVar(&cfg.MaxQueued, "max-queued", cfg.MaxQueued, "Stages that may wait; beyond that submissions get 503 busy.")
+	flag.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
+	flag.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download.")
+	flag.StringVar(&cfg.Token, "token", cfg.Token, "Bearer token the protocol endpoints require (default $VIDEOGEN_WORKER_TOKEN; empty disables auth).")
+	flag.DurationVar(&cfg.ResultTTL, "result-ttl", cfg.ResultTTL, "How long a finished stage's status is kept (its blob stays in --blob-dir).")
+	flag.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	for _, bin := range []string{"ffmpeg", "ffprobe"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s not found on PATH (apt-get install ffmpeg): %w", bin, err)
+		}
+	}
+	if _, err := exec.LookPath(cfg.FaceDetect); err != nil {
+		log.Warn("facedetect not found: video.short and image.pose stages will fail (apt-get install facedetect)", "command", cfg.FaceDetect)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	w, err := newWorker(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: cfg.BindAddress, Handler: w.handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("worker listening", "address", cfg.BindAddress, "public-url", cfg.PublicURL, "blob-dir", cfg.BlobDir, "auth", cfg.Token != "")
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: running stages are cancelled")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	w.table.Wait() // ctx is done, so every stage's ffmpeg has been killed
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/worker/testmedia"
+)
+
+// stack is a real worker on a local port and a media server for its inputs.
+type stack struct {
+	client *httpbackend.Client
+	worker *httptest.Server
+	media  string
+	mediaU string
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{media: t.TempDir()}
+	mediaSrv := httptest.NewServer(http.FileServer(http.Dir(s.media)))
+	t.Cleanup(mediaSrv.Close)
+	s.mediaU = mediaSrv.URL
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s.worker = httptest.NewUnstartedServer(nil)
+	cfg := defaults()
+	cfg.PublicURL = "http://" + s.worker.Listener.Addr().String()
+	cfg.BlobDir, cfg.TempDir = t.TempDir(), t.TempDir()
+	cfg.AllowPrivateURLs = "127.0.0.0/8"
+	cfg.Token = "worker-token"
+	w, err := newWorker(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.worker.Config.Handler = w.handler
+	s.worker.Start()
+	t.Cleanup(func() { s.worker.Close(); cancel(); w.table.Wait() })
+
+	s.client, err = httpbackend.New(httpbackend.Config{BaseURL: s.worker.URL, Token: "worker-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runTask drives both stages through the protocol the way the VideoTask controller does.
+func (s *stack) runTask(t *testing.T, w generation.Work) generation.Observation {
+	t.Helper()
+	ctx := context.Background()
+	var obs generation.Observation
+	for _, stage := range videogenv1alpha1.Stages {
+		w.Stage, w.Key = stage, generation.WorkKey(w.Namespace, w.Task, w.TaskUID, stage)
+		if stage == videogenv1alpha1.StageRender {
+			w.Previous = obs.Outputs
+		}
+		handle, err := s.client.Submit(ctx, w)
+		if err != nil {
+			t.Fatalf("submit %s: %v", stage, err)
+		}
+		if again, err := s.client.Submit(ctx, w); err != nil || again != handle {
+			t.Fatalf("resubmitting %s gave %q (%v), want the same stage %q", stage, again, err, handle)
+		}
+		obs = s.await(t, w, handle)
+		if obs.State != generation.Succeeded {
+			t.Fatalf("%s: %+v", stage, obs)
+		}
+	}
+	return obs
+}
+
+func (s *stack) await(t *testing.T, w generation.Work, handle string) generation.Observation {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		obs, err := s.client.Observe(context.Background(), w, handle)
+		if err != nil {
+			t.Fatalf("observe: %v", err)
+		}
+		if obs.State != generation.Running {
+			return obs
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("stage %s did not finish in time", handle)
+	return generation.Observation{}
+}
+
+// download fetches a result URL like a caller would.
+func download(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	path := filepath.Join(t.TempDir(), "result")
+	data, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func (s *stack) serve(file string) string { return s.mediaU + "/" + filepath.Base(file) }
+
+func work(capability videogenv1alpha1.Capability) generation.Work {
+	return generation.Work{Namespace: "acme", Task: "t-" + string(capability), TaskUID: "uid-1", Capability: capability}
+}
+
+func TestEndToEndTemplateThroughTheProtocol(t *testing.T) {
+	s := newStack(t)
+	w := work(videogenv1alpha1.CapabilityTemplate)
+	w.TemplateMediaURL = s.serve(testmedia.MovingVideo(t, s.media, 2, ""))
+	seconds := int32(3)
+	w.Duration = &seconds
+
+	obs := s.runTask(t, w)
+	if obs.Result == nil || obs.Result.MediaType != "video/mp4" || obs.Result.Metadata["duration"] != "3" {
+		t.Fatalf("result = %+v", obs.Result)
+	}
+	info := testmedia.Probe(t, download(t, obs.Result.URL))
+	if info.Width != testmedia.Width || info.Height != testmedia.Height || info.Duration < 2.9 || info.Duration > 3.1 {
+		t.Errorf("downloaded result = %+v", info)
+	}
+}
+
+func TestEndToEndEraserThroughTheProtocol(t *testing.T) {
+	s := newStack(t)
+	w := work(videogenv1alpha1.CapabilityEraser)
+	w.Inputs.SourceVideoURL = s.serve(testmedia.WatermarkedVideo(t, s.media, 2))
+
+	obs := s.runTask(t, w)
+	info := testmedia.Probe(t, download(t, obs.Result.URL))
+	if info.Width != testmedia.Width || !info.HasAudio || obs.Result.Metadata["overlays_removed"] != "1" {
+		t.Errorf("result %+v, probe %+v", obs.Result, info)
+	}
+}
+
+func TestInputsOnPrivateAddressesFailTheStage(t *testing.T) {
+	s := newStack(t)
+	w := work(videogenv1alpha1.CapabilityEraser)
+	w.Stage, w.Key = videogenv1alpha1.StageAnalyze, "acme/t/uid/analyze"
+	w.Inputs.SourceVideoURL = "http://169.254.169.254/latest/meta-data/video.mp4"
+	handle, err := s.client.Submit(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs := s.await(t, w, handle); obs.State != generation.Failed || obs.Message == "" {
+		t.Errorf("observation = %+v, want a failed stage that says why", obs)
+	}
+}
+
+func TestARefusedRequestIsAPermanentError(t *testing.T) {
+	s := newStack(t)
+	w := work(videogenv1alpha1.CapabilityEraser) // without a source video
+	w.Stage, w.Key = videogenv1alpha1.StageAnalyze, "acme/t/uid/analyze"
+	if _, err := s.client.Submit(context.Background(), w); !generation.IsPermanent(err) {
+		t.Fatalf("err = %v, want permanent", err)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	s := newStack(t)
+	resp, err := http.Get(s.worker.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestEndToEndShortThroughTheProtocol(t *testing.T) {
+	s := newStack(t)
+	w := work(videogenv1alpha1.CapabilityShort)
+	w.TemplateMediaURL = s.serve(testmedia.FaceVideo(t, s.media, 2))
+	w.Inputs.FaceImageURL = s.serve(testmedia.OtherFace(t, s.media))
+
+	obs := s.runTask(t, w)
+	info := testmedia.Probe(t, download(t, obs.Result.URL))
+	if info.Width != testmedia.Width || info.Height != testmedia.Height || info.FPS != testmedia.Rate || !info.HasAudio {
+		t.Errorf("result %+v, probe %+v", obs.Result, info)
+	}
+}
+
+func TestCancelThroughTheProtocolFailsTheStage(t *testing.T) {
+	s := newStack(t)
+	w := work(videogenv1alpha1.CapabilityTemplate)
+	w.Stage, w.Key = videogenv1alpha1.StageRender, "acme/t/uid/render"
+	w.TemplateMediaURL = s.serve(testmedia.MovingVideo(t, s.media, 2, ""))
+	long := int32(600)
+	w.Duration = &long
+	handle, err := s.client.Submit(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.client.Cancel(context.Background(), w, handle); err != nil {
+		t.Fatal(err)
+	}
+	if obs := s.await(t, w, handle); obs.State != generation.Failed || obs.Message != "cancelled" {
+		t.Errorf("after cancel: %+v", obs)
+	}
+}

@@ -1,0 +1,126 @@
+// Package server is the reference worker's HTTP side of the backend protocol
+// (docs/backend-protocol.md): submit, observe and cancel stages, with optional bearer-token
+// authentication and the protocol's one error shape.
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/videogen-dev/videogen-operator/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/worker/capability"
+	"github.com/videogen-dev/videogen-operator/worker/jobs"
+)
+
+// Preparer turns a stage request into work, or refuses it.
+type Preparer interface {
+	Prepare(req httpbackend.StageRequest) (jobs.Func, error)
+}
+
+// Server serves the protocol.
+type Server struct {
+	prep  Preparer
+	table *jobs.Table
+	token string
+	log   *slog.Logger
+}
+
+// New returns a server running prepared stages in table; an empty token disables auth.
+func New(prep Preparer, table *jobs.Table, token string, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{prep: prep, table: table, token: token, log: log}
+}
+
+// maxRequestBytes bounds a submission: it carries URLs and small analyze outputs only.
+const maxRequestBytes = 1 << 20
+
+// Handler routes the protocol's endpoints.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+httpbackend.StagesPath, s.authed(s.submit))
+	mux.HandleFunc("GET "+httpbackend.StagesPath+"/{id}", s.authed(s.observe))
+	mux.HandleFunc("POST "+httpbackend.StagesPath+"/{id}/cancel", s.authed(s.cancel))
+	return mux
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	var req httpbackend.StageRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, httpbackend.CodeInvalidRequest, "the body is not a stage request: "+err.Error())
+		return
+	}
+	fn, err := s.prep.Prepare(req)
+	switch {
+	case errors.Is(err, capability.ErrUnsupported):
+		writeError(w, http.StatusUnprocessableEntity, httpbackend.CodeUnsupported, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusUnprocessableEntity, httpbackend.CodeInvalidRequest, err.Error())
+		return
+	}
+	st, created, err := s.table.Start(req.Key, fn)
+	if errors.Is(err, jobs.ErrBusy) {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, httpbackend.CodeBusy, err.Error())
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, httpbackend.CodeInternal, err.Error())
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+		s.log.Info("stage started", "id", st.ID, "key", req.Key, "capability", req.Capability, "stage", req.Stage)
+	}
+	writeJSON(w, code, st)
+}
+
+func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
+	st, ok := s.table.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, httpbackend.CodeNotFound, "no stage "+r.PathValue("id")+" (unknown, or forgotten after its result TTL)")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// cancel answers 204 even for unknown stages: cancelling what is gone is not an error.
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	if s.table.Cancel(r.PathValue("id")) {
+		s.log.Info("stage cancelled", "id", r.PathValue("id"))
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
+	if s.token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(strings.TrimSpace(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen-worker"`)
+			writeError(w, http.StatusUnauthorized, httpbackend.CodeUnauthorized, "a valid bearer token is required")
+			return
+		}
+		next(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, errCode, message string) {
+	writeJSON(w, code, httpbackend.ErrorBody{Error: httpbackend.ErrorDetail{Code: errCode, Message: message}})
+}
