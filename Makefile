@@ -89,8 +89,18 @@ test-fuzz: ## Run every fuzz target for FUZZTIME (an exec count like 200000x, or
 build: manifests generate fmt vet ## Build the manager binary.
 	go build -o bin/manager ./cmd/manager
 
+BINARIES := manager apiserver worker videogenctl videogen-local
+
+.PHONY: build-all
+build-all: ## Build every binary into bin/.
+	@for b in $(BINARIES); do go build -o bin/$$b ./cmd/$$b || exit 1; done
+
 .PHONY: run
-run: manifests generate ## Run the manager against the cluster in your kubeconfig.
+run: setup-envtest build-all ## Run the whole service locally (control plane, manager, apiserver, worker) with demo data.
+	bin/videogen-local
+
+.PHONY: run-manager
+run-manager: manifests generate ## Run only the manager against the cluster in your kubeconfig.
 	go run ./cmd/manager --metrics-secure=false
 
 .PHONY: docker-build

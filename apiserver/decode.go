@@ -40,7 +40,9 @@ func writeRequestError(w http.ResponseWriter, r *http.Request, err error) bool {
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		// curl -d labels bodies application/x-www-form-urlencoded unless told otherwise; the
+		// body is still parsed as JSON, so copy-pasted examples work.
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json") && mt != "application/x-www-form-urlencoded") {
 			return &requestError{status: http.StatusUnsupportedMediaType, code: httpjson.CodeUnsupportedMedia,
 				message: fmt.Sprintf("Content-Type must be application/json, not %q", ct)}
 		}

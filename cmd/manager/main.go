@@ -9,12 +9,15 @@ import (
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/generation/backends"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/netguard"
 	"github.com/videogen-dev/videogen-operator/taskwebhooks"
@@ -44,6 +47,9 @@ func main() {
 	flag.DurationVar(&opts.HoldGracePeriod, "hold-grace-period", opts.HoldGracePeriod,
 		"How long frozen points may wait for their task to appear (or stay after it was deleted) before they are refunded.")
 	opts.PaymentEvents.BindFlags(flag.CommandLine)
+	var backendsConfig string
+	flag.StringVar(&backendsConfig, "backends-config", "",
+		"YAML file saying which generation backend (HTTP or Kubernetes Jobs) serves which capability; see docs/backend-protocol.md and docs/job-backend.md.")
 	var (
 		webhookSchedule, allowPrivate string
 		webhookTimeout                time.Duration
@@ -85,7 +91,16 @@ func main() {
 	if secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	var backendFile backends.File
+	if backendsConfig != "" {
+		if backendFile, err = backends.Read(backendsConfig); err != nil {
+			log.Error(err, "bad --backends-config")
+			os.Exit(2)
+		}
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		// Job backends watch only the Jobs and Pods they create.
+		Cache:                         cache.Options{ByObject: backendFile.CacheByObject()},
 		Scheme:                        scheme.New(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,
@@ -97,11 +112,21 @@ func main() {
 		log.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
+	if opts.Backends, err = backendFile.Routes(mgr.GetClient()); err != nil {
+		log.Error(err, "unable to build the generation backends")
+		os.Exit(1)
+	}
 	if _, err := controllers.Setup(mgr, opts); err != nil {
 		log.Error(err, "unable to set up controllers")
 		os.Exit(1)
 	}
-	log.Info("no generation backends are configured yet: tasks are priced and frozen, then wait until their timeout and are refunded")
+	for _, c := range videogenv1alpha1.Capabilities {
+		if name, _, ok := opts.Backends.Route(c); ok {
+			log.Info("generation backend", "capability", c, "backend", name)
+		} else {
+			log.Info("no generation backend serves this capability: its tasks wait until their timeout and are refunded (see --backends-config)", "capability", c)
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "unable to set up health check")
 		os.Exit(1)

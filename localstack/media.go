@@ -1,0 +1,72 @@
+package localstack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// FacePhoto is a public-domain portrait (Grace Hopper) that Debian's python-matplotlib-data
+// package ships; the demo templates are made from it so that face detection finds a face.
+const FacePhoto = "/usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg"
+
+type demoMedia struct {
+	portrait, portraitCover, face, countdown, countdownCover, watermarked, poseImage string
+}
+
+// makeMedia renders the demo media with ffmpeg into the worker's blob directory (once), so the
+// worker serves them like any other blob and the demo needs nothing from the internet.
+func (s *Stack) makeMedia(ctx context.Context) (demoMedia, error) {
+	if _, err := os.Stat(FacePhoto); err != nil {
+		return demoMedia{}, fmt.Errorf("%s is missing: apt-get install python-matplotlib-data", FacePhoto)
+	}
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		return demoMedia{}, fmt.Errorf("ffmpeg is missing: apt-get install ffmpeg")
+	}
+	dir := s.path("worker-blobs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return demoMedia{}, err
+	}
+	fit := "scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1"
+	watermark := "drawbox=x=230:y=190:w=70:h=35:color=white:t=fill,drawbox=x=238:y=198:w=54:h=19:color=black:t=fill"
+	recipes := []struct {
+		name string
+		args []string
+	}{
+		{"portrait.mp4", []string{"-loop", "1", "-framerate", "15", "-i", FacePhoto, "-f", "lavfi", "-i", "sine=frequency=440:duration=3",
+			"-vf", fit + ",zoompan=z='1+0.0015*on':d=1:s=320x240:fps=15", "-t", "3",
+			"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"}},
+		{"portrait-cover.jpg", []string{"-i", FacePhoto, "-vf", fit, "-frames:v", "1"}},
+		{"face.jpg", []string{"-i", FacePhoto, "-vf", "hflip,hue=h=25:s=1.1", "-frames:v", "1"}},
+		{"countdown.mp4", []string{"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=15:duration=4", "-f", "lavfi", "-i", "sine=frequency=330:duration=4",
+			"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"}},
+		{"countdown-cover.png", []string{"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=1:duration=1", "-frames:v", "1"}},
+		{"watermarked.mp4", []string{"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=15:duration=3", "-f", "lavfi", "-i", "sine=frequency=550:duration=3",
+			"-vf", "scroll=h=0.01:v=0.007," + watermark, "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"}},
+		{"pose.png", []string{"-i", FacePhoto, "-vf", "scale=320:-2", "-frames:v", "1"}},
+	}
+	var m demoMedia
+	targets := []*string{&m.portrait, &m.portraitCover, &m.face, &m.countdown, &m.countdownCover, &m.watermarked, &m.poseImage}
+	for i, r := range recipes {
+		// Blob names are 32 hex digits: derive them from the recipe so reruns find the files.
+		sum := sha256.Sum256([]byte("localstack-v1/" + r.name))
+		name := hex.EncodeToString(sum[:16]) + filepath.Ext(r.name)
+		out := filepath.Join(dir, name)
+		if _, err := os.Stat(out); err != nil {
+			tmp := filepath.Join(dir, ".tmp-"+r.name)
+			args := append(append([]string{"-hide_banner", "-loglevel", "error", "-y"}, r.args...), tmp)
+			if b, err := exec.CommandContext(ctx, "ffmpeg", args...).CombinedOutput(); err != nil {
+				return demoMedia{}, fmt.Errorf("making demo media %s: %v\n%s", r.name, err, b)
+			}
+			if err := os.Rename(tmp, out); err != nil {
+				return demoMedia{}, err
+			}
+		}
+		*targets[i] = s.WorkerURL + "/v1/blobs/" + name
+	}
+	return m, nil
+}
