@@ -79,6 +79,10 @@ test: setup-envtest setup-versitygw verify-generated verify-proto lint verify-ma
 	go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
+.PHONY: test-e2e
+test-e2e: setup-envtest ## Run the end-to-end suite against the local stack (real processes); part of make test.
+	go test ./test/e2e/ -count=1 -timeout 20m -ginkgo.v
+
 .PHONY: test-fuzz
 test-fuzz: ## Run every fuzz target for FUZZTIME (an exec count like 200000x, or a duration).
 	hack/fuzz.sh $(FUZZTIME)

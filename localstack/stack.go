@@ -2,6 +2,7 @@ package localstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -162,8 +163,10 @@ func (s *Stack) waitReady(ctx context.Context) error {
 	}
 }
 
+// ready: the worker is healthy, the API knows the demo key, and the manager has credited the
+// demo account's welcome top-up (so the first request a newcomer sends can be paid for).
 func (s *Stack) ready(ctx context.Context) bool {
-	for _, probe := range []struct{ url, key string }{{s.APIURL + "/v1/balance", s.DemoKey}, {s.WorkerURL + "/healthz", ""}} {
+	for _, probe := range []struct{ url, key string }{{s.WorkerURL + "/healthz", ""}, {s.APIURL + "/v1/balance", s.DemoKey}} {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, probe.url, nil)
 		if probe.key != "" {
 			req.Header.Set("Authorization", "Bearer "+probe.key)
@@ -172,8 +175,12 @@ func (s *Stack) ready(ctx context.Context) bool {
 		if err != nil {
 			return false
 		}
+		var b struct {
+			Credited int64 `json:"credited"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&b)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode != http.StatusOK || (probe.key != "" && b.Credited == 0) {
 			return false
 		}
 	}

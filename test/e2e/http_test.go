@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	. "github.com/onsi/gomega"
+)
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json() map[string]any {
+	var m map[string]any
+	ExpectWithOffset(1, json.Unmarshal(r.body, &m)).To(Succeed(), "%s", r.body)
+	return m
+}
+
+func (r reply) code() string {
+	e, _ := r.json()["error"].(map[string]any)
+	ExpectWithOffset(1, e).NotTo(BeNil(), "%s", r.body)
+	return e["code"].(string)
+}
+
+// call sends a request to the REST API with key; body may be nil, a string or a JSON value.
+func call(method, path, key string, body any, headers ...string) reply {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	default:
+		raw, err := json.Marshal(b)
+		Expect(err).NotTo(HaveOccurred())
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, sys.apiURL+path, rd)
+	Expect(err).NotTo(HaveOccurred())
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
+}
+
+func balance(key string) map[string]any {
+	r := call("GET", "/v1/balance", key, nil)
+	Expect(r.status).To(Equal(http.StatusOK), "%s", r.body)
+	return r.json()
+}
+
+func points(key, field string) int64 { return int64(balance(key)[field].(float64)) }
+
+// waitStatus polls a task until it reaches a terminal status and returns it.
+func waitTerminal(key, id string) map[string]any {
+	var task map[string]any
+	Eventually(func() string {
+		task = call("GET", "/v1/tasks/"+id, key, nil).json()
+		s, _ := task["status"].(string)
+		if s == "succeeded" || s == "failed" || s == "canceled" {
+			return "done"
+		}
+		return s
+	}).Should(Equal("done"))
+	return task
+}
+
+// download fetches a result URL.
+func download(url string) []byte {
+	resp, err := http.Get(url)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}

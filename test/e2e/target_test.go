@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/localstack"
+)
+
+// target is the system under test, reached only from outside: its REST API, a kubeconfig
+// (for kubectl-equivalent calls and the CLI), and the demo data it was seeded with.
+//
+// E2E_MODE=local (the default) starts the local stack as real processes. E2E_MODE=kind uses a
+// cluster that hack/kind-e2e.sh deployed, described by:
+//
+//	E2E_API_URL, E2E_API_KEY, E2E_KUBECONFIG, E2E_SHORT_TEMPLATE, E2E_TEMPLATE_TEMPLATE,
+//	E2E_POSE_TEMPLATE, E2E_FACE_URL, E2E_VIDEO_URL, E2E_SYSTEM_NAMESPACE
+type target struct {
+	mode       string
+	apiURL     string
+	apiKey     string
+	kubeconfig string
+	demo       localstack.Demo
+	systemNS   string
+	account    string
+	k8s        client.Client
+	binDir     string
+	// local says whether this machine's loopback is reachable from the system (receivers).
+	local bool
+}
+
+var sys *target
+
+func startTarget(ctx context.Context) (*target, func()) {
+	t := &target{mode: os.Getenv("E2E_MODE")}
+	if t.mode == "" {
+		t.mode = "local"
+	}
+	root, err := testenv.ModuleRoot()
+	Expect(err).NotTo(HaveOccurred())
+	t.binDir = GinkgoT().TempDir()
+	By("building the binaries")
+	for _, b := range []string{"manager", "apiserver", "worker", "videogenctl"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(t.binDir, b), "./cmd/"+b)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "go build %s: %s", b, out)
+	}
+	stop := func() {}
+	switch t.mode {
+	case "local":
+		By("starting the local stack")
+		s, err := localstack.Start(ctx, localstack.Config{
+			DataDir: GinkgoT().TempDir(), BinDir: t.binDir,
+			APIAddress: freeAddr(), WorkerAddress: freeAddr(), DemoPoints: 1000, Log: GinkgoWriter,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		stop = s.Stop
+		t.apiURL, t.apiKey, t.kubeconfig, t.demo = s.APIURL, s.DemoKey, s.Kubeconfig, s.Demo
+		t.systemNS, t.account, t.local = localstack.SystemNamespace, localstack.DemoAccount, true
+	case "kind":
+		get := func(name string) string {
+			v := os.Getenv(name)
+			Expect(v).NotTo(BeEmpty(), "E2E_MODE=kind needs %s (hack/kind-e2e.sh sets it)", name)
+			return v
+		}
+		t.apiURL, t.apiKey, t.kubeconfig = get("E2E_API_URL"), get("E2E_API_KEY"), get("E2E_KUBECONFIG")
+		t.demo = localstack.Demo{ShortTemplate: get("E2E_SHORT_TEMPLATE"), TemplateTemplate: get("E2E_TEMPLATE_TEMPLATE"),
+			PoseTemplate: get("E2E_POSE_TEMPLATE"), FaceURL: get("E2E_FACE_URL"), VideoURL: get("E2E_VIDEO_URL")}
+		t.systemNS, t.account = get("E2E_SYSTEM_NAMESPACE"), "demo"
+	default:
+		Fail(fmt.Sprintf("E2E_MODE must be local or kind, not %q", t.mode))
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", t.kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	t.k8s, err = client.New(restCfg, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	return t, stop
+}
+
+// requireLoopback skips specs whose receivers run on this machine when the system cannot reach it.
+func requireLoopback() {
+	if !sys.local {
+		Skip("needs a receiver on this machine, which a kind cluster cannot reach")
+	}
+}
+
+// cli runs the videogenctl binary against the target.
+func cli(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(sys.binDir, "videogenctl"), append(args, "--kubeconfig", sys.kubeconfig, "--key-namespace", sys.systemNS)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
