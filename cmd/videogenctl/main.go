@@ -21,10 +21,12 @@ Usage:
   videogenctl apikey list [--account NAME]
   videogenctl apikey revoke ID
   videogenctl topup ACCOUNT AMOUNT --reference REF [--note TEXT] [--no-wait]
+  videogenctl tasks [--account NAME] [--limit N]
+  videogenctl connectors                       payment connectors and their webhook secrets
 
 Global flags (before or after the command):
   --kubeconfig PATH        kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)
-  --key-namespace NAME     namespace of the API key Secrets (default videogen-system)
+  --key-namespace NAME     the operator's namespace: API key and connector Secrets (default videogen-system)
   -o, --output FORMAT      table (default), json or yaml
 `
 
@@ -57,8 +59,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	cmd := args[0]
-	if cmd == "topup" {
+	switch cmd {
+	case "topup":
 		return topUpCommand(ctx, args[1:], out)
+	case "tasks":
+		return tasksCommand(ctx, args[1:], out)
+	case "connectors":
+		return connectorsCommand(ctx, args[1:], out)
 	}
 	if len(args) < 2 {
 		return fmt.Errorf("%q needs a subcommand; see videogenctl help", cmd)

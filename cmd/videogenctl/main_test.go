@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
@@ -102,6 +104,38 @@ func TestAdministratorWorkflow(t *testing.T) {
 	out, err = cli("account", "show", "acme", "-o", "yaml")
 	if err != nil || !strings.Contains(out, "balance: 500") || !strings.Contains(out, "reference: INV-1") {
 		t.Fatalf("account show: %v\n%s", err, out)
+	}
+
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-listed"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	out, err = cli("tasks", "--account", "acme")
+	if err != nil || !regexp.MustCompile(`acme\s+vt-listed\s+video.eraser\s+queued`).MatchString(out) {
+		t.Fatalf("tasks: %v\n%s", err, out)
+	}
+	stripeSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: "stripe",
+		Labels: map[string]string{"videogen.dev/webhook-connector": "stripe"}}, StringData: map[string]string{"secret": "whsec_x"}}
+	if err := c.Create(ctx, stripeSecret); err != nil {
+		t.Fatal(err)
+	}
+	out, err = cli("connectors", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []map[string]any
+	if err := json.Unmarshal([]byte(out), &conns); err != nil || len(conns) != 6 {
+		t.Fatalf("connectors: %v\n%s", err, out)
+	}
+	for _, conn := range conns {
+		if ready := conn["connector"] == "stripe"; conn["ready"] != ready {
+			t.Errorf("connector %v ready = %v, want %v", conn["connector"], conn["ready"], ready)
+		}
+	}
+	if strings.Contains(out, "whsec_x") {
+		t.Fatal("connectors printed a secret")
 	}
 
 	if _, err := cli("apikey", "revoke", issued["id"]); err != nil {

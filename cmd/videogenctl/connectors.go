@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
+	"github.com/videogen-dev/videogen-operator/connectors/all"
+)
+
+// connectorRow says whether a payment connector can verify webhooks, never the secrets.
+type connectorRow struct {
+	Connector      string   `json:"connector"`
+	Secrets        []string `json:"secrets"`
+	SigningSecrets int      `json:"signingSecrets"`
+	Ready          bool     `json:"ready"`
+	Problem        string   `json:"problem,omitempty"`
+}
+
+// connectorsCommand shows, per connector, the Secrets that hold its webhook secrets.
+func connectorsCommand(ctx context.Context, args []string, out io.Writer) error {
+	var g globals
+	fs := flag.NewFlagSet("connectors", flag.ContinueOnError)
+	g.bind(fs)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := g.kubeClient()
+	if err != nil {
+		return err
+	}
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.InNamespace(g.keyNamespace), client.HasLabels{connectorsecrets.LabelConnector}); err != nil {
+		return err
+	}
+	var rows []connectorRow
+	for _, conn := range all.Connectors() {
+		row := connectorRow{Connector: conn.Name(), Secrets: []string{}}
+		for _, s := range secrets.Items {
+			if !strings.EqualFold(s.Labels[connectorsecrets.LabelConnector], conn.Name()) {
+				continue
+			}
+			row.Secrets = append(row.Secrets, s.Name)
+			for _, k := range []string{connectorsecrets.KeySecret, connectorsecrets.KeyAdditionalSecret} {
+				if len(strings.TrimSpace(string(s.Data[k]))) > 0 {
+					row.SigningSecrets++
+				}
+			}
+		}
+		row.Ready = row.SigningSecrets > 0
+		if !row.Ready {
+			row.Problem = fmt.Sprintf("no Secret labelled %s=%s with a %q key in namespace %s: webhooks from %s get 401",
+				connectorsecrets.LabelConnector, conn.Name(), connectorsecrets.KeySecret, g.keyNamespace, conn.Name())
+		}
+		rows = append(rows, row)
+	}
+	return g.print(out, rows, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "CONNECTOR\tREADY\tSECRETS\tSIGNING SECRETS")
+		for _, r := range rows {
+			fmt.Fprintf(w, "%s\t%v\t%s\t%d\n", r.Connector, r.Ready, orDash(strings.Join(r.Secrets, ",")), r.SigningSecrets)
+		}
+	})
+}
