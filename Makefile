@@ -107,19 +107,44 @@ run: setup-envtest build-all ## Run the whole service locally (control plane, ma
 run-manager: manifests generate ## Run only the manager against the cluster in your kubeconfig.
 	go run ./cmd/manager --metrics-secure=false
 
+# The worker image (Dockerfile.worker: the reference worker with ffmpeg and facedetect).
+WORKER_IMG ?= videogen-worker:latest
+# Extra `docker build` flags for it, e.g. --build-arg EXTRA_PACKAGES=python-matplotlib-data.
+WORKER_BUILD_ARGS ?=
+# Which kustomization deploy, undeploy and build-installer render: config/default, or an overlay
+# such as config/prometheus (adds a ServiceMonitor) or config/e2e (the kind test cluster).
+DEPLOY_DIR ?= config/default
+KIND_CLUSTER ?= videogen-e2e
+
 .PHONY: docker-build
-docker-build: ## Build the manager image.
+docker-build: docker-build-worker ## Build both images: the operator (IMG) and the worker (WORKER_IMG).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
+.PHONY: docker-build-worker
+docker-build-worker: ## Build the reference worker image (WORKER_IMG).
+	$(CONTAINER_TOOL) build $(WORKER_BUILD_ARGS) -f Dockerfile.worker -t $(WORKER_IMG) .
+
 .PHONY: docker-push
-docker-push: ## Push the manager image.
+docker-push: ## Push both images.
 	$(CONTAINER_TOOL) push $(IMG)
+	$(CONTAINER_TOOL) push $(WORKER_IMG)
+
+.PHONY: kind-load
+kind-load: ## Load both images into the kind cluster KIND_CLUSTER (instead of pushing them).
+	kind load docker-image --name $(KIND_CLUSTER) $(IMG) $(WORKER_IMG)
+
+# RENDER prints DEPLOY_DIR with IMG and WORKER_IMG set. `kustomize edit set image` runs on a
+# copy of config/ in bin/render, so the committed kustomization.yaml files never change.
+RENDER_DIR := $(CURDIR)/bin/render
+RENDER = rm -rf $(RENDER_DIR) && mkdir -p $(RENDER_DIR) && cp -R config $(RENDER_DIR)/ && \
+	(cd $(RENDER_DIR)/config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+	(cd $(RENDER_DIR)/config/worker && $(KUSTOMIZE) edit set image worker=$(WORKER_IMG)) && \
+	$(KUSTOMIZE) build $(RENDER_DIR)/$(DEPLOY_DIR)
 
 .PHONY: build-installer
-build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC and the manager in one file.
+build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC, manager and worker with IMG and WORKER_IMG.
 	mkdir -p dist
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default > dist/install.yaml
+	$(RENDER) > dist/install.yaml
 
 ##@ Deployment
 
@@ -132,13 +157,24 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every object of them!)
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests $(KUSTOMIZE) ## Deploy the operator to the cluster in your kubeconfig.
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+deploy: manifests $(KUSTOMIZE) ## Deploy DEPLOY_DIR (default config/default) with IMG and WORKER_IMG to the cluster in your kubeconfig.
+	$(RENDER) | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: $(KUSTOMIZE) ## Remove the operator from the cluster.
-	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: $(KUSTOMIZE) ## Remove DEPLOY_DIR from the cluster, CRDs (and every task, account, ...) included.
+	$(KUSTOMIZE) build $(DEPLOY_DIR) | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: test-e2e-kind
+test-e2e-kind: ## Run the e2e suite against a throwaway kind cluster (needs Docker and kind; skips without them).
+	hack/kind-e2e.sh
 
 $(KUSTOMIZE): hack/tools/go.mod hack/tools/go.sum
 	go build -modfile=hack/tools/go.mod -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+##@ Chaos
+
+CHAOS_TIMEOUT ?= 60m
+
+.PHONY: test-chaos
+test-chaos: setup-envtest ## Crash and fault survival against the local stack; scale with CHAOS_TASKS=3000 CHAOS_DURATION=10m.
+	go test ./test/chaos/ -run '^TestChaos$$' -count=1 -timeout $(CHAOS_TIMEOUT) -v

@@ -46,6 +46,10 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Get(ctx, req.NamespacedName, acct); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	for state, v := range map[string]int64{"balance": acct.Status.Balance, "frozen": acct.Status.Frozen,
+		"spent": acct.Status.Spent, "credited": acct.Status.Credited} {
+		accountPoints.WithLabelValues(acct.Namespace, state).Set(float64(v))
+	}
 	if err := r.updateConditions(ctx, acct); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil

@@ -79,6 +79,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 			Recorder: mgr.GetEventRecorder("paymentevent-controller"), Options: opts.PaymentEvents,
 		}},
 	}
+	tasksByPhase.use(mgr.GetClient(), mgr.Elected())
 	for _, s := range steps {
 		if err := s.r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", s.name, err)

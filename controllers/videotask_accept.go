@@ -72,6 +72,7 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 		return err
 	}
 	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Reject", "%s", message)
+	tasksFinished.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase), reason).Inc()
 	return nil
 }
 

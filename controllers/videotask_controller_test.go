@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/generation"
@@ -48,6 +49,14 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(complete.Reason).To(Equal(videogenv1alpha1.ReasonSucceeded))
 		Expect(complete.ObservedGeneration).To(Equal(done.Generation))
 		expectBalanced(ns, 70, 0, 30)
+		Expect(metricValue("videogen_points_moved_total", map[string]string{"namespace": ns, "operation": "deduct"})).To(Equal(30.0))
+		Expect(metricValue("videogen_points_moved_total", map[string]string{"namespace": ns, "operation": "freeze"})).To(Equal(30.0))
+		Expect(metricValue("videogen_tasks_finished_total", map[string]string{"capability": "video.short", "outcome": "succeeded"})).
+			To(BeNumerically(">=", 1))
+		Eventually(func() float64 {
+			return metricValue("videogen_account_points", map[string]string{"namespace": ns, "state": "spent"})
+		}).Should(Equal(30.0))
+		Expect(metricValue("videogen_tasks", map[string]string{"capability": "video.short", "phase": "Succeeded"})).To(BeNumerically(">=", 1))
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElements(
 			videogenv1alpha1.ReasonFrozen, "StageStarted", videogenv1alpha1.ReasonSucceeded, "Deducted"))
 	})
@@ -211,4 +220,31 @@ func eventReasons(ns, regarding string) []string {
 		}
 	}
 	return reasons
+}
+
+// metricValue sums the samples of a counter or gauge in the manager's registry whose labels
+// include want.
+func metricValue(name string, want map[string]string) float64 {
+	families, err := crmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	samples:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue samples
+				}
+			}
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return total
 }

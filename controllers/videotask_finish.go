@@ -39,6 +39,9 @@ func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(task, nil, eventType, end.reason, "Finish", "%s", end.message)
+	tasksFinished.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase), end.reason).Inc()
+	taskDuration.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase)).
+		Observe(now.Sub(task.CreationTimestamp.Time).Seconds())
 	return r.reconcileFinished(ctx, task)
 }
 

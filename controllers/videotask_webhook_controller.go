@@ -119,6 +119,10 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(task, nil, eventType, reason, "Webhook", "%s", note)
+	webhookAttempts.WithLabelValues(attemptOutcome[reason]).Inc()
+	if d.State == videogenv1alpha1.WebhookDelivered && task.Status.CompletedAt != nil {
+		webhookLatency.Observe(now.Sub(task.Status.CompletedAt.Time).Seconds())
+	}
 	if d.NextAttemptAt != nil {
 		return ctrl.Result{RequeueAfter: d.NextAttemptAt.Sub(now)}, nil
 	}
@@ -131,6 +135,9 @@ func (r *VideoTaskWebhookReconciler) schedule() []time.Duration {
 	}
 	return taskwebhooks.DefaultSchedule
 }
+
+// attemptOutcome names the attempt outcomes of videogen_task_webhook_attempts_total.
+var attemptOutcome = map[string]string{"WebhookDelivered": "delivered", "WebhookRetrying": "retry", "WebhookStopped": "gone", "WebhookFailed": "gave_up"}
 
 // WebhookID is the webhook-id of a task's completion webhook: one terminal state per task, so
 // one id per task.

@@ -210,6 +210,7 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 		err := l.writer.Status().Update(ctx, work)
 		if err == nil {
 			fill(results, work.Status.Balance)
+			countMoves(namespace, batch, results)
 			return results, work
 		}
 		if !apierrors.IsConflict(err) {

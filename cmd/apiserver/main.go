@@ -139,7 +139,13 @@ func run() error {
 	}
 
 	// Payment webhooks: POST /v1/webhooks/{connector}, verified and stored as PaymentEvents.
-	ingress, err := webhookingress.Setup(ctx, restCfg, mgr.GetClient(), webhooks, crmetrics.Registry)
+	// The ingress only creates PaymentEvents (and reads one back on a duplicate): a direct
+	// client, so no cluster-wide PaymentEvent informer is started for a namespaced Role.
+	direct, err := client.New(restCfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	ingress, err := webhookingress.Setup(ctx, restCfg, direct, webhooks, crmetrics.Registry)
 	if err != nil {
 		return err
 	}

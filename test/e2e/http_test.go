@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"strings"
 
 	. "github.com/onsi/gomega"
 )
@@ -80,8 +82,12 @@ func waitTerminal(key, id string) map[string]any {
 	return task
 }
 
-// download fetches a result URL.
+// download fetches a result URL. In kind mode result URLs name the worker's in-cluster
+// Service; E2E_WORKER_PUBLIC_URL (that prefix) is swapped for E2E_WORKER_URL (a port-forward).
 func download(url string) []byte {
+	if public, local := os.Getenv("E2E_WORKER_PUBLIC_URL"), os.Getenv("E2E_WORKER_URL"); public != "" && local != "" {
+		url = strings.Replace(url, public, local, 1)
+	}
 	resp, err := http.Get(url)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()

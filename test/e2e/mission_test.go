@@ -223,7 +223,7 @@ var _ = Describe("The service, from outside", func() {
 		mac.Write([]byte(ts + "." + string(payload)))
 		good := "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
 
-		Expect(post("t="+ts+",v1="+strings.Repeat("0", 64)).status).To(Equal(http.StatusUnauthorized))
+		Expect(post("t=" + ts + ",v1=" + strings.Repeat("0", 64)).status).To(Equal(http.StatusUnauthorized))
 		// The connector secret reaches the apiserver's cache within moments.
 		Eventually(func() int { return post(good).status }).Should(Equal(http.StatusOK))
 		again := post(good)

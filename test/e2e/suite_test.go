@@ -13,9 +13,9 @@ import (
 )
 
 var (
-	ctx      context.Context
-	cancel   context.CancelFunc
-	stopSys  func()
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopSys func()
 )
 
 func TestE2E(t *testing.T) {

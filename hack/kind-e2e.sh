@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Runs the e2e suite (test/e2e) against videogen deployed to a throwaway kind cluster, the way
+# `make deploy` installs it: both images built and loaded into the nodes, config/e2e applied,
+# the demo data of config/e2e/demo, an API key from videogenctl. `make test-e2e-kind` calls it.
+#
+# Needs Docker (a running engine), kind, kubectl, Go and curl. Without a Docker engine or kind
+# it prints why and exits 0, so it is safe to call anywhere.
+#
+#   hack/kind-e2e.sh [go test flags...]       e.g. hack/kind-e2e.sh -ginkgo.focus=eraser
+#
+# Knobs: KIND_CLUSTER (default videogen-e2e), KEEP_CLUSTER=1 keeps the cluster (and prints how
+# to reach it) instead of deleting it at the end.
+#
+# What the suite gets (test/e2e/target_test.go reads these with E2E_MODE=kind):
+#   E2E_MODE=kind
+#   E2E_API_URL            http://127.0.0.1:<port>, a port-forward to the API Service
+#   E2E_API_KEY            vg_… for account "demo" (videogenctl apikey create)
+#   E2E_KUBECONFIG         the kind cluster's kubeconfig (cluster-admin)
+#   E2E_SYSTEM_NAMESPACE   videogen-system (API key, connector and signing Secrets; PaymentEvents)
+#   E2E_SHORT_TEMPLATE     demo-portrait   (video.short, 30 points)
+#   E2E_TEMPLATE_TEMPLATE  demo-countdown  (video.template, 2–10 s)
+#   E2E_POSE_TEMPLATE      demo-pose       (image.pose, 15 points)
+#   E2E_FACE_URL           a face photo, E2E_VIDEO_URL a watermarked video: URLs on the worker's
+#                          blob store, reachable from inside the cluster only
+#   E2E_WORKER_URL         http://127.0.0.1:<port>, a port-forward to the worker Service
+#   E2E_WORKER_PUBLIC_URL  the in-cluster base of result URLs (the worker's --public-url):
+#                          replace it with E2E_WORKER_URL to download a task's result
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+skip() {
+  echo "kind-e2e: skipped: $*"
+  exit 0
+}
+command -v docker >/dev/null 2>&1 || skip "no Docker engine (docker is not installed)"
+docker info >/dev/null 2>&1 || skip "no Docker engine (docker info failed)"
+command -v kind >/dev/null 2>&1 || skip "kind not installed (https://kind.sigs.k8s.io)"
+for tool in kubectl go curl; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "kind-e2e: $tool is required" >&2; exit 1; }
+done
+
+cluster=${KIND_CLUSTER:-videogen-e2e}
+img=videogen-operator:e2e      # the tags config/e2e expects
+worker_img=videogen-worker:e2e
+ns=videogen-system
+workdir=$(mktemp -d)
+export KUBECONFIG=$workdir/kubeconfig
+pids=()
+
+log() { echo "kind-e2e: $*"; }
+
+# diagnose prints what a failed run needs to be understood, before the cluster goes.
+diagnose() {
+  log "--- state of the cluster"
+  kubectl get pods,deployments,services -A -o wide || true
+  kubectl -n "$ns" describe pods || true
+  for target in deployment/videogen-controller-manager deployment/videogen-worker; do
+    log "--- logs of $target"
+    kubectl -n "$ns" logs "$target" --all-containers --tail=200 || true
+  done
+}
+
+cleanup() {
+  local rc=$?
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ "$rc" -ne 0 ] && [ -f "$KUBECONFIG" ]; then diagnose; fi
+  if [ "${KEEP_CLUSTER:-0}" = 1 ]; then
+    log "keeping cluster $cluster: export KUBECONFIG=$KUBECONFIG"
+  else
+    kind delete cluster --name "$cluster" >/dev/null 2>&1 || true
+    rm -rf "$workdir"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+# forward SERVICE PORT: port-forwards a Service to a free local port, in the background.
+forward() {
+  kubectl -n "$ns" port-forward "service/$1" ":$2" >"$workdir/forward-$1.log" 2>&1 &
+  pids+=("$!")
+}
+
+# local_port SERVICE: the local port of SERVICE's port-forward, once it listens.
+local_port() {
+  local out=$workdir/forward-$1.log port
+  for _ in $(seq 1 50); do
+    port=$(sed -n 's/^Forwarding from 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$out" | head -n1)
+    if [ -n "$port" ]; then
+      echo "$port"
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "kind-e2e: port-forward to $1 did not start:" >&2
+  cat "$out" >&2
+  return 1
+}
+
+if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
+  log "deleting the cluster $cluster left by an earlier run"
+  kind delete cluster --name "$cluster"
+fi
+log "creating kind cluster $cluster"
+kind create cluster --name "$cluster" --kubeconfig "$KUBECONFIG" --wait 120s
+
+log "building $img and $worker_img"
+# The worker image gets a public-domain portrait for the demo media (config/e2e).
+make --no-print-directory docker-build IMG="$img" WORKER_IMG="$worker_img" \
+  WORKER_BUILD_ARGS="--build-arg EXTRA_PACKAGES=python-matplotlib-data"
+make --no-print-directory kind-load KIND_CLUSTER="$cluster" IMG="$img" WORKER_IMG="$worker_img"
+
+log "deploying config/e2e"
+make --no-print-directory deploy DEPLOY_DIR=config/e2e IMG="$img" WORKER_IMG="$worker_img"
+kubectl wait --for=condition=Established --timeout=60s crd --all
+kubectl -n "$ns" wait --for=condition=Available --timeout=300s deployment --all
+
+log "creating the demo account and templates"
+bin/kustomize build config/e2e/demo | kubectl apply --server-side -f -
+kubectl -n demo wait --for=condition=Applied --timeout=120s pointtopup/welcome
+
+log "issuing an API key"
+api_key=$(go run ./cmd/videogenctl apikey create --account demo --description "kind e2e" -o json |
+  sed -n 's/.*"key": *"\([^"]*\)".*/\1/p')
+[ -n "$api_key" ] || { echo "kind-e2e: videogenctl printed no key" >&2; exit 1; }
+
+forward videogen-api 80
+forward videogen-worker 8080
+api_port=$(local_port videogen-api)
+worker_port=$(local_port videogen-worker)
+api_url=http://127.0.0.1:$api_port
+log "waiting for the API at $api_url"
+for _ in $(seq 1 60); do
+  if curl -sf -o /dev/null -H "Authorization: Bearer $api_key" "$api_url/v1/balance"; then break; fi
+  sleep 1
+done
+curl -sf -H "Authorization: Bearer $api_key" "$api_url/v1/balance"
+echo
+
+worker_public=http://videogen-worker.$ns.svc:8080
+log "running the e2e suite"
+E2E_MODE=kind \
+E2E_API_URL=$api_url \
+E2E_API_KEY=$api_key \
+E2E_KUBECONFIG=$KUBECONFIG \
+E2E_SYSTEM_NAMESPACE=$ns \
+E2E_SHORT_TEMPLATE=demo-portrait \
+E2E_TEMPLATE_TEMPLATE=demo-countdown \
+E2E_POSE_TEMPLATE=demo-pose \
+E2E_FACE_URL=$worker_public/v1/blobs/540d5c8d27b7a3b254253ba7934516f6.jpg \
+E2E_VIDEO_URL=$worker_public/v1/blobs/8ef5e7e8348da325f029fcaca3e59e3f.mp4 \
+E2E_WORKER_URL=http://127.0.0.1:$worker_port \
+E2E_WORKER_PUBLIC_URL=$worker_public \
+  go test -count=1 -timeout 30m ./test/e2e/ -ginkgo.v "$@"
