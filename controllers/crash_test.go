@@ -110,7 +110,13 @@ var _ = Describe("Crash safety", func() {
 				s := scripts[rand.IntN(len(scripts))]
 				s.Latency = time.Duration(rand.IntN(1500)) * time.Millisecond
 				backend.Set(b.Name(), s)
-				b.Timeout(4 * time.Second).Create()
+				// Tasks that hang time out late enough to still be in flight when the manager dies,
+				// however slow this machine is; the others may finish in the meantime.
+				timeout := 4 * time.Second
+				if s.Render == testbackend.Hang {
+					timeout = 20 * time.Second
+				}
+				b.Timeout(timeout).Create()
 				names = append(names, client.ObjectKey{Namespace: ns, Name: b.Name()})
 			}
 		}
