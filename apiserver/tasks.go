@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -35,6 +36,10 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p apikeys.Princ
 // replica). It answers 404 itself.
 func (s *Server) findTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) (*videogenv1alpha1.VideoTask, bool) {
 	key := client.ObjectKey{Namespace: p.Account, Name: r.PathValue("id")}
+	if len(validation.IsDNS1123Subdomain(key.Name)) > 0 { // ".." or a '/' can name no task
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(key.Name))
+		return nil, false
+	}
 	task := &videogenv1alpha1.VideoTask{}
 	err := s.cfg.Client.Get(r.Context(), key, task)
 	if apierrors.IsNotFound(err) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -50,6 +51,11 @@ func Resolve(ctx context.Context, r client.Reader, namespace string, c videogenv
 	if strings.HasPrefix(ref, videogenv1alpha1.ShortTemplateIDPrefix) {
 		return resolveShort(ctx, r, namespace, c, ref)
 	}
+	// A ref that cannot be an object name ('/', "..") names no template; asking the client
+	// would fail with an invalid-name error instead.
+	if len(validation.IsDNS1123Subdomain(ref)) > 0 {
+		return Template{}, fmt.Errorf("%w: %q", ErrTemplateNotFound, ref)
+	}
 	var t videogenv1alpha1.Template
 	if err := r.Get(ctx, client.ObjectKey{Name: ref}, &t); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -78,6 +84,9 @@ func TermsOf(s *videogenv1alpha1.TemplateSpec) pricing.Terms {
 // FindShortTemplate returns the account's ShortTemplate with public id, or ErrTemplateNotFound.
 // Another account's id is simply not found: ids never leak across namespaces.
 func FindShortTemplate(ctx context.Context, r client.Reader, namespace, id string) (*videogenv1alpha1.ShortTemplate, error) {
+	if len(validation.IsValidLabelValue(id)) > 0 {
+		return nil, fmt.Errorf("%w: %q", ErrTemplateNotFound, id)
+	}
 	var list videogenv1alpha1.ShortTemplateList
 	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{videogenv1alpha1.LabelShortTemplateID: id}); err != nil {
 		return nil, fmt.Errorf("looking up template %q: %w", id, err)

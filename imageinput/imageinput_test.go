@@ -3,12 +3,15 @@ package imageinput
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"strings"
 	"testing"
 )
 
@@ -89,18 +92,20 @@ func TestDecodeBase64Refuses(t *testing.T) {
 // A PNG header claiming 100000×100000 pixels in a few bytes must be refused from the header.
 func TestDecompressionBombRefusedBeforeDecoding(t *testing.T) {
 	bomb := pngOf(t, 1, 1)
-	// IHDR width and height live at bytes 16..24; rewrite them (the CRC is then wrong, but
-	// DecodeConfig reads the header first and the limit check must fire before any decode).
-	copy(bomb[16:20], []byte{0x00, 0x01, 0x86, 0xa0})
-	copy(bomb[20:24], []byte{0x00, 0x01, 0x86, 0xa0})
+	// IHDR width and height live at bytes 16..24; rewrite them and fix the chunk's CRC, so
+	// the header is valid and only the dimension limit can refuse it.
+	binary.BigEndian.PutUint32(bomb[16:20], 100000)
+	binary.BigEndian.PutUint32(bomb[20:24], 100000)
+	binary.BigEndian.PutUint32(bomb[29:33], crc32.ChecksumIEEE(bomb[12:29]))
 	_, err := Check(bomb, DefaultLimits)
-	if !errors.Is(err, ErrInvalid) {
-		t.Fatalf("bomb accepted: %v", err)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Fatalf("bomb: %v, want refused for its dimensions", err)
 	}
 }
 
 func FuzzDecodeBase64(f *testing.F) {
 	f.Add(base64.StdEncoding.EncodeToString(pngOf(f, 3, 3)))
+	f.Add(base64.StdEncoding.EncodeToString(pngOf(f, 300, 20))) // over the fuzz limits: reaches the size check
 	f.Add("data:image/png;base64,AAAA")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {

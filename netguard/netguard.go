@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -110,6 +111,14 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 		}
 		return u, nil
 	}
+	// 2130706433, 0177.0.0.1, 0x7f.0.0.1 and 127.1 are not IP literals to Go, but C's
+	// inet_aton (and so curl, Python and most model servers) reads them as 127.0.0.1.
+	if addr, ok := parseInetAton(host); ok {
+		if !p.AllowedAddr(addr) {
+			return nil, fmt.Errorf("%w: %s (%s)", ErrForbiddenDestination, host, addr)
+		}
+		return u, nil
+	}
 	lower := strings.ToLower(strings.TrimSuffix(host, "."))
 	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
 		if !p.AllowedAddr(netip.MustParseAddr("127.0.0.1")) {
@@ -117,6 +126,49 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 		}
 	}
 	return u, nil
+}
+
+// parseInetAton reads the IPv4 forms inet_aton accepts: one to four dot-separated parts, each
+// decimal, octal (leading 0) or hex (0x), the last part filling the remaining bytes.
+func parseInetAton(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, part := range parts {
+		base, digits := 10, part
+		switch {
+		case strings.HasPrefix(strings.ToLower(part), "0x"):
+			base, digits = 16, part[2:]
+		case len(part) > 1 && part[0] == '0':
+			base, digits = 8, part[1:]
+		}
+		if digits == "" && base != 8 {
+			return netip.Addr{}, false
+		}
+		if digits == "" {
+			digits = "0"
+		}
+		v, err := strconv.ParseUint(digits, base, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		vals[i] = v
+	}
+	var n uint64
+	last := len(vals) - 1
+	for i, v := range vals[:last] {
+		if v > 0xff {
+			return netip.Addr{}, false
+		}
+		n |= v << (24 - 8*uint(i))
+	}
+	if limit := uint64(1)<<(32-8*uint(last)) - 1; vals[last] > limit {
+		return netip.Addr{}, false
+	}
+	n |= vals[last]
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
 // Dialer returns a net.Dialer that refuses connections to forbidden addresses after DNS

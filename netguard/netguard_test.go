@@ -32,13 +32,20 @@ func TestCheckURL(t *testing.T) {
 		"http:///nohost",
 		"not a url at all\x7f",
 		"http://[64:ff9b::a00:1]/x", // NAT64 of 10.0.0.1
+		"http://2130706433/x",       // 127.0.0.1 as one number
+		"http://0177.0.0.1/x",       // octal
+		"http://0x7f.0.0.1/x",       // hex
+		"http://127.1/x",            // short form
+		"http://0xa9fea9fe/x",       // 169.254.169.254
+		"http://10.1/x",
 	}
 	for _, raw := range refused {
 		if _, err := p.CheckURL(raw); err == nil {
 			t.Errorf("CheckURL(%q) accepted a URL it must refuse", raw)
 		}
 	}
-	for _, raw := range []string{"https://cdn.example.com/face.jpg", "http://93.184.216.34/v.mp4", "https://[2606:4700::1]/x"} {
+	for _, raw := range []string{"https://cdn.example.com/face.jpg", "http://93.184.216.34/v.mp4", "https://[2606:4700::1]/x",
+		"http://1570309390/x", "https://123.example.com/x", "http://deadbeef.cafe/x"} {
 		if _, err := p.CheckURL(raw); err != nil {
 			t.Errorf("CheckURL(%q) = %v, want accepted", raw, err)
 		}
@@ -84,4 +91,21 @@ func TestDialerRefusesLoopbackAfterResolution(t *testing.T) {
 		t.Fatalf("GET with loopback allowed: %v", err)
 	}
 	resp.Body.Close()
+}
+
+func TestParseInetAton(t *testing.T) {
+	for in, want := range map[string]string{
+		"2130706433": "127.0.0.1", "0177.0.0.1": "127.0.0.1", "0x7f.0.0.1": "127.0.0.1", "127.1": "127.0.0.1",
+		"10.1": "10.0.0.1", "192.168.257": "192.168.1.1", "0": "0.0.0.0", "0x0A.0": "10.0.0.0",
+	} {
+		got, ok := parseInetAton(in)
+		if !ok || got.String() != want {
+			t.Errorf("parseInetAton(%q) = %v, %v; want %s", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"example.com", "1.2.3.4.5", "256.1.1.1", "08.1.1.1", "0x", "1.2.3.256", "4294967296", "", "a.b"} {
+		if got, ok := parseInetAton(in); ok {
+			t.Errorf("parseInetAton(%q) = %v, want not an address", in, got)
+		}
+	}
 }

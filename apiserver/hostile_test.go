@@ -1,0 +1,214 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"hash/crc32"
+	"image"
+	"image/png"
+	"net/http"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// templates are the official templates a hostile request names.
+type templates struct{ short, adjustable string }
+
+// hostile is one request an attacker or a broken client might send.
+type hostile struct {
+	method, path string
+	body         func(templates) any
+	headers      []string
+}
+
+func shortWith(face string) func(templates) any {
+	return func(t templates) any { return map[string]any{"template_id": t.short, "face": face} }
+}
+
+func eraserWith(video string) func(templates) any {
+	return func(templates) any { return map[string]any{"video": video} }
+}
+
+func webhookWith(url string) func(templates) any {
+	return func(t templates) any {
+		return map[string]any{"template_id": t.adjustable, "duration": 2, "webhook_url": url}
+	}
+}
+
+func durationOf(raw string) func(templates) any {
+	return func(t templates) any { return `{"template_id":"` + t.adjustable + `","duration":` + raw + `}` }
+}
+
+func raw(body string) func(templates) any { return func(templates) any { return body } }
+
+// pngBomb is a PNG whose header (with a valid CRC) claims side×side pixels: only the header's
+// dimensions, checked before any decoding, stop it.
+func pngBomb(side uint32) string {
+	var buf bytes.Buffer
+	Expect(png.Encode(&buf, image.NewGray(image.Rect(0, 0, 1, 1)))).To(Succeed())
+	b := buf.Bytes()
+	binary.BigEndian.PutUint32(b[16:20], side)
+	binary.BigEndian.PutUint32(b[20:24], side)
+	binary.BigEndian.PutUint32(b[29:33], crc32.ChecksumIEEE(b[12:29])) // IHDR type and data
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+var _ = Describe("Hostile input", func() {
+	var (
+		a, bystander account
+		tmpl         templates
+	)
+	BeforeEach(func() {
+		a, bystander = newAccount(100), newAccount(100)
+		tmpl = templates{
+			short: template(videogenv1alpha1.CapabilityShort, ptr.To[int64](10), nil),
+			adjustable: template(videogenv1alpha1.CapabilityTemplate, nil, func(s *videogenv1alpha1.TemplateSpec) {
+				s.DurationAdjustable, s.MinDuration, s.MaxDuration = true, ptr.To[int32](2), ptr.To[int32](10)
+				s.DurationPrices = map[string]int64{"2": 5, "10": 9}
+			}),
+		}
+	})
+
+	expectNothingChanged := func() {
+		GinkgoHelper()
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		var own videogenv1alpha1.ShortTemplateList
+		Expect(k8sClient.List(ctx, &own, client.InNamespace(a.ns))).To(Succeed())
+		Expect(own.Items).To(BeEmpty())
+		expectPoints(a.ns, 100, 0, 0)
+		expectPoints(bystander.ns, 100, 0, 0)
+	}
+
+	DescribeTable("refuses it with the right 4xx and moves no points",
+		func(h hostile, status int, code, message string) {
+			c := call{method: h.method, path: h.path, key: a.key, headers: map[string]string{}}
+			if h.body != nil {
+				c.body = h.body(tmpl)
+			}
+			for i := 0; i+1 < len(h.headers); i += 2 {
+				c.headers[h.headers[i]] = h.headers[i+1]
+			}
+			resp := api.do(c)
+			Expect(resp.Status).To(Equal(status), string(resp.Body))
+			Expect(resp.ErrorCode()).To(Equal(code))
+			Expect(resp.Message()).To(ContainSubstring(message))
+			expectNothingChanged()
+		},
+		// SSRF: what errors_test.go does not already try.
+		Entry("localhost by name", hostile{"POST", "/v1/videos/short", shortWith("http://localhost:8080/f.jpg"), nil}, 400, "invalid_request", `"face"`),
+		Entry("LOCALHOST. (upper case, trailing dot)", hostile{"POST", "/v1/videos/short", shortWith("http://LOCALHOST./f.jpg"), nil}, 400, "invalid_request", `"face"`),
+		Entry("a name under .localhost", hostile{"POST", "/v1/images/pose", func(t templates) any {
+			return map[string]any{"template_id": t.short, "face": "http://api.localhost/f.jpg"}
+		}, nil}, 400, "invalid_request", `"face"`),
+		Entry("IPv6 loopback", hostile{"POST", "/v1/videos/short", shortWith("http://[::1]:80/f.jpg"), nil}, 400, "invalid_request", `"face"`),
+		Entry("IPv4-mapped loopback in hex", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[::ffff:7f00:1]/v.mp4"), nil}, 400, "invalid_request", `"video"`),
+		Entry("IPv4-mapped metadata address", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[::ffff:169.254.169.254]/latest"), nil}, 400, "invalid_request", `"video"`),
+		Entry("the unspecified address", hostile{"POST", "/v1/videos/eraser", eraserWith("http://0.0.0.0:8080/v.mp4"), nil}, 400, "invalid_request", `"video"`),
+		Entry("a private address", hostile{"POST", "/v1/videos/eraser", eraserWith("http://10.0.0.5/v.mp4"), nil}, 400, "invalid_request", `"video"`),
+		Entry("carrier-grade NAT", hostile{"POST", "/v1/videos/eraser", eraserWith("http://100.64.0.1/v.mp4"), nil}, 400, "invalid_request", `"video"`),
+		Entry("IPv6 link-local with a zone", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[fe80::1%25eth0]/v.mp4"), nil}, 400, "invalid_request", `"video"`),
+		Entry("NAT64 of the metadata address", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[64:ff9b::a9fe:a9fe]/latest"), nil}, 400, "invalid_request", `"video"`),
+		Entry("6to4 of a private address", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[2002:c0a8:101::1]/v.mp4"), nil}, 400, "invalid_request", `"video"`),
+		Entry("metadata webhook", hostile{"POST", "/v1/videos/template", webhookWith("http://169.254.169.254/latest/meta-data/"), nil}, 400, "invalid_request", `"webhook_url"`),
+		Entry("IPv6 metadata webhook (ULA)", hostile{"POST", "/v1/videos/template", webhookWith("http://[fd00:ec2::254]/"), nil}, 400, "invalid_request", `"webhook_url"`),
+		Entry("file webhook", hostile{"POST", "/v1/videos/template", webhookWith("file:///etc/passwd"), nil}, 400, "invalid_request", `"webhook_url"`),
+		Entry("gopher face", hostile{"POST", "/v1/videos/short", shortWith("gopher://127.0.0.1:6379/_FLUSHALL"), nil}, 400, "invalid_request", `"face"`),
+		Entry("credentials in a URL", hostile{"POST", "/v1/videos/short", shortWith("https://user:pw@cdn.example.com/f.jpg"), nil}, 400, "invalid_request", `"face"`),
+		Entry("a video that is not a URL", hostile{"POST", "/v1/videos/eraser", eraserWith("javascript:alert(1)"), nil}, 400, "invalid_request", `"video"`),
+		Entry("loopback short template target", hostile{"POST", "/v1/short-templates",
+			raw(`{"name":"t","target_url":"http://127.0.0.1:8080/t.mp4"}`), nil}, 400, "invalid_request", `"target_url"`),
+		Entry("metadata short template cover", hostile{"POST", "/v1/short-templates",
+			raw(`{"name":"t","target_url":"https://cdn.example.com/t.mp4","cover_url":"http://169.254.169.254/c.jpg"}`), nil}, 400, "invalid_request", `"cover_url"`),
+
+		// Durations: negative, zero, out of range, beyond int32, beyond float64, fractional.
+		Entry("duration -1", hostile{"POST", "/v1/videos/template", durationOf("-1"), nil}, 400, "invalid_request", `"duration"`),
+		Entry("duration 0", hostile{"POST", "/v1/videos/template", durationOf("0"), nil}, 400, "invalid_request", `"duration"`),
+		Entry("duration above the template's range", hostile{"POST", "/v1/videos/template", durationOf("11"), nil}, 400, "invalid_request", `"duration"`),
+		Entry("duration 2^31", hostile{"POST", "/v1/videos/template", durationOf("2147483648"), nil}, 400, "invalid_request", `"duration" must be a number`),
+		Entry("duration -2^31-1", hostile{"POST", "/v1/videos/template", durationOf("-2147483649"), nil}, 400, "invalid_request", `"duration" must be a number`),
+		Entry("duration 1e309", hostile{"POST", "/v1/videos/template", durationOf("1e309"), nil}, 400, "invalid_request", `"duration"`),
+		Entry("duration 2.5", hostile{"POST", "/v1/videos/template", durationOf("2.5"), nil}, 400, "invalid_request", `"duration"`),
+		Entry("duration null", hostile{"POST", "/v1/videos/template", durationOf("null"), nil}, 400, "invalid_request", `"duration" is required`),
+		Entry("short template duration 3601", hostile{"POST", "/v1/short-templates",
+			raw(`{"name":"t","target_url":"https://cdn.example.com/t.mp4","duration":3601}`), nil}, 400, "invalid_request", `"duration"`),
+		Entry("short template duration 2^32+1", hostile{"POST", "/v1/short-templates",
+			raw(`{"name":"t","target_url":"https://cdn.example.com/t.mp4","duration":4294967297}`), nil}, 400, "invalid_request", `"duration"`),
+
+		// Malformed and oversized bodies.
+		Entry("a JSON null", hostile{"POST", "/v1/videos/short", raw(`null`), nil}, 400, "invalid_request", `"template_id" is required`),
+		Entry("nesting beyond the decoder's depth", hostile{"POST", "/v1/videos/short",
+			raw(`{"template_id":` + strings.Repeat("[", 20000)), nil}, 400, "invalid_request", "JSON"),
+		Entry("a NUL in the template id", hostile{"POST", "/v1/videos/short", func(templates) any {
+			return map[string]any{"template_id": "x\x00y", "face": "https://cdn.example.com/f.jpg"}
+		}, nil}, 400, "invalid_request", `"template_id"`),
+		// Names the Kubernetes client refuses before any request ('/', "..") once escaped as
+		// 500: they are now checked as object names first.
+		Entry("a path in the template id", hostile{"POST", "/v1/videos/short", func(templates) any {
+			return map[string]any{"template_id": "../../api/v1/namespaces/kube-system/secrets/x", "face": "https://cdn.example.com/f.jpg"}
+		}, nil}, 400, "invalid_request", `"template_id"`),
+		Entry("invalid UTF-8 in the template id", hostile{"POST", "/v1/videos/short",
+			raw("{\"template_id\":\"\xff\xfe\",\"face\":\"https://cdn.example.com/f.jpg\"}"), nil}, 400, "invalid_request", `"template_id"`),
+		Entry("a short template body over 64 KiB", hostile{"POST", "/v1/short-templates",
+			raw(`{"name":"` + strings.Repeat("n", 70<<10) + `","target_url":"https://cdn.example.com/t.mp4"}`), nil}, 413, "payload_too_large", "larger than"),
+		Entry("a face over 10 MiB (body under 16 MiB)", hostile{"POST", "/v1/videos/short",
+			shortWith(strings.Repeat("A", 14<<20)), nil}, 400, "invalid_request", `"face"`),
+		Entry("a PNG header claiming 100000×100000 pixels", hostile{"POST", "/v1/videos/short",
+			func(t templates) any { return map[string]any{"template_id": t.short, "face": pngBomb(100000)} }, nil}, 400, "invalid_request", "exceeds the limit"),
+		Entry("a control character in the Idempotency-Key", hostile{"POST", "/v1/videos/short", shortWith("https://cdn.example.com/f.jpg"),
+			[]string{"Idempotency-Key", "a\tb"}}, 400, "invalid_request", "Idempotency-Key"),
+		Entry("a list limit of -1", hostile{"GET", "/v1/tasks?limit=-1", nil, nil}, 400, "invalid_request", `"limit"`),
+		Entry("a list limit of 2^63", hostile{"GET", "/v1/tasks?limit=9223372036854775808", nil, nil}, 400, "invalid_request", `"limit"`),
+		Entry("a dot-dot task id", hostile{"GET", "/v1/tasks/..%2F..%2Fbalance", nil, nil}, 404, "not_found", ""),
+		Entry("a cancel of a dot-dot task id", hostile{"POST", "/v1/tasks/%2e%2e/cancel", nil, nil}, 404, "not_found", ""),
+	)
+
+	// Integer forms of IPv4 that url.Parse accepts and netip.ParseAddr does not read as an
+	// address; a backend built on getaddrinfo (C, Python, curl) reads 2130706433 and
+	// 0177.0.0.1 as 127.0.0.1, so netguard reads them the same way.
+	DescribeTable("refuses IPv4 written as integers, octal or hex",
+		func(video string) {
+			resp := api.post("/v1/videos/eraser", a.key, map[string]any{"video": video})
+			Expect(resp.Status).To(Equal(http.StatusBadRequest), string(resp.Body))
+			expectNothingChanged()
+		},
+		Entry("decimal", "http://2130706433/v.mp4"),
+		Entry("octal", "http://0177.0.0.1/v.mp4"),
+		Entry("hex", "http://0x7f.0.0.1/v.mp4"),
+		Entry("short form", "http://127.1/v.mp4"),
+	)
+
+	It("refuses two Idempotency-Key headers", func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, api.base+"/v1/videos/short",
+			strings.NewReader(`{"template_id":"`+tmpl.short+`","face":"https://cdn.example.com/f.jpg"}`))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		req.Header["Idempotency-Key"] = []string{"one", "two"}
+		resp, err := api.http.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusBadRequest))
+		expectNothingChanged()
+	})
+
+	It("keeps an Idempotency-Key to its account: another account's same key is its own task", func() {
+		key := unique("shared-key")
+		mine := api.post("/v1/videos/short", a.key, shortWith("https://cdn.example.com/a.jpg")(tmpl), "Idempotency-Key", key)
+		Expect(mine.Status).To(Equal(http.StatusAccepted), string(mine.Body))
+		// A different body under the same key elsewhere is neither a replay nor a reuse.
+		theirs := api.post("/v1/videos/short", bystander.key, shortWith("https://cdn.example.com/b.jpg")(tmpl), "Idempotency-Key", key)
+		Expect(theirs.Status).To(Equal(http.StatusAccepted), string(theirs.Body))
+		Expect(theirs.Header.Get("Idempotent-Replayed")).To(BeEmpty())
+		Expect(theirs.JSON()["id"]).NotTo(Equal(mine.JSON()["id"]))
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+		Expect(tasksIn(bystander.ns)).To(HaveLen(1))
+		expectCharged(a.ns, 90, 10)
+		expectCharged(bystander.ns, 90, 10)
+	})
+})
