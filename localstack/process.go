@@ -94,13 +94,16 @@ backends:
 	}{
 		{"worker", []string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
 			"--blob-dir=" + s.path("worker-blobs"), loopback}},
-		{"manager", []string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
-			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback}},
+		{"manager", append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback}, s.cfg.ManagerArgs...)},
 		{"apiserver", []string{"--bind-address=" + s.cfg.APIAddress, "--metrics-bind-address=0",
 			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + s.path("api-blobs"),
 			"--public-url=" + s.APIURL, loopback}},
 	}
 	for _, st := range steps {
+		if st.name == "worker" && s.cfg.Backend != "" {
+			continue
+		}
 		if _, err := s.spawn(st.name, st.args...); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -30,6 +31,12 @@ type Config struct {
 	WorkerAddress string
 	// DemoPoints is the demo account's initial balance.
 	DemoPoints int64
+	// Backend, if set, is the base URL of the generation backend that serves every capability
+	// instead of the reference worker, which is then not started (tests' fault-injecting
+	// backends). It must answer GET /healthz with 200.
+	Backend string
+	// ManagerArgs are extra manager flags, after the stack's own (the last of a flag wins).
+	ManagerArgs []string
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -82,6 +89,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		*p = abs
 	}
 	s := &Stack{cfg: cfg, APIURL: "http://" + cfg.APIAddress, WorkerURL: "http://" + cfg.WorkerAddress}
+	if cfg.Backend != "" {
+		s.WorkerURL = strings.TrimSuffix(cfg.Backend, "/")
+	}
 	if err := s.startControlPlane(); err != nil {
 		return nil, err
 	}
