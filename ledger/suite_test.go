@@ -27,12 +27,7 @@ func TestLedger(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 	var err error
-	env, err = testenv.New()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err := env.Start()
-	Expect(err).NotTo(HaveOccurred())
-	cfg.QPS, cfg.Burst = -1, -1 // measure the apiserver, not client-side throttling
-	k8sClient, err = client.New(cfg, client.Options{Scheme: env.Scheme})
+	env, _, k8sClient, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
 })
 

@@ -37,12 +37,7 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.Background())
 	var err error
-	env, err = testenv.New()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err = env.Start()
-	Expect(err).NotTo(HaveOccurred())
-	cfg.QPS, cfg.Burst = -1, -1
-	k8sClient, err = client.New(cfg, client.Options{Scheme: env.Scheme})
+	env, cfg, k8sClient, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
 })
 

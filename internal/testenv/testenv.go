@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
@@ -69,4 +71,24 @@ func New() (*envtest.Environment, error) {
 		BinaryAssetsDirectory: assets,
 		Scheme:                Scheme(),
 	}, nil
+}
+
+// Start starts a control plane with the project's CRDs and returns it with its config and a
+// direct client. Client-side rate limiting is off: tests measure the apiserver, not the client.
+func Start() (*envtest.Environment, *rest.Config, client.Client, error) {
+	env, err := New()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, -1
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, nil, err
+	}
+	return env, cfg, c, nil
 }
