@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -109,7 +109,9 @@ func (r *PointAccountReconciler) updateConditions(ctx context.Context, acct *vid
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonSuspended, "The account is suspended: it accepts no new tasks"
 	}
 	funded := metav1.Condition{Type: videogenv1alpha1.ConditionFunded, Status: metav1.ConditionTrue,
-		Reason: videogenv1alpha1.ReasonHasBalance, Message: fmt.Sprintf("%d points available", acct.Status.Balance)}
+		// No figures in the message: it would change with every freeze and make each one a
+		// conditions write racing the ledger (status.balance already says how many).
+		Reason: videogenv1alpha1.ReasonHasBalance, Message: "Points are available for new tasks"}
 	if acct.Status.Balance <= 0 {
 		funded.Status, funded.Reason, funded.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonDepleted,
 			"No points available; ask an administrator for a top-up"
@@ -251,6 +253,8 @@ func (r *PointAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&videogenv1alpha1.PointAccount{}).
 		Watches(&videogenv1alpha1.VideoTask{}, toAccount, builder.WithPredicates(chargeChanged)).
 		Watches(&videogenv1alpha1.PointTopUp{}, toAccount, builder.WithPredicates(applied)).
+		// Accounts are independent; one slow account must not hold up the others' sweeps.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("pointaccount").
 		Complete(r)
 }
