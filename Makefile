@@ -178,3 +178,13 @@ CHAOS_TIMEOUT ?= 60m
 .PHONY: test-chaos
 test-chaos: setup-envtest ## Crash and fault survival against the local stack; scale with CHAOS_TASKS=3000 CHAOS_DURATION=10m.
 	go test ./test/chaos/ -run '^TestChaos$$' -count=1 -timeout $(CHAOS_TIMEOUT) -v
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: setup-envtest ## Run the benchmarks of docs/benchmarks.md (submission, lifecycle, connectors, Stripe, webhooks; a few minutes) and print a summary.
+	hack/bench/run.sh all
+
+.PHONY: bench-scale
+bench-scale: setup-envtest ## Run the scale benchmark (10,000 finished and 1,000 active tasks; under ten minutes).
+	hack/bench/run.sh scale

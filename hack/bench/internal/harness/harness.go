@@ -1,0 +1,230 @@
+// Package harness is what the benchmark programs under hack/bench share: a control plane
+// (envtest), accounts and templates, a concurrent load driver, and write counting.
+// Every figure a program prints is a ratio or a count measured in the same run.
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+// KeyNamespace holds API keys and webhook signing secrets, as in a deployment.
+const KeyNamespace = "videogen-system"
+
+// TemplateName is the official video.short template every benchmark task uses.
+const TemplateName = "bench-short"
+
+// TemplatePrice is its price in points.
+const TemplatePrice = 10
+
+// Env is a running control plane and an unthrottled client to it.
+type Env struct {
+	Env    *envtest.Environment
+	Cfg    *rest.Config
+	Client client.Client
+}
+
+// Start runs kube-apiserver and etcd with the CRDs, with client-side rate limiting off, and
+// creates the key namespace and the benchmark template.
+func Start(ctx context.Context) (*Env, error) {
+	logf.SetLogger(logr.Discard())
+	env, err := testenv.New()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest: %w", err)
+	}
+	cfg.QPS, cfg.Burst = -1, -1
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	e := &Env{Env: env, Cfg: cfg, Client: c}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KeyNamespace}}); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: TemplateName},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Benchmark",
+			Price: ptr.To[int64](TemplatePrice), MediaURL: "https://media.example/bench.mp4"}}
+	if err := c.Create(ctx, tmpl); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Stop stops the control plane. Stop the clients first (end their context) so that no watch
+// holds the kube-apiserver open.
+func (e *Env) Stop() {
+	if err := e.Env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+}
+
+// Account is a namespace with a funded PointAccount and, if asked for, an API key.
+type Account struct {
+	Namespace string
+	Key       string
+}
+
+// CreateAccount makes namespace ns an account holding balance points.
+func (e *Env) CreateAccount(ctx context.Context, ns string, balance int64, withKey bool) (Account, error) {
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return Account{}, err
+	}
+	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: videogenv1alpha1.PointAccountName}}
+	if err := e.Client.Create(ctx, acct); err != nil {
+		return Account{}, err
+	}
+	if balance > 0 {
+		if _, err := ledger.New(e.Client, e.Client).Do(ctx, ns, ledger.TopUp("bench-credit", "bench-credit-"+ns, balance)); err != nil {
+			return Account{}, err
+		}
+	}
+	a := Account{Namespace: ns}
+	if withKey {
+		key, _, err := apikeys.Issue(ctx, e.Client, KeyNamespace, ns, "benchmark")
+		if err != nil {
+			return Account{}, err
+		}
+		a.Key = key
+	}
+	return a, nil
+}
+
+// CreateAccounts makes n accounts named prefix-0 … prefix-(n-1).
+func (e *Env) CreateAccounts(ctx context.Context, prefix string, n int, balance int64, withKey bool) ([]Account, error) {
+	out := make([]Account, n)
+	res := Run(ctx, n, min(n, 16), func(ctx context.Context, i int) error {
+		a, err := e.CreateAccount(ctx, fmt.Sprintf("%s-%d", prefix, i), balance, withKey)
+		out[i] = a
+		return err
+	})
+	if res.Errors > 0 {
+		return nil, res.FirstErr
+	}
+	return out, nil
+}
+
+// Task is a VideoTask shaped as the REST apiserver builds one for POST /v1/videos/short.
+func Task(ns, webhookURL string) *videogenv1alpha1.VideoTask {
+	return &videogenv1alpha1.VideoTask{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   ns,
+			Name:        "vt-" + RandomHex(12),
+			Labels:      map[string]string{"videogen.dev/created-by": "apiserver"},
+			Annotations: map[string]string{"videogen.dev/request-hash": RandomHex(32)},
+		},
+		Spec: videogenv1alpha1.VideoTaskSpec{
+			Capability:  videogenv1alpha1.CapabilityShort,
+			TemplateRef: TemplateName,
+			Inputs:      videogenv1alpha1.TaskInputs{FaceImageURL: FaceURL},
+			WebhookURL:  webhookURL,
+		},
+	}
+}
+
+// FaceURL is the face every benchmark task names (never fetched: the benchmark backends
+// do no work).
+const FaceURL = "https://media.example/face.jpg"
+
+// RandomHex returns n random bytes in hex.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Machine describes this machine for the report.
+func Machine() string {
+	model := "unknown CPU"
+	if out, err := exec.Command("lscpu").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "Model name:") {
+				model = strings.TrimSpace(strings.TrimPrefix(l, "Model name:"))
+			}
+		}
+	}
+	nproc := "?"
+	if out, err := exec.Command("nproc").Output(); err == nil {
+		nproc = strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("nproc %s, %s, control plane: envtest kube-apiserver and etcd (%s), %s",
+		nproc, model, testenv.KubernetesVersion, time.Now().UTC().Format(time.RFC3339))
+}
+
+// Bounded returns a context that ends after d, so that every program stops by itself.
+func Bounded(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// Profile writes a CPU profile of this process to path until the returned function is called
+// ("" does nothing).
+func Profile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cpu profile:", err)
+		return func() {}
+	}
+	_ = pprof.StartCPUProfile(f)
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// KubeProfile fetches a CPU profile of the kube-apiserver (its /debug/pprof endpoint) covering
+// the next d, into path. Run it in a goroutine beside the load it should explain.
+func (e *Env) KubeProfile(ctx context.Context, d time.Duration, path string) error {
+	hc, err := rest.HTTPClientFor(e.Cfg)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(e.Cfg.Host, "/"), int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("kube-apiserver profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}

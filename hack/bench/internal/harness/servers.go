@@ -1,0 +1,176 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/apiserver"
+	"github.com/videogen-dev/videogen-operator/blobstore"
+	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+)
+
+// Loopback is the allow-list that lets webhooks and inputs point at this machine.
+var Loopback = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+
+// APIServer is the REST apiserver wired as cmd/apiserver wires it, behind a real HTTP server
+// on loopback.
+type APIServer struct {
+	URL  string
+	HTTP *http.Client
+}
+
+// StartAPIServer runs the apiserver in-process until ctx ends; its client's writes are counted
+// under "apiserver" by counter (if not nil). Rate limiting per key is off.
+func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns int) (*APIServer, error) {
+	mgr, err := ctrl.NewManager(e.Cfg, ctrl.Options{
+		Scheme: e.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{KeyNamespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{apikeys.LabelAPIKey: "true"}),
+			},
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := mgr.GetClient()
+	if counter != nil {
+		c = counter.Wrap("apiserver", c)
+	}
+	blobDir, err := os.MkdirTemp("", "bench-blobs-")
+	if err != nil {
+		return nil, err
+	}
+	srv := apiserver.New(apiserver.Config{
+		Client:         c,
+		APIReader:      mgr.GetAPIReader(),
+		Ledger:         ledger.New(c, mgr.GetAPIReader()),
+		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: KeyNamespace},
+		Blobs:          &blobstore.Dir{Root: blobDir},
+		URLPolicy:      Loopback,
+		DefaultPrice:   10,
+		RateLimit:      rate.Inf,
+		RateBurst:      1,
+		WebhookSecrets: &webhooksecrets.Store{Client: c, Reader: mgr.GetAPIReader(), Namespace: KeyNamespace},
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err := startManager(ctx, mgr); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = hs.Close()
+		_ = os.RemoveAll(blobDir)
+	}()
+	return &APIServer{URL: "http://" + ln.Addr().String(), HTTP: LoopbackClient(conns)}, nil
+}
+
+// LoopbackClient is an HTTP client that keeps conns connections open.
+func LoopbackClient(conns int) *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: conns + 8, MaxIdleConnsPerHost: conns + 8, IdleConnTimeout: time.Minute,
+	}}
+}
+
+func startManager(ctx context.Context, mgr ctrl.Manager) error {
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+	syncCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		select {
+		case err := <-errc:
+			return fmt.Errorf("manager stopped: %w", err)
+		default:
+			return errors.New("manager cache did not sync within 60s")
+		}
+	}
+	return nil
+}
+
+// ControllerOptions are the manager's defaults (cmd/manager flags unset) with backend serving
+// every capability and completion webhooks allowed into loopback.
+func ControllerOptions(backend generation.Backend) controllers.Options {
+	opts := controllers.DefaultOptions()
+	routes := generation.Routes{}
+	for _, c := range videogenv1alpha1.Capabilities {
+		routes[c] = generation.Named{Name: "bench-backend", Backend: backend}
+	}
+	opts.Backends = routes
+	opts.Webhooks.Sender = taskwebhooks.NewSender(Loopback, 10*time.Second)
+	opts.Webhooks.SecretNamespace = KeyNamespace
+	return opts
+}
+
+// StartControllers runs controllers.Setup in an in-process manager until ctx ends, with every
+// client it hands out counted per controller.
+func (e *Env) StartControllers(ctx context.Context, counter *Counter, opts controllers.Options) (*Manager, error) {
+	inner, err := ctrl.NewManager(e.Cfg, ctrl.Options{
+		Scheme: e.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{Manager: inner, Counter: counter}
+	if _, err := controllers.Setup(m, opts); err != nil {
+		return nil, err
+	}
+	return m, startManager(ctx, inner)
+}
+
+// InstantBackend completes every stage as soon as it is observed: a benchmark of the operator,
+// not of generation.
+type InstantBackend struct{}
+
+// Submit implements generation.Backend.
+func (InstantBackend) Submit(_ context.Context, w generation.Work) (string, error) {
+	return "h-" + w.Key, nil
+}
+
+// Observe implements generation.Backend.
+func (InstantBackend) Observe(_ context.Context, w generation.Work, _ string) (generation.Observation, error) {
+	obs := generation.Observation{State: generation.Succeeded, Progress: 100}
+	if w.Stage == videogenv1alpha1.StageAnalyze {
+		obs.Outputs = map[string]string{"faces": "1"}
+	} else {
+		obs.Result = &videogenv1alpha1.TaskResult{URL: "https://media.example/" + w.Task + ".mp4", MediaType: "video/mp4"}
+	}
+	return obs, nil
+}
+
+// Cancel implements generation.Backend.
+func (InstantBackend) Cancel(context.Context, generation.Work, string) error { return nil }

@@ -1,0 +1,240 @@
+// Command lifecycle measures a task's whole life with the controllers running in-process
+// (controllers.Setup, the manager's defaults) and a backend that completes every stage at once:
+// tasks are submitted through the REST API (POST /v1/videos/short) and counted as done when
+// their charge is Deducted. Every write of the apiserver's and the manager's clients is counted
+// per controller, kind and call. The raw create rate of the same VideoTasks at the same
+// concurrency is measured first, in the same run, before the controllers start.
+//
+//	go run ./hack/bench/lifecycle [-tasks 1000 -accounts 16 -c 32]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+func main() {
+	tasks := flag.Int("tasks", 1000, "tasks to run through their whole life")
+	accounts := flag.Int("accounts", 16, "accounts the tasks are spread over")
+	conc := flag.Int("c", 32, "submission concurrency (and raw create concurrency)")
+	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
+	flag.Parse()
+	defer harness.Profile(*profile)()
+	ctx, cancel := harness.Bounded(*limit)
+	defer cancel()
+	if err := run(ctx, *tasks, *accounts, *conc); err != nil {
+		fmt.Fprintln(os.Stderr, "lifecycle:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, nTasks, nAccounts, conc int) error {
+	fmt.Fprintln(os.Stderr, "starting the control plane…")
+	env, err := harness.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	ctx, stopClients := context.WithCancel(ctx)
+	defer stopClients()
+
+	accts, err := env.CreateAccounts(ctx, "acct", nAccounts, 1<<40, true)
+	if err != nil {
+		return err
+	}
+	counter := harness.NewCounter()
+	api, err := env.StartAPIServer(ctx, counter, conc)
+	if err != nil {
+		return err
+	}
+
+	// The control plane's own write limit, before any controller runs: the same objects, the
+	// same concurrency, in a namespace of their own, deleted again before the controllers start.
+	const rawNS = "raw"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS}}); err != nil {
+		return err
+	}
+	_ = harness.Run(ctx, 100, conc, func(ctx context.Context, _ int) error { return env.Client.Create(ctx, harness.Task(rawNS, "")) })
+	fmt.Fprintf(os.Stderr, "%d raw creates at c=%d…\n", nTasks, conc)
+	raw := harness.Run(ctx, nTasks, conc, func(ctx context.Context, _ int) error { return env.Client.Create(ctx, harness.Task(rawNS, "")) })
+	if err := raw.Check("raw creates"); err != nil {
+		return err
+	}
+	if err := env.Client.DeleteAllOf(ctx, &videogenv1alpha1.VideoTask{}, client.InNamespace(rawNS)); err != nil {
+		return err
+	}
+	if err := waitEmpty(ctx, env.Client, rawNS); err != nil {
+		return err
+	}
+	if err := api.WaitForKeys(ctx, accts); err != nil {
+		return err
+	}
+
+	// Milestones, from the manager's successful writes: when each task was settled.
+	var mu sync.Mutex
+	settled := map[string]time.Time{}
+	counter.OnWrite = func(_, verb string, obj client.Object) {
+		t, ok := obj.(*videogenv1alpha1.VideoTask)
+		if !ok || verb != "status update" || t.Status.Charge != videogenv1alpha1.ChargeDeducted {
+			return
+		}
+		mu.Lock()
+		if _, seen := settled[t.Name]; !seen {
+			settled[t.Name] = time.Now()
+		}
+		mu.Unlock()
+	}
+	_, err = env.StartControllers(ctx, counter, harness.ControllerOptions(harness.InstantBackend{}))
+	if err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // let the first PointAccount reconciles (conditions) pass
+	counter.Reset()
+	statsBefore, err := harness.GatherReconcileStats()
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(os.Stderr, "submitting %d tasks through the REST API at c=%d…\n", nTasks, conc)
+	submitted := make([]time.Time, nTasks)
+	names := make([]string, nTasks)
+	start := time.Now()
+	sub := harness.Run(ctx, nTasks, conc, func(ctx context.Context, i int) error {
+		submitted[i] = time.Now()
+		name, err := api.SubmitShort(ctx, accts[i%len(accts)])
+		names[i] = name
+		return err
+	})
+	if err := sub.Check("POST /v1/videos/short"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		mu.Lock()
+		n := len(settled)
+		mu.Unlock()
+		if n >= nTasks {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("only %d of %d tasks settled within 5 minutes", n, nTasks)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var last time.Time
+	lat := make([]time.Duration, 0, nTasks)
+	mu.Lock()
+	for i, name := range names {
+		at := settled[name]
+		if at.After(last) {
+			last = at
+		}
+		lat = append(lat, at.Sub(submitted[i]))
+	}
+	mu.Unlock()
+	elapsed := last.Sub(start)
+	// Trailing writes (the PointAccount controller forgetting settlements) belong to these
+	// tasks too: wait until the writes stop.
+	quiet(counter, 3*time.Second, 60*time.Second)
+	if err := checkLedgers(ctx, env.Client, accts, nTasks); err != nil {
+		return err
+	}
+	statsAfter, err := harness.GatherReconcileStats()
+	if err != nil {
+		return err
+	}
+
+	rate := float64(nTasks) / elapsed.Seconds()
+	res := harness.Result{Lat: lat}
+	slices.Sort(res.Lat)
+	fmt.Println("### Lifecycle: REST submission → Deducted, controllers in-process, instant backend")
+	fmt.Println()
+	fmt.Println("Machine:", harness.Machine())
+	fmt.Println()
+	fmt.Printf("%d tasks over %d accounts, submitted at c=%d through `POST /v1/videos/short`; manager defaults (`controllers.DefaultOptions`, 8 concurrent task reconciles).\n\n", nTasks, nAccounts, conc)
+	fmt.Println("| raw VideoTask creates/s (c same) | REST submissions/s | tasks settled/s (first POST → last Deducted) | settled ÷ raw | submit → Deducted p50 | p99 |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("| %.0f | %.0f | %.0f | **%.2f** | %s | %s |\n\n", raw.Rate(), sub.Rate(), rate, rate/raw.Rate(), harness.Ms(res.P(0.5)), harness.Ms(res.P(0.99)))
+	fmt.Println("Writes per task (all clients of the REST apiserver and of the manager, counted by a `client/interceptor` wrapper; \"ledger\" is the manager's shared Ledger, driven by the VideoTask controller's settle and the PointAccount controller's trimming):")
+	fmt.Println()
+	perTask := harness.PrintWrites(os.Stdout, counter, nTasks)
+	fmt.Println()
+	fmt.Println("Reconciles (controller-runtime metrics of the in-process manager):")
+	fmt.Println()
+	harness.PrintReconcileStats(os.Stdout, statsBefore, statsAfter, nTasks)
+	fmt.Println()
+	fmt.Printf("Goals: ≤ 6 writes per task: **%s** (%.2f, not counting events); end-to-end ≥ 1/4 of raw creates: **%s** (%.2f).\n",
+		verdict(perTask <= 6), perTask, verdict(rate/raw.Rate() >= 0.25), rate/raw.Rate())
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}
+
+// quiet waits until no write happened for idle, at most max.
+func quiet(c *harness.Counter, idle, max time.Duration) {
+	end := time.Now().Add(max)
+	last, lastChange := c.Total(nil), time.Now()
+	for time.Now().Before(end) {
+		time.Sleep(200 * time.Millisecond)
+		if n := c.Total(nil); n != last {
+			last, lastChange = n, time.Now()
+		} else if time.Since(lastChange) >= idle {
+			return
+		}
+	}
+}
+
+// checkLedgers verifies that every point was spent as the tasks say: nothing frozen, no
+// records left, and the invariants hold.
+func checkLedgers(ctx context.Context, c client.Client, accts []harness.Account, nTasks int) error {
+	var spent int64
+	for _, a := range accts {
+		acct := &videogenv1alpha1.PointAccount{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
+			return err
+		}
+		if err := ledger.Check(&acct.Status); err != nil {
+			return err
+		}
+		if acct.Status.Frozen != 0 {
+			return fmt.Errorf("account %s still has %d points frozen", a.Namespace, acct.Status.Frozen)
+		}
+		spent += acct.Status.Spent
+	}
+	if want := int64(nTasks) * harness.TemplatePrice; spent != want {
+		return fmt.Errorf("spent %d points, want %d", spent, want)
+	}
+	return nil
+}
+
+func waitEmpty(ctx context.Context, c client.Client, ns string) error {
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		l := &videogenv1alpha1.VideoTaskList{}
+		if err := c.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return err
+		}
+		if len(l.Items) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("raw tasks in %s were not deleted within 2 minutes", ns)
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs the benchmarks one after another on one control plane kind and prints their markdown
+# tables, then a summary of the goals. Usage: hack/bench/run.sh [all|scale]
+# Output is kept in bin/bench/ (BENCH_OUT). Each program stops by itself (-timeout).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${BENCH_OUT:-bin/bench}
+mkdir -p "$out"
+what=${1:-all}
+
+run() { # name, command...
+	local name=$1
+	shift
+	echo "==> $name: $*" >&2
+	{ echo "Command: \`$*\`"; echo; "$@"; } >"$out/$name.md"
+	cat "$out/$name.md"
+	echo
+}
+
+if [[ $what == scale ]]; then
+	run scale go run ./hack/bench/scale -finished "${SCALE_FINISHED:-10000}" -active "${SCALE_ACTIVE:-1000}" -accounts 100 -steady 60s
+	grep -h '^Goal' "$out/scale.md"
+	exit 0
+fi
+
+run submit go run ./hack/bench/submit -n1 "${SUBMIT_N1:-200}" -n8 "${SUBMIT_N8:-600}" -n64 "${SUBMIT_N64:-600}" -accounts 64
+run lifecycle go run ./hack/bench/lifecycle -tasks "${LIFECYCLE_TASKS:-500}" -accounts 16 -c 32
+run connectors go test -run '^$' -bench . -benchmem ./connectors/...
+run stripecompare go -C hack/bench/stripecompare run .
+run webhooks go run ./hack/bench/webhooks -tasks "${WEBHOOK_TASKS:-300}" -accounts 4 -c 16
+
+echo "==> summary (tables above; kept in $out/)"
+grep -h '^Goal' "$out"/submit.md "$out"/lifecycle.md "$out"/stripecompare.md
+grep -h '^| Benchmark' "$out"/connectors.md || true
+grep -h '^Benchmark' "$out"/connectors.md | awk '{printf "  %-32s %10s ns/op %8s allocs/op\n", $1, $3, $(NF-1)}'
+sed -n '/^| deliveries/,/^$/p' "$out"/webhooks.md

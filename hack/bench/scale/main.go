@@ -1,0 +1,489 @@
+// Command scale measures the manager at scale: 10,000 finished and 1,000 active tasks across
+// 100 accounts. The manager runs as a real process (built from ./cmd/manager, manager defaults)
+// against envtest, so its resident memory is its own: VmRSS from /proc/<pid>/status, sampled
+// every second. Active tasks run on a local HTTP backend (the protocol of
+// docs/backend-protocol.md) that keeps every stage running, so they are polled at the default
+// interval. Reconcile queue latency is controller-runtime's workqueue_queue_duration_seconds,
+// scraped from the manager's metrics endpoint (protobuf, native histogram).
+//
+//	go run ./hack/bench/scale [-finished 10000 -active 1000 -accounts 100 -steady 60s]
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/encoding/protodelim"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+func main() {
+	finished := flag.Int("finished", 10000, "finished (succeeded, deducted) tasks")
+	active := flag.Int("active", 1000, "active tasks (their stage keeps running)")
+	accounts := flag.Int("accounts", 100, "accounts the tasks are spread over")
+	steady := flag.Duration("steady", 60*time.Second, "how long to watch the manager once every active task runs")
+	conc := flag.Int("c", 64, "create concurrency")
+	limit := flag.Duration("timeout", 10*time.Minute, "stop after this long, whatever happens")
+	flag.Parse()
+	ctx, cancel := harness.Bounded(*limit)
+	defer cancel()
+	if err := run(ctx, *finished, *active, *accounts, *conc, *steady); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady time.Duration) error {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintln(os.Stderr, "building ./cmd/manager…")
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "manager"), "./cmd/manager")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building the manager: %w", err)
+	}
+
+	fmt.Fprintln(os.Stderr, "starting the control plane…")
+	env, err := harness.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	user, err := env.Env.AddUser(envtest.User{Name: "bench-manager", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kubeconfig, 0o600); err != nil {
+		return err
+	}
+	accts, err := env.CreateAccounts(ctx, "acct", nAccounts, 1<<40, false)
+	if err != nil {
+		return err
+	}
+
+	t0 := time.Now()
+	fmt.Fprintf(os.Stderr, "creating %d finished tasks (create + status update each) at c=%d…\n", nFinished, conc)
+	res := harness.Run(ctx, nFinished, conc, func(ctx context.Context, i int) error {
+		task := harness.Task(accts[i%len(accts)].Namespace, "")
+		if err := env.Client.Create(ctx, task); err != nil {
+			return err
+		}
+		finish(task)
+		return env.Client.Status().Update(ctx, task)
+	})
+	if err := res.Check("finished tasks"); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "creating %d active tasks…\n", nActive)
+	res = harness.Run(ctx, nActive, conc, func(ctx context.Context, i int) error {
+		return env.Client.Create(ctx, harness.Task(accts[i%len(accts)].Namespace, ""))
+	})
+	if err := res.Check("active tasks"); err != nil {
+		return err
+	}
+	seeded := time.Since(t0)
+
+	backend := &runningBackend{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	backends := filepath.Join(dir, "backends.yaml")
+	if err := os.WriteFile(backends, []byte(fmt.Sprintf("backends:\n- name: bench\n  capabilities: [video.short, video.eraser, video.template, image.pose]\n  http:\n    url: http://%s\n", ln.Addr())), 0o644); err != nil {
+		return err
+	}
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "manager.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(filepath.Join(dir, "manager"), "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address=127.0.0.1:0", "--backends-config="+backends, "--webhook-secret-namespace="+harness.KeyNamespace)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	fmt.Fprintln(os.Stderr, "starting the manager process…")
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+
+	var peak atomic.Int64
+	sample := func() int64 {
+		rss := vmRSS(cmd.Process.Pid)
+		for {
+			p := peak.Load()
+			if rss <= p || peak.CompareAndSwap(p, rss) {
+				return rss
+			}
+		}
+	}
+	sampler, stopSampler := context.WithCancel(ctx)
+	defer stopSampler()
+	go func() {
+		for sampler.Err() == nil {
+			sample()
+			time.Sleep(time.Second)
+		}
+	}()
+
+	// Startup: until every active task has its analyze stage running on the backend.
+	fmt.Fprintf(os.Stderr, "waiting for %d active tasks to run…\n", nActive)
+	for int(backend.submits.Load()) < nActive {
+		select {
+		case <-done:
+			return fmt.Errorf("the manager exited; see its log")
+		case <-ctx.Done():
+			return fmt.Errorf("only %d of %d active tasks started: %w", backend.submits.Load(), nActive, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	startup := time.Since(started)
+	atStartup, err := scrape(ctx, metricsAddr)
+	if err != nil {
+		return err
+	}
+	rssStartup := sample()
+	observesBefore := backend.observes.Load()
+
+	fmt.Fprintf(os.Stderr, "watching for %s…\n", steady)
+	var steadyMax int64
+	for end := time.Now().Add(steady); time.Now().Before(end); time.Sleep(time.Second) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		steadyMax = max(steadyMax, sample())
+	}
+	atEnd, err := scrape(ctx, metricsAddr)
+	if err != nil {
+		return err
+	}
+	rssEnd := sample()
+	observes := backend.observes.Load() - observesBefore
+
+	fmt.Printf("### Scale: the manager with %d finished and %d active tasks\n", nFinished, nActive)
+	fmt.Println()
+	fmt.Println("Machine:", harness.Machine())
+	fmt.Println()
+	fmt.Printf("%d finished (Succeeded, Deducted) and %d active tasks across %d accounts, created before the manager starts (%.0f s); "+
+		"the manager is `./cmd/manager` as a process with default flags (poll interval 2 s, 8 concurrent task reconciles) and a local HTTP backend that keeps every stage running. "+
+		"Startup is from exec until every active task's first stage was submitted (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
+		nFinished, nActive, nAccounts, seeded.Seconds(), startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
+	fmt.Println("| manager RSS peak | RSS after startup | RSS at end | Go heap in use at end |")
+	fmt.Println("|---:|---:|---:|---:|")
+	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(peak.Load()), mib(rssStartup), mib(rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
+	fmt.Println("Reconcile queue latency (`workqueue_queue_duration_seconds`, p99 from the native histogram, ~5 % bucket width):")
+	fmt.Println()
+	fmt.Println("| controller | startup: items | startup p50 | startup p99 | steady: items | steady p50 | steady p99 |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	worstStartup, worstSteady := 0.0, 0.0
+	worse := func(a, b float64) float64 {
+		if math.IsNaN(b) {
+			return a
+		}
+		return max(a, b)
+	}
+	for _, name := range []string{"videotask", "videotask-webhook", "pointaccount", "pointtopup", "shorttemplate", "paymentevent"} {
+		s, ok1 := atStartup[name]
+		e, ok2 := atEnd[name]
+		if !ok1 || !ok2 {
+			continue
+		}
+		d := e.minus(s)
+		worstStartup, worstSteady = worse(worstStartup, s.quantile(0.99)), worse(worstSteady, d.quantile(0.99))
+		fmt.Printf("| %s | %.0f | %s | %s | %.0f | %s | %s |\n", name, s.count, secs(s.quantile(0.5)), secs(s.quantile(0.99)),
+			d.count, secs(d.quantile(0.5)), secs(d.quantile(0.99)))
+	}
+	fmt.Println()
+	fmt.Printf("Goals: RSS < 300 MiB: **%s** (peak %s); p99 queue latency < 1 s in steady state: **%s** (worst p99 %s); during startup (every task enqueued at once): **%s** (worst p99 %s).\n",
+		verdict(peak.Load() < 300<<20), mib(peak.Load()), verdict(worstSteady < 1), secs(worstSteady), verdict(worstStartup < 1), secs(worstStartup))
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}
+
+// finish gives a task the status of one that succeeded and was deducted an hour ago.
+func finish(t *videogenv1alpha1.VideoTask) {
+	at := metav1.NewTime(time.Now().Add(-time.Hour))
+	t.Status = videogenv1alpha1.VideoTaskStatus{
+		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](harness.TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
+		Progress: 100, StartedAt: &at, CompletedAt: &at,
+		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + t.Name + ".mp4", MediaType: "video/mp4"},
+		Stages: []videogenv1alpha1.StageStatus{
+			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + t.Name + "a",
+				Progress: 100, StartedAt: &at, CompletedAt: &at, Outputs: map[string]string{"faces": "1"}},
+			{Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + t.Name + "r",
+				Progress: 100, StartedAt: &at, CompletedAt: &at},
+		},
+		Conditions: []metav1.Condition{
+			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: at},
+			{Type: videogenv1alpha1.ConditionComplete, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonSucceeded, Message: "Generation finished", LastTransitionTime: at},
+		},
+	}
+}
+
+// runningBackend speaks the HTTP backend protocol and keeps every stage running.
+type runningBackend struct {
+	mu       sync.Mutex
+	keys     map[string]bool
+	submits  atomic.Int64 // distinct analyze stages
+	observes atomic.Int64
+}
+
+func (b *runningBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/stages":
+		var req struct {
+			Key   string `json:"key"`
+			Stage string `json:"stage"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Key == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"code":"invalid_request","message":"bad body"}}`))
+			return
+		}
+		sum := sha256.Sum256([]byte(req.Key))
+		id := "stg_" + hex.EncodeToString(sum[:12])
+		b.mu.Lock()
+		if b.keys == nil {
+			b.keys = map[string]bool{}
+		}
+		status := http.StatusOK
+		if !b.keys[req.Key] {
+			b.keys[req.Key] = true
+			status = http.StatusCreated
+			if req.Stage == "analyze" {
+				b.submits.Add(1)
+			}
+		}
+		b.mu.Unlock()
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "key": req.Key, "state": "running", "progress": 10})
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/stages/"):
+		b.observes.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": strings.TrimPrefix(r.URL.Path, "/v1/stages/"), "state": "running", "progress": 50})
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"no such endpoint"}}`))
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func vmRSS(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func secs(s float64) string {
+	if math.IsNaN(s) {
+		return "–"
+	}
+	return harness.Ms(time.Duration(s * float64(time.Second)))
+}
+
+// hist is a native histogram's buckets as upper bound → count, plus the count.
+type hist struct {
+	count   float64
+	buckets map[float64]float64 // upper bound → count in that bucket
+}
+
+func (h hist) minus(o hist) hist {
+	out := hist{count: h.count - o.count, buckets: map[float64]float64{}}
+	for ub, n := range h.buckets {
+		if d := n - o.buckets[ub]; d > 0 {
+			out.buckets[ub] = d
+		}
+	}
+	return out
+}
+
+// quantile returns the upper bound of the bucket holding the q-quantile.
+func (h hist) quantile(q float64) float64 {
+	if h.count <= 0 {
+		return math.NaN()
+	}
+	ubs := make([]float64, 0, len(h.buckets))
+	for ub := range h.buckets {
+		ubs = append(ubs, ub)
+	}
+	slicesSort(ubs)
+	var seen float64
+	for _, ub := range ubs {
+		seen += h.buckets[ub]
+		if seen >= q*h.count {
+			return ub
+		}
+	}
+	return ubs[len(ubs)-1]
+}
+
+func slicesSort(f []float64) {
+	for i := 1; i < len(f); i++ {
+		for j := i; j > 0 && f[j] < f[j-1]; j-- {
+			f[j], f[j-1] = f[j-1], f[j]
+		}
+	}
+}
+
+type scraped map[string]hist
+
+// scrape reads the manager's metrics as protobuf (the only exposition with native histograms)
+// and returns the queue-duration histogram per controller, plus the gauges under "".
+func scrape(ctx context.Context, addr string) (scraped, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := scraped{}
+	gauges := hist{buckets: map[float64]float64{}}
+	r := bufio.NewReader(resp.Body)
+	for {
+		mf := &dto.MetricFamily{}
+		if err := protodelim.UnmarshalFrom(r, mf); err != nil {
+			break
+		}
+		if mf.GetName() == "go_memstats_heap_inuse_bytes" && len(mf.GetMetric()) > 0 {
+			gauges.count = mf.GetMetric()[0].GetGauge().GetValue()
+		}
+		if mf.GetName() != "workqueue_queue_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			name := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" {
+					name = l.GetValue()
+				}
+			}
+			out[name] = nativeBuckets(m.GetHistogram())
+		}
+	}
+	out["\x00gauges"] = gauges
+	if len(out) == 1 {
+		return nil, fmt.Errorf("no workqueue_queue_duration_seconds in the manager's metrics")
+	}
+	return out, nil
+}
+
+func gauge(s scraped, _ string) float64 { return s["\x00gauges"].count }
+
+// nativeBuckets decodes a native histogram (schema, spans, delta counts) into upper bounds;
+// without native data it falls back to the classic buckets.
+func nativeBuckets(h *dto.Histogram) hist {
+	out := hist{count: float64(h.GetSampleCount()), buckets: map[float64]float64{}}
+	if h.GetSchema() == 0 && len(h.GetPositiveSpan()) == 0 {
+		var prev float64
+		for _, b := range h.GetBucket() {
+			out.buckets[b.GetUpperBound()] = float64(b.GetCumulativeCount()) - prev
+			prev = float64(b.GetCumulativeCount())
+		}
+		if rest := out.count - prev; rest > 0 {
+			out.buckets[math.Inf(1)] = rest
+		}
+		return out
+	}
+	if z := h.GetZeroCount(); z > 0 {
+		out.buckets[h.GetZeroThreshold()] = float64(z)
+	}
+	base := math.Pow(2, math.Pow(2, -float64(h.GetSchema())))
+	idx, k := int32(0), 0
+	var count int64
+	deltas := h.GetPositiveDelta()
+	for _, sp := range h.GetPositiveSpan() {
+		idx += sp.GetOffset()
+		for range sp.GetLength() {
+			count += deltas[k]
+			k++
+			if count > 0 {
+				out.buckets[math.Pow(base, float64(idx))] += float64(count)
+			}
+			idx++
+		}
+	}
+	return out
+}
