@@ -68,12 +68,19 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ops = append(ops, forgotten...)
 	trimmed, err := r.acknowledgedTopUps(ctx, acct)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	ops = append(ops, trimmed...)
+	// Trimming settlement records moves no points: wait a little so one write trims many,
+	// unless this write happens anyway or the records pile up.
+	trimWait := trimDelay(acct.Status.Settlements, now)
+	if len(ops) > 0 || trimWait == 0 {
+		ops = append(ops, forgotten...)
+	} else {
+		forgotten = nil
+	}
 
 	if len(ops) > 0 {
 		results, err := r.Ledger.Apply(ctx, acct.Namespace, ops...)
@@ -95,7 +102,31 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if nextSweep > 0 && (wait == 0 || nextSweep < wait) {
 		wait = nextSweep
 	}
+	if forgotten == nil && trimWait > 0 && len(acct.Status.Settlements) > 0 && (wait == 0 || trimWait < wait) {
+		wait = trimWait
+	}
 	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// Settlement records are trimmed in batches: once the oldest is trimAge old, or when there are
+// trimBatch of them.
+const (
+	trimAge   = 2 * time.Second
+	trimBatch = 64
+)
+
+// trimDelay is how long to wait before trimming settlement records (0: now).
+func trimDelay(records []videogenv1alpha1.Settlement, now time.Time) time.Duration {
+	if len(records) == 0 || len(records) >= trimBatch {
+		return 0
+	}
+	oldest := records[0].SettledAt.Time
+	for _, r := range records[1:] {
+		if r.SettledAt.Before(&metav1.Time{Time: oldest}) {
+			oldest = r.SettledAt.Time
+		}
+	}
+	return max(0, oldest.Add(trimAge).Sub(now))
 }
 
 // updateConditions sets Ready and Funded from the account's spec and figures.

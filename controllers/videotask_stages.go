@@ -88,7 +88,8 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
 				fmt.Sprintf("%s accepted the %s stage", name, stageName))
 			r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, "StageStarted", "Dispatch", "%s started the %s stage", name, stageName)
-			break
+			// Look at the stage right away: a fast backend may be done already, and then the
+			// next stage (or the end) is written in this same status update.
 		}
 
 		obs, err := backend.Observe(ctx, w, st.Handle)

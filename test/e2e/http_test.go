@@ -68,13 +68,14 @@ func balance(key string) map[string]any {
 
 func points(key, field string) int64 { return int64(balance(key)[field].(float64)) }
 
-// waitStatus polls a task until it reaches a terminal status and returns it.
+// waitTerminal polls a task until it reaches a terminal status with its points settled (the
+// terminal status is written first, the charge right after) and returns it.
 func waitTerminal(key, id string) map[string]any {
 	var task map[string]any
 	Eventually(func() string {
 		task = call("GET", "/v1/tasks/"+id, key, nil).json()
 		s, _ := task["status"].(string)
-		if s == "succeeded" || s == "failed" || s == "canceled" {
+		if (s == "succeeded" || s == "failed" || s == "canceled") && task["charge"] != "Frozen" {
 			return "done"
 		}
 		return s
