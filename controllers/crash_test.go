@@ -10,12 +10,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
@@ -57,29 +53,13 @@ func (f *faults) funcs() interceptor.Funcs {
 
 // startFaultyManager is startManager with fault injection on every status write.
 func startFaultyManager(opts controllers.Options, f *faults) (stop func()) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(c *rest.Config, o client.Options) (client.Client, error) {
-			base, err := client.NewWithWatch(c, o)
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(base, f.funcs()), nil
-		},
+	return startManager(opts, func(c *rest.Config, o client.Options) (client.Client, error) {
+		base, err := client.NewWithWatch(c, o)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(base, f.funcs()), nil
 	})
-	Expect(err).NotTo(HaveOccurred())
-	_, err = controllers.Setup(mgr, opts)
-	Expect(err).NotTo(HaveOccurred())
-	mctx, mcancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(mctx)).To(Succeed())
-	}()
-	return func() { mcancel(); <-done }
 }
 
 var _ = Describe("Crash safety", func() {

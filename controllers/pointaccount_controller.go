@@ -122,7 +122,7 @@ func trimDelay(records []videogenv1alpha1.Settlement, now time.Time) time.Durati
 	}
 	oldest := records[0].SettledAt.Time
 	for _, r := range records[1:] {
-		if r.SettledAt.Before(&metav1.Time{Time: oldest}) {
+		if r.SettledAt.Time.Before(oldest) {
 			oldest = r.SettledAt.Time
 		}
 	}

@@ -82,13 +82,18 @@ const webhookSecretNamespace = "videogen-system"
 
 // startManager runs the controllers in a manager of their own and returns a function that
 // stops it and waits until it has stopped (as a crash would, minus the abruptness).
-func startManager(opts controllers.Options) (stop func()) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+// newClient, if given, builds the manager's client (the crash test injects faults with it).
+func startManager(opts controllers.Options, newClient ...client.NewClientFunc) (stop func()) {
+	mo := ctrl.Options{
 		Scheme:  env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Tests start several managers in one process; controller names repeat.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	if len(newClient) > 0 {
+		mo.NewClient = newClient[0]
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
 	Expect(err).NotTo(HaveOccurred())
 	_, err = controllers.Setup(mgr, opts)
 	Expect(err).NotTo(HaveOccurred())
