@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +38,12 @@ type PointAccountReconciler struct {
 	// HoldGracePeriod is how long a hold may exist without its task before it is released: the
 	// REST apiserver freezes before it creates the task, and a crash in between leaves a hold.
 	HoldGracePeriod time.Duration
+
+	// orphans remembers, per account, when each hold was first seen without its task. Holds
+	// carry no timestamp (they are kept small), and this clock only starts after the freeze,
+	// so a restart can delay a release but never hasten one.
+	orphansMu sync.Mutex
+	orphans   map[string]map[string]time.Time
 }
 
 // recordsRecheck is how soon an account with unacknowledged records is looked at again.
@@ -162,27 +171,44 @@ func (r *PointAccountReconciler) updateConditions(ctx context.Context, acct *vid
 	return r.Status().Update(ctx, acct)
 }
 
-// orphanHolds returns refunds for holds older than the grace period whose task does not exist,
-// and when the next hold comes of age.
+// orphanHolds returns refunds for holds whose task has been missing for the grace period, and
+// when to look again.
 func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogenv1alpha1.PointAccount, now time.Time) ([]ledger.Op, time.Duration, error) {
+	r.orphansMu.Lock()
+	defer r.orphansMu.Unlock()
+	if r.orphans == nil {
+		r.orphans = map[string]map[string]time.Time{}
+	}
+	before := r.orphans[acct.Namespace]
+	seen := map[string]time.Time{}
 	var ops []ledger.Op
 	var next time.Duration
-	for _, h := range acct.Status.Holds {
-		age := now.Sub(h.FrozenAt.Time)
-		if age < r.HoldGracePeriod {
-			if wait := r.HoldGracePeriod - age; next == 0 || wait < next {
+	for _, task := range slices.Sorted(maps.Keys(acct.Status.Holds)) {
+		if err := r.Get(ctx, client.ObjectKey{Namespace: acct.Namespace, Name: task}, &videogenv1alpha1.VideoTask{}); err == nil {
+			continue
+		} else if !apierrors.IsNotFound(err) {
+			return nil, 0, err
+		}
+		first, ok := before[task]
+		if !ok {
+			first = now
+		}
+		if wait := first.Add(r.HoldGracePeriod).Sub(now); wait > 0 {
+			seen[task] = first
+			if next == 0 || wait < next {
 				next = wait
 			}
 			continue
 		}
-		gone, err := r.taskGone(ctx, acct.Namespace, h.Task)
+		gone, err := r.taskGone(ctx, acct.Namespace, task)
 		if err != nil {
 			return nil, 0, err
 		}
 		if gone {
-			ops = append(ops, ledger.Settle(h.Task, videogenv1alpha1.SettlementRefunded))
+			ops = append(ops, ledger.Settle(task, videogenv1alpha1.SettlementRefunded))
 		}
 	}
+	r.orphans[acct.Namespace] = seen
 	if len(acct.Status.Holds) > len(ops) && (next == 0 || r.HoldGracePeriod < next) {
 		next = r.HoldGracePeriod // keep watching holds whose task may still be deleted
 	}

@@ -26,7 +26,10 @@ var _ = Describe("PointAccount", func() {
 		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.Freeze("never-created", 35))
 		Expect(err).NotTo(HaveOccurred())
 		expectBalanced(ns, 65, 35, 0)
-		expectBalanced(ns, 100, 0, 0) // after the 2s grace period of the test options
+		// Not before the 2s grace period of the test options (counted from when the controller
+		// first saw the hold without its task, so at least 2s after the freeze)...
+		Consistently(func() int64 { return accountOf(ns).Status.Frozen }, "1500ms").Should(Equal(int64(35)))
+		expectBalanced(ns, 100, 0, 0) // ...but soon after it
 		Eventually(func() []string { return eventReasons(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElement("HoldReleased"))
 		Eventually(func() int { return len(accountOf(ns).Status.Settlements) }).Should(BeZero())
 	})

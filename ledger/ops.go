@@ -123,8 +123,8 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 		if op.amount < 0 {
 			return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}
 		}
-		if i := findHold(st, op.task); i >= 0 {
-			return Result{Amount: st.Holds[i].Amount}
+		if held, ok := st.Holds[op.task]; ok {
+			return Result{Amount: held}
 		}
 		if i := findSettlement(st, op.task); i >= 0 {
 			return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, st.Settlements[i].Outcome)}
@@ -137,7 +137,10 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 		}
 		st.Balance -= op.amount
 		st.Frozen += op.amount
-		st.Holds = append(st.Holds, videogenv1alpha1.Hold{Task: op.task, Amount: op.amount, FrozenAt: at})
+		if st.Holds == nil {
+			st.Holds = map[string]int64{}
+		}
+		st.Holds[op.task] = op.amount
 		return Result{Changed: true, Amount: op.amount}
 
 	case opSettle:
@@ -145,39 +148,34 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 			s := st.Settlements[i]
 			return Result{Amount: s.Amount, Outcome: s.Outcome}
 		}
-		i := findHold(st, op.task)
-		if i < 0 {
+		held, ok := st.Holds[op.task]
+		if !ok {
 			return Result{Err: fmt.Errorf("%w %q", ErrNoHold, op.task)}
 		}
-		h := st.Holds[i]
-		st.Holds = append(st.Holds[:i], st.Holds[i+1:]...)
-		st.Frozen -= h.Amount
 		switch op.outcome {
 		case videogenv1alpha1.SettlementDeducted:
-			st.Spent += h.Amount
+			st.Spent += held
 		case videogenv1alpha1.SettlementRefunded:
-			st.Balance += h.Amount
+			st.Balance += held
 		default:
-			// Restore before refusing: an unknown outcome must change nothing.
-			st.Holds = append(st.Holds[:i], append([]videogenv1alpha1.Hold{h}, st.Holds[i:]...)...)
-			st.Frozen += h.Amount
 			return Result{Err: fmt.Errorf("unknown settlement outcome %q", op.outcome)}
 		}
+		delete(st.Holds, op.task)
+		st.Frozen -= held
 		st.Settlements = append(st.Settlements, videogenv1alpha1.Settlement{
-			Task: op.task, Amount: h.Amount, Outcome: op.outcome, SettledAt: at,
+			Task: op.task, Amount: held, Outcome: op.outcome, SettledAt: at,
 		})
-		return Result{Changed: true, Amount: h.Amount, Outcome: op.outcome}
+		return Result{Changed: true, Amount: held, Outcome: op.outcome}
 
 	case opRelease:
-		i := findHold(st, op.task)
-		if i < 0 {
+		held, ok := st.Holds[op.task]
+		if !ok {
 			return Result{}
 		}
-		h := st.Holds[i]
-		st.Holds = append(st.Holds[:i], st.Holds[i+1:]...)
-		st.Frozen -= h.Amount
-		st.Balance += h.Amount
-		return Result{Changed: true, Amount: h.Amount}
+		delete(st.Holds, op.task)
+		st.Frozen -= held
+		st.Balance += held
+		return Result{Changed: true, Amount: held}
 
 	case opForgetSettlement:
 		i := findSettlement(st, op.task)
@@ -217,11 +215,11 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 // Check verifies the ledger invariants on a status.
 func Check(st *videogenv1alpha1.PointAccountStatus) error {
 	var held int64
-	for _, h := range st.Holds {
-		if h.Amount < 0 {
-			return fmt.Errorf("%w: hold for %q is negative (%d)", ErrInvariant, h.Task, h.Amount)
+	for task, amount := range st.Holds {
+		if amount < 0 {
+			return fmt.Errorf("%w: hold for %q is negative (%d)", ErrInvariant, task, amount)
 		}
-		held += h.Amount
+		held += amount
 	}
 	switch {
 	case st.Balance < 0 || st.Frozen < 0 || st.Spent < 0 || st.Credited < 0:
@@ -234,15 +232,6 @@ func Check(st *videogenv1alpha1.PointAccountStatus) error {
 		return fmt.Errorf("%w: frozen %d != sum of holds %d", ErrInvariant, st.Frozen, held)
 	}
 	return nil
-}
-
-func findHold(st *videogenv1alpha1.PointAccountStatus, task string) int {
-	for i := range st.Holds {
-		if st.Holds[i].Task == task {
-			return i
-		}
-	}
-	return -1
 }
 
 func findSettlement(st *videogenv1alpha1.PointAccountStatus, task string) int {

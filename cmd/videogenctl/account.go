@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -56,14 +58,23 @@ func accountCreate(ctx context.Context, args []string, out io.Writer) error {
 
 // accountView is what `account show` prints.
 type accountView struct {
-	Account   string                  `json:"account"`
-	Balance   int64                   `json:"balance"`
-	Frozen    int64                   `json:"frozen"`
-	Spent     int64                   `json:"spent"`
-	Credited  int64                   `json:"credited"`
-	Ready     string                  `json:"ready"`
-	Holds     []videogenv1alpha1.Hold `json:"holds"`
-	RecentTop []topUpView             `json:"recentTopUps"`
+	Account   string      `json:"account"`
+	Balance   int64       `json:"balance"`
+	Frozen    int64       `json:"frozen"`
+	Spent     int64       `json:"spent"`
+	Credited  int64       `json:"credited"`
+	Ready     string      `json:"ready"`
+	Holds     []holdView  `json:"holds"`
+	RecentTop []topUpView `json:"recentTopUps"`
+}
+
+// holdView is one hold with what its task says about it ("missing": no such task, so the
+// manager refunds the hold after its grace period).
+type holdView struct {
+	Task      string     `json:"task"`
+	Points    int64      `json:"points"`
+	TaskPhase string     `json:"taskPhase"`
+	Since     *time.Time `json:"since,omitempty"`
 }
 
 type topUpView struct {
@@ -101,7 +112,28 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	v := accountView{Account: pos[0], Balance: acct.Status.Balance, Frozen: acct.Status.Frozen, Spent: acct.Status.Spent,
-		Credited: acct.Status.Credited, Ready: "Unknown", Holds: acct.Status.Holds}
+		Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}}
+	if len(acct.Status.Holds) > 0 {
+		var tasks videogenv1alpha1.VideoTaskList
+		if err := c.List(ctx, &tasks, client.InNamespace(pos[0])); err != nil {
+			return err
+		}
+		byName := map[string]*videogenv1alpha1.VideoTask{}
+		for i := range tasks.Items {
+			byName[tasks.Items[i].Name] = &tasks.Items[i]
+		}
+		for _, task := range slices.Sorted(maps.Keys(acct.Status.Holds)) {
+			h := holdView{Task: task, Points: acct.Status.Holds[task], TaskPhase: "missing"}
+			if t := byName[task]; t != nil {
+				created := t.CreationTimestamp.Time
+				h.TaskPhase, h.Since = string(t.Status.Phase), &created
+				if h.TaskPhase == "" {
+					h.TaskPhase = "Pending"
+				}
+			}
+			v.Holds = append(v.Holds, h)
+		}
+	}
 	if cond := meta.FindStatusCondition(acct.Status.Conditions, videogenv1alpha1.ConditionReady); cond != nil {
 		v.Ready = fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
 	}
@@ -117,9 +149,13 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
 			v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, v.Ready)
 		if len(v.Holds) > 0 {
-			fmt.Fprintf(w, "\nHOLD (TASK)\tPOINTS\tSINCE\n")
+			fmt.Fprintf(w, "\nHOLD (TASK)\tPOINTS\tTASK PHASE\tSINCE\n")
 			for _, h := range v.Holds {
-				fmt.Fprintf(w, "%s\t%d\t%s\n", h.Task, h.Amount, h.FrozenAt.Format(time.RFC3339))
+				since := "-"
+				if h.Since != nil {
+					since = h.Since.Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", h.Task, h.Points, h.TaskPhase, since)
 			}
 		}
 		if len(v.RecentTop) > 0 {
