@@ -57,8 +57,9 @@ var _ = Describe("VideoTask lifecycle", func() {
 			return metricValue("videogen_account_points", map[string]string{"namespace": ns, "state": "spent"})
 		}).Should(Equal(30.0))
 		Expect(metricValue("videogen_tasks", map[string]string{"capability": "video.short", "phase": "Succeeded"})).To(BeNumerically(">=", 1))
-		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElements(
-			videogenv1alpha1.ReasonFrozen, "StageStarted", videogenv1alpha1.ReasonSucceeded, "Deducted"))
+		// Two events in all: what a user should see (stages are in the status).
+		Eventually(func() []string { return eventNotes(ns, task.Name) }).Should(ConsistOf(
+			videogenv1alpha1.ReasonFrozen+": Froze 30 points for this task", MatchRegexp(`^Succeeded: .+; deducted 30 points$`)))
 	})
 
 	DescribeTable("refunds the frozen points when a stage fails",
@@ -77,7 +78,8 @@ var _ = Describe("VideoTask lifecycle", func() {
 				To(Equal(videogenv1alpha1.ReasonStageFailed))
 			Expect(done.Status.Result).To(BeNil())
 			expectBalanced(ns, 100, 0, 0)
-			Eventually(func() []string { return eventReasons(ns, b.Name()) }).Should(ContainElement("Refunded"))
+			Eventually(func() []string { return eventNotes(ns, b.Name()) }).Should(ContainElement(
+				MatchRegexp(`^StageFailed: .+; refunded 40 points$`)))
 		},
 		Entry("in phase 1 (analyze)", testbackend.Script{Analyze: testbackend.Fail}, "analyze_failed"),
 		Entry("in phase 2 (render)", testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Fail}, "render_failed"),
@@ -220,6 +222,19 @@ func eventReasons(ns, regarding string) []string {
 		}
 	}
 	return reasons
+}
+
+// eventNotes lists "reason: note" of the events about regarding.
+func eventNotes(ns, regarding string) []string {
+	var list eventsv1.EventList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == regarding {
+			notes = append(notes, e.Reason+": "+e.Note)
+		}
+	}
+	return notes
 }
 
 // metricValue sums the samples of a counter or gauge in the manager's registry whose labels

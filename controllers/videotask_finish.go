@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +25,6 @@ import (
 func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1.VideoTask, end outcome) (ctrl.Result, error) {
 	now := metav1.NewTime(r.Clock.Now())
 	task.Status.CompletedAt = &now
-	eventType := corev1.EventTypeNormal
 	if end.success {
 		task.Status.Phase = videogenv1alpha1.TaskSucceeded
 		task.Status.Result = end.result
@@ -32,13 +33,12 @@ func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1
 	} else {
 		task.Status.Phase = videogenv1alpha1.TaskFailed
 		task.Status.Error = &videogenv1alpha1.TaskError{Code: end.code, Message: end.message}
-		eventType = corev1.EventTypeWarning
 	}
 	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, end.reason, end.message)
 	if err := r.Status().Update(ctx, task); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(task, nil, eventType, end.reason, "Finish", "%s", end.message)
+	// The event comes with the settlement, which says where the points went.
 	tasksFinished.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase), end.reason).Inc()
 	taskDuration.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase)).
 		Observe(now.Sub(task.CreationTimestamp.Time).Seconds())
@@ -107,13 +107,26 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 		return fmt.Errorf("recording settlement: %w", err)
 	}
 	if res.Changed {
-		verb := "Deducted"
-		if res.Outcome == videogenv1alpha1.SettlementRefunded {
-			verb = "Refunded"
-		}
-		r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, verb, "Settle", "%s %d points", verb, res.Amount)
+		r.recordOutcome(task, res)
 	}
 	return nil
+}
+
+// recordOutcome is a task's one closing event: how it ended and where its points went. (A
+// task has two events in all, this and Frozen; its stages are in its status.)
+func (r *VideoTaskReconciler) recordOutcome(task *videogenv1alpha1.VideoTask, res ledger.Result) {
+	eventType, reason, message := corev1.EventTypeNormal, videogenv1alpha1.ReasonSucceeded, "The task succeeded"
+	if task.Status.Phase != videogenv1alpha1.TaskSucceeded {
+		eventType, reason, message = corev1.EventTypeWarning, string(task.Status.Phase), "The task did not succeed"
+	}
+	if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionComplete); c != nil {
+		reason, message = c.Reason, c.Message
+	}
+	moved := "deducted"
+	if res.Outcome == videogenv1alpha1.SettlementRefunded {
+		moved = "refunded"
+	}
+	r.Recorder.Eventf(task, nil, eventType, reason, "Settle", "%s; %s %d points", strings.TrimSuffix(message, "."), moved, res.Amount)
 }
 
 func costOf(task *videogenv1alpha1.VideoTask) int64 {

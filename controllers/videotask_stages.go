@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -87,7 +86,6 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 			}
 			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
 				fmt.Sprintf("%s accepted the %s stage", name, stageName))
-			r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, "StageStarted", "Dispatch", "%s started the %s stage", name, stageName)
 			// Look at the stage right away: a fast backend may be done already, and then the
 			// next stage (or the end) is written in this same status update.
 		}

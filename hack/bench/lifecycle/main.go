@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
@@ -31,18 +32,19 @@ func main() {
 	accounts := flag.Int("accounts", 16, "accounts the tasks are spread over")
 	conc := flag.Int("c", 32, "submission concurrency (and raw create concurrency)")
 	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
+	workers := flag.Int("workers", controllers.DefaultOptions().Task.MaxConcurrentReconciles, "concurrent VideoTask reconciles (the manager's --max-concurrent-tasks)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
 	flag.Parse()
 	defer harness.Profile(*profile)()
 	ctx, cancel := harness.Bounded(*limit)
 	defer cancel()
-	if err := run(ctx, *tasks, *accounts, *conc); err != nil {
+	if err := run(ctx, *tasks, *accounts, *conc, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, nTasks, nAccounts, conc int) error {
+func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	fmt.Fprintln(os.Stderr, "starting the control plane…")
 	env, err := harness.Start(ctx)
 	if err != nil {
@@ -98,7 +100,9 @@ func run(ctx context.Context, nTasks, nAccounts, conc int) error {
 		}
 		mu.Unlock()
 	}
-	_, err = env.StartControllers(ctx, counter, harness.ControllerOptions(harness.InstantBackend{}))
+	opts := harness.ControllerOptions(harness.InstantBackend{})
+	opts.Task.MaxConcurrentReconciles = workers
+	_, err = env.StartControllers(ctx, counter, opts)
 	if err != nil {
 		return err
 	}
@@ -165,7 +169,7 @@ func run(ctx context.Context, nTasks, nAccounts, conc int) error {
 	fmt.Println()
 	fmt.Println("Machine:", harness.Machine())
 	fmt.Println()
-	fmt.Printf("%d tasks over %d accounts, submitted at c=%d through `POST /v1/videos/short`; manager defaults (`controllers.DefaultOptions`, 8 concurrent task reconciles).\n\n", nTasks, nAccounts, conc)
+	fmt.Printf("%d tasks over %d accounts, submitted at c=%d through `POST /v1/videos/short`; manager defaults (`controllers.DefaultOptions`) with %d concurrent task reconciles.\n\n", nTasks, nAccounts, conc, workers)
 	fmt.Println("| raw VideoTask creates/s (c same) | REST submissions/s | tasks settled/s (first POST → last Deducted) | settled ÷ raw | submit → Deducted p50 | p99 |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|")
 	fmt.Printf("| %.0f | %.0f | %.0f | **%.2f** | %s | %s |\n\n", raw.Rate(), sub.Rate(), rate, rate/raw.Rate(), harness.Ms(res.P(0.5)), harness.Ms(res.P(0.99)))
