@@ -84,9 +84,12 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 	case errors.Is(err, ledger.ErrNoHold):
 		// Nothing is held and nothing is on record: the points were never frozen under this
 		// name or were released by the orphan sweep. Say so rather than invent a settlement.
-		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, "NoHold", "Settle", "No frozen points were found for this task; nothing was charged")
 		task.Status.Charge = ""
-		return r.Status().Update(ctx, task)
+		if err := r.Status().Update(ctx, task); err != nil {
+			return err // a stale copy conflicts here, before it says anything
+		}
+		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, "NoHold", "Settle", "No frozen points were found for this task; nothing was charged")
+		return nil
 	case err != nil:
 		return fmt.Errorf("settling %d points: %w", costOf(task), err)
 	}
@@ -106,6 +109,10 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 		}
 		return fmt.Errorf("recording settlement: %w", err)
 	}
+	// The status now shows the settlement, so its record in the account may go: with the
+	// account's next write rather than in a write of its own (the PointAccount controller
+	// trims what is left).
+	r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
 	if res.Changed {
 		r.recordOutcome(task, res)
 	}

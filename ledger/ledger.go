@@ -69,6 +69,30 @@ type queue struct {
 	pending  []*request
 	draining bool
 	last     *videogenv1alpha1.PointAccount
+	riders   []Op // see Piggyback
+}
+
+// maxRiders bounds the ops waiting to ride along per account; more are dropped (and trimmed
+// later by the PointAccount controller).
+const maxRiders = 1024
+
+// Piggyback queues ops that move no points (ForgetSettlement, ForgetTopUp) to ride on the
+// account's next write instead of costing a write of their own. Nothing waits for them: they
+// are lost if no write comes or the process ends, so callers need a slower path that trims
+// whatever is left (the PointAccount controller). Other ops are ignored.
+func (l *Ledger) Piggyback(namespace string, ops ...Op) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queues[namespace]
+	if q == nil {
+		q = &queue{}
+		l.queues[namespace] = q
+	}
+	for _, op := range ops {
+		if (op.kind == opForgetSettlement || op.kind == opForgetTopUp) && len(q.riders) < maxRiders {
+			q.riders = append(q.riders, op)
+		}
+	}
 }
 
 // Apply applies ops to the account of namespace in one write, in order, and returns one Result
@@ -137,15 +161,19 @@ func (l *Ledger) drain(namespace string, q *queue) {
 			l.mu.Unlock()
 			return
 		}
-		last := q.last
+		last, riders := q.last, q.riders
+		q.riders = nil
 		l.mu.Unlock()
 
-		results, written := l.commit(namespace, last, batch)
+		results, written, carried := l.commit(namespace, last, batch, riders)
 		l.mu.Lock()
 		if written != nil {
 			q.last = written
 		} else {
 			q.last = nil
+		}
+		if !carried {
+			q.riders = append(riders, q.riders...)
 		}
 		l.mu.Unlock()
 		for i, req := range batch {
@@ -166,9 +194,10 @@ func take(pending []*request, limit int) ([]*request, int) {
 	return pending, len(pending)
 }
 
-// commit applies every request of the batch in one compare-and-swap, retrying on conflict.
-// It returns each request's results and the account as written (nil if nothing was written).
-func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, *videogenv1alpha1.PointAccount) {
+// commit applies every request of the batch in one compare-and-swap, retrying on conflict,
+// and the riders too when the batch writes anyway. It returns each request's results, the
+// account as written (nil if nothing was written) and whether the riders were written.
+func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, batch []*request, riders []Op) ([][]Result, *videogenv1alpha1.PointAccount, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.commitTimeout)
 	defer cancel()
 	key := types.NamespacedName{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}
@@ -184,15 +213,24 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 				} else {
 					err = fmt.Errorf("ledger: reading account %q: %w", namespace, err)
 				}
-				return failAll(batch, &callError{err}), nil
+				return failAll(batch, &callError{err}), nil, false
 			}
 		}
 		work := acct.DeepCopy()
 		if err := Check(&work.Status); err != nil {
 			// Never build on a broken status; an operator must look at it.
-			return failAll(batch, &callError{fmt.Errorf("account %q before this write: %w", namespace, err)}), nil
+			return failAll(batch, &callError{fmt.Errorf("account %q before this write: %w", namespace, err)}), nil, false
 		}
 		results, changed := l.applyBatch(work, batch)
+		// Riders never cause a write, they only join one (a rider whose record is gone
+		// already is a no-op).
+		carried := changed && len(riders) > 0
+		if carried {
+			now := l.now()
+			for _, op := range riders {
+				apply(&work.Status, work.Spec, namespace, op, now)
+			}
+		}
 		if !fresh && (!changed || anyRefused(results)) {
 			// A refusal or a no-op decided on our own last write could be wrong if another
 			// process wrote since (a top-up elsewhere, a hold made elsewhere): only a write
@@ -202,26 +240,26 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 		}
 		if !changed {
 			fill(results, work.Status.Balance)
-			return results, acct
+			return results, acct, false
 		}
 		if err := Check(&work.Status); err != nil {
-			return failAll(batch, &callError{fmt.Errorf("account %q: refusing to write: %w", namespace, err)}), nil
+			return failAll(batch, &callError{fmt.Errorf("account %q: refusing to write: %w", namespace, err)}), nil, false
 		}
 		err := l.writer.Status().Update(ctx, work)
 		if err == nil {
 			fill(results, work.Status.Balance)
 			countMoves(namespace, batch, results)
-			return results, work
+			return results, work, carried
 		}
 		if !apierrors.IsConflict(err) {
-			return failAll(batch, &callError{fmt.Errorf("ledger: writing account %q: %w", namespace, err)}), nil
+			return failAll(batch, &callError{fmt.Errorf("ledger: writing account %q: %w", namespace, err)}), nil, false
 		}
 		// Someone else wrote first: start over from a fresh read, after a jittered pause so that
 		// competing writers spread out.
 		acct = nil
 		select {
 		case <-ctx.Done():
-			return failAll(batch, &callError{fmt.Errorf("ledger: account %q stayed contended for %s: %w", namespace, l.commitTimeout, ctx.Err())}), nil
+			return failAll(batch, &callError{fmt.Errorf("ledger: account %q stayed contended for %s: %w", namespace, l.commitTimeout, ctx.Err())}), nil, false
 		case <-time.After(backoff/2 + rand.N(backoff)):
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)

@@ -164,4 +164,38 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		_, err := l.Do(ctx, "no-such-namespace", ledger.Freeze("a", 1))
 		Expect(errors.Is(err, ledger.ErrAccountNotFound)).To(BeTrue(), "got %v", err)
 	})
+
+	It("carries piggybacked forgets on the account's next write, never in a write of their own", func() {
+		ns := newFundedAccount(100)
+		l := ledger.New(k8sClient, k8sClient)
+		for _, task := range []string{"a", "b"} {
+			_, err := l.Do(ctx, ns, ledger.Freeze(task, 10))
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err := l.Do(ctx, ns, ledger.Settle("a", videogenv1alpha1.SettlementDeducted))
+		Expect(err).NotTo(HaveOccurred())
+		before := accountObject(ns)
+		Expect(before.Status.Settlements).To(HaveLen(1))
+
+		l.Piggyback(ns, ledger.ForgetSettlement("a"), ledger.ForgetSettlement("never-settled"),
+			ledger.Freeze("not-a-rider", 10)) // only ops that move no points may ride
+		// A no-op batch (a repeated freeze) writes nothing, so the riders wait.
+		_, err = l.Do(ctx, ns, ledger.Freeze("b", 10))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(accountObject(ns).ResourceVersion).To(Equal(before.ResourceVersion))
+
+		_, err = l.Do(ctx, ns, ledger.Settle("b", videogenv1alpha1.SettlementRefunded))
+		Expect(err).NotTo(HaveOccurred())
+		after := accountObject(ns)
+		Expect(after.Status.Settlements).To(ConsistOf(HaveField("Task", "b")), "a's record went with b's settle")
+		Expect(after.Status.Holds).To(BeEmpty(), "the freeze did not ride along")
+		Expect(ledger.Check(&after.Status)).To(Succeed())
+		Expect([]int64{after.Status.Balance, after.Status.Spent}).To(Equal([]int64{90, 10}))
+	})
 })
+
+func accountObject(ns string) *videogenv1alpha1.PointAccount {
+	a := &videogenv1alpha1.PointAccount{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, a)).To(Succeed())
+	return a
+}

@@ -33,6 +33,7 @@ func main() {
 	conc := flag.Int("c", 32, "submission concurrency (and raw create concurrency)")
 	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
 	workers := flag.Int("workers", controllers.DefaultOptions().Task.MaxConcurrentReconciles, "concurrent VideoTask reconciles (the manager's --max-concurrent-tasks)")
+	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver over 10 s from the first submission here")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
 	flag.Parse()
 	defer harness.Profile(*profile)()
@@ -43,6 +44,8 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+var kubeProfile string
 
 func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	fmt.Fprintln(os.Stderr, "starting the control plane…")
@@ -114,6 +117,13 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	}
 
 	fmt.Fprintf(os.Stderr, "submitting %d tasks through the REST API at c=%d…\n", nTasks, conc)
+	if kubeProfile != "" {
+		go func() {
+			if err := env.KubeProfile(ctx, 10*time.Second, kubeProfile); err != nil {
+				fmt.Fprintln(os.Stderr, "kube-apiserver profile:", err)
+			}
+		}()
+	}
 	submitted := make([]time.Time, nTasks)
 	names := make([]string, nTasks)
 	start := time.Now()
