@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 var _ = Describe("Errors", func() {
@@ -103,6 +104,24 @@ var _ = Describe("Errors", func() {
 		Expect(last.Header.Get("Retry-After")).NotTo(BeEmpty())
 		// Another key has its own bucket.
 		Expect(limited.get("/v1/balance", b.key).Status).To(Equal(http.StatusOK))
+	})
+
+	It("answers 429 too_many_active_tasks when the account has its most unsettled tasks, and moves nothing", func() {
+		capped := startAPIServer(rate.Inf, 1, nil, nil, ledger.WithMaxHolds(1))
+		// One hold, as a task being created elsewhere has (the orphan sweep waits 2s).
+		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, a.ns, ledger.Freeze("in-creation", 10))
+		Expect(err).NotTo(HaveOccurred())
+		body := map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"}
+		resp := capped.post("/v1/videos/short", a.key, body, "Idempotency-Key", "over-the-cap")
+		Expect(resp.Status).To(Equal(http.StatusTooManyRequests))
+		Expect(resp.ErrorCode()).To(Equal("too_many_active_tasks"))
+		Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		expectPoints(a.ns, 90, 10, 0)
+		// Room again: the same key goes through.
+		_, err = ledger.New(k8sClient, k8sClient).Do(ctx, a.ns, ledger.Release("in-creation"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(capped.post("/v1/videos/short", a.key, body, "Idempotency-Key", "over-the-cap").Status).To(Equal(http.StatusAccepted))
 	})
 
 	It("releases the frozen points when the task cannot be created, so nothing is stranded", func() {

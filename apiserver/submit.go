@@ -133,6 +133,10 @@ func (s *Server) freezeRefused(ctx context.Context, w http.ResponseWriter, r *ht
 		httpjson.WriteError(w, r, http.StatusPaymentRequired, httpjson.CodeInsufficientBalance,
 			fmt.Sprintf("insufficient balance: this task costs %d points and %d are available; ask your administrator for a top-up",
 				short.Required, short.Available))
+	case errors.Is(err, ledger.ErrTooManyHolds):
+		w.Header().Set("Retry-After", "10")
+		httpjson.WriteError(w, r, http.StatusTooManyRequests, httpjson.CodeTooManyActiveTasks,
+			"this account has as many unfinished tasks as it may have; retry when some have finished")
 	case errors.Is(err, ledger.ErrAccountSuspended):
 		httpjson.WriteError(w, r, http.StatusForbidden, "account_suspended", "this account is suspended; contact your administrator")
 	case errors.Is(err, ledger.ErrAccountNotFound):

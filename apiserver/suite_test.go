@@ -115,7 +115,7 @@ func start(mgr ctrl.Manager) {
 
 // startAPIServer runs the apiserver as cmd/apiserver wires it, behind a real HTTP server.
 // wrap, if set, wraps the manager's client (for fault injection).
-func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client) *apiClient {
+func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, ledgerOpts ...ledger.Option) *apiClient {
 	mgr := newManager(cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {
 			Namespaces: map[string]cache.Config{keyNamespace: {}},
@@ -130,7 +130,7 @@ func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap
 	srv := apiserver.New(apiserver.Config{
 		Client:         c,
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         ledger.New(c, mgr.GetAPIReader()),
+		Ledger:         ledger.New(c, mgr.GetAPIReader(), ledgerOpts...),
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
 		Blobs:          blobs,
 		DefaultPrice:   10,

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/catalog"
@@ -44,6 +46,10 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	case errors.Is(err, ledger.ErrAlreadySettled):
 		// An earlier task of the same name is still on record; its record is trimmed shortly.
 		return ctrl.Result{RequeueAfter: r.Config.PollInterval}, nil
+	case errors.Is(err, ledger.ErrTooManyHolds):
+		// The task stays Pending, in line, until others settle (the REST API answers 429).
+		logf.FromContext(ctx).Info("account at its limit of unsettled tasks; task waits", "error", err.Error())
+		return ctrl.Result{RequeueAfter: max(r.Config.PollInterval, 5*time.Second)}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	}

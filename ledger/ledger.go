@@ -25,6 +25,8 @@ type Ledger struct {
 
 	// MaxBatch bounds the operations in one write, which bounds the status size a write carries.
 	maxBatch int
+	// maxHolds bounds the unsettled tasks per account (see DefaultMaxHolds).
+	maxHolds int
 	// commitTimeout bounds one write including its conflict retries.
 	commitTimeout time.Duration
 
@@ -41,6 +43,9 @@ func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = n
 // WithMaxBatch sets the most operations one write carries (default 256).
 func WithMaxBatch(n int) Option { return func(l *Ledger) { l.maxBatch = max(1, n) } }
 
+// WithMaxHolds sets the most unsettled tasks an account may have (default DefaultMaxHolds).
+func WithMaxHolds(n int) Option { return func(l *Ledger) { l.maxHolds = max(1, n) } }
+
 // New returns a Ledger that writes with c and, after a conflict, re-reads with fresh (use the
 // manager's APIReader so a retry never starts from a stale cache).
 func New(c client.Client, fresh client.Reader, opts ...Option) *Ledger {
@@ -49,6 +54,7 @@ func New(c client.Client, fresh client.Reader, opts ...Option) *Ledger {
 		reader:        fresh,
 		now:           time.Now,
 		maxBatch:      256,
+		maxHolds:      DefaultMaxHolds,
 		commitTimeout: 30 * time.Second,
 		queues:        map[string]*queue{},
 	}
@@ -228,7 +234,7 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 		if carried {
 			now := l.now()
 			for _, op := range riders {
-				apply(&work.Status, work.Spec, namespace, op, now)
+				apply(&work.Status, work.Spec, namespace, l.maxHolds, op, now)
 			}
 		}
 		if !fresh && (!changed || anyRefused(results)) {
@@ -273,7 +279,7 @@ func (l *Ledger) applyBatch(acct *videogenv1alpha1.PointAccount, batch []*reques
 	for i, req := range batch {
 		results[i] = make([]Result, len(req.ops))
 		for j, op := range req.ops {
-			r := apply(&acct.Status, acct.Spec, acct.Namespace, op, now)
+			r := apply(&acct.Status, acct.Spec, acct.Namespace, l.maxHolds, op, now)
 			changed = changed || r.Changed
 			results[i][j] = r
 		}

@@ -99,6 +99,8 @@ var (
 	ErrAlreadySettled = errors.New("task was already settled")
 	// ErrInvalidAmount: a negative freeze or a non-positive top-up.
 	ErrInvalidAmount = errors.New("invalid amount")
+	// ErrTooManyHolds: the account already has the most unsettled tasks it may have.
+	ErrTooManyHolds = errors.New("too many unsettled tasks")
 	// ErrInvariant: a write would break credited = balance + frozen + spent or frozen = Σ holds.
 	ErrInvariant = errors.New("ledger invariant violated")
 )
@@ -115,8 +117,13 @@ func (e *InsufficientBalanceError) Error() string {
 	return fmt.Sprintf("account %q has %d points available, task %q needs %d", e.Account, e.Available, e.Task, e.Required)
 }
 
+// DefaultMaxHolds bounds the unsettled tasks of one account. Every compare-and-swap carries all
+// of its holds and etcd refuses requests over 1.5 MiB; 20,000 holds are about 700 KiB of JSON.
+const DefaultMaxHolds = 20000
+
 // apply makes one op's change to st, or returns the reason it refused and leaves st as it was.
-func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointAccountSpec, account string, op Op, now time.Time) Result {
+// A freeze is refused once st has maxHolds holds.
+func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op, now time.Time) Result {
 	at := metav1.NewTime(now)
 	switch op.kind {
 	case opFreeze:
@@ -131,6 +138,9 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 		}
 		if spec.Suspended {
 			return Result{Err: fmt.Errorf("%w: %q", ErrAccountSuspended, account)}
+		}
+		if len(st.Holds) >= maxHolds {
+			return Result{Err: fmt.Errorf("%w: account %q has %d tasks waiting to settle, the most it may have", ErrTooManyHolds, account, len(st.Holds))}
 		}
 		if op.amount > st.Balance {
 			return Result{Err: &InsufficientBalanceError{Account: account, Task: op.task, Required: op.amount, Available: st.Balance}}

@@ -17,7 +17,7 @@ func funded(balance int64) videogenv1alpha1.PointAccountStatus {
 
 func mustApply(t *testing.T, st *videogenv1alpha1.PointAccountStatus, op Op) Result {
 	t.Helper()
-	r := apply(st, videogenv1alpha1.PointAccountSpec{}, "acme", op, t0)
+	r := apply(st, videogenv1alpha1.PointAccountSpec{}, "acme", DefaultMaxHolds, op, t0)
 	if err := Check(st); err != nil {
 		t.Fatalf("after %v: %v", op, err)
 	}
@@ -52,9 +52,33 @@ func TestFreezeRefusesMoreThanTheBalance(t *testing.T) {
 	}
 }
 
+func TestFreezeRefusedOnceTheAccountHasMaxHolds(t *testing.T) {
+	st := funded(100)
+	for _, task := range []string{"a", "b"} {
+		if r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", 2, Freeze(task, 1), t0); r.Err != nil {
+			t.Fatalf("freeze %s: %v", task, r.Err)
+		}
+	}
+	before := *st.DeepCopy()
+	if r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", 2, Freeze("c", 1), t0); !errors.Is(r.Err, ErrTooManyHolds) {
+		t.Fatalf("third freeze = %+v, want ErrTooManyHolds", r)
+	}
+	if !reflect.DeepEqual(st, before) {
+		t.Fatalf("refused freeze changed the status: %+v", st)
+	}
+	// A repeat of an existing hold still answers, and a settle makes room.
+	if r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", 2, Freeze("a", 1), t0); r.Err != nil || r.Changed {
+		t.Fatalf("repeated freeze = %+v", r)
+	}
+	apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", 2, Settle("a", videogenv1alpha1.SettlementDeducted), t0)
+	if r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", 2, Freeze("c", 1), t0); r.Err != nil {
+		t.Fatalf("freeze after a settle: %v", r.Err)
+	}
+}
+
 func TestFreezeRefusedOnSuspendedAccount(t *testing.T) {
 	st := funded(20)
-	r := apply(&st, videogenv1alpha1.PointAccountSpec{Suspended: true}, "acme", Freeze("a", 1), t0)
+	r := apply(&st, videogenv1alpha1.PointAccountSpec{Suspended: true}, "acme", DefaultMaxHolds, Freeze("a", 1), t0)
 	if !errors.Is(r.Err, ErrAccountSuspended) || st.Balance != 20 {
 		t.Fatalf("freeze on suspended account = %+v, status %+v", r, st)
 	}
@@ -195,7 +219,7 @@ func FuzzApplyKeepsInvariant(f *testing.F) {
 				}
 			}
 			before := *st.DeepCopy()
-			r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", op, t0)
+			r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", DefaultMaxHolds, op, t0)
 			if err := Check(&st); err != nil {
 				t.Fatalf("after %v: %v", op, err)
 			}
