@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,27 +125,44 @@ var _ = Describe("Errors", func() {
 		Expect(capped.post("/v1/videos/short", a.key, body, "Idempotency-Key", "over-the-cap").Status).To(Equal(http.StatusAccepted))
 	})
 
-	It("releases the frozen points when the task cannot be created, so nothing is stranded", func() {
-		failing := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+	// failingCreates is an apiserver whose VideoTask creates fail with err.
+	failingCreates := func(err error) *apiClient {
+		return startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
 			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
-						return errors.New("injected: etcd is unavailable")
+						return err
 					}
 					return c.Create(ctx, obj, opts...)
 				},
 			})
 		})
+	}
+
+	It("releases the frozen points at once when the kube-apiserver refuses the task", func() {
+		failing := failingCreates(apierrors.NewForbidden(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(),
+			"x", errors.New("injected: etcd quota exceeded")))
 		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
 			"Idempotency-Key", "will-fail")
 		Expect(resp.Status).To(Equal(http.StatusInternalServerError))
 		Expect(resp.ErrorCode()).To(Equal("internal_error"))
 		Expect(resp.Message()).NotTo(ContainSubstring("etcd"), "internal details stay in the logs")
 		expectPoints(a.ns, 100, 0, 0)
-		Expect(balanceOf(a.ns).Settlements).To(BeEmpty())
+		Expect(balanceOf(a.ns).Settlements).To(BeEmpty(), "released directly, not by the orphan sweep")
 		// The key is free: the same request through a healthy replica succeeds.
 		Expect(api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
 			"Idempotency-Key", "will-fail").Status).To(Equal(http.StatusAccepted))
+	})
+
+	It("leaves the hold to the orphan sweep when the create's outcome is unknown", func() {
+		// A timed-out create may still commit: releasing now could let the task run unpaid.
+		failing := failingCreates(apierrors.NewServerTimeout(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(), "create", 1))
+		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
+			"Idempotency-Key", "unknown-outcome")
+		Expect(resp.Status).To(Equal(http.StatusInternalServerError))
+		Expect(balanceOf(a.ns).Holds).To(HaveLen(1), "not released by the apiserver")
+		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
+		Expect(tasksIn(a.ns)).To(BeEmpty())
 	})
 
 	It("does not strand points when the apiserver dies between the freeze and the create", func() {

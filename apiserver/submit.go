@@ -99,7 +99,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 			s.internalError(w, r, fmt.Errorf("task %s exists but cannot be read", name))
 		}
 	default:
-		s.releaseIfAbsent(ctx, p.Account, name, res.Changed)
+		s.releaseIfAbsent(ctx, p.Account, name, res.Changed, err)
 		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
 	}
 }
@@ -152,11 +152,12 @@ func (s *Server) freezeRefused(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 }
 
-// releaseIfAbsent returns a hold we made when the task was not created. If the create's
-// outcome is unknown (the task may exist after all), the hold is left to the PointAccount
-// controller, which refunds it after the grace period if no task appears.
-func (s *Server) releaseIfAbsent(ctx context.Context, account, name string, madeHold bool) {
-	if !madeHold {
+// releaseIfAbsent returns a hold we made when the kube-apiserver refused to create the task.
+// Any other failure (a timeout, a cut connection, a 5xx) may still have created it, and a
+// task committed after our look and our release would run unpaid, so those holds are left to
+// the PointAccount controller, which refunds them after the grace period if no task appears.
+func (s *Server) releaseIfAbsent(ctx context.Context, account, name string, madeHold bool, createErr error) {
+	if !madeHold || !createRefused(createErr) {
 		return
 	}
 	err := s.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, &videogenv1alpha1.VideoTask{})
@@ -250,4 +251,11 @@ func requestHash(path string, body any) string {
 	canonical, _ := json.Marshal(body)
 	sum := sha256.Sum256(append([]byte(path+"\n"), canonical...))
 	return hex.EncodeToString(sum[:])
+}
+
+// createRefused reports whether a create failed in a way that means nothing was stored.
+func createRefused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
+		apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) || apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsUnsupportedMediaType(err)
 }
