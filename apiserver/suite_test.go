@@ -130,7 +130,7 @@ func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap
 	srv := apiserver.New(apiserver.Config{
 		Client:         c,
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         ledger.New(c, mgr.GetAPIReader(), ledgerOpts...),
+		Ledger:         ledger.New(c, mgr.GetAPIReader(), append([]ledger.Option{ledger.WithCache(mgr.GetClient())}, ledgerOpts...)...),
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
 		Blobs:          blobs,
 		DefaultPrice:   10,

@@ -47,7 +47,7 @@ func DefaultOptions() Options {
 // Setup registers all controllers with mgr, sharing one Ledger so that every point movement of
 // this process is coalesced per account.
 func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
-	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader())
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
 	if opts.Backends == nil {
 		opts.Backends = generation.Routes{}
 	}

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -21,6 +22,7 @@ import (
 type Ledger struct {
 	writer client.Client
 	reader client.Reader
+	cache  client.Reader // optional: an informer-backed reader of PointAccounts
 	now    func() time.Time
 
 	// MaxBatch bounds the operations in one write, which bounds the status size a write carries.
@@ -45,6 +47,11 @@ func WithMaxBatch(n int) Option { return func(l *Ledger) { l.maxBatch = max(1, n
 
 // WithMaxHolds sets the most unsettled tasks an account may have (default DefaultMaxHolds).
 func WithMaxHolds(n int) Option { return func(l *Ledger) { l.maxHolds = max(1, n) } }
+
+// WithCache lets a write start from an informer's copy of the account when it is newer than
+// this Ledger's own last write (another process wrote since): one conflict fewer. The
+// compare-and-swap still decides, and refusals and no-ops are still decided on a fresh read.
+func WithCache(r client.Reader) Option { return func(l *Ledger) { l.cache = r } }
 
 // New returns a Ledger that writes with c and, after a conflict, re-reads with fresh (use the
 // manager's APIReader so a retry never starts from a stale cache).
@@ -208,7 +215,7 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 	defer cancel()
 	key := types.NamespacedName{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}
 	backoff := 2 * time.Millisecond
-	acct := start
+	acct := l.newest(ctx, key, start)
 	for {
 		fresh := acct == nil
 		if fresh {
@@ -270,6 +277,24 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
+}
+
+// newest returns start or the cached account, whichever is newer (nil if there is neither).
+func (l *Ledger) newest(ctx context.Context, key types.NamespacedName, start *videogenv1alpha1.PointAccount) *videogenv1alpha1.PointAccount {
+	if l.cache == nil {
+		return start
+	}
+	cached := &videogenv1alpha1.PointAccount{}
+	if err := l.cache.Get(ctx, key, cached); err != nil {
+		return start
+	}
+	if start == nil {
+		return cached
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, start.ResourceVersion); err == nil && cmp > 0 {
+		return cached
+	}
+	return start
 }
 
 func (l *Ledger) applyBatch(acct *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, bool) {

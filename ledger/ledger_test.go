@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/ledger"
@@ -163,6 +165,40 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		l := ledger.New(k8sClient, k8sClient)
 		_, err := l.Do(ctx, "no-such-namespace", ledger.Freeze("a", 1))
 		Expect(errors.Is(err, ledger.ErrAccountNotFound)).To(BeTrue(), "got %v", err)
+	})
+
+	It("starts from the informer's copy when it is newer than its own last write: no conflict", func() {
+		updates := func(withCache bool) int32 {
+			ns := newFundedAccount(100)
+			var n atomic.Int32
+			wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
+			Expect(err).NotTo(HaveOccurred())
+			counting := interceptor.NewClient(wc, interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					n.Add(1)
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			})
+			var opts []ledger.Option
+			if withCache {
+				opts = append(opts, ledger.WithCache(k8sClient)) // an always-current "informer"
+			}
+			a := ledger.New(counting, k8sClient, opts...)
+			_, err = a.Do(ctx, ns, ledger.Freeze("x", 10))
+			Expect(err).NotTo(HaveOccurred())
+			// Another process writes: a's own last write is now stale.
+			_, err = ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.TopUp("more", "more-uid", 5))
+			Expect(err).NotTo(HaveOccurred())
+			n.Store(0)
+			_, err = a.Do(ctx, ns, ledger.Freeze("y", 10))
+			Expect(err).NotTo(HaveOccurred())
+			st := account(ns)
+			Expect(ledger.Check(&st)).To(Succeed())
+			Expect(st.Balance).To(Equal(int64(85)))
+			return n.Load()
+		}
+		Expect(updates(false)).To(Equal(int32(2)), "a conflict, then the write")
+		Expect(updates(true)).To(Equal(int32(1)))
 	})
 
 	It("carries piggybacked forgets on the account's next write, never in a write of their own", func() {

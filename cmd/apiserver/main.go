@@ -121,7 +121,7 @@ func run() error {
 	srv := apiserver.New(apiserver.Config{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         ledger.New(mgr.GetClient(), mgr.GetAPIReader()),
+		Ledger:         ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient())),
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
 		Blobs:          blobs,
 		URLPolicy:      netguard.Policy{Allow: allow},

@@ -71,7 +71,7 @@ func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns int) (
 	srv := apiserver.New(apiserver.Config{
 		Client:         c,
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         ledger.New(c, mgr.GetAPIReader()),
+		Ledger:         ledger.New(c, mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient())),
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: KeyNamespace},
 		Blobs:          &blobstore.Dir{Root: blobDir},
 		URLPolicy:      Loopback,
