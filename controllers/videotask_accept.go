@@ -62,7 +62,8 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, videogenv1alpha1.ReasonFrozen,
 		fmt.Sprintf("Froze %d points", price))
-	r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonFrozen, "Freeze", "Froze %d points for this task", price)
+	// No event: the Accepted condition says it, and an event per task start would be one more
+	// apiserver write per task for what the status already shows.
 	return r.advance(ctx, task, tmpl)
 }
 

@@ -119,8 +119,8 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 	return nil
 }
 
-// recordOutcome is a task's one closing event: how it ended and where its points went. (A
-// task has two events in all, this and Frozen; its stages are in its status.)
+// recordOutcome is a task's one event: how it ended and where its points went. (Its
+// acceptance and stages are in its status and conditions.)
 func (r *VideoTaskReconciler) recordOutcome(task *videogenv1alpha1.VideoTask, res ledger.Result) {
 	eventType, reason, message := corev1.EventTypeNormal, videogenv1alpha1.ReasonSucceeded, "The task succeeded"
 	if task.Status.Phase != videogenv1alpha1.TaskSucceeded {
