@@ -90,8 +90,8 @@ func (r *VideoTaskReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&videogenv1alpha1.VideoTask{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.MaxConcurrentReconciles)}).
 		Named("videotask").
+		Watches(&videogenv1alpha1.VideoTask{}, r.enqueueTasks()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.MaxConcurrentReconciles)}).
 		Complete(r)
 }

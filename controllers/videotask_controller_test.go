@@ -211,6 +211,27 @@ var _ = Describe("Finished tasks", func() {
 		}).Should(BeTrue())
 		expectBalanced(ns, 90, 0, 10)
 	})
+
+	It("found by a restarted manager are still deleted at their TTL", func() {
+		backend := testbackend.New()
+		opts := testOptions(backend)
+		opts.Task.FinishedTTL = 3 * time.Second
+		stop := startManager(opts)
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		task := aShortTask(ns, tmpl).Create()
+		Expect(finished(ns, task.Name).Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
+		stop()
+
+		// The new manager's initial list schedules the task for its TTL instead of now.
+		stop = startManager(opts)
+		defer stop()
+		Eventually(func() bool {
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+		expectBalanced(ns, 90, 0, 10)
+	})
 })
 
 func eventReasons(ns, regarding string) []string {
