@@ -116,6 +116,17 @@ func TestAdministratorWorkflow(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`acme\s+vt-listed\s+video.eraser\s+queued`).MatchString(out) {
 		t.Fatalf("tasks: %v\n%s", err, out)
 	}
+	// Holds show what their task says: its phase and age, or "missing".
+	for task, amount := range map[string]int64{"vt-listed": 10, "vt-gone": 7} {
+		if _, err := ledger.New(c, c).Do(ctx, "acme", ledger.Freeze(task, amount)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err = cli("account", "show", "acme")
+	if err != nil || !regexp.MustCompile(`(?m)^vt-gone\s+7\s+missing\s+-$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^vt-listed\s+10\s+Pending\s+\d{4}-`).MatchString(out) {
+		t.Fatalf("account show with holds: %v\n%s", err, out)
+	}
 	stripeSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: "stripe",
 		Labels: map[string]string{"videogen.dev/webhook-connector": "stripe"}}, StringData: map[string]string{"secret": "whsec_x"}}
 	if err := c.Create(ctx, stripeSecret); err != nil {
