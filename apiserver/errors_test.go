@@ -160,7 +160,7 @@ var _ = Describe("Errors", func() {
 		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
 			"Idempotency-Key", "unknown-outcome")
 		Expect(resp.Status).To(Equal(http.StatusInternalServerError))
-		Expect(balanceOf(a.ns).Holds).To(HaveLen(1), "not released by the apiserver")
+		Expect(balanceOf(a.ns).HoldCount()).To(Equal(1), "not released by the apiserver")
 		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
 		Expect(tasksIn(a.ns)).To(BeEmpty())
 	})
@@ -183,7 +183,7 @@ var _ = Describe("Errors", func() {
 		_, err = dying.http.Do(req)
 		Expect(err).To(HaveOccurred(), "the connection is cut")
 
-		Expect(balanceOf(a.ns).Holds).To(HaveLen(1), "the freeze happened before the crash")
+		Expect(balanceOf(a.ns).HoldCount()).To(Equal(1), "the freeze happened before the crash")
 		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
 		Expect(tasksIn(a.ns)).To(BeEmpty())
 	})

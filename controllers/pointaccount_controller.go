@@ -183,7 +183,8 @@ func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogen
 	seen := map[string]time.Time{}
 	var ops []ledger.Op
 	var next time.Duration
-	for _, task := range slices.Sorted(maps.Keys(acct.Status.Holds)) {
+	holds := acct.Status.HoldsByTask()
+	for _, task := range slices.Sorted(maps.Keys(holds)) {
 		if err := r.Get(ctx, client.ObjectKey{Namespace: acct.Namespace, Name: task}, &videogenv1alpha1.VideoTask{}); err == nil {
 			continue
 		} else if !apierrors.IsNotFound(err) {
@@ -209,7 +210,7 @@ func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogen
 		}
 	}
 	r.orphans[acct.Namespace] = seen
-	if len(acct.Status.Holds) > len(ops) && (next == 0 || r.HoldGracePeriod < next) {
+	if len(holds) > len(ops) && (next == 0 || r.HoldGracePeriod < next) {
 		next = r.HoldGracePeriod // keep watching holds whose task may still be deleted
 	}
 	return ops, next, nil

@@ -137,7 +137,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 			To(Equal(videogenv1alpha1.ReasonInsufficientBalance))
 		Consistently(func() []int64 {
 			st := accountOf(ns).Status
-			return []int64{st.Balance, st.Frozen, st.Spent, int64(len(st.Holds))}
+			return []int64{st.Balance, st.Frozen, st.Spent, int64(st.HoldCount())}
 		}, time.Second).Should(Equal([]int64{25, 0, 0, 0}))
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement(videogenv1alpha1.ReasonInsufficientBalance))
 	})

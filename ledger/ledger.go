@@ -234,16 +234,18 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 			// Never build on a broken status; an operator must look at it.
 			return failAll(batch, &callError{fmt.Errorf("account %q before this write: %w", namespace, err)}), nil, false
 		}
-		results, changed := l.applyBatch(work, batch)
+		b := openBook(&work.Status)
+		results, changed := l.applyBatch(b, work, batch)
 		// Riders never cause a write, they only join one (a rider whose record is gone
 		// already is a no-op).
 		carried := changed && len(riders) > 0
 		if carried {
 			now := l.now()
 			for _, op := range riders {
-				apply(&work.Status, work.Spec, namespace, l.maxHolds, op, now)
+				applyTo(b, work.Spec, namespace, l.maxHolds, op, now)
 			}
 		}
+		b.close()
 		if !fresh && (!changed || anyRefused(results)) {
 			// A refusal or a no-op decided on our own last write could be wrong if another
 			// process wrote since (a top-up elsewhere, a hold made elsewhere): only a write
@@ -297,14 +299,14 @@ func (l *Ledger) newest(ctx context.Context, key types.NamespacedName, start *vi
 	return start
 }
 
-func (l *Ledger) applyBatch(acct *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, bool) {
+func (l *Ledger) applyBatch(b *book, acct *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, bool) {
 	now := l.now()
 	changed := false
 	results := make([][]Result, len(batch))
 	for i, req := range batch {
 		results[i] = make([]Result, len(req.ops))
 		for j, op := range req.ops {
-			r := apply(&acct.Status, acct.Spec, acct.Namespace, l.maxHolds, op, now)
+			r := applyTo(b, acct.Spec, acct.Namespace, l.maxHolds, op, now)
 			changed = changed || r.Changed
 			results[i][j] = r
 		}

@@ -77,7 +77,7 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		Expect(ledger.Check(&st)).To(Succeed())
 		Expect(st.Balance).To(BeZero())
 		Expect(st.Frozen).To(Equal(int64(200)))
-		Expect(st.Holds).To(HaveLen(20))
+		Expect(st.HoldCount()).To(Equal(20))
 	})
 
 	It("lets exactly 20 of 50 through when every caller is its own process (pure compare-and-swap)", func() {
@@ -92,7 +92,7 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		st := account(ns)
 		Expect(ledger.Check(&st)).To(Succeed())
 		Expect(st.Balance).To(BeZero())
-		Expect(st.Holds).To(HaveLen(20))
+		Expect(st.HoldCount()).To(Equal(20))
 	})
 
 	It("settles a task once when many settlers race, and every one of them sees the same outcome", func() {
@@ -137,7 +137,7 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		var ib *ledger.InsufficientBalanceError
 		Expect(errors.As(res[2].Err, &ib)).To(BeTrue())
 		Expect(res[2].Balance).To(Equal(int64(5)))
-		Expect(account(ns).Holds).To(HaveLen(2))
+		Expect(account(ns).HoldsByTask()).To(HaveLen(2))
 	})
 
 	It("never refuses on a stale copy of its own last write when another writer changed the account", func() {

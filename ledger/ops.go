@@ -121,16 +121,38 @@ func (e *InsufficientBalanceError) Error() string {
 // of its holds and etcd refuses requests over 1.5 MiB; 20,000 holds are about 700 KiB of JSON.
 const DefaultMaxHolds = 20000
 
-// apply makes one op's change to st, or returns the reason it refused and leaves st as it was.
-// A freeze is refused once st has maxHolds holds.
+// book is an account's status while a batch changes it, with the holds indexed by task; close
+// writes the holds back into the status.
+type book struct {
+	st    *videogenv1alpha1.PointAccountStatus
+	holds map[string]int64
+}
+
+func openBook(st *videogenv1alpha1.PointAccountStatus) *book {
+	return &book{st: st, holds: st.HoldsByTask()}
+}
+
+func (b *book) close() { b.st.SetHolds(b.holds) }
+
+// apply makes one op's change to st (see applyTo).
 func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op, now time.Time) Result {
+	b := openBook(st)
+	r := applyTo(b, spec, account, maxHolds, op, now)
+	b.close()
+	return r
+}
+
+// applyTo makes one op's change to b, or returns the reason it refused and leaves b as it was.
+// A freeze is refused once b has maxHolds holds.
+func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op, now time.Time) Result {
+	st := b.st
 	at := metav1.NewTime(now)
 	switch op.kind {
 	case opFreeze:
 		if op.amount < 0 {
 			return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}
 		}
-		if held, ok := st.Holds[op.task]; ok {
+		if held, ok := b.holds[op.task]; ok {
 			return Result{Amount: held}
 		}
 		if i := findSettlement(st, op.task); i >= 0 {
@@ -139,18 +161,15 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 		if spec.Suspended {
 			return Result{Err: fmt.Errorf("%w: %q", ErrAccountSuspended, account)}
 		}
-		if len(st.Holds) >= maxHolds {
-			return Result{Err: fmt.Errorf("%w: account %q has %d tasks waiting to settle, the most it may have", ErrTooManyHolds, account, len(st.Holds))}
+		if len(b.holds) >= maxHolds {
+			return Result{Err: fmt.Errorf("%w: account %q has %d tasks waiting to settle, the most it may have", ErrTooManyHolds, account, len(b.holds))}
 		}
 		if op.amount > st.Balance {
 			return Result{Err: &InsufficientBalanceError{Account: account, Task: op.task, Required: op.amount, Available: st.Balance}}
 		}
 		st.Balance -= op.amount
 		st.Frozen += op.amount
-		if st.Holds == nil {
-			st.Holds = map[string]int64{}
-		}
-		st.Holds[op.task] = op.amount
+		b.holds[op.task] = op.amount
 		return Result{Changed: true, Amount: op.amount}
 
 	case opSettle:
@@ -158,7 +177,7 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 			s := st.Settlements[i]
 			return Result{Amount: s.Amount, Outcome: s.Outcome}
 		}
-		held, ok := st.Holds[op.task]
+		held, ok := b.holds[op.task]
 		if !ok {
 			return Result{Err: fmt.Errorf("%w %q", ErrNoHold, op.task)}
 		}
@@ -170,7 +189,7 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 		default:
 			return Result{Err: fmt.Errorf("unknown settlement outcome %q", op.outcome)}
 		}
-		delete(st.Holds, op.task)
+		delete(b.holds, op.task)
 		st.Frozen -= held
 		st.Settlements = append(st.Settlements, videogenv1alpha1.Settlement{
 			Task: op.task, Amount: held, Outcome: op.outcome, SettledAt: at,
@@ -178,11 +197,11 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 		return Result{Changed: true, Amount: held, Outcome: op.outcome}
 
 	case opRelease:
-		held, ok := st.Holds[op.task]
+		held, ok := b.holds[op.task]
 		if !ok {
 			return Result{}
 		}
-		delete(st.Holds, op.task)
+		delete(b.holds, op.task)
 		st.Frozen -= held
 		st.Balance += held
 		return Result{Changed: true, Amount: held}
@@ -225,11 +244,18 @@ func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointA
 // Check verifies the ledger invariants on a status.
 func Check(st *videogenv1alpha1.PointAccountStatus) error {
 	var held int64
-	for task, amount := range st.Holds {
-		if amount < 0 {
-			return fmt.Errorf("%w: hold for %q is negative (%d)", ErrInvariant, task, amount)
+	seen := make(map[string]bool, st.HoldCount())
+	for _, g := range st.Holds {
+		if g.Amount < 0 {
+			return fmt.Errorf("%w: holds of %d points are negative", ErrInvariant, g.Amount)
 		}
-		held += amount
+		for _, task := range g.Tasks {
+			if seen[task] {
+				return fmt.Errorf("%w: task %q holds points twice", ErrInvariant, task)
+			}
+			seen[task] = true
+		}
+		held += g.Amount * int64(len(g.Tasks))
 	}
 	switch {
 	case st.Balance < 0 || st.Frozen < 0 || st.Spent < 0 || st.Credited < 0:

@@ -32,7 +32,7 @@ func TestFreezeHoldsPointsOnce(t *testing.T) {
 	if r := mustApply(t, &st, Freeze("a", 30)); r.Changed || r.Err != nil || r.Amount != 30 {
 		t.Fatalf("repeated freeze = %+v, want unchanged with amount 30", r)
 	}
-	if st.Balance != 70 || st.Frozen != 30 || len(st.Holds) != 1 {
+	if st.Balance != 70 || st.Frozen != 30 || st.HoldCount() != 1 {
 		t.Fatalf("status = %+v", st)
 	}
 }
@@ -44,7 +44,7 @@ func TestFreezeRefusesMoreThanTheBalance(t *testing.T) {
 	if !errors.As(r.Err, &ib) || ib.Available != 20 || ib.Required != 21 {
 		t.Fatalf("freeze = %+v, want InsufficientBalanceError{Available: 20, Required: 21}", r)
 	}
-	if st.Balance != 20 || st.Frozen != 0 || len(st.Holds) != 0 {
+	if st.Balance != 20 || st.Frozen != 0 || st.HoldCount() != 0 {
 		t.Fatalf("refused freeze changed the status: %+v", st)
 	}
 	if r := mustApply(t, &st, Freeze("b", 20)); r.Err != nil {
@@ -183,8 +183,9 @@ func TestCheckFindsBrokenInvariants(t *testing.T) {
 		{Balance: 10, Credited: 11},
 		{Balance: 5, Frozen: 5, Credited: 10},
 		{Balance: -1, Spent: 1},
-		{Frozen: 3, Credited: 3, Holds: map[string]int64{"a": 2}},
-		{Frozen: 0, Balance: 3, Credited: 3, Holds: map[string]int64{"a": 2, "b": -2}},
+		{Frozen: 3, Credited: 3, Holds: []videogenv1alpha1.HoldGroup{{Amount: 2, Tasks: []string{"a"}}}},
+		{Frozen: 0, Balance: 3, Credited: 3, Holds: []videogenv1alpha1.HoldGroup{{Amount: -2, Tasks: []string{"b"}}, {Amount: 2, Tasks: []string{"a"}}}},
+		{Frozen: 4, Balance: 0, Credited: 4, Holds: []videogenv1alpha1.HoldGroup{{Amount: 2, Tasks: []string{"a"}}, {Amount: 2, Tasks: []string{"a"}}}},
 	}
 	for i, st := range broken {
 		if err := Check(&st); !errors.Is(err, ErrInvariant) {

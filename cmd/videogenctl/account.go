@@ -122,8 +122,9 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 		for i := range tasks.Items {
 			byName[tasks.Items[i].Name] = &tasks.Items[i]
 		}
-		for _, task := range slices.Sorted(maps.Keys(acct.Status.Holds)) {
-			h := holdView{Task: task, Points: acct.Status.Holds[task], TaskPhase: "missing"}
+		holds := acct.Status.HoldsByTask()
+		for _, task := range slices.Sorted(maps.Keys(holds)) {
+			h := holdView{Task: task, Points: holds[task], TaskPhase: "missing"}
 			if t := byName[task]; t != nil {
 				created := t.CreationTimestamp.Time
 				h.TaskPhase, h.Since = string(t.Status.Phase), &created

@@ -492,7 +492,7 @@ func (r *run) unsettled(ctx context.Context) string {
 			return err.Error()
 		}
 		if acct.Status.Frozen != 0 {
-			return fmt.Sprintf("account %s still has %d points frozen in %d holds", a.name, acct.Status.Frozen, len(acct.Status.Holds))
+			return fmt.Sprintf("account %s still has %d points frozen in %d holds", a.name, acct.Status.Frozen, acct.Status.HoldCount())
 		}
 	}
 	return ""
@@ -574,7 +574,7 @@ func (r *run) verify(ctx context.Context, settled bool) {
 			r.fail("account %s: credited %d != balance %d + frozen %d + spent %d", a.name, st.Credited, st.Balance, st.Frozen, st.Spent)
 		}
 		if st.Frozen != 0 {
-			r.fail("account %s: %d points still frozen (%d holds)", a.name, st.Frozen, len(st.Holds))
+			r.fail("account %s: %d points still frozen (%d holds)", a.name, st.Frozen, st.HoldCount())
 		}
 		if st.Spent != spent {
 			r.fail("account %s: spent %d, but its succeeded tasks cost %d", a.name, st.Spent, spent)

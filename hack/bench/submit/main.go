@@ -166,9 +166,9 @@ func run(ctx context.Context, sizes map[int]int, nAccounts int) error {
 	fmt.Printf("Requests per level: c=1: %d, c=8: %d, c=64: %d; raw creates first, then the REST run, per level. "+
 		"At the end the hot account holds %d holds (tasks stay Pending) and its object is %d KiB of JSON, "+
 		"which every compare-and-swap on it sends whole.\n",
-		sizes[1], sizes[8], sizes[64], len(acct.Status.Holds), len(size)/1024)
+		sizes[1], sizes[8], sizes[64], acct.Status.HoldCount(), len(size)/1024)
 	fmt.Printf("\nOne PointAccount status update (get + update, c=1, 30 times): %s p50 with 0 holds, %s p50 with %d holds.\n",
-		harness.Ms(costEmpty), harness.Ms(costHot), len(acct.Status.Holds))
+		harness.Ms(costEmpty), harness.Ms(costHot), acct.Status.HoldCount())
 	hotRows := rows[len(rows)-3:]
 	ok := true
 	for _, r := range hotRows {
