@@ -118,7 +118,7 @@ func (e *InsufficientBalanceError) Error() string {
 }
 
 // DefaultMaxHolds bounds the unsettled tasks of one account. Every compare-and-swap carries all
-// of its holds and etcd refuses requests over 1.5 MiB; 20,000 holds are about 700 KiB of JSON.
+// of its holds and etcd refuses requests over 1.5 MiB; 20,000 holds are about 600 KiB of JSON.
 const DefaultMaxHolds = 20000
 
 // book is an account's status while a batch changes it, with the holds indexed by task; close
