@@ -48,6 +48,10 @@ func main() {
 	steady := flag.Duration("steady", 60*time.Second, "how long to watch the manager once every active task runs")
 	conc := flag.Int("c", 64, "create concurrency")
 	limit := flag.Duration("timeout", 10*time.Minute, "stop after this long, whatever happens")
+	flag.Func("manager-flag", "an extra flag for the manager, e.g. --max-concurrent-tasks=32 (repeatable)", func(v string) error {
+		managerFlags = append(managerFlags, v)
+		return nil
+	})
 	flag.Parse()
 	ctx, cancel := harness.Bounded(*limit)
 	defer cancel()
@@ -55,6 +59,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
+}
+
+// managerFlags are passed to the manager after the harness's own.
+var managerFlags []string
+
+func describeFlags() string {
+	if len(managerFlags) == 0 {
+		return "default flags (poll interval 2 s, 8 concurrent task reconciles)"
+	}
+	return "default flags but `" + strings.Join(managerFlags, " ") + "`"
 }
 
 func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady time.Duration) error {
@@ -139,8 +153,10 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(dir, "manager"), "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address=127.0.0.1:0", "--backends-config="+backends, "--webhook-secret-namespace="+harness.KeyNamespace)
+	args := append([]string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address=127.0.0.1:0", "--backends-config=" + backends, "--webhook-secret-namespace=" + harness.KeyNamespace},
+		managerFlags...)
+	cmd := exec.Command(filepath.Join(dir, "manager"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	fmt.Fprintln(os.Stderr, "starting the manager process…")
@@ -218,9 +234,9 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	fmt.Println("Machine:", harness.Machine())
 	fmt.Println()
 	fmt.Printf("%d finished (Succeeded, Deducted) and %d active tasks across %d accounts, created before the manager starts (%.0f s); "+
-		"the manager is `./cmd/manager` as a process with default flags (poll interval 2 s, 8 concurrent task reconciles) and a local HTTP backend that keeps every stage running. "+
+		"the manager is `./cmd/manager` as a process with %s and a local HTTP backend that keeps every stage running. "+
 		"Startup is from exec until every active task's first stage was submitted (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
-		nFinished, nActive, nAccounts, seeded.Seconds(), startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
+		nFinished, nActive, nAccounts, seeded.Seconds(), describeFlags(), startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
 	fmt.Println("| manager RSS peak | RSS after startup | RSS at end | Go heap in use at end |")
 	fmt.Println("|---:|---:|---:|---:|")
 	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(peak.Load()), mib(rssStartup), mib(rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
