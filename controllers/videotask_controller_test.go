@@ -235,28 +235,32 @@ var _ = Describe("Finished tasks", func() {
 })
 
 func eventReasons(ns, regarding string) []string {
-	var list eventsv1.EventList
-	Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == regarding {
-			reasons = append(reasons, e.Reason)
-		}
+	for _, e := range eventsAbout(ns, regarding) {
+		reasons = append(reasons, e.Reason)
 	}
 	return reasons
 }
 
 // eventNotes lists "reason: note" of the events about regarding.
 func eventNotes(ns, regarding string) []string {
-	var list eventsv1.EventList
-	Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 	var notes []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == regarding {
-			notes = append(notes, e.Reason+": "+e.Note)
-		}
+	for _, e := range eventsAbout(ns, regarding) {
+		notes = append(notes, e.Reason+": "+e.Note)
 	}
 	return notes
+}
+
+func eventsAbout(ns, regarding string) []eventsv1.Event {
+	var list eventsv1.EventList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var about []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == regarding {
+			about = append(about, e)
+		}
+	}
+	return about
 }
 
 // metricValue sums the samples of a counter or gauge in the manager's registry whose labels
