@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -39,11 +39,7 @@ type PointAccountReconciler struct {
 	// REST apiserver freezes before it creates the task, and a crash in between leaves a hold.
 	HoldGracePeriod time.Duration
 
-	// orphans remembers, per account, when each hold was first seen without its task. Holds
-	// carry no timestamp (they are kept small), and this clock only starts after the freeze,
-	// so a restart can delay a release but never hasten one.
-	orphansMu sync.Mutex
-	orphans   map[string]map[string]time.Time
+	orphans orphanClock
 }
 
 // recordsRecheck is how soon an account with unacknowledged records is looked at again.
@@ -171,31 +167,24 @@ func (r *PointAccountReconciler) updateConditions(ctx context.Context, acct *vid
 	return r.Status().Update(ctx, acct)
 }
 
-// orphanHolds returns refunds for holds whose task has been missing for the grace period, and
-// when to look again.
+// orphanHolds returns refunds for holds whose task has been missing for the grace period (or
+// was seen deleted), and when to look again. The scan reads every held task from the cache, so
+// it runs at most every HoldGracePeriod/4 per account, unless a task was deleted.
 func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogenv1alpha1.PointAccount, now time.Time) ([]ledger.Op, time.Duration, error) {
-	r.orphansMu.Lock()
-	defer r.orphansMu.Unlock()
-	if r.orphans == nil {
-		r.orphans = map[string]map[string]time.Time{}
+	holds := acct.Status.HoldsByTask()
+	scan := r.orphans.begin(acct.Namespace, now, r.HoldGracePeriod/4, len(holds) > 0)
+	if !scan.due {
+		return nil, scan.wait, nil
 	}
-	before := r.orphans[acct.Namespace]
-	seen := map[string]time.Time{}
 	var ops []ledger.Op
 	var next time.Duration
-	holds := acct.Status.HoldsByTask()
 	for _, task := range slices.Sorted(maps.Keys(holds)) {
 		if err := r.Get(ctx, client.ObjectKey{Namespace: acct.Namespace, Name: task}, &videogenv1alpha1.VideoTask{}); err == nil {
 			continue
 		} else if !apierrors.IsNotFound(err) {
 			return nil, 0, err
 		}
-		first, ok := before[task]
-		if !ok {
-			first = now
-		}
-		if wait := first.Add(r.HoldGracePeriod).Sub(now); wait > 0 {
-			seen[task] = first
+		if wait := scan.missing(task).Add(r.HoldGracePeriod).Sub(now); wait > 0 {
 			if next == 0 || wait < next {
 				next = wait
 			}
@@ -209,7 +198,7 @@ func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogen
 			ops = append(ops, ledger.Settle(task, videogenv1alpha1.SettlementRefunded))
 		}
 	}
-	r.orphans[acct.Namespace] = seen
+	scan.end()
 	if len(holds) > len(ops) && (next == 0 || r.HoldGracePeriod < next) {
 		next = r.HoldGracePeriod // keep watching holds whose task may still be deleted
 	}
@@ -293,11 +282,21 @@ func (r *PointAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toAccount := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: videogenv1alpha1.PointAccountName}}}
 	})
-	chargeChanged := predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
+	// Tasks wake their account when their charge changes, and when they are deleted: a deleted
+	// task's hold is refunded without waiting for the grace period.
+	taskEvents := handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			o, n := e.ObjectOld.(*videogenv1alpha1.VideoTask), e.ObjectNew.(*videogenv1alpha1.VideoTask)
-			return o.Status.Charge != n.Status.Charge
+			if o.Status.Charge != n.Status.Charge {
+				toAccount.Update(ctx, e, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if t, ok := e.Object.(*videogenv1alpha1.VideoTask); ok && t.Status.Charge != videogenv1alpha1.ChargeDeducted &&
+				t.Status.Charge != videogenv1alpha1.ChargeRefunded {
+				r.orphans.deleted(t.Namespace, t.Name)
+			}
+			toAccount.Delete(ctx, e, q)
 		},
 	}
 	applied := predicate.Funcs{
@@ -309,7 +308,7 @@ func (r *PointAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.PointAccount{}).
-		Watches(&videogenv1alpha1.VideoTask{}, toAccount, builder.WithPredicates(chargeChanged)).
+		Watches(&videogenv1alpha1.VideoTask{}, taskEvents).
 		Watches(&videogenv1alpha1.PointTopUp{}, toAccount, builder.WithPredicates(applied)).
 		// Accounts are independent; one slow account must not hold up the others' sweeps.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).

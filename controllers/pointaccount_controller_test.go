@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,7 +46,11 @@ var _ = Describe("PointAccount", func() {
 		Consistently(func() int64 { return accountOf(ns).Status.Frozen }, "3s").Should(Equal(int64(20)))
 	})
 
-	It("refunds the points of a running task that is deleted", func() {
+	It("refunds the points of a running task that is deleted, without waiting for the grace period", func() {
+		stop()
+		opts := testOptions(backend)
+		opts.HoldGracePeriod = time.Hour // a hold whose task is merely missing would wait this long
+		stop = startManager(opts)
 		ns := newAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		b := aShortTask(ns, tmpl)
