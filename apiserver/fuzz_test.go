@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/apikeys"
@@ -35,8 +35,11 @@ func (refusingClient) List(context.Context, client.ObjectList, ...client.ListOpt
 	return nil
 }
 
-func (refusingClient) Create(context.Context, client.Object, ...client.CreateOption) error {
-	return errors.New("refusingClient: creates are refused")
+// Create refuses as the kube-apiserver's validation would (422 Invalid): a body that passed
+// ours (a short template needs no points, so it gets this far) is answered 400, not 500.
+func (refusingClient) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: "videogen.dev", Kind: "Object"}, obj.GetName(),
+		field.ErrorList{field.Forbidden(field.NewPath("metadata"), "refusingClient: creates are refused")})
 }
 
 // fuzzRoutes are the handlers that decode a body, by the byte that picks one.
