@@ -256,13 +256,9 @@ func (r *PointAccountReconciler) acknowledgedTopUps(ctx context.Context, acct *v
 	return ops, nil
 }
 
-// taskGone reports whether a task is absent, confirmed by a fresh read.
+// taskGone confirms with a fresh read that a task the cache lacks is really absent.
 func (r *PointAccountReconciler) taskGone(ctx context.Context, namespace, name string) (bool, error) {
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	if err := r.Get(ctx, key, &videogenv1alpha1.VideoTask{}); err == nil {
-		return false, nil
-	}
-	err := r.APIReader.Get(ctx, key, &videogenv1alpha1.VideoTask{})
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &videogenv1alpha1.VideoTask{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}

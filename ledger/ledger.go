@@ -245,7 +245,9 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 				applyTo(b, work.Spec, namespace, l.maxHolds, op, now)
 			}
 		}
-		b.close()
+		if changed {
+			b.close() // only a write needs the holds back in the status
+		}
 		if !fresh && (!changed || anyRefused(results)) {
 			// A refusal or a no-op decided on our own last write could be wrong if another
 			// process wrote since (a top-up elsewhere, a hold made elsewhere): only a write

@@ -134,14 +134,6 @@ func openBook(st *videogenv1alpha1.PointAccountStatus) *book {
 
 func (b *book) close() { b.st.SetHolds(b.holds) }
 
-// apply makes one op's change to st (see applyTo).
-func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op, now time.Time) Result {
-	b := openBook(st)
-	r := applyTo(b, spec, account, maxHolds, op, now)
-	b.close()
-	return r
-}
-
 // applyTo makes one op's change to b, or returns the reason it refused and leaves b as it was.
 // A freeze is refused once b has maxHolds holds.
 func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op, now time.Time) Result {

@@ -15,6 +15,14 @@ func funded(balance int64) videogenv1alpha1.PointAccountStatus {
 	return videogenv1alpha1.PointAccountStatus{Balance: balance, Credited: balance}
 }
 
+// apply makes one op's change to st, as a batch of one does.
+func apply(st *videogenv1alpha1.PointAccountStatus, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op, now time.Time) Result {
+	b := openBook(st)
+	r := applyTo(b, spec, account, maxHolds, op, now)
+	b.close()
+	return r
+}
+
 func mustApply(t *testing.T, st *videogenv1alpha1.PointAccountStatus, op Op) Result {
 	t.Helper()
 	r := apply(st, videogenv1alpha1.PointAccountSpec{}, "acme", DefaultMaxHolds, op, t0)
