@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,8 +127,8 @@ var _ = Describe("Errors", func() {
 	})
 
 	// failingCreates is an apiserver whose VideoTask creates fail with err.
-	failingCreates := func(err error) *apiClient {
-		return startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+	failingCreates := func(start func(rate.Limit, int, prometheus.Registerer, func(client.Client) client.Client, ...ledger.Option) *apiClient, err error) *apiClient {
+		return start(rate.Inf, 1, nil, func(c client.Client) client.Client {
 			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
@@ -139,8 +140,8 @@ var _ = Describe("Errors", func() {
 		})
 	}
 
-	It("releases the frozen points at once when the kube-apiserver refuses the task", func() {
-		failing := failingCreates(apierrors.NewForbidden(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(),
+	It("releases the frozen points at once when the kube-apiserver refuses the task (per-task freeze)", func() {
+		failing := failingCreates(startPerTaskAPIServer, apierrors.NewForbidden(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(),
 			"x", errors.New("injected: etcd quota exceeded")))
 		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
 			"Idempotency-Key", "will-fail")
@@ -154,9 +155,9 @@ var _ = Describe("Errors", func() {
 			"Idempotency-Key", "will-fail").Status).To(Equal(http.StatusAccepted))
 	})
 
-	It("leaves the hold to the orphan sweep when the create's outcome is unknown", func() {
+	It("leaves the hold to the orphan sweep when the create's outcome is unknown (per-task freeze)", func() {
 		// A timed-out create may still commit: releasing now could let the task run unpaid.
-		failing := failingCreates(apierrors.NewServerTimeout(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(), "create", 1))
+		failing := failingCreates(startPerTaskAPIServer, apierrors.NewServerTimeout(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(), "create", 1))
 		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
 			"Idempotency-Key", "unknown-outcome")
 		Expect(resp.Status).To(Equal(http.StatusInternalServerError))
@@ -165,8 +166,8 @@ var _ = Describe("Errors", func() {
 		Expect(tasksIn(a.ns)).To(BeEmpty())
 	})
 
-	It("does not strand points when the apiserver dies between the freeze and the create", func() {
-		dying := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+	It("does not strand points when the apiserver dies between the freeze and the create (per-task freeze)", func() {
+		dying := startPerTaskAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
 			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
@@ -186,6 +187,66 @@ var _ = Describe("Errors", func() {
 		Expect(balanceOf(a.ns).HoldCount()).To(Equal(1), "the freeze happened before the crash")
 		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
 		Expect(tasksIn(a.ns)).To(BeEmpty())
+	})
+
+	It("gives a refused create's points back to the reservation, and the idle reservation back to the balance", func() {
+		failing := failingCreates(startAPIServer, apierrors.NewForbidden(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(),
+			"x", errors.New("injected: etcd quota exceeded")))
+		body := map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"}
+		for range 3 { // more than once: the price went back to the reservation each time
+			resp := failing.post("/v1/videos/short", a.key, body, "Idempotency-Key", "will-fail")
+			Expect(resp.Status).To(Equal(http.StatusInternalServerError))
+			Expect(resp.Message()).NotTo(ContainSubstring("etcd"), "internal details stay in the logs")
+		}
+		st := balanceOf(a.ns)
+		Expect(st.Reserved).To(Equal(int64(80)), "one reservation of 8 tasks, nothing taken from it")
+		Expect(st.HoldCount()).To(BeZero())
+		// Idle for 2s: the reservation returns to the balance; the key is free.
+		expectPoints(a.ns, 100, 0, 0)
+		Expect(balanceOf(a.ns).Reservations).To(BeEmpty())
+		Expect(api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "will-fail").Status).To(Equal(http.StatusAccepted))
+	})
+
+	It("returns a reservation whose apiserver died mid-create once it expires, and no task is left unpaid", func() {
+		noIdleRelease = true // a dead replica releases nothing
+		DeferCleanup(func() { noIdleRelease = false })
+		dying := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
+						// The task is stored, then the process is gone before it moves the
+						// task's points out of the reservation.
+						if err := c.Create(ctx, obj, opts...); err != nil {
+							return err
+						}
+						panic(http.ErrAbortHandler)
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+		})
+		body := `{"template_id":"` + tmpl + `","face":"https://cdn.example.com/f.jpg"}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, dying.base+"/v1/videos/short", strings.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		_, err = dying.http.Do(req)
+		Expect(err).To(HaveOccurred(), "the connection is cut")
+
+		// The controller moves the task's price out of the reservation itself; the rest comes
+		// back when the reservation expires (the suite's TTL is 3s). The task runs paid for.
+		Eventually(func(g Gomega) {
+			st := balanceOf(a.ns)
+			g.Expect(st.Reservations).To(BeEmpty())
+			g.Expect(st.Balance + st.Frozen + st.Spent).To(Equal(int64(100)))
+			g.Expect(st.Balance).To(Equal(int64(90)))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		tasks := tasksIn(a.ns)
+		Expect(tasks).To(HaveLen(1))
+		Eventually(func(g Gomega) {
+			t := &videogenv1alpha1.VideoTask{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: tasks[0].Name}, t)).To(Succeed())
+			g.Expect(t.Status.Cost).To(HaveValue(Equal(int64(10))))
+		}).Should(Succeed())
 	})
 
 	It("counts requests by route and status in Prometheus metrics", func() {

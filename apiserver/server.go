@@ -17,6 +17,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/imageinput"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
@@ -26,8 +27,11 @@ type Config struct {
 	Client    client.Client
 	APIReader client.Reader
 	Ledger    *ledger.Ledger
-	Keys      *apikeys.Authenticator
-	Blobs     blobstore.Store
+	// Admitter admits tasks against reservations (one compare-and-swap per many tasks);
+	// nil freezes each task's points with a compare-and-swap of its own before the create.
+	Admitter *reservations.Admitter
+	Keys     *apikeys.Authenticator
+	Blobs    blobstore.Store
 	// URLPolicy decides which caller-supplied URLs are acceptable (no private addresses).
 	URLPolicy netguard.Policy
 	// DefaultPrice is the system default price (keep it equal to the manager's --default-price).

@@ -22,6 +22,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/catalog"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/pricing"
+	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/taskview"
 )
 
@@ -74,6 +75,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		return
 	}
 
+	if s.cfg.Admitter != nil {
+		s.submitReserved(w, r, p.Account, name, hash, &in, tmpl, price)
+		return
+	}
 	res, err := s.cfg.Ledger.Do(ctx, p.Account, ledger.Freeze(name, price))
 	if err != nil {
 		s.freezeRefused(ctx, w, r, p.Account, name, hash, err)
@@ -100,6 +105,55 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		}
 	default:
 		s.releaseIfAbsent(ctx, p.Account, name, res.Changed, err)
+		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
+	}
+}
+
+// submitReserved admits the task against the replica's reservation on the account, then
+// creates it, labelled with the reservation; the task's own hold is made right after. A 402
+// is decided before anything is created, as on the per-task path.
+func (s *Server) submitReserved(w http.ResponseWriter, r *http.Request, account, name, hash string, in *taskInput, tmpl catalog.Template, price int64) {
+	ctx := r.Context()
+	ticket, err := s.cfg.Admitter.Admit(ctx, account, name, price)
+	if err != nil {
+		// A replay whose task our cache has not seen yet is answered as a replay, not refused.
+		if s.replay(ctx, w, r, account, name, hash, false) {
+			return
+		}
+		if errors.Is(err, reservations.ErrAdmitted) {
+			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeIdempotencyKeyInUse,
+				"a request with this Idempotency-Key is still being processed; retry shortly")
+			return
+		}
+		s.freezeRefused(ctx, w, r, account, name, hash, err)
+		return
+	}
+	defer ticket.Unknown() // if nothing below ended it (a panic)
+	cctx, cancel := context.WithDeadline(ctx, ticket.Deadline)
+	defer cancel()
+	task, err := s.buildTask(cctx, account, name, hash, in, tmpl)
+	if err != nil {
+		ticket.Refused()
+		s.internalError(w, r, err)
+		return
+	}
+	task.Labels[videogenv1alpha1.LabelReservation] = ticket.Reservation
+	err = s.cfg.Client.Create(cctx, task)
+	switch {
+	case err == nil:
+		ticket.Created()
+		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task, &price))
+	case apierrors.IsAlreadyExists(err):
+		ticket.Refused()
+		if !s.replay(ctx, w, r, account, name, hash, false) {
+			s.internalError(w, r, fmt.Errorf("task %s exists but cannot be read", name))
+		}
+	case createRefused(err):
+		ticket.Refused()
+		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
+	default:
+		// It may exist after all; if it does, the controller makes its hold.
+		ticket.Unknown()
 		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
 	}
 }

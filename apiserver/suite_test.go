@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -39,6 +40,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
@@ -75,6 +77,7 @@ var _ = BeforeSuite(func() {
 	opts := controllers.DefaultOptions()
 	opts.Task.PollInterval = 50 * time.Millisecond
 	opts.HoldGracePeriod = 2 * time.Second
+	opts.ReservationTTL = 3 * time.Second
 	routes := generation.Routes{}
 	for _, c := range videogenv1alpha1.Capabilities {
 		routes[c] = generation.Named{Name: "test-backend", Backend: backend}
@@ -116,6 +119,19 @@ func start(mgr ctrl.Manager) {
 // startAPIServer runs the apiserver as cmd/apiserver wires it, behind a real HTTP server.
 // wrap, if set, wraps the manager's client (for fault injection).
 func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, ledgerOpts ...ledger.Option) *apiClient {
+	return startAPIServerWith(false, limit, burst, reg, wrap, ledgerOpts...)
+}
+
+// startPerTaskAPIServer runs an apiserver without reservations (--reservation-max-tasks=0):
+// each submission freezes with a compare-and-swap of its own before the create.
+func startPerTaskAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, ledgerOpts ...ledger.Option) *apiClient {
+	return startAPIServerWith(true, limit, burst, reg, wrap, ledgerOpts...)
+}
+
+// noIdleRelease makes the next apiserver started keep its reservations, as a dead one does.
+var noIdleRelease bool
+
+func startAPIServerWith(perTaskFreeze bool, limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, ledgerOpts ...ledger.Option) *apiClient {
 	mgr := newManager(cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {
 			Namespaces: map[string]cache.Config{keyNamespace: {}},
@@ -127,10 +143,19 @@ func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap
 		c = wrap(c)
 	}
 	blobs := &blobstore.Dir{Root: GinkgoT().TempDir()}
+	l := ledger.New(c, mgr.GetAPIReader(), append([]ledger.Option{ledger.WithCache(mgr.GetClient())}, ledgerOpts...)...)
+	var admitter *reservations.Admitter
+	if !perTaskFreeze {
+		admitter = reservations.New(reservations.Config{Ledger: l, Cache: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Logger: slog.New(slog.NewTextHandler(GinkgoWriter, nil))})
+		if !noIdleRelease {
+			Expect(mgr.Add(manager.RunnableFunc(admitter.Run))).To(Succeed())
+		}
+	}
 	srv := apiserver.New(apiserver.Config{
 		Client:         c,
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         ledger.New(c, mgr.GetAPIReader(), append([]ledger.Option{ledger.WithCache(mgr.GetClient())}, ledgerOpts...)...),
+		Ledger:         l,
+		Admitter:       admitter,
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
 		Blobs:          blobs,
 		DefaultPrice:   10,

@@ -154,5 +154,8 @@ func (s *Server) getBalance(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		return
 	}
 	st := acct.Status
-	httpjson.WriteJSON(w, http.StatusOK, Balance{Object: "balance", Balance: st.Balance, Frozen: st.Frozen, Spent: st.Spent, Credited: st.Credited})
+	// Points reserved by apiserver replicas are available to the caller's next tasks, so they
+	// count as balance here; frozen is what the caller's tasks hold.
+	httpjson.WriteJSON(w, http.StatusOK, Balance{Object: "balance", Balance: st.Balance + st.Reserved,
+		Frozen: st.Frozen - st.Reserved, Spent: st.Spent, Credited: st.Credited})
 }

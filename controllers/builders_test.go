@@ -137,3 +137,12 @@ func finished(ns, name string) *videogenv1alpha1.VideoTask {
 }
 
 func timeNow() time.Time { return time.Now() }
+
+// Reservation labels the task as admitted under a REST apiserver's reservation.
+func (b *taskBuilder) Reservation(name string) *taskBuilder {
+	if b.t.Labels == nil {
+		b.t.Labels = map[string]string{}
+	}
+	b.t.Labels[videogenv1alpha1.LabelReservation] = name
+	return b
+}

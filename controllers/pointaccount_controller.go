@@ -28,7 +28,8 @@ import (
 )
 
 // PointAccountReconciler keeps an account's conditions, releases holds whose task never
-// appeared or was deleted, and trims the ledger's records once they are acknowledged.
+// appeared or was deleted and reservations whose holder stopped renewing them, and trims the
+// ledger's records once they are acknowledged.
 type PointAccountReconciler struct {
 	client.Client
 	APIReader client.Reader
@@ -38,8 +39,13 @@ type PointAccountReconciler struct {
 	// HoldGracePeriod is how long a hold may exist without its task before it is released: the
 	// REST apiserver freezes before it creates the task, and a crash in between leaves a hold.
 	HoldGracePeriod time.Duration
+	// ReservationTTL is how long a REST apiserver's reservation may go unrenewed before it is
+	// released (its holder died). It must exceed the apiserver's fence window plus its longest
+	// create (10 s + 10 s by default).
+	ReservationTTL time.Duration
 
-	orphans orphanClock
+	orphans      orphanClock
+	reservations reservationClock
 }
 
 // recordsRecheck is how soon an account with unacknowledged records is looked at again.
@@ -52,7 +58,7 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	for state, v := range map[string]int64{"balance": acct.Status.Balance, "frozen": acct.Status.Frozen,
-		"spent": acct.Status.Spent, "credited": acct.Status.Credited} {
+		"reserved": acct.Status.Reserved, "spent": acct.Status.Spent, "credited": acct.Status.Credited} {
 		accountPoints.WithLabelValues(acct.Namespace, state).Set(float64(v))
 	}
 	if err := r.updateConditions(ctx, acct); err != nil {
@@ -69,6 +75,11 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	ops = append(ops, released...)
+	unreserved, nextExpiry, err := r.expiredReservations(ctx, acct, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ops = append(ops, unreserved...)
 	forgotten, err := r.acknowledgedSettlements(ctx, acct)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -98,14 +109,22 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 					"Refunded %d points held for task %q, which does not exist", res.Amount, released[i].Task())
 			}
 		}
+		for i, res := range results[len(released) : len(released)+len(unreserved)] {
+			if res.Changed {
+				r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "ReservationExpired", "Release",
+					"Returned %d points of reservation %q to the balance: its apiserver stopped renewing it", res.Amount, unreserved[i].Reservation())
+			}
+		}
 	}
 
 	var wait time.Duration
 	if len(acct.Status.Settlements)+len(acct.Status.TopUps) > len(forgotten)+len(trimmed) {
 		wait = recordsRecheck
 	}
-	if nextSweep > 0 && (wait == 0 || nextSweep < wait) {
-		wait = nextSweep
+	for _, next := range []time.Duration{nextSweep, nextExpiry} {
+		if next > 0 && (wait == 0 || next < wait) {
+			wait = next
+		}
 	}
 	if forgotten == nil && trimWait > 0 && len(acct.Status.Settlements) > 0 && (wait == 0 || trimWait < wait) {
 		wait = trimWait
@@ -148,7 +167,7 @@ func (r *PointAccountReconciler) updateConditions(ctx context.Context, acct *vid
 		// No figures in the message: it would change with every freeze and make each one a
 		// conditions write racing the ledger (status.balance already says how many).
 		Reason: videogenv1alpha1.ReasonHasBalance, Message: "Points are available for new tasks"}
-	if acct.Status.Balance <= 0 {
+	if acct.Status.Balance+acct.Status.Reserved <= 0 {
 		funded.Status, funded.Reason, funded.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonDepleted,
 			"No points available; ask an administrator for a top-up"
 	}
@@ -203,6 +222,49 @@ func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogen
 		next = r.HoldGracePeriod // keep watching holds whose task may still be deleted
 	}
 	return ops, next, nil
+}
+
+// reservationRecheck is how soon an expired reservation is looked at again while tasks
+// admitted under it still wait for their holds.
+const reservationRecheck = 5 * time.Second
+
+// expiredReservations returns releases for the reservations nobody renewed for the TTL, and
+// when to look again. A reservation some of whose tasks are still waiting to take their points
+// from it is kept until the VideoTask controller has moved them.
+func (r *PointAccountReconciler) expiredReservations(ctx context.Context, acct *videogenv1alpha1.PointAccount, now time.Time) ([]ledger.Op, time.Duration, error) {
+	ttl := r.ReservationTTL
+	if ttl <= 0 {
+		ttl = 30 * time.Second
+	}
+	expired, next := r.reservations.expired(acct.Namespace, acct.Status.Reservations, now, ttl)
+	if len(expired) == 0 {
+		return nil, next, nil
+	}
+	holds := acct.Status.HoldsByTask()
+	var ops []ledger.Op
+	for _, name := range expired {
+		tasks := &videogenv1alpha1.VideoTaskList{}
+		if err := r.List(ctx, tasks, client.InNamespace(acct.Namespace), client.MatchingLabels{videogenv1alpha1.LabelReservation: name}); err != nil {
+			return nil, 0, err
+		}
+		if anyWaitingForHold(tasks.Items, holds) {
+			if next == 0 || reservationRecheck < next {
+				next = reservationRecheck
+			}
+			continue
+		}
+		ops = append(ops, ledger.ReleaseReservation(name))
+	}
+	return ops, next, nil
+}
+
+// anyWaitingForHold reports whether a task is still to take its points (from its reservation):
+// not finished, never charged, and holding nothing.
+func anyWaitingForHold(tasks []videogenv1alpha1.VideoTask, holds map[string]int64) bool {
+	return slices.ContainsFunc(tasks, func(t videogenv1alpha1.VideoTask) bool {
+		_, held := holds[t.Name]
+		return !held && t.Status.Charge == "" && !t.Status.Phase.Terminal()
+	})
 }
 
 // acknowledgedSettlements returns ForgetSettlement for each settlement whose task shows it (or

@@ -19,9 +19,11 @@ import (
 type Options struct {
 	Task            TaskConfig
 	HoldGracePeriod time.Duration
-	Backends        generation.Router
-	PaymentEvents   PaymentEventOptions
-	Webhooks        WebhookConfig
+	// ReservationTTL: see PointAccountReconciler.ReservationTTL.
+	ReservationTTL time.Duration
+	Backends       generation.Router
+	PaymentEvents  PaymentEventOptions
+	Webhooks       WebhookConfig
 }
 
 // DefaultOptions are the manager's defaults (see cmd/manager flags).
@@ -35,6 +37,7 @@ func DefaultOptions() Options {
 			MaxConcurrentReconciles: 8,
 		},
 		HoldGracePeriod: 2 * time.Minute,
+		ReservationTTL:  30 * time.Second,
 		Backends:        generation.Routes{},
 		Webhooks: WebhookConfig{
 			Schedule:        taskwebhooks.DefaultSchedule,
@@ -63,6 +66,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 		{"PointAccount", &PointAccountReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
 			Recorder: mgr.GetEventRecorder("pointaccount-controller"), HoldGracePeriod: opts.HoldGracePeriod,
+			ReservationTTL: opts.ReservationTTL,
 		}},
 		{"PointTopUp", &PointTopUpReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -33,7 +35,17 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "invalid_duration", err.Error())
 	}
 
-	res, err := r.Ledger.Do(ctx, task.Namespace, ledger.Freeze(task.Name, price))
+	freeze := ledger.Freeze(task.Name, price)
+	if rsv := task.Labels[videogenv1alpha1.LabelReservation]; rsv != "" {
+		// Admitted by the REST apiserver under a reservation: it moves the price into the
+		// task's hold together with its other new tasks' within moments. Wait for that rather
+		// than spend a write of our own; if it does not come (the apiserver died), do it here.
+		if wait := r.awaitReservedHold(ctx, task, rsv, price); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		freeze = ledger.FreezeFrom(task.Name, price, rsv)
+	}
+	res, err := r.Ledger.Do(ctx, task.Namespace, freeze)
 	var short *ledger.InsufficientBalanceError
 	switch {
 	case errors.As(err, &short):
@@ -65,6 +77,34 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	// No event: the Accepted condition says it, and an event per task start would be one more
 	// apiserver write per task for what the status already shows.
 	return r.advance(ctx, task, tmpl)
+}
+
+// reservedHoldWait is how long a new task admitted under a reservation waits for the REST
+// apiserver to move its price into its hold (creationTimestamp has one-second resolution).
+const reservedHoldWait = 2 * time.Second
+
+// awaitReservedHold returns how long to wait before looking again, or 0 to make the hold now:
+// the hold is there already (the freeze is then a no-op), the task is no longer new, or its
+// reservation cannot cover it.
+func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *videogenv1alpha1.VideoTask, rsv string, price int64) time.Duration {
+	if r.Clock.Since(task.CreationTimestamp.Time) >= reservedHoldWait {
+		return 0
+	}
+	acct := &videogenv1alpha1.PointAccount{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
+		return 0
+	}
+	for _, g := range acct.Status.Holds {
+		if slices.Contains(g.Tasks, task.Name) {
+			return 0
+		}
+	}
+	for _, res := range acct.Status.Reservations {
+		if res.Name == rsv && res.Amount >= price {
+			return 100 * time.Millisecond
+		}
+	}
+	return 0
 }
 
 // reject ends a task that never held points.

@@ -116,6 +116,27 @@ func (l *Ledger) Apply(ctx context.Context, namespace string, ops ...Op) ([]Resu
 	if len(ops) == 0 {
 		return nil, nil
 	}
+	done := l.Start(namespace, ops...)
+	select {
+	case res := <-done:
+		for _, r := range res {
+			if r.Err != nil && isCallError(r.Err) {
+				return res, r.Err
+			}
+		}
+		return res, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ledger: waiting for account %q: %w", namespace, ctx.Err())
+	}
+}
+
+// MaxHolds is the most unsettled tasks an account may have (see WithMaxHolds).
+func (l *Ledger) MaxHolds() int { return l.maxHolds }
+
+// Start queues ops for the account's next write and returns at once; the channel receives one
+// Result per op (each op's Err is the call's error if the write failed). Ops queued one after
+// the other are applied in that order. Nothing needs to read the channel.
+func (l *Ledger) Start(namespace string, ops ...Op) <-chan []Result {
 	req := &request{ops: ops, done: make(chan []Result, 1)}
 	l.mu.Lock()
 	q := l.queues[namespace]
@@ -130,17 +151,7 @@ func (l *Ledger) Apply(ctx context.Context, namespace string, ops ...Op) ([]Resu
 	if start {
 		go l.drain(namespace, q)
 	}
-	select {
-	case res := <-req.done:
-		for _, r := range res {
-			if r.Err != nil && isCallError(r.Err) {
-				return res, r.Err
-			}
-		}
-		return res, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("ledger: waiting for account %q: %w", namespace, ctx.Err())
-	}
+	return req.done
 }
 
 // Do applies one op and returns its result, with a refusal as the error.

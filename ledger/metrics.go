@@ -11,7 +11,7 @@ import (
 // write that moved them succeeded, in whichever process wrote (manager or apiserver).
 var pointsMoved = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "videogen_points_moved_total",
-	Help: "Points moved by the ledger, by account (namespace) and operation: freeze, deduct, refund, release, topup.",
+	Help: "Points moved by the ledger, by account (namespace) and operation: freeze, deduct, refund, release, topup, reserve, unreserve.",
 }, []string{"namespace", "operation"})
 
 func init() { metrics.Registry.MustRegister(pointsMoved) }
@@ -25,8 +25,12 @@ func countMoves(namespace string, batch []*request, results [][]Result) {
 			}
 			var operation string
 			switch op.kind {
-			case opFreeze:
+			case opFreeze, opFreezeFrom:
 				operation = "freeze"
+			case opReserve:
+				operation = "reserve"
+			case opReleaseReservation:
+				operation = "unreserve"
 			case opSettle:
 				operation = "refund"
 				if r.Outcome == videogenv1alpha1.SettlementDeducted {

@@ -19,6 +19,9 @@ const (
 	opTopUp
 	opForgetTopUp
 	opRelease
+	opReserve
+	opFreezeFrom
+	opReleaseReservation
 )
 
 // Op is one change to an account. Build it with Freeze, Settle, TopUp or the Forget helpers.
@@ -29,6 +32,10 @@ type Op struct {
 	outcome videogenv1alpha1.SettlementOutcome
 	topUp   string // PointTopUp name
 	uid     string // PointTopUp UID
+	// reservation names the Reservation of opReserve, opFreezeFrom and opReleaseReservation.
+	reservation string
+	need        int64 // opReserve: the least it must grant
+	renew       bool  // opReserve: the reservation must exist already
 }
 
 // Freeze holds amount points for task, or refuses with *InsufficientBalanceError.
@@ -43,6 +50,28 @@ func Settle(task string, outcome videogenv1alpha1.SettlementOutcome) Op {
 // was never created (the REST apiserver froze, then failed to create the task). If the task
 // does appear after all, its controller freezes again on acceptance.
 func Release(task string) Op { return Op{kind: opRelease, task: task} }
+
+// Reserve moves up to want points from the balance into the reservation name (made if
+// renew is false and it does not exist) and renews it. It refuses with
+// *InsufficientBalanceError if it cannot grant need, and with ErrReservationGone if renew is
+// set and the reservation was released meanwhile. Result.Amount is the grant. Reserve is not
+// keyed: a retried Reserve may grant twice, which only reserves more than its holder knows of
+// until the reservation is released.
+func Reserve(name string, want, need int64, renew bool) Op {
+	return Op{kind: opReserve, reservation: name, amount: want, need: need, renew: renew}
+}
+
+// FreezeFrom makes task's hold of amount points out of the reservation it was admitted under.
+// If the reservation is gone or holds less than amount, it freezes from the balance like Freeze
+// (and can be refused the same ways). Like Freeze it is keyed by task: a repeat changes nothing.
+func FreezeFrom(task string, amount int64, reservation string) Op {
+	return Op{kind: opFreezeFrom, task: task, amount: amount, reservation: reservation}
+}
+
+// ReleaseReservation returns what is left in a reservation to the balance and removes it.
+func ReleaseReservation(name string) Op {
+	return Op{kind: opReleaseReservation, reservation: name}
+}
 
 // ForgetSettlement drops task's settlement record once the task's status shows its outcome.
 func ForgetSettlement(task string) Op { return Op{kind: opForgetSettlement, task: task} }
@@ -65,6 +94,12 @@ func (o Op) String() string {
 		return fmt.Sprintf("forget settlement of task %q", o.task)
 	case opRelease:
 		return fmt.Sprintf("release the hold of task %q", o.task)
+	case opReserve:
+		return fmt.Sprintf("reserve up to %d (at least %d) in %q", o.amount, o.need, o.reservation)
+	case opFreezeFrom:
+		return fmt.Sprintf("freeze %d for task %q from reservation %q", o.amount, o.task, o.reservation)
+	case opReleaseReservation:
+		return fmt.Sprintf("release reservation %q", o.reservation)
 	case opTopUp:
 		return fmt.Sprintf("top up %d from %q", o.amount, o.topUp)
 	default:
@@ -101,6 +136,10 @@ var (
 	ErrInvalidAmount = errors.New("invalid amount")
 	// ErrTooManyHolds: the account already has the most unsettled tasks it may have.
 	ErrTooManyHolds = errors.New("too many unsettled tasks")
+	// ErrTooManyReservations: the account has as many reservations as it may have.
+	ErrTooManyReservations = errors.New("too many reservations")
+	// ErrReservationGone: a renewal found its reservation released (it expired).
+	ErrReservationGone = errors.New("reservation was released")
 	// ErrInvariant: a write would break credited = balance + frozen + spent or frozen = Σ holds.
 	ErrInvariant = errors.New("ledger invariant violated")
 )
@@ -120,6 +159,10 @@ func (e *InsufficientBalanceError) Error() string {
 // DefaultMaxHolds bounds the unsettled tasks of one account. Every compare-and-swap carries all
 // of its holds and etcd refuses requests over 1.5 MiB; 20,000 holds are about 600 KiB of JSON.
 const DefaultMaxHolds = 20000
+
+// MaxReservations bounds an account's reservations (the CRD allows 64): each REST apiserver
+// replica holds at most one per account at a time, and an expired one lingers for a while.
+const MaxReservations = 32
 
 // book is an account's status while a batch changes it, with the holds indexed by task; close
 // writes the holds back into the status.
@@ -141,6 +184,9 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 	at := metav1.NewTime(now)
 	switch op.kind {
 	case opFreeze:
+		return freeze(b, spec, account, maxHolds, op)
+
+	case opFreezeFrom:
 		if op.amount < 0 {
 			return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}
 		}
@@ -150,19 +196,60 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 		if i := findSettlement(st, op.task); i >= 0 {
 			return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, st.Settlements[i].Outcome)}
 		}
+		i := findReservation(st, op.reservation)
+		if i < 0 || st.Reservations[i].Amount < op.amount {
+			return freeze(b, spec, account, maxHolds, op)
+		}
+		// Admitted already, so neither suspension nor the hold limit applies: the points move
+		// from one hold to another.
+		st.Reservations[i].Amount -= op.amount
+		st.Reserved -= op.amount
+		b.holds[op.task] = op.amount
+		return Result{Changed: true, Amount: op.amount}
+
+	case opReserve:
+		if op.amount < 0 || op.need < 0 || op.need > op.amount {
+			return Result{Err: fmt.Errorf("%w: reserve %d, at least %d", ErrInvalidAmount, op.amount, op.need)}
+		}
 		if spec.Suspended {
 			return Result{Err: fmt.Errorf("%w: %q", ErrAccountSuspended, account)}
 		}
-		if len(b.holds) >= maxHolds {
+		i := findReservation(st, op.reservation)
+		switch {
+		case i < 0 && op.renew:
+			return Result{Err: fmt.Errorf("%w: %q", ErrReservationGone, op.reservation)}
+		case i < 0 && len(st.Reservations) >= MaxReservations:
+			return Result{Err: fmt.Errorf("%w: account %q has %d", ErrTooManyReservations, account, len(st.Reservations))}
+		case len(b.holds) >= maxHolds:
+			// No reserving for tasks that could not hold their points.
 			return Result{Err: fmt.Errorf("%w: account %q has %d tasks waiting to settle, the most it may have", ErrTooManyHolds, account, len(b.holds))}
 		}
-		if op.amount > st.Balance {
-			return Result{Err: &InsufficientBalanceError{Account: account, Task: op.task, Required: op.amount, Available: st.Balance}}
+		grant := min(op.amount, st.Balance)
+		if grant < op.need {
+			return Result{Err: &InsufficientBalanceError{Account: account, Required: op.need, Available: st.Balance}}
 		}
-		st.Balance -= op.amount
-		st.Frozen += op.amount
-		b.holds[op.task] = op.amount
-		return Result{Changed: true, Amount: op.amount}
+		if i < 0 {
+			st.Reservations = append(st.Reservations, videogenv1alpha1.Reservation{Name: op.reservation})
+			i = len(st.Reservations) - 1
+		}
+		st.Reservations[i].Amount += grant
+		st.Reservations[i].RenewedAt = metav1.NewMicroTime(now)
+		st.Balance -= grant
+		st.Frozen += grant
+		st.Reserved += grant
+		return Result{Changed: true, Amount: grant}
+
+	case opReleaseReservation:
+		i := findReservation(st, op.reservation)
+		if i < 0 {
+			return Result{}
+		}
+		left := st.Reservations[i].Amount
+		st.Reservations = append(st.Reservations[:i], st.Reservations[i+1:]...)
+		st.Balance += left
+		st.Frozen -= left
+		st.Reserved -= left
+		return Result{Changed: true, Amount: left}
 
 	case opSettle:
 		if i := findSettlement(st, op.task); i >= 0 {
@@ -233,6 +320,33 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 	return Result{Err: fmt.Errorf("unknown ledger operation %d", op.kind)}
 }
 
+// freeze holds op.amount points for op.task out of the balance.
+func freeze(b *book, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op) Result {
+	st := b.st
+	if op.amount < 0 {
+		return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}
+	}
+	if held, ok := b.holds[op.task]; ok {
+		return Result{Amount: held}
+	}
+	if i := findSettlement(st, op.task); i >= 0 {
+		return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, st.Settlements[i].Outcome)}
+	}
+	if spec.Suspended {
+		return Result{Err: fmt.Errorf("%w: %q", ErrAccountSuspended, account)}
+	}
+	if len(b.holds) >= maxHolds {
+		return Result{Err: fmt.Errorf("%w: account %q has %d tasks waiting to settle, the most it may have", ErrTooManyHolds, account, len(b.holds))}
+	}
+	if op.amount > st.Balance {
+		return Result{Err: &InsufficientBalanceError{Account: account, Task: op.task, Required: op.amount, Available: st.Balance}}
+	}
+	st.Balance -= op.amount
+	st.Frozen += op.amount
+	b.holds[op.task] = op.amount
+	return Result{Changed: true, Amount: op.amount}
+}
+
 // Check verifies the ledger invariants on a status.
 func Check(st *videogenv1alpha1.PointAccountStatus) error {
 	var held int64
@@ -249,15 +363,26 @@ func Check(st *videogenv1alpha1.PointAccountStatus) error {
 		}
 		held += g.Amount * int64(len(g.Tasks))
 	}
+	var reserved int64
+	names := make(map[string]bool, len(st.Reservations))
+	for _, r := range st.Reservations {
+		if r.Amount < 0 || names[r.Name] {
+			return fmt.Errorf("%w: reservation %q is negative or listed twice", ErrInvariant, r.Name)
+		}
+		names[r.Name] = true
+		reserved += r.Amount
+	}
 	switch {
+	case st.Reserved != reserved:
+		return fmt.Errorf("%w: reserved %d != sum of reservations %d", ErrInvariant, st.Reserved, reserved)
 	case st.Balance < 0 || st.Frozen < 0 || st.Spent < 0 || st.Credited < 0:
 		return fmt.Errorf("%w: negative figure (balance %d, frozen %d, spent %d, credited %d)",
 			ErrInvariant, st.Balance, st.Frozen, st.Spent, st.Credited)
 	case st.Credited != st.Balance+st.Frozen+st.Spent:
 		return fmt.Errorf("%w: credited %d != balance %d + frozen %d + spent %d",
 			ErrInvariant, st.Credited, st.Balance, st.Frozen, st.Spent)
-	case st.Frozen != held:
-		return fmt.Errorf("%w: frozen %d != sum of holds %d", ErrInvariant, st.Frozen, held)
+	case st.Frozen != held+reserved:
+		return fmt.Errorf("%w: frozen %d != sum of holds %d + reserved %d", ErrInvariant, st.Frozen, held, reserved)
 	}
 	return nil
 }
@@ -265,6 +390,15 @@ func Check(st *videogenv1alpha1.PointAccountStatus) error {
 func findSettlement(st *videogenv1alpha1.PointAccountStatus, task string) int {
 	for i := range st.Settlements {
 		if st.Settlements[i].Task == task {
+			return i
+		}
+	}
+	return -1
+}
+
+func findReservation(st *videogenv1alpha1.PointAccountStatus, name string) int {
+	for i := range st.Reservations {
+		if st.Reservations[i].Name == name {
 			return i
 		}
 	}
@@ -279,6 +413,9 @@ func findTopUp(st *videogenv1alpha1.PointAccountStatus, uid string) int {
 	}
 	return -1
 }
+
+// Reservation is the reservation an op is about ("" for ops on tasks and top-ups).
+func (o Op) Reservation() string { return o.reservation }
 
 // Task is the task an op is about ("" for top-up ops).
 func (o Op) Task() string { return o.task }

@@ -44,6 +44,30 @@ type HoldGroup struct {
 	Tasks []string `json:"tasks"`
 }
 
+// Reservation is a block of points that a REST apiserver replica took from the balance, so that
+// it can admit many tasks with one compare-and-swap instead of one each. A task admitted under
+// a reservation carries its name in the LabelReservation label and moves its price from the
+// reservation into a hold of its own soon after it is created.
+type Reservation struct {
+	// Name identifies the reservation and its holder; it is a label value.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+	// Amount is the number of points still in the reservation: not yet admitted, or admitted to
+	// tasks that do not hold their own points yet.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	Amount int64 `json:"amount"`
+	// RenewedAt is when the holder last renewed the reservation. One that is not renewed for the
+	// manager's reservation TTL (measured on the manager's own clock) is released.
+	// +required
+	RenewedAt metav1.MicroTime `json:"renewedAt"`
+}
+
+// LabelReservation names the reservation a task was admitted under (see Reservation).
+const LabelReservation = "videogen.dev/reservation"
+
 // SettlementOutcome says where a settled hold's points went.
 // +kubebuilder:validation:Enum=Deducted;Refunded
 type SettlementOutcome string
@@ -92,14 +116,18 @@ type AppliedTopUp struct {
 }
 
 // PointAccountStatus holds the account's figures. The ledger keeps, after every change,
-// credited = balance + frozen + spent and frozen = the sum of holds.
+// credited = balance + frozen + spent and frozen = the sum of holds, where a reservation is a
+// hold too: frozen = Σ task holds + reserved, and reserved = Σ reservations.
 type PointAccountStatus struct {
 	// Balance is the number of points available for new tasks.
 	// +optional
 	Balance int64 `json:"balance"`
-	// Frozen is the number of points held for tasks that have not settled.
+	// Frozen is the number of points held for tasks that have not settled, including Reserved.
 	// +optional
 	Frozen int64 `json:"frozen"`
+	// Reserved is the part of Frozen held in reservations for tasks being admitted.
+	// +optional
+	Reserved int64 `json:"reserved,omitempty"`
 	// Spent is the number of points deducted for succeeded tasks.
 	// +optional
 	Spent int64 `json:"spent"`
@@ -115,6 +143,12 @@ type PointAccountStatus struct {
 	// +listType=atomic
 	// +optional
 	Holds []HoldGroup `json:"holds,omitempty"`
+
+	// Reservations are the blocks of points REST apiserver replicas hold to admit tasks.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Reservations []Reservation `json:"reservations,omitempty"`
 
 	// Settlements are recently settled holds not yet acknowledged by their task's status.
 	// Only the ledger writes them, always whole, so the list is atomic.
@@ -144,6 +178,7 @@ type PointAccountStatus struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="a namespace holds one PointAccount and it must be named 'default'"
 // +kubebuilder:printcolumn:name="Balance",type=integer,JSONPath=`.status.balance`
 // +kubebuilder:printcolumn:name="Frozen",type=integer,JSONPath=`.status.frozen`
+// +kubebuilder:printcolumn:name="Reserved",type=integer,JSONPath=`.status.reserved`,priority=1
 // +kubebuilder:printcolumn:name="Spent",type=integer,JSONPath=`.status.spent`
 // +kubebuilder:printcolumn:name="Credited",type=integer,JSONPath=`.status.credited`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

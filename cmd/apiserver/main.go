@@ -31,6 +31,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
@@ -50,6 +51,8 @@ func run() error {
 		rateLimit                        float64
 		rateBurst                        int
 		maxBody                          int64
+		reserveTasks                     int
+		fenceWindow                      time.Duration
 		webhooks                         webhookingress.Config
 		blobKind                         string
 		s3                               blobstore.S3Config
@@ -73,6 +76,10 @@ func run() error {
 	flag.Int64Var(&defaultPrice, "default-price", 10, "System default price in points; keep equal to the manager's --default-price.")
 	flag.Float64Var(&rateLimit, "rate-limit", 50, "Requests per second allowed per API key.")
 	flag.IntVar(&rateBurst, "rate-burst", 100, "Burst of requests allowed per API key.")
+	flag.IntVar(&reserveTasks, "reservation-max-tasks", 1024,
+		"Largest reservation of an account's points this replica takes at once, in tasks (it starts at 8 and doubles while the account is busy); 0 freezes each task's points with a compare-and-swap of its own.")
+	flag.DurationVar(&fenceWindow, "reservation-fence-window", 10*time.Second,
+		"How long after renewing a reservation this replica admits tasks under it; the manager's --reservation-ttl must exceed it plus 10s.")
 	flag.Int64Var(&maxBody, "max-body-bytes", 16<<20, "Largest accepted request body (base64 images are large).")
 	webhooks.Namespace = envOr("POD_NAMESPACE", "videogen-system")
 	webhooks.BindFlags(flag.CommandLine)
@@ -118,10 +125,21 @@ func run() error {
 	default:
 		return fmt.Errorf("--blob-store must be dir or s3, not %q", blobKind)
 	}
+	pointsLedger := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
+	var admitter *reservations.Admitter
+	if reserveTasks > 0 {
+		admitter = reservations.New(reservations.Config{Ledger: pointsLedger, Cache: mgr.GetClient(), Fresh: mgr.GetAPIReader(),
+			MaxTasks: reserveTasks, FenceWindow: fenceWindow, Logger: logger})
+		// Releases idle reservations, and all of them on shutdown.
+		if err := mgr.Add(runnableFunc(admitter.Run)); err != nil {
+			return err
+		}
+	}
 	srv := apiserver.New(apiserver.Config{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient())),
+		Ledger:         pointsLedger,
+		Admitter:       admitter,
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
 		Blobs:          blobs,
 		URLPolicy:      netguard.Policy{Allow: allow},

@@ -46,6 +46,8 @@ func main() {
 	flag.IntVar(&opts.Task.MaxConcurrentReconciles, "max-concurrent-tasks", opts.Task.MaxConcurrentReconciles, "How many tasks are reconciled in parallel.")
 	flag.DurationVar(&opts.HoldGracePeriod, "hold-grace-period", opts.HoldGracePeriod,
 		"How long frozen points may wait for their task to appear (or stay after it was deleted) before they are refunded.")
+	flag.DurationVar(&opts.ReservationTTL, "reservation-ttl", opts.ReservationTTL,
+		"How long an apiserver replica's reservation of points may go unrenewed before it returns to the balance; keep it above the apiserver's --reservation-fence-window plus 10s.")
 	opts.PaymentEvents.BindFlags(flag.CommandLine)
 	var backendsConfig string
 	flag.StringVar(&backendsConfig, "backends-config", "",

@@ -33,6 +33,7 @@ func main() {
 	conc := flag.Int("c", 32, "submission concurrency (and raw create concurrency)")
 	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
 	workers := flag.Int("workers", controllers.DefaultOptions().Task.MaxConcurrentReconciles, "concurrent VideoTask reconciles (the manager's --max-concurrent-tasks)")
+	flag.IntVar(&reserveTasks, "reservation-max-tasks", 1024, "the REST apiserver's --reservation-max-tasks (0: a compare-and-swap per task)")
 	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver over 10 s from the first submission here")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
 	flag.Parse()
@@ -45,7 +46,10 @@ func main() {
 	}
 }
 
-var kubeProfile string
+var (
+	kubeProfile  string
+	reserveTasks int
+)
 
 func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	fmt.Fprintln(os.Stderr, "starting the control plane…")
@@ -62,7 +66,7 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 		return err
 	}
 	counter := harness.NewCounter()
-	api, err := env.StartAPIServer(ctx, counter, conc)
+	api, err := env.StartAPIServer(ctx, counter, conc, reserveTasks)
 	if err != nil {
 		return err
 	}

@@ -90,3 +90,14 @@ func (r Result) Check(what string) error {
 	}
 	return nil
 }
+
+// Merge adds another run's calls to r, as if they were one run (elapsed times add up).
+func (r Result) Merge(o Result) Result {
+	lat := append(append(make([]time.Duration, 0, len(r.Lat)+len(o.Lat)), r.Lat...), o.Lat...)
+	slices.Sort(lat)
+	out := Result{N: r.N + o.N, Elapsed: r.Elapsed + o.Elapsed, Lat: lat, Errors: r.Errors + o.Errors, FirstErr: r.FirstErr}
+	if out.FirstErr == nil {
+		out.FirstErr = o.FirstErr
+	}
+	return out
+}

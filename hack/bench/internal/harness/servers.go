@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -30,6 +31,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/taskwebhooks"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
@@ -45,8 +47,9 @@ type APIServer struct {
 }
 
 // StartAPIServer runs the apiserver in-process until ctx ends; its client's writes are counted
-// under "apiserver" by counter (if not nil). Rate limiting per key is off.
-func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns int) (*APIServer, error) {
+// under "apiserver" by counter (if not nil). Rate limiting per key is off. reserveTasks is
+// cmd/apiserver's --reservation-max-tasks (0: a compare-and-swap per task before its create).
+func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns, reserveTasks int) (*APIServer, error) {
 	mgr, err := ctrl.NewManager(e.Cfg, ctrl.Options{
 		Scheme: e.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
@@ -68,10 +71,20 @@ func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns int) (
 	if err != nil {
 		return nil, err
 	}
+	l := ledger.New(c, mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
+	var admitter *reservations.Admitter
+	if reserveTasks > 0 {
+		admitter = reservations.New(reservations.Config{Ledger: l, Cache: mgr.GetClient(), Fresh: mgr.GetAPIReader(),
+			MaxTasks: reserveTasks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := mgr.Add(manager.RunnableFunc(admitter.Run)); err != nil {
+			return nil, err
+		}
+	}
 	srv := apiserver.New(apiserver.Config{
 		Client:         c,
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         ledger.New(c, mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient())),
+		Ledger:         l,
+		Admitter:       admitter,
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: KeyNamespace},
 		Blobs:          &blobstore.Dir{Root: blobDir},
 		URLPolicy:      Loopback,
