@@ -17,12 +17,17 @@
 //   - A settlement record is forgotten only after the task's own status shows it (terminal
 //     phase), or the task is gone. A task whose terminal status was observed never settles
 //     again, so the record is no longer needed.
+//   - Reserve moves points from the balance into a named reservation, a hold that belongs to a
+//     REST apiserver replica rather than a task. FreezeFrom moves a task's price from the
+//     reservation it was admitted under into the task's own hold; it is keyed by task like
+//     Freeze (and falls back to Freeze when the reservation cannot cover it), so the apiserver
+//     and the controller may both try it. ReleaseReservation returns what is left.
 //   - Top-ups are the same: ApplyTopUp records the PointTopUp's UID with the credit, and the
 //     record is forgotten only after the PointTopUp's status says it was applied.
 //
 // Why the invariant holds: every operation changes balance, frozen, spent and credited by amounts
 // that sum to the same change on both sides of credited = balance + frozen + spent, and changes
-// frozen and the holds list together. Check verifies both before every write and refuses to
+// frozen and the holds (task holds and reservations) together. Check verifies both before every write and refuses to
 // write a status that breaks them. A crash can only lose a write that did not happen, never half
 // of one, because each write is one object update.
 //

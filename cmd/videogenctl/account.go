@@ -61,11 +61,21 @@ type accountView struct {
 	Account   string      `json:"account"`
 	Balance   int64       `json:"balance"`
 	Frozen    int64       `json:"frozen"`
+	Reserved  int64       `json:"reserved"`
 	Spent     int64       `json:"spent"`
 	Credited  int64       `json:"credited"`
 	Ready     string      `json:"ready"`
 	Holds     []holdView  `json:"holds"`
-	RecentTop []topUpView `json:"recentTopUps"`
+	// Reservations are blocks of points REST apiserver replicas hold to admit tasks (part of
+	// frozen); one that nobody renews returns to the balance after the manager's TTL.
+	Reservations []reservationView `json:"reservations"`
+	RecentTop    []topUpView       `json:"recentTopUps"`
+}
+
+type reservationView struct {
+	Name      string    `json:"name"`
+	Points    int64     `json:"points"`
+	RenewedAt time.Time `json:"renewedAt"`
 }
 
 // holdView is one hold with what its task says about it ("missing": no such task, so the
@@ -111,8 +121,11 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 	if err := c.List(ctx, &topUps, client.InNamespace(pos[0])); err != nil {
 		return err
 	}
-	v := accountView{Account: pos[0], Balance: acct.Status.Balance, Frozen: acct.Status.Frozen, Spent: acct.Status.Spent,
-		Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}}
+	v := accountView{Account: pos[0], Balance: acct.Status.Balance, Frozen: acct.Status.Frozen, Reserved: acct.Status.Reserved,
+		Spent: acct.Status.Spent, Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}, Reservations: []reservationView{}}
+	for _, r := range acct.Status.Reservations {
+		v.Reservations = append(v.Reservations, reservationView{Name: r.Name, Points: r.Amount, RenewedAt: r.RenewedAt.Time})
+	}
 	if len(acct.Status.Holds) > 0 {
 		var tasks videogenv1alpha1.VideoTaskList
 		if err := c.List(ctx, &tasks, client.InNamespace(pos[0])); err != nil {
@@ -147,8 +160,14 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 		v.RecentTop = append(v.RecentTop, tv)
 	}
 	return g.print(out, v, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
-			v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, v.Ready)
+		fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tRESERVED\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%d\t%s\n",
+			v.Account, v.Balance, v.Frozen, v.Reserved, v.Spent, v.Credited, v.Ready)
+		if len(v.Reservations) > 0 {
+			fmt.Fprintf(w, "\nRESERVATION\tPOINTS\tRENEWED\n")
+			for _, r := range v.Reservations {
+				fmt.Fprintf(w, "%s\t%d\t%s\n", r.Name, r.Points, r.RenewedAt.Format(time.RFC3339))
+			}
+		}
 		if len(v.Holds) > 0 {
 			fmt.Fprintf(w, "\nHOLD (TASK)\tPOINTS\tTASK PHASE\tSINCE\n")
 			for _, h := range v.Holds {

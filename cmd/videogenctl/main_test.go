@@ -122,10 +122,15 @@ func TestAdministratorWorkflow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := ledger.New(c, c).Do(ctx, "acme", ledger.Reserve("r-apiserver-1", 40, 40, false)); err != nil {
+		t.Fatal(err)
+	}
 	out, err = cli("account", "show", "acme")
 	if err != nil || !regexp.MustCompile(`(?m)^vt-gone\s+7\s+missing\s+-$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^vt-listed\s+10\s+Pending\s+\d{4}-`).MatchString(out) {
-		t.Fatalf("account show with holds: %v\n%s", err, out)
+		!regexp.MustCompile(`(?m)^vt-listed\s+10\s+Pending\s+\d{4}-`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^acme\s+443\s+57\s+40\s+0\s+500\s`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^r-apiserver-1\s+40\s+\d{4}-`).MatchString(out) {
+		t.Fatalf("account show with holds and a reservation: %v\n%s", err, out)
 	}
 	stripeSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: "stripe",
 		Labels: map[string]string{"videogen.dev/webhook-connector": "stripe"}}, StringData: map[string]string{"secret": "whsec_x"}}

@@ -23,7 +23,7 @@ if [[ $what == scale ]]; then
 	exit 0
 fi
 
-run submit go run ./hack/bench/submit -n1 "${SUBMIT_N1:-200}" -n8 "${SUBMIT_N8:-600}" -n64 "${SUBMIT_N64:-600}" -accounts 64
+run submit go run ./hack/bench/submit -n1 "${SUBMIT_N1:-400}" -n8 "${SUBMIT_N8:-1200}" -n64 "${SUBMIT_N64:-1200}" -accounts 64
 run holdformats go run ./hack/bench/holdformats -holds 1404
 run lifecycle go run ./hack/bench/lifecycle -tasks "${LIFECYCLE_TASKS:-500}" -accounts 16 -c 32
 run connectors go test -run '^$' -bench . -benchmem ./connectors/...

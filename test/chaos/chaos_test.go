@@ -30,6 +30,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -145,6 +146,8 @@ func TestChaos(t *testing.T) {
 			"--task-timeout=" + set.taskTimeout.String(),
 			// An apiserver killed between the freeze and the create strands a hold this long.
 			"--hold-grace-period=10s",
+			// An apiserver killed while it holds a reservation strands it this long.
+			"--reservation-ttl=15s",
 			"--webhook-retry-schedule=500ms,1s,1s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s",
 			"--webhook-timeout=5s",
 			"--max-concurrent-tasks=16",
@@ -634,8 +637,19 @@ func (r *run) verifyWebhook(acct string, task *videogenv1alpha1.VideoTask) {
 }
 
 func (r *run) summary(ctx context.Context, took time.Duration) string {
-	var tasks, succeeded, failed int
+	var tasks, succeeded, failed, expired, released int
 	for _, a := range r.accounts {
+		var evs eventsv1.EventList
+		if err := r.stack.Client.List(ctx, &evs, client.InNamespace(a.name)); err == nil {
+			for _, e := range evs.Items {
+				switch e.Reason {
+				case "ReservationExpired":
+					expired++
+				case "HoldReleased":
+					released++
+				}
+			}
+		}
 		var l videogenv1alpha1.VideoTaskList
 		if err := r.stack.Client.List(ctx, &l, client.InNamespace(a.name)); err != nil {
 			continue
@@ -654,10 +668,11 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	_ = r.stack.Client.List(ctx, &events, client.InNamespace(localstack.SystemNamespace))
 	c := &r.count
 	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d direct=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
-		"requests=%d replays=%d retries=%d in-use-409=%d deliveries=%d (refused=%d) payment-events=%d (deliveries=%d) took=%s",
+		"requests=%d replays=%d retries=%d in-use-409=%d deliveries=%d (refused=%d) payment-events=%d (deliveries=%d) "+
+		"reservations-expired=%d orphan-holds-released=%d took=%s",
 		tasks, succeeded, failed, c.directTasks.Load(), c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
 		c.apiserverKills.Load(), c.backendOutages.Load(), c.sends.Load(), c.replays.Load(), c.retries.Load(), c.inUse.Load(),
-		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), took.Round(time.Second))
+		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), expired, released, took.Round(time.Second))
 }
 
 // call sends one REST request; a transport error is returned, not retried.
