@@ -199,7 +199,7 @@ var _ = Describe("Errors", func() {
 			Expect(resp.Message()).NotTo(ContainSubstring("etcd"), "internal details stay in the logs")
 		}
 		st := balanceOf(a.ns)
-		Expect(st.Reserved).To(Equal(int64(80)), "one reservation of 8 tasks, nothing taken from it")
+		Expect(st.Reserved).To(Equal(int64(50)), "one reservation (8 tasks, at most half the balance), nothing taken from it")
 		Expect(st.HoldCount()).To(BeZero())
 		// Idle for 2s: the reservation returns to the balance; the key is free.
 		expectPoints(a.ns, 100, 0, 0)

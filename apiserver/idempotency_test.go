@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/time/rate"
 	"k8s.io/utils/ptr"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -109,6 +110,29 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 		st := balanceOf(a.ns)
 		Expect(st.Balance).To(BeZero())
 		Expect(st.Frozen + st.Spent).To(Equal(int64(1200)))
+	})
+
+	It("never lets two replicas with reservations on one account admit more than it can afford", func() {
+		topUp(a.ns, 13*30+20) // 13 tasks and 20 points
+		other := startAPIServer(rate.Inf, 1, nil, nil)
+		replicas := []*apiClient{api, other}
+		statuses := concurrently(60, func(i int) response {
+			return replicas[i%2].post("/v1/videos/short", a.key, body, "Idempotency-Key", fmt.Sprintf("two-%d", i))
+		})
+		Expect(statuses[http.StatusAccepted]+statuses[http.StatusPaymentRequired]).To(Equal(60), "%v", statuses)
+		admitted := statuses[http.StatusAccepted]
+		Expect(admitted).To(BeNumerically("<=", 13))
+		// Points one replica held in a reservation may have refused the other for a moment;
+		// once both are idle (2s) they are back, and admit exactly the rest.
+		expectCharged(a.ns, int64(13-admitted)*30+20, int64(admitted)*30)
+		for i := admitted; i < 13; i++ {
+			Expect(other.post("/v1/videos/short", a.key, body, "Idempotency-Key", fmt.Sprintf("rest-%d", i)).Status).
+				To(Equal(http.StatusAccepted))
+		}
+		last := other.post("/v1/videos/short", a.key, body, "Idempotency-Key", "one-too-many")
+		Expect(last.Status).To(Equal(http.StatusPaymentRequired))
+		Expect(tasksIn(a.ns)).To(HaveLen(13))
+		expectCharged(a.ns, 20, 13*30)
 	})
 })
 

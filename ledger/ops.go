@@ -52,7 +52,8 @@ func Settle(task string, outcome videogenv1alpha1.SettlementOutcome) Op {
 func Release(task string) Op { return Op{kind: opRelease, task: task} }
 
 // Reserve moves up to want points from the balance into the reservation name (made if
-// renew is false and it does not exist) and renews it. It refuses with
+// renew is false and it does not exist) and renews it. It takes at most half the balance
+// unless need is more, so other replicas still find points. It refuses with
 // *InsufficientBalanceError if it cannot grant need, and with ErrReservationGone if renew is
 // set and the reservation was released meanwhile. Result.Amount is the grant. Reserve is not
 // keyed: a retried Reserve may grant twice, which only reserves more than its holder knows of
@@ -224,8 +225,10 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 			// No reserving for tasks that could not hold their points.
 			return Result{Err: fmt.Errorf("%w: account %q has %d tasks waiting to settle, the most it may have", ErrTooManyHolds, account, len(b.holds))}
 		}
-		grant := min(op.amount, st.Balance)
-		if grant < op.need {
+		// At most half the balance (unless need takes more), so that another replica always
+		// finds points to reserve too.
+		grant := min(op.amount, max(op.need, st.Balance/2))
+		if op.need > st.Balance {
 			return Result{Err: &InsufficientBalanceError{Account: account, Required: op.need, Available: st.Balance}}
 		}
 		if i < 0 {

@@ -9,18 +9,23 @@ import (
 )
 
 func TestReserveMovesBalanceIntoAReservation(t *testing.T) {
-	st := funded(100)
+	st := funded(200)
 	r := mustApply(t, &st, Reserve("r1", 80, 10, false))
 	if !r.Changed || r.Amount != 80 {
 		t.Fatalf("reserve = %+v, want a grant of 80", r)
 	}
-	if st.Balance != 20 || st.Frozen != 80 || st.Reserved != 80 || len(st.Reservations) != 1 || st.Reservations[0].Amount != 80 {
+	if st.Balance != 120 || st.Frozen != 80 || st.Reserved != 80 || len(st.Reservations) != 1 || st.Reservations[0].Amount != 80 {
 		t.Fatalf("status = %+v", st)
 	}
-	// Only what the balance has is granted, and a renewal stamps the time again.
-	r = mustApply(t, &st, Reserve("r1", 50, 0, true))
-	if r.Amount != 20 || st.Balance != 0 || st.Reservations[0].Amount != 100 || !st.Reservations[0].RenewedAt.Time.Equal(t0) {
+	// At most half the balance is granted, and a renewal stamps the time again.
+	r = mustApply(t, &st, Reserve("r1", 100, 0, true))
+	if r.Amount != 60 || st.Balance != 60 || st.Reservations[0].Amount != 140 || !st.Reservations[0].RenewedAt.Time.Equal(t0) {
 		t.Fatalf("second reserve = %+v, status %+v", r, st)
+	}
+	// Unless need takes more: then up to the whole balance.
+	r = mustApply(t, &st, Reserve("r2", 60, 60, false))
+	if r.Amount != 60 || st.Balance != 0 {
+		t.Fatalf("reserve needing the whole balance = %+v, status %+v", r, st)
 	}
 }
 
@@ -93,14 +98,14 @@ func TestFreezeFromFallsBackToTheBalance(t *testing.T) {
 }
 
 func TestReleaseReservationReturnsWhatIsLeft(t *testing.T) {
-	st := funded(100)
+	st := funded(200)
 	mustApply(t, &st, Reserve("r1", 60, 0, false))
 	mustApply(t, &st, FreezeFrom("t1", 10, "r1"))
 	r := mustApply(t, &st, ReleaseReservation("r1"))
 	if !r.Changed || r.Amount != 50 {
 		t.Fatalf("release = %+v", r)
 	}
-	if st.Balance != 90 || st.Frozen != 10 || st.Reserved != 0 || len(st.Reservations) != 0 {
+	if st.Balance != 190 || st.Frozen != 10 || st.Reserved != 0 || len(st.Reservations) != 0 {
 		t.Fatalf("status = %+v", st)
 	}
 	if r := mustApply(t, &st, ReleaseReservation("r1")); r.Changed {
