@@ -52,9 +52,14 @@ type Config struct {
 	// MaxCreate bounds the create of an admitted task (default 10 s).
 	MaxCreate time.Duration
 	// Linger is how long a created task's move into its own hold waits to share one write with
-	// the next tasks' (default 100 ms): a compare-and-swap on a busy account carries all of its
-	// holds, so one per task would cost the control plane more than the creates.
+	// the next tasks' (default 100 ms, and 100 ms more per 1,000 holds of the account, up to
+	// 1 s): a compare-and-swap on a busy account carries all of its holds, so one per task
+	// would cost the control plane more than the creates. Keep it well under the VideoTask
+	// controller's 2 s wait for the move.
 	Linger time.Duration
+	// CacheTTL is how long an account's suspension and hold count read from Cache are reused
+	// (default 100 ms): each read copies the whole account, holds included.
+	CacheTTL time.Duration
 	// MaxHolds is the limit of unsettled tasks (default: the Ledger's).
 	MaxHolds int
 	Now      func() time.Time
@@ -85,6 +90,10 @@ type account struct {
 	lastUse    time.Time
 	refill     chan struct{} // closed when the refill in flight ends; nil if none
 	moves      []ledger.Op   // FreezeFrom of created tasks, waiting for the linger to end
+	// From the cache, reused for CacheTTL: see precheck.
+	readAt    time.Time
+	suspended bool
+	holds     int
 }
 
 // New returns an Admitter; run Run to release idle reservations.
@@ -108,6 +117,9 @@ func New(cfg Config) *Admitter {
 	}
 	if cfg.MaxCreate <= 0 {
 		cfg.MaxCreate = 10 * time.Second
+	}
+	if cfg.CacheTTL <= 0 {
+		cfg.CacheTTL = 100 * time.Millisecond
 	}
 	if cfg.Linger <= 0 {
 		cfg.Linger = 100 * time.Millisecond
@@ -155,10 +167,10 @@ func (ad *Admitter) Admit(ctx context.Context, namespace, task string, price int
 	if price < 0 {
 		return nil, fmt.Errorf("%w: price %d", ledger.ErrInvalidAmount, price)
 	}
-	if err := ad.precheck(ctx, namespace); err != nil {
+	a := ad.account(namespace)
+	if err := ad.precheck(ctx, a); err != nil {
 		return nil, err
 	}
-	a := ad.account(namespace)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for {
@@ -288,23 +300,36 @@ func isRefusal(err error) bool {
 
 // precheck refuses a suspended account, or one at its limit of unsettled tasks, as the
 // ledger would: admissions from the reservation do not go through the ledger.
-func (ad *Admitter) precheck(ctx context.Context, namespace string) error {
+func (ad *Admitter) precheck(ctx context.Context, a *account) error {
 	if ad.cfg.Cache == nil {
 		return nil
 	}
+	namespace := a.namespace
 	key := client.ObjectKey{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}
-	acct := &videogenv1alpha1.PointAccount{}
-	if err := ad.cfg.Cache.Get(ctx, key, acct); err != nil {
-		return nil // not cached (yet): the refill's fresh read decides
+	a.mu.Lock()
+	fresh := time.Since(a.readAt) < ad.cfg.CacheTTL
+	suspended, holds := a.suspended, a.holds
+	a.mu.Unlock()
+	if !fresh {
+		acct := &videogenv1alpha1.PointAccount{}
+		if err := ad.cfg.Cache.Get(ctx, key, acct); err != nil {
+			return nil // not cached (yet): the refill's fresh read decides
+		}
+		suspended, holds = acct.Spec.Suspended, acct.Status.HoldCount()
+		a.mu.Lock()
+		a.readAt, a.suspended, a.holds = time.Now(), suspended, holds
+		a.mu.Unlock()
 	}
-	if !acct.Spec.Suspended && acct.Status.HoldCount() < ad.cfg.MaxHolds {
+	if !suspended && holds < ad.cfg.MaxHolds {
 		return nil
 	}
-	if ad.cfg.Fresh != nil { // a refusal is confirmed on a fresh read
-		acct = &videogenv1alpha1.PointAccount{}
-		if err := ad.cfg.Fresh.Get(ctx, key, acct); err != nil {
-			return nil
-		}
+	reader := ad.cfg.Cache
+	if ad.cfg.Fresh != nil {
+		reader = ad.cfg.Fresh // a refusal is confirmed on a fresh read
+	}
+	acct := &videogenv1alpha1.PointAccount{}
+	if err := reader.Get(ctx, key, acct); err != nil {
+		return nil
 	}
 	switch {
 	case acct.Spec.Suspended:
@@ -343,7 +368,8 @@ func (t *Ticket) Created() {
 	case len(a.moves) >= maxMoves:
 		t.ad.flush(a)
 	case len(a.moves) == 1:
-		time.AfterFunc(t.ad.cfg.Linger, func() {
+		linger := min(max(t.ad.cfg.Linger, t.ad.cfg.Linger*time.Duration(a.holds)/1000), time.Second)
+		time.AfterFunc(linger, func() {
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			t.ad.flush(a)

@@ -52,7 +52,7 @@ func setupCounting(t *testing.T, balance int64) (*Admitter, client.Client, *cloc
 		}).Build()
 	clk := &clock{t: time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)}
 	l := ledger.New(c, c, ledger.WithClock(clk.now))
-	return New(Config{Ledger: l, Cache: c, Fresh: c, Holder: "r-test", Now: clk.now}), c, clk, writes
+	return New(Config{Ledger: l, Cache: c, Fresh: c, Holder: "r-test", Now: clk.now, CacheTTL: time.Nanosecond}), c, clk, writes
 }
 
 func status(t *testing.T, c client.Client) videogenv1alpha1.PointAccountStatus {

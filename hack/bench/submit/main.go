@@ -171,6 +171,8 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 		}
 	}
 
+	// Let the apiserver's last moves and its idle release land before reading and measuring.
+	time.Sleep(3 * time.Second)
 	acct := &videogenv1alpha1.PointAccount{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hot.Namespace, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
 		return err
