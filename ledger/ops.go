@@ -22,6 +22,7 @@ const (
 	opReserve
 	opFreezeFrom
 	opReleaseReservation
+	opRecallReservations
 )
 
 // Op is one change to an account. Build it with Freeze, Settle, TopUp or the Forget helpers.
@@ -74,6 +75,11 @@ func ReleaseReservation(name string) Op {
 	return Op{kind: opReleaseReservation, reservation: name}
 }
 
+// RecallReservations asks every replica holding a reservation on the account to release it
+// (status.reservationsRecalledAt), for a replica that is short of points the others hold.
+// A no-op when the account has no reservations.
+func RecallReservations() Op { return Op{kind: opRecallReservations} }
+
 // ForgetSettlement drops task's settlement record once the task's status shows its outcome.
 func ForgetSettlement(task string) Op { return Op{kind: opForgetSettlement, task: task} }
 
@@ -101,6 +107,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("freeze %d for task %q from reservation %q", o.amount, o.task, o.reservation)
 	case opReleaseReservation:
 		return fmt.Sprintf("release reservation %q", o.reservation)
+	case opRecallReservations:
+		return "recall reservations"
 	case opTopUp:
 		return fmt.Sprintf("top up %d from %q", o.amount, o.topUp)
 	default:
@@ -241,6 +249,14 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 		st.Frozen += grant
 		st.Reserved += grant
 		return Result{Changed: true, Amount: grant}
+
+	case opRecallReservations:
+		if len(st.Reservations) == 0 {
+			return Result{}
+		}
+		at := metav1.NewMicroTime(now)
+		st.ReservationsRecalledAt = &at
+		return Result{Changed: true}
 
 	case opReleaseReservation:
 		i := findReservation(st, op.reservation)

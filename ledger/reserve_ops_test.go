@@ -127,3 +127,17 @@ func TestCheckCountsReservationsAsHolds(t *testing.T) {
 		t.Fatalf("Check with a reservation listed twice = %v", err)
 	}
 }
+
+func TestRecallReservationsStampsOnlyWhenThereAreAny(t *testing.T) {
+	st := funded(100)
+	if r := mustApply(t, &st, RecallReservations()); r.Changed || st.ReservationsRecalledAt != nil {
+		t.Fatalf("recall without reservations = %+v, %v", r, st.ReservationsRecalledAt)
+	}
+	mustApply(t, &st, Reserve("r1", 40, 0, false))
+	if r := mustApply(t, &st, RecallReservations()); !r.Changed || st.ReservationsRecalledAt == nil || !st.ReservationsRecalledAt.Time.Equal(t0) {
+		t.Fatalf("recall = %+v, stamp %v", r, st.ReservationsRecalledAt)
+	}
+	if st.Balance != 60 || st.Reserved != 40 {
+		t.Fatalf("a recall moved points: %+v", st)
+	}
+}

@@ -57,6 +57,9 @@ type Config struct {
 	// would cost the control plane more than the creates. Keep it well under the VideoTask
 	// controller's 2 s wait for the move.
 	Linger time.Duration
+	// RecallWait is how long an admission short of points waits for other replicas to return
+	// their reservations after recalling them (default 2 s) before it answers 402.
+	RecallWait time.Duration
 	// CacheTTL is how long an account's suspension and hold count read from Cache are reused
 	// (default 100 ms): each read copies the whole account, holds included.
 	CacheTTL time.Duration
@@ -94,6 +97,12 @@ type account struct {
 	readAt    time.Time
 	suspended bool
 	holds     int
+	recalled  time.Time // status.reservationsRecalledAt
+	// recallSeen is the last recall this process acted on (or made); holdOff: until then a
+	// refill reserves only what the admission needs, so a recalled reservation is not
+	// hoarded again at once.
+	recallSeen time.Time
+	holdOff    time.Time
 }
 
 // New returns an Admitter; run Run to release idle reservations.
@@ -117,6 +126,9 @@ func New(cfg Config) *Admitter {
 	}
 	if cfg.MaxCreate <= 0 {
 		cfg.MaxCreate = 10 * time.Second
+	}
+	if cfg.RecallWait <= 0 {
+		cfg.RecallWait = 2 * time.Second
 	}
 	if cfg.CacheTTL <= 0 {
 		cfg.CacheTTL = 100 * time.Millisecond
@@ -214,15 +226,16 @@ func (ad *Admitter) Admit(ctx context.Context, namespace, task string, price int
 			a.mu.Lock()
 			continue
 		}
-		if err := ad.refill(ctx, a, price, now); err != nil {
+		if err := ad.refill(ctx, a, price, now, false); err != nil {
 			return nil, err
 		}
 	}
 }
 
 // refill renews the account's reservation and tops it up to cover price and the next few
-// tasks, or makes a new one. Called with a.mu held; it is released during the write.
-func (ad *Admitter) refill(ctx context.Context, a *account, price int64, now time.Time) error {
+// tasks, or makes a new one; ahead (a top-up before anyone needs it) never recalls other
+// replicas' reservations. Called with a.mu held; it is released during the write.
+func (ad *Admitter) refill(ctx context.Context, a *account, price int64, now time.Time, ahead bool) error {
 	done := make(chan struct{})
 	a.refill = done
 	defer func() { a.refill = nil; close(done) }()
@@ -242,16 +255,22 @@ func (ad *Admitter) refill(ctx context.Context, a *account, price int64, now tim
 	budget := a.budget
 	need := max(0, price-budget)
 	want := max(need, int64(a.tasks)*price-budget)
+	if now.Before(a.holdOff) {
+		want = need
+	}
 
 	a.mu.Unlock()
 	// Not the request's context: the waiters share this write, and a write cut short may
 	// still happen.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ad.cfg.MaxCreate)
 	res, err := ad.cfg.Ledger.Do(wctx, a.namespace, ledger.Reserve(name, want, need, renew))
+	var short *ledger.InsufficientBalanceError
+	if errors.As(err, &short) && !ahead && ad.recall(wctx, a, name, need) {
+		res, err = ad.cfg.Ledger.Do(wctx, a.namespace, ledger.Reserve(name, need, need, renew))
+	}
 	cancel()
 	a.mu.Lock()
 
-	var short *ledger.InsufficientBalanceError
 	switch {
 	case err == nil:
 		a.name = name
@@ -272,6 +291,53 @@ func (ad *Admitter) refill(ctx context.Context, a *account, price int64, now tim
 	return err
 }
 
+// recall asks the other replicas to return their reservations when together with the balance
+// they hold the points this admission needs, and waits up to RecallWait for the balance to
+// cover need. It reports whether it does (then reserve again). Called without a.mu.
+func (ad *Admitter) recall(ctx context.Context, a *account, own string, need int64) bool {
+	if ad.cfg.Fresh == nil {
+		return false
+	}
+	key := client.ObjectKey{Namespace: a.namespace, Name: videogenv1alpha1.PointAccountName}
+	read := func() (*videogenv1alpha1.PointAccount, bool) {
+		acct := &videogenv1alpha1.PointAccount{}
+		return acct, ad.cfg.Fresh.Get(ctx, key, acct) == nil
+	}
+	acct, ok := read()
+	if !ok {
+		return false
+	}
+	others := int64(0)
+	for _, r := range acct.Status.Reservations {
+		if r.Name != own {
+			others += r.Amount
+		}
+	}
+	if others == 0 || acct.Status.Balance+others < need {
+		return false // nothing to wait for: the account really is short
+	}
+	if _, err := ad.cfg.Ledger.Do(ctx, a.namespace, ledger.RecallReservations()); err != nil {
+		return false
+	}
+	deadline := time.Now().Add(ad.cfg.RecallWait)
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		acct, ok = read()
+		if !ok {
+			return false
+		}
+		if at := acct.Status.ReservationsRecalledAt; at != nil {
+			a.mu.Lock()
+			a.recallSeen = at.Time // our own recall: nothing to return for it
+			a.mu.Unlock()
+		}
+		if acct.Status.Balance >= need {
+			return true
+		}
+	}
+	return false
+}
+
 // refillAhead refills the reservation name early, unless it changed or a refill is on the way.
 // A refusal (the balance ran short) is left for the admission that needs the points to see.
 func (ad *Admitter) refillAhead(ctx context.Context, a *account, name string, price int64) {
@@ -282,7 +348,7 @@ func (ad *Admitter) refillAhead(ctx context.Context, a *account, name string, pr
 	if a.refill != nil || a.name != name || !ad.dueAhead(a, now) {
 		return
 	}
-	_ = ad.refill(ctx, a, price, now)
+	_ = ad.refill(ctx, a, price, now, true)
 }
 
 // dueAhead says whether the reservation should be topped up or renewed before it runs out:
@@ -318,6 +384,9 @@ func (ad *Admitter) precheck(ctx context.Context, a *account) error {
 		suspended, holds = acct.Spec.Suspended, acct.Status.HoldCount()
 		a.mu.Lock()
 		a.readAt, a.suspended, a.holds = time.Now(), suspended, holds
+		if at := acct.Status.ReservationsRecalledAt; at != nil {
+			a.recalled = at.Time
+		}
 		a.mu.Unlock()
 	}
 	if !suspended && holds < ad.cfg.MaxHolds {
@@ -430,7 +499,8 @@ func (t *Ticket) finish() {
 // Run releases reservations idle for IdleRelease until ctx ends, then releases the idle ones
 // once more (a graceful shutdown leaves nothing for the manager to expire).
 func (ad *Admitter) Run(ctx context.Context) error {
-	tick := time.NewTicker(max(ad.cfg.IdleRelease/4, 10*time.Millisecond))
+	// Often enough that a recall is answered well within RecallWait.
+	tick := time.NewTicker(max(min(ad.cfg.IdleRelease/4, 100*time.Millisecond), 10*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
@@ -448,6 +518,25 @@ func (ad *Admitter) Run(ctx context.Context) error {
 	}
 }
 
+// newRecall reports whether another replica recalled the reservations since this process last
+// acted on a recall, and if so holds off reserving more than needed for a while.
+func (ad *Admitter) newRecall(a *account, now time.Time) bool {
+	a.mu.Lock()
+	held := a.name != ""
+	a.mu.Unlock()
+	if !held || ad.cfg.Cache == nil {
+		return false
+	}
+	_ = ad.precheck(context.Background(), a) // refreshes a.recalled from the cache (at most every CacheTTL)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.recalled.After(a.recallSeen) {
+		return false
+	}
+	a.holdOff = now.Add(2 * ad.cfg.RecallWait)
+	return true
+}
+
 // releaseIdle releases every reservation that admitted nothing for idle and has no create in
 // flight; the returned channels close when the writes it started end.
 func (ad *Admitter) releaseIdle(idle time.Duration) []<-chan struct{} {
@@ -460,13 +549,17 @@ func (ad *Admitter) releaseIdle(idle time.Duration) []<-chan struct{} {
 	now := ad.cfg.Now()
 	var started []<-chan struct{}
 	for _, a := range accounts {
+		recalled := ad.newRecall(a, now)
 		a.mu.Lock()
-		if idle == 0 {
-			ad.flush(a) // shutting down: nothing may wait for a timer
+		if idle == 0 || recalled {
+			ad.flush(a) // shutting down, or recalled: nothing may wait for a timer
 		}
-		if a.name == "" || a.inflight > 0 || a.refill != nil || now.Sub(a.lastUse) < idle {
+		if a.name == "" || a.inflight > 0 || a.refill != nil || (now.Sub(a.lastUse) < idle && !recalled) {
 			a.mu.Unlock()
 			continue
+		}
+		if recalled {
+			a.recallSeen = a.recalled
 		}
 		name := a.name
 		a.name, a.budget = "", 0

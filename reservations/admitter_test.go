@@ -271,3 +271,37 @@ func TestTasksCreatedWithinTheLingerShareOneWrite(t *testing.T) {
 		t.Fatalf("%d writes for 20 created tasks' holds, want 1", n)
 	}
 }
+
+func TestAReplicaShortOfPointsRecallsTheOthersReservations(t *testing.T) {
+	a, c, clk := setup(t, 200)
+	// A second replica on the same account, with a ledger of its own.
+	b := New(Config{Ledger: ledger.New(c, c, ledger.WithClock(clk.now)), Cache: c, Fresh: c, Holder: "r-other", Now: clk.now, CacheTTL: time.Nanosecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = a.Run(ctx) }()
+
+	admit(t, a, "a1", 40).Created() // a reserves half the balance: 100
+	admit(t, b, "b1", 40).Created() // b: half of the other 100 is not enough, so 50
+	admit(t, b, "b2", 40).Created() // b: 30 more (what it needs)
+	settle(t, c, func(st videogenv1alpha1.PointAccountStatus) bool { return st.HoldCount() == 3 })
+	if st := status(t, c); st.Balance != 20 || st.Reserved != 60 {
+		t.Fatalf("status = %+v, want 20 in the balance and a's 60 unused", st)
+	}
+	// b needs 40: the balance has 20, a holds 60 it is not using. b recalls, a returns them.
+	start := time.Now()
+	tk, err := b.Admit(context.Background(), ns, "b3", 40)
+	if err != nil {
+		t.Fatalf("admission that a recall could satisfy = %v", err)
+	}
+	tk.Created()
+	t.Logf("admitted after %s", time.Since(start).Round(time.Millisecond))
+	st := settle(t, c, func(st videogenv1alpha1.PointAccountStatus) bool { return st.HoldCount() == 4 })
+	if st.ReservationsRecalledAt == nil || st.Frozen-st.Reserved != 160 || st.Balance+st.Frozen != 200 {
+		t.Fatalf("status = %+v", st)
+	}
+	// One task's worth is left in all (40): a fifth fits, a sixth is refused at once.
+	admit(t, b, "b4", 40).Created()
+	if _, err := b.Admit(context.Background(), ns, "b5", 40); err == nil {
+		t.Fatal("admitted more than the account holds")
+	}
+}

@@ -149,6 +149,10 @@ type PointAccountStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Reservations []Reservation `json:"reservations,omitempty"`
+	// ReservationsRecalledAt is when a replica short of points last asked the others to return
+	// what they hold in reservations; each holder does so once it has seen a new value.
+	// +optional
+	ReservationsRecalledAt *metav1.MicroTime `json:"reservationsRecalledAt,omitempty"`
 
 	// Settlements are recently settled holds not yet acknowledged by their task's status.
 	// Only the ledger writes them, always whole, so the list is atomic.

@@ -336,6 +336,10 @@ func (in *PointAccountStatus) DeepCopyInto(out *PointAccountStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ReservationsRecalledAt != nil {
+		in, out := &in.ReservationsRecalledAt, &out.ReservationsRecalledAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Settlements != nil {
 		in, out := &in.Settlements, &out.Settlements
 		*out = make([]Settlement, len(*in))
