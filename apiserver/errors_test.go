@@ -177,12 +177,7 @@ var _ = Describe("Errors", func() {
 				},
 			})
 		})
-		body := `{"template_id":"` + tmpl + `","face":"https://cdn.example.com/f.jpg"}`
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, dying.base+"/v1/videos/short", strings.NewReader(body))
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Authorization", "Bearer "+a.key)
-		_, err = dying.http.Do(req)
-		Expect(err).To(HaveOccurred(), "the connection is cut")
+		postCutShort(dying, a.key, tmpl)
 
 		Expect(balanceOf(a.ns).HoldCount()).To(Equal(1), "the freeze happened before the crash")
 		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
@@ -225,12 +220,7 @@ var _ = Describe("Errors", func() {
 				},
 			})
 		})
-		body := `{"template_id":"` + tmpl + `","face":"https://cdn.example.com/f.jpg"}`
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, dying.base+"/v1/videos/short", strings.NewReader(body))
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Authorization", "Bearer "+a.key)
-		_, err = dying.http.Do(req)
-		Expect(err).To(HaveOccurred(), "the connection is cut")
+		postCutShort(dying, a.key, tmpl)
 
 		// The controller moves the task's price out of the reservation itself; the rest comes
 		// back when the reservation expires (the suite's TTL is 3s). The task runs paid for.
@@ -257,6 +247,17 @@ var _ = Describe("Errors", func() {
 			To(BeNumerically(">=", 1))
 	})
 })
+
+// postCutShort posts a short video request to an apiserver that dies while it handles it.
+func postCutShort(dying *apiClient, key, tmpl string) {
+	GinkgoHelper()
+	body := `{"template_id":"` + tmpl + `","face":"https://cdn.example.com/f.jpg"}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dying.base+"/v1/videos/short", strings.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+key)
+	_, err = dying.http.Do(req)
+	Expect(err).To(HaveOccurred(), "the connection is cut")
+}
 
 func counter(families []*dto.MetricFamily, name string, want map[string]string) float64 {
 	var total float64

@@ -76,7 +76,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	}
 
 	if s.cfg.Admitter != nil {
-		s.submitReserved(w, r, p.Account, name, hash, &in, tmpl, price)
+		s.submitReserved(w, r, p.Account, name, hash, key != "", &in, tmpl, price)
 		return
 	}
 	res, err := s.cfg.Ledger.Do(ctx, p.Account, ledger.Freeze(name, price))
@@ -112,12 +112,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 // submitReserved admits the task against the replica's reservation on the account, then
 // creates it, labelled with the reservation; the task's own hold is made right after. A 402
 // is decided before anything is created, as on the per-task path.
-func (s *Server) submitReserved(w http.ResponseWriter, r *http.Request, account, name, hash string, in *taskInput, tmpl catalog.Template, price int64) {
+func (s *Server) submitReserved(w http.ResponseWriter, r *http.Request, account, name, hash string, keyed bool, in *taskInput, tmpl catalog.Template, price int64) {
 	ctx := r.Context()
 	ticket, err := s.cfg.Admitter.Admit(ctx, account, name, price)
 	if err != nil {
 		// A replay whose task our cache has not seen yet is answered as a replay, not refused.
-		if s.replay(ctx, w, r, account, name, hash, false) {
+		if keyed && s.replay(ctx, w, r, account, name, hash, false) {
 			return
 		}
 		if errors.Is(err, reservations.ErrAdmitted) {

@@ -196,14 +196,8 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 		return freeze(b, spec, account, maxHolds, op)
 
 	case opFreezeFrom:
-		if op.amount < 0 {
-			return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}
-		}
-		if held, ok := b.holds[op.task]; ok {
-			return Result{Amount: held}
-		}
-		if i := findSettlement(st, op.task); i >= 0 {
-			return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, st.Settlements[i].Outcome)}
+		if r, decided := keyedFreeze(b, op); decided {
+			return r
 		}
 		i := findReservation(st, op.reservation)
 		if i < 0 || st.Reservations[i].Amount < op.amount {
@@ -339,17 +333,27 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 	return Result{Err: fmt.Errorf("unknown ledger operation %d", op.kind)}
 }
 
+// keyedFreeze decides a freeze of op.task without looking at any balance: a bad amount, a
+// repeat (the task holds points already) or a task already settled. decided is false when the
+// freeze is new.
+func keyedFreeze(b *book, op Op) (r Result, decided bool) {
+	if op.amount < 0 {
+		return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}, true
+	}
+	if held, ok := b.holds[op.task]; ok {
+		return Result{Amount: held}, true
+	}
+	if i := findSettlement(b.st, op.task); i >= 0 {
+		return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, b.st.Settlements[i].Outcome)}, true
+	}
+	return Result{}, false
+}
+
 // freeze holds op.amount points for op.task out of the balance.
 func freeze(b *book, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op) Result {
 	st := b.st
-	if op.amount < 0 {
-		return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}
-	}
-	if held, ok := b.holds[op.task]; ok {
-		return Result{Amount: held}
-	}
-	if i := findSettlement(st, op.task); i >= 0 {
-		return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, st.Settlements[i].Outcome)}
+	if r, decided := keyedFreeze(b, op); decided {
+		return r
 	}
 	if spec.Suspended {
 		return Result{Err: fmt.Errorf("%w: %q", ErrAccountSuspended, account)}

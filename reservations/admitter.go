@@ -303,17 +303,20 @@ func (ad *Admitter) recall(ctx context.Context, a *account, own string, need int
 		acct := &videogenv1alpha1.PointAccount{}
 		return acct, ad.cfg.Fresh.Get(ctx, key, acct) == nil
 	}
+	othersHold := func(acct *videogenv1alpha1.PointAccount) int64 {
+		var n int64
+		for _, r := range acct.Status.Reservations {
+			if r.Name != own {
+				n += r.Amount
+			}
+		}
+		return n
+	}
 	acct, ok := read()
 	if !ok {
 		return false
 	}
-	others := int64(0)
-	for _, r := range acct.Status.Reservations {
-		if r.Name != own {
-			others += r.Amount
-		}
-	}
-	if others == 0 || acct.Status.Balance+others < need {
+	if others := othersHold(acct); others == 0 || acct.Status.Balance+others < need {
 		return false // nothing to wait for: the account really is short
 	}
 	if _, err := ad.cfg.Ledger.Do(ctx, a.namespace, ledger.RecallReservations()); err != nil {
@@ -333,6 +336,9 @@ func (ad *Admitter) recall(ctx context.Context, a *account, own string, need int
 		}
 		if acct.Status.Balance >= need {
 			return true
+		}
+		if othersHold(acct) == 0 {
+			return false // all returned, and still short
 		}
 	}
 	return false
