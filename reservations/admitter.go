@@ -87,7 +87,7 @@ type account struct {
 	tasks      int       // size of the next refill, in tasks
 	lastRefill time.Time
 	lastGrant  int64
-	ahead      bool // a refillAhead is on its way
+	ahead      bool               // a refillAhead is on its way
 	inflight   int                // admitted tasks whose create has not ended
 	admitting  map[string]*Ticket // the same, by task name
 	lastUse    time.Time

@@ -58,14 +58,14 @@ func accountCreate(ctx context.Context, args []string, out io.Writer) error {
 
 // accountView is what `account show` prints.
 type accountView struct {
-	Account   string      `json:"account"`
-	Balance   int64       `json:"balance"`
-	Frozen    int64       `json:"frozen"`
-	Reserved  int64       `json:"reserved"`
-	Spent     int64       `json:"spent"`
-	Credited  int64       `json:"credited"`
-	Ready     string      `json:"ready"`
-	Holds     []holdView  `json:"holds"`
+	Account  string     `json:"account"`
+	Balance  int64      `json:"balance"`
+	Frozen   int64      `json:"frozen"`
+	Reserved int64      `json:"reserved"`
+	Spent    int64      `json:"spent"`
+	Credited int64      `json:"credited"`
+	Ready    string     `json:"ready"`
+	Holds    []holdView `json:"holds"`
 	// Reservations are blocks of points REST apiserver replicas hold to admit tasks (part of
 	// frozen); one that nobody renews returns to the balance after the manager's TTL.
 	Reservations []reservationView `json:"reservations"`
