@@ -204,6 +204,7 @@ func TestCheckFindsBrokenInvariants(t *testing.T) {
 
 func FuzzApplyKeepsInvariant(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 0, 1})
+	f.Add([]byte{0x43, 0x35, 0x46, 0x0e, 0x01, 0x87, 0x07, 0x16}) // top up, reserve, freeze from, settle, release
 	f.Fuzz(func(t *testing.T, script []byte) {
 		st := funded(0)
 		tasks := []string{"a", "b", "c"}
@@ -211,7 +212,8 @@ func FuzzApplyKeepsInvariant(f *testing.F) {
 			task := tasks[int(b>>3)%len(tasks)]
 			amount := int64(b%16) - 2
 			var op Op
-			switch b % 5 {
+			rsv := []string{"r1", "r2"}[int(b>>6)%2]
+			switch b % 8 {
 			case 0:
 				op = Freeze(task, amount)
 			case 1:
@@ -226,13 +228,24 @@ func FuzzApplyKeepsInvariant(f *testing.F) {
 				} else {
 					op = ForgetSettlement(task)
 				}
+			case 5:
+				op = Reserve(rsv, amount, max(amount/2, 0), b&0x20 != 0)
+			case 6:
+				op = FreezeFrom(task, amount, rsv)
+			case 7:
+				if b&0x80 != 0 {
+					op = ReleaseReservation(rsv)
+				} else {
+					op = RecallReservations()
+				}
 			}
 			before := *st.DeepCopy()
 			r := apply(&st, videogenv1alpha1.PointAccountSpec{}, "acme", DefaultMaxHolds, op, t0)
 			if err := Check(&st); err != nil {
 				t.Fatalf("after %v: %v", op, err)
 			}
-			if r.Err != nil && (st.Balance != before.Balance || st.Frozen != before.Frozen || st.Spent != before.Spent || st.Credited != before.Credited) {
+			if r.Err != nil && (st.Balance != before.Balance || st.Frozen != before.Frozen || st.Spent != before.Spent ||
+				st.Credited != before.Credited || st.Reserved != before.Reserved) {
 				t.Fatalf("refused %v changed figures", op)
 			}
 		}
