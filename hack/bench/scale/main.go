@@ -39,11 +39,15 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 func main() {
 	finished := flag.Int("finished", 10000, "finished (succeeded, deducted) tasks")
 	active := flag.Int("active", 1000, "active tasks (their stage keeps running)")
+	flag.StringVar(&managerLog, "manager-log", "", "copy the manager's log here at the end")
+	flag.StringVar(&activeState, "active-state", "pending",
+		"how the active tasks wait for the manager: pending (new, never accepted: a burst of acceptances) or running (accepted, points frozen, first stage running: a manager restart)")
 	accounts := flag.Int("accounts", 100, "accounts the tasks are spread over")
 	steady := flag.Duration("steady", 60*time.Second, "how long to watch the manager once every active task runs")
 	conc := flag.Int("c", 64, "create concurrency")
@@ -63,6 +67,9 @@ func main() {
 
 // managerFlags are passed to the manager after the harness's own.
 var managerFlags []string
+
+// activeState: "pending" or "running" (see the flag); managerLog: where to copy the log.
+var activeState, managerLog string
 
 func describeFlags() string {
 	if len(managerFlags) == 0 {
@@ -123,12 +130,32 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	if err := res.Check("finished tasks"); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "creating %d active tasks…\n", nActive)
+	if activeState != "pending" && activeState != "running" {
+		return fmt.Errorf("-active-state must be pending or running, not %q", activeState)
+	}
+	fmt.Fprintf(os.Stderr, "creating %d active tasks (%s)…\n", nActive, activeState)
+	var mu sync.Mutex
+	byAccount := map[string][]ledger.Op{}
 	res = harness.Run(ctx, nActive, conc, func(ctx context.Context, i int) error {
-		return env.Client.Create(ctx, harness.Task(accts[i%len(accts)].Namespace, ""))
+		task := harness.Task(accts[i%len(accts)].Namespace, "")
+		if err := env.Client.Create(ctx, task); err != nil || activeState == "pending" {
+			return err
+		}
+		startRunning(task)
+		mu.Lock()
+		byAccount[task.Namespace] = append(byAccount[task.Namespace], ledger.Freeze(task.Name, harness.TemplatePrice))
+		mu.Unlock()
+		return env.Client.Status().Update(ctx, task)
 	})
 	if err := res.Check("active tasks"); err != nil {
 		return err
+	}
+	// Running tasks hold their points, as after acceptance: one write per account.
+	l := ledger.New(env.Client, env.Client)
+	for ns, ops := range byAccount {
+		if _, err := l.Apply(ctx, ns, ops...); err != nil {
+			return err
+		}
 	}
 	seeded := time.Since(t0)
 
@@ -153,6 +180,13 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		return err
 	}
 	defer logFile.Close()
+	if managerLog != "" {
+		defer func() {
+			if b, err := os.ReadFile(logFile.Name()); err == nil {
+				_ = os.WriteFile(managerLog, b, 0o644)
+			}
+		}()
+	}
 	args := append([]string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address=127.0.0.1:0", "--backends-config=" + backends, "--webhook-secret-namespace=" + harness.KeyNamespace},
 		managerFlags...)
@@ -195,15 +229,20 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		}
 	}()
 
-	// Startup: until every active task has its analyze stage running on the backend.
+	// Startup: until every active task has its analyze stage running on the backend (pending),
+	// or has been observed there once (running).
+	ready := backend.submits.Load
+	if activeState == "running" {
+		ready = backend.distinctObserved
+	}
 	fmt.Fprintf(os.Stderr, "waiting for %d active tasks to run…\n", nActive)
-	for int(backend.submits.Load()) < nActive {
+	for int(ready()) < nActive {
 		select {
 		case <-done:
 			return fmt.Errorf("the manager exited; see its log")
 		case <-ctx.Done():
-			return fmt.Errorf("only %d of %d active tasks started: %w", backend.submits.Load(), nActive, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
+			return fmt.Errorf("only %d of %d active tasks started: %w", ready(), nActive, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	startup := time.Since(started)
@@ -229,14 +268,18 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	rssEnd := sample()
 	observes := backend.observes.Load() - observesBefore
 
-	fmt.Printf("### Scale: the manager with %d finished and %d active tasks\n", nFinished, nActive)
+	fmt.Printf("### Scale: the manager with %d finished and %d active (%s) tasks\n", nFinished, nActive, activeState)
 	fmt.Println()
 	fmt.Println("Machine:", harness.Machine())
 	fmt.Println()
-	fmt.Printf("%d finished (Succeeded, Deducted) and %d active tasks across %d accounts, created before the manager starts (%.0f s); "+
+	what, until := "Pending (never accepted)", "first stage was submitted"
+	if activeState == "running" {
+		what, until = "Running (accepted, points frozen, first stage running: a manager restart)", "running stage was observed once"
+	}
+	fmt.Printf("%d finished (Succeeded, Deducted) and %d active tasks, %s, across %d accounts, created before the manager starts (%.0f s); "+
 		"the manager is `./cmd/manager` as a process with %s and a local HTTP backend that keeps every stage running. "+
-		"Startup is from exec until every active task's first stage was submitted (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
-		nFinished, nActive, nAccounts, seeded.Seconds(), describeFlags(), startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
+		"Startup is from exec until every active task's %s (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
+		nFinished, nActive, what, nAccounts, seeded.Seconds(), describeFlags(), until, startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
 	fmt.Println("| manager RSS peak | RSS after startup | RSS at end | Go heap in use at end |")
 	fmt.Println("|---:|---:|---:|---:|")
 	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(peak.Load()), mib(rssStartup), mib(rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
@@ -295,13 +338,33 @@ func finish(t *videogenv1alpha1.VideoTask) {
 	}
 }
 
+// startRunning makes t an accepted task whose analyze stage runs on the bench backend.
+func startRunning(t *videogenv1alpha1.VideoTask) {
+	at := metav1.NewTime(time.Now().Add(-time.Minute))
+	t.Status = videogenv1alpha1.VideoTaskStatus{
+		Phase: videogenv1alpha1.TaskRunning, Cost: ptr.To[int64](harness.TemplatePrice), Charge: videogenv1alpha1.ChargeFrozen,
+		Progress: 25, StartedAt: &at,
+		Stages: []videogenv1alpha1.StageStatus{
+			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageRunning, Backend: "bench", Handle: "stg_" + t.Name + "a",
+				Progress: 50, StartedAt: &at},
+		},
+		Conditions: []metav1.Condition{
+			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: at},
+		},
+	}
+}
+
 // runningBackend speaks the HTTP backend protocol and keeps every stage running.
 type runningBackend struct {
 	mu       sync.Mutex
 	keys     map[string]bool
+	seen     map[string]bool
 	submits  atomic.Int64 // distinct analyze stages
 	observes atomic.Int64
+	distinct atomic.Int64 // distinct stages observed
 }
+
+func (b *runningBackend) distinctObserved() int64 { return b.distinct.Load() }
 
 func (b *runningBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
@@ -335,6 +398,16 @@ func (b *runningBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "key": req.Key, "state": "running", "progress": 10})
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/stages/"):
 		b.observes.Add(1)
+		id := strings.TrimPrefix(r.URL.Path, "/v1/stages/")
+		b.mu.Lock()
+		if b.seen == nil {
+			b.seen = map[string]bool{}
+		}
+		if !b.seen[id] {
+			b.seen[id] = true
+			b.distinct.Add(1)
+		}
+		b.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": strings.TrimPrefix(r.URL.Path, "/v1/stages/"), "state": "running", "progress": 50})
 	default:
 		w.WriteHeader(http.StatusNotFound)
