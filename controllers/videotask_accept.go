@@ -90,10 +90,13 @@ func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *video
 	if r.Clock.Since(task.CreationTimestamp.Time) >= reservedHoldWait {
 		return 0
 	}
-	acct := &videogenv1alpha1.PointAccount{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
+	// The cache's own copy, read only: a busy account has thousands of holds, and this runs
+	// for every new task, several times while it waits.
+	var accts videogenv1alpha1.PointAccountList
+	if err := r.List(ctx, &accts, client.InNamespace(task.Namespace), client.UnsafeDisableDeepCopy); err != nil || len(accts.Items) == 0 {
 		return 0
 	}
+	acct := &accts.Items[0]
 	for _, g := range acct.Status.Holds {
 		if slices.Contains(g.Tasks, task.Name) {
 			return 0
