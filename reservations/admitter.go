@@ -87,12 +87,13 @@ type account struct {
 	tasks      int       // size of the next refill, in tasks
 	lastRefill time.Time
 	lastGrant  int64
-	ahead      bool               // a refillAhead is on its way
-	inflight   int                // admitted tasks whose create has not ended
-	admitting  map[string]*Ticket // the same, by task name
-	lastUse    time.Time
-	refill     chan struct{} // closed when the refill in flight ends; nil if none
-	moves      []ledger.Op   // FreezeFrom of created tasks, waiting for the linger to end
+	ahead      bool // a refillAhead is on its way
+	// admitting holds the tickets whose create has not ended, by task name (Admit lets one
+	// ticket per task exist at a time).
+	admitting map[string]*Ticket
+	lastUse   time.Time
+	refill    chan struct{} // closed when the refill in flight ends; nil if none
+	moves     []ledger.Op   // FreezeFrom of created tasks, waiting for the linger to end
 	// From the cache, reused for CacheTTL: see precheck.
 	readAt    time.Time
 	suspended bool
@@ -112,30 +113,16 @@ func New(cfg Config) *Admitter {
 		_, _ = rand.Read(b[:])
 		cfg.Holder = "r-" + hex.EncodeToString(b[:])
 	}
-	if cfg.MinTasks <= 0 {
-		cfg.MinTasks = 8
-	}
+	orDefault(&cfg.MinTasks, 8)
 	if cfg.MaxTasks < cfg.MinTasks {
 		cfg.MaxTasks = max(cfg.MinTasks, 1024)
 	}
-	if cfg.IdleRelease <= 0 {
-		cfg.IdleRelease = 2 * time.Second
-	}
-	if cfg.FenceWindow <= 0 {
-		cfg.FenceWindow = 10 * time.Second
-	}
-	if cfg.MaxCreate <= 0 {
-		cfg.MaxCreate = 10 * time.Second
-	}
-	if cfg.RecallWait <= 0 {
-		cfg.RecallWait = 2 * time.Second
-	}
-	if cfg.CacheTTL <= 0 {
-		cfg.CacheTTL = 100 * time.Millisecond
-	}
-	if cfg.Linger <= 0 {
-		cfg.Linger = 100 * time.Millisecond
-	}
+	orDefault(&cfg.IdleRelease, 2*time.Second)
+	orDefault(&cfg.FenceWindow, 10*time.Second)
+	orDefault(&cfg.MaxCreate, 10*time.Second)
+	orDefault(&cfg.RecallWait, 2*time.Second)
+	orDefault(&cfg.CacheTTL, 100*time.Millisecond)
+	orDefault(&cfg.Linger, 100*time.Millisecond)
 	if cfg.MaxHolds <= 0 {
 		cfg.MaxHolds = cfg.Ledger.MaxHolds()
 	}
@@ -146,6 +133,13 @@ func New(cfg Config) *Admitter {
 		cfg.Logger = slog.Default()
 	}
 	return &Admitter{cfg: cfg, accounts: map[string]*account{}}
+}
+
+// orDefault sets *v to def unless it is positive.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Ticket is one admitted task's claim on a reservation. End it with Created, Refused or
@@ -203,7 +197,6 @@ func (ad *Admitter) Admit(ctx context.Context, namespace, task string, price int
 		now := ad.cfg.Now()
 		if a.name != "" && a.budget >= price && now.Sub(a.renewed) < ad.cfg.FenceWindow {
 			a.budget -= price
-			a.inflight++
 			a.lastUse = now
 			if !a.ahead && a.refill == nil && ad.dueAhead(a, now) {
 				// Top up (and renew) in the background before anyone has to wait for it.
@@ -495,7 +488,6 @@ func (t *Ticket) end(giveBack bool) {
 // finish ends the ticket; called with a.mu held.
 func (t *Ticket) finish() {
 	t.ended = true
-	t.a.inflight--
 	if t.a.admitting[t.task] == t {
 		delete(t.a.admitting, t.task)
 	}
@@ -560,7 +552,7 @@ func (ad *Admitter) releaseIdle(idle time.Duration) []<-chan struct{} {
 		if idle == 0 || recalled {
 			ad.flush(a) // shutting down, or recalled: nothing may wait for a timer
 		}
-		if a.name == "" || a.inflight > 0 || a.refill != nil || (now.Sub(a.lastUse) < idle && !recalled) {
+		if a.name == "" || len(a.admitting) > 0 || a.refill != nil || (now.Sub(a.lastUse) < idle && !recalled) {
 			a.mu.Unlock()
 			continue
 		}
