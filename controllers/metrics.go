@@ -43,7 +43,7 @@ var (
 // tasksByPhase is registered once; each manager set up in this process points it at its
 // own cache (in production there is one manager; tests start several).
 var tasksByPhase = &taskCounter{desc: prometheus.NewDesc("videogen_tasks",
-	"Tasks by capability and phase (Pending, Queued, Running, Succeeded, Failed).", []string{"capability", "phase"}, nil)}
+	"Open tasks (not yet closed) by capability and phase (Pending, Queued, Running, and Succeeded or Failed while settling or delivering the webhook); finished tasks are counted by videogen_tasks_finished_total.", []string{"capability", "phase"}, nil)}
 
 func init() {
 	metrics.Registry.MustRegister(tasksFinished, taskDuration, accountPoints, webhookAttempts, webhookLatency, tasksByPhase)
@@ -56,7 +56,8 @@ func outcomeOf(p videogenv1alpha1.TaskPhase) string {
 	return "failed"
 }
 
-// taskCounter exports videogen_tasks{capability, phase}: the tasks in the cache, counted when
+// taskCounter exports videogen_tasks{capability, phase}: the tasks in the cache (the open ones,
+// see CacheByObject), counted when
 // Prometheus scrapes, and only by the elected manager so replicas do not double-count.
 type taskCounter struct {
 	desc    *prometheus.Desc

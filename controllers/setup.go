@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/videogen-dev/videogen-operator/generation"
@@ -48,7 +49,8 @@ func DefaultOptions() Options {
 }
 
 // Setup registers all controllers with mgr, sharing one Ledger so that every point movement of
-// this process is coalesced per account.
+// this process is coalesced per account, and the finished-task collector. Build mgr with
+// CacheByObject in its cache options so that closed tasks stay out of its cache.
 func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
 	if opts.Backends == nil {
@@ -87,6 +89,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	for _, s := range steps {
 		if err := s.r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", s.name, err)
+		}
+	}
+	if opts.Task.FinishedTTL > 0 {
+		c := &finishedTaskCollector{client: mgr.GetClient(), reader: mgr.GetAPIReader(), ttl: opts.Task.FinishedTTL, clock: clock.RealClock{}}
+		if err := mgr.Add(c); err != nil {
+			return nil, fmt.Errorf("adding the finished-task collector: %w", err)
 		}
 	}
 	return l, nil

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -87,6 +88,7 @@ func startManager(opts controllers.Options, newClient ...client.NewClientFunc) (
 	mo := ctrl.Options{
 		Scheme:  env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{ByObject: controllers.CacheByObject()},
 		// Tests start several managers in one process; controller names repeat.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	}

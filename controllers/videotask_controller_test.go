@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -210,6 +212,51 @@ var _ = Describe("Finished tasks", func() {
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
 		expectBalanced(ns, 90, 0, 10)
+	})
+
+	It("are closed in their settling write, and the collector deletes only closed ones", func() {
+		backend := testbackend.New()
+		opts := testOptions(backend)
+		opts.Task.FinishedTTL = 2 * time.Second
+		opts.Webhooks.Schedule = []time.Duration{time.Hour} // the failing receiver is retried much later
+		stop := startManager(opts)
+		defer stop()
+
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		plain := aShortTask(ns, tmpl).Create()
+		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		defer failing.Close()
+		hooked := taskWithWebhook(ns, failing.URL, testbackend.Script{}, backend)
+
+		// Settled and closed in one write: the field selector the manager's cache uses finds it.
+		Eventually(func(g Gomega) {
+			var closed videogenv1alpha1.VideoTaskList
+			g.Expect(k8sClient.List(ctx, &closed, client.InNamespace(ns),
+				client.MatchingFields{videogenv1alpha1.FieldStatusClosed: "true"})).To(Succeed())
+			g.Expect(closed.Items).To(HaveLen(1))
+			g.Expect(closed.Items[0].Name).To(Equal(plain.Name))
+			g.Expect(closed.Items[0].Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
+		}).Should(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(plain), &videogenv1alpha1.VideoTask{}))
+		}).Should(BeTrue())
+
+		// The task whose webhook is still being retried stays open, past its TTL.
+		Eventually(func() int32 {
+			if w := webhookOf(ns, hooked.Name); w != nil {
+				return w.Attempts
+			}
+			return 0
+		}).Should(Equal(int32(1)))
+		Consistently(func(g Gomega) {
+			t := taskOf(ns, hooked.Name)
+			g.Expect(t.Status.Closed).To(BeFalse())
+			g.Expect(t.Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
+		}, 4*time.Second).Should(Succeed())
+		expectBalanced(ns, 80, 0, 20)
 	})
 
 	It("found by a restarted manager are still deleted at their TTL", func() {

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -35,6 +33,7 @@ func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1
 		task.Status.Error = &videogenv1alpha1.TaskError{Code: end.code, Message: end.message}
 	}
 	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, end.reason, end.message)
+	task.Status.Closed = closable(task)
 	if err := r.Status().Update(ctx, task); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -45,32 +44,20 @@ func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1
 	return r.reconcileFinished(ctx, task)
 }
 
-// reconcileFinished settles a terminal task's points if that is still to do, then deletes the
-// task once its TTL has passed.
+// reconcileFinished settles a terminal task's points if that is still to do, and closes the
+// task when nothing else is (a task settled by an older manager, or rejected before any point
+// moved). The finished-task collector deletes closed tasks at their TTL.
 func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
 	if task.Status.Charge == videogenv1alpha1.ChargeFrozen {
 		if err := r.settle(ctx, task); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if task.Status.CompletedAt == nil || r.Config.FinishedTTL <= 0 {
-		return ctrl.Result{}, nil
+	if !task.Status.Closed && closable(task) {
+		task.Status.Closed = true
+		return ctrl.Result{}, r.Status().Update(ctx, task)
 	}
-	left := task.Status.CompletedAt.Add(r.Config.FinishedTTL).Sub(r.Clock.Now())
-	if left > 0 {
-		return ctrl.Result{RequeueAfter: left}, nil
-	}
-	if webhookDue(task) {
-		// Keep the task while its completion webhook is still being retried.
-		return ctrl.Result{RequeueAfter: time.Hour}, nil
-	}
-	// Preconditions make sure we delete exactly the object whose TTL we checked.
-	uid, rv := task.UID, task.ResourceVersion
-	err := r.Delete(ctx, task, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-	if err == nil {
-		logf.FromContext(ctx).Info("deleted finished task after its TTL", "ttl", r.Config.FinishedTTL)
-	}
-	return ctrl.Result{}, client.IgnoreNotFound(err)
+	return ctrl.Result{}, nil
 }
 
 // settle deducts (on success) or refunds (on failure) the task's frozen points, once.
@@ -85,6 +72,7 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 		// Nothing is held and nothing is on record: the points were never frozen under this
 		// name or were released by the orphan sweep. Say so rather than invent a settlement.
 		task.Status.Charge = ""
+		task.Status.Closed = closable(task)
 		if err := r.Status().Update(ctx, task); err != nil {
 			return err // a stale copy conflicts here, before it says anything
 		}
@@ -103,6 +91,7 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 		task.Status.Charge = videogenv1alpha1.ChargeRefunded
 	}
 	task.Status.Cost = &res.Amount
+	task.Status.Closed = closable(task)
 	if err := r.Status().Update(ctx, task); err != nil {
 		if apierrors.IsConflict(err) {
 			return err // the next reconcile repeats Settle and finds the recorded outcome

@@ -111,6 +111,7 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 	}
 	task.Status.Webhook = d
+	task.Status.Closed = closable(task)
 	// If this write is lost the attempt is made again with the same webhook-id: at least once.
 	if err := r.Status().Update(ctx, task); err != nil {
 		if apierrors.IsConflict(err) {

@@ -109,6 +109,7 @@ var _ = Describe("Completion webhooks", func() {
 		Expect(w.Attempts).To(Equal(int32(1)))
 		Expect(w.LastStatus).To(Equal(int32(200)))
 		Expect(w.DeliveredAt).NotTo(BeNil())
+		Expect(taskOf(ns, task.Name).Status.Closed).To(BeTrue(), "closed in the write that records the delivery")
 		Consistently(func() int { return len(recv.deliveries()) }, time.Second).Should(Equal(1))
 	})
 

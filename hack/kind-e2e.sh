@@ -9,7 +9,8 @@
 #   hack/kind-e2e.sh [go test flags...]       e.g. hack/kind-e2e.sh -ginkgo.focus=eraser
 #
 # Knobs: KIND_CLUSTER (default videogen-e2e), KEEP_CLUSTER=1 keeps the cluster (and prints how
-# to reach it) instead of deleting it at the end.
+# to reach it) instead of deleting it at the end, KIND_IMAGE a node image (kind's default
+# otherwise). The cluster must be Kubernetes 1.32 or newer (CRD selectableFields).
 #
 # What the suite gets (test/e2e/target_test.go reads these with E2E_MODE=kind):
 #   E2E_MODE=kind
@@ -101,7 +102,12 @@ if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
   kind delete cluster --name "$cluster"
 fi
 log "creating kind cluster $cluster"
-kind create cluster --name "$cluster" --kubeconfig "$KUBECONFIG" --wait 120s
+kind create cluster --name "$cluster" --kubeconfig "$KUBECONFIG" --wait 120s ${KIND_IMAGE:+--image "$KIND_IMAGE"}
+minor=$(kubectl version -o json | sed -n '/serverVersion/,$ s/.*"minor": *"\([0-9]*\).*/\1/p' | head -1)
+if [ "${minor:-0}" -lt 32 ]; then
+  echo "kind made a Kubernetes 1.${minor:-?} cluster; videogen needs 1.32 or newer (set KIND_IMAGE, or update kind)" >&2
+  exit 1
+fi
 
 log "building $img and $worker_img"
 # The worker image gets a public-domain portrait for the demo media (config/e2e).

@@ -28,6 +28,9 @@ const (
 // Terminal reports whether no further transition can happen.
 func (p TaskPhase) Terminal() bool { return p == TaskSucceeded || p == TaskFailed }
 
+// FieldStatusClosed is the field selector name of status.closed (see VideoTaskStatus.Closed).
+const FieldStatusClosed = "status.closed"
+
 // StageName names one of the two generation stages.
 // +kubebuilder:validation:Enum=analyze;render
 type StageName string
@@ -276,6 +279,12 @@ type VideoTaskStatus struct {
 	// Webhook is the delivery of the completion webhook to spec.webhookURL.
 	// +optional
 	Webhook *WebhookDelivery `json:"webhook,omitempty"`
+	// Closed is true once nothing is left to do for the task but its deletion after the
+	// finished-task TTL: it is terminal, its points are settled, and its completion webhook was
+	// delivered or given up. The manager watches only tasks that are not closed (a field
+	// selector on status.closed), so finished tasks cost it neither memory nor startup time.
+	// +optional
+	Closed bool `json:"closed,omitempty"`
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -298,6 +307,8 @@ type VideoTaskStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Webhook",type=string,JSONPath=`.status.webhook.state`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.status.closed`
+// +kubebuilder:selectablefield:JSONPath=`.status.phase`
 
 // VideoTask is one generation request, billed to the account of its namespace.
 type VideoTask struct {

@@ -101,8 +101,8 @@ func main() {
 		}
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		// Job backends watch only the Jobs and Pods they create.
-		Cache:                         cache.Options{ByObject: backendFile.CacheByObject()},
+		// Only open VideoTasks are cached; Job backends watch only the Jobs and Pods they create.
+		Cache:                         cache.Options{ByObject: controllers.MergeCacheByObject(controllers.CacheByObject(), backendFile.CacheByObject())},
 		Scheme:                        scheme.New(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,

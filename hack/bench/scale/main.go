@@ -42,6 +42,10 @@ import (
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
+// finishedOpen leaves the finished tasks without status.closed: a cluster upgraded from a
+// manager that did not close tasks, whose first start closes them all.
+var finishedOpen = flag.Bool("finished-open", false, "create the finished tasks without status.closed (as before it existed)")
+
 func main() {
 	finished := flag.Int("finished", 10000, "finished (succeeded, deducted) tasks")
 	active := flag.Int("active", 1000, "active tasks (their stage keeps running)")
@@ -276,10 +280,14 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	if activeState == "running" {
 		what, until = "Running (accepted, points frozen, first stage running: a manager restart)", "running stage was observed once"
 	}
-	fmt.Printf("%d finished (Succeeded, Deducted) and %d active tasks, %s, across %d accounts, created before the manager starts (%.0f s); "+
+	closed := "closed"
+	if *finishedOpen {
+		closed = "not closed"
+	}
+	fmt.Printf("%d finished (Succeeded, Deducted, %s) and %d active tasks, %s, across %d accounts, created before the manager starts (%.0f s); "+
 		"the manager is `./cmd/manager` as a process with %s and a local HTTP backend that keeps every stage running. "+
 		"Startup is from exec until every active task's %s (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
-		nFinished, nActive, what, nAccounts, seeded.Seconds(), describeFlags(), until, startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
+		nFinished, closed, nActive, what, nAccounts, seeded.Seconds(), describeFlags(), until, startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
 	fmt.Println("| manager RSS peak | RSS after startup | RSS at end | Go heap in use at end |")
 	fmt.Println("|---:|---:|---:|---:|")
 	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(peak.Load()), mib(rssStartup), mib(rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
@@ -318,11 +326,13 @@ func verdict(ok bool) string {
 	return "not met"
 }
 
-// finish gives a task the status of one that succeeded and was deducted an hour ago.
+// finish gives a task the status of one that succeeded and was deducted an hour ago, closed as
+// the manager leaves such a task (with -finished-open, as a manager before status.closed did).
 func finish(t *videogenv1alpha1.VideoTask) {
 	at := metav1.NewTime(time.Now().Add(-time.Hour))
 	t.Status = videogenv1alpha1.VideoTaskStatus{
 		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](harness.TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
+		Closed: !*finishedOpen,
 		Progress: 100, StartedAt: &at, CompletedAt: &at,
 		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + t.Name + ".mp4", MediaType: "video/mp4"},
 		Stages: []videogenv1alpha1.StageStatus{

@@ -153,6 +153,7 @@ func ControllerOptions(backend generation.Backend) controllers.Options {
 func (e *Env) StartControllers(ctx context.Context, counter *Counter, opts controllers.Options) (*Manager, error) {
 	inner, err := ctrl.NewManager(e.Cfg, ctrl.Options{
 		Scheme: e.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{ByObject: controllers.CacheByObject()},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
