@@ -332,7 +332,7 @@ func finish(t *videogenv1alpha1.VideoTask) {
 	at := metav1.NewTime(time.Now().Add(-time.Hour))
 	t.Status = videogenv1alpha1.VideoTaskStatus{
 		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](harness.TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
-		Closed: !*finishedOpen,
+		Closed:   !*finishedOpen,
 		Progress: 100, StartedAt: &at, CompletedAt: &at,
 		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + t.Name + ".mp4", MediaType: "video/mp4"},
 		Stages: []videogenv1alpha1.StageStatus{
