@@ -33,7 +33,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/encoding/protodelim"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -140,16 +142,21 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	fmt.Fprintf(os.Stderr, "creating %d active tasks (%s)…\n", nActive, activeState)
 	var mu sync.Mutex
 	byAccount := map[string][]ledger.Op{}
+	seededRV := map[string]string{} // running tasks: the resourceVersion the bench left them at
 	res = harness.Run(ctx, nActive, conc, func(ctx context.Context, i int) error {
 		task := harness.Task(accts[i%len(accts)].Namespace, "")
 		if err := env.Client.Create(ctx, task); err != nil || activeState == "pending" {
 			return err
 		}
 		startRunning(task)
+		if err := env.Client.Status().Update(ctx, task); err != nil {
+			return err
+		}
 		mu.Lock()
 		byAccount[task.Namespace] = append(byAccount[task.Namespace], ledger.Freeze(task.Name, harness.TemplatePrice))
+		seededRV[task.Namespace+"/"+task.Name] = task.ResourceVersion
 		mu.Unlock()
-		return env.Client.Status().Update(ctx, task)
+		return nil
 	})
 	if err := res.Check("active tasks"); err != nil {
 		return err
@@ -162,6 +169,10 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		}
 	}
 	seeded := time.Since(t0)
+	listOpen, listAll, err := timeLists(ctx, env)
+	if err != nil {
+		return err
+	}
 
 	backend := &runningBackend{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -254,6 +265,10 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	if err != nil {
 		return err
 	}
+	rewritten, err := countRewritten(ctx, env, seededRV)
+	if err != nil {
+		return err
+	}
 	rssStartup := sample()
 	observesBefore := backend.observes.Load()
 
@@ -288,6 +303,11 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		"the manager is `./cmd/manager` as a process with %s and a local HTTP backend that keeps every stage running. "+
 		"Startup is from exec until every active task's %s (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
 		nFinished, closed, nActive, what, nAccounts, seeded.Seconds(), describeFlags(), until, startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
+	fmt.Printf("One list of the open tasks (the manager's field selector, `status.closed!=true`) took %s; of all tasks %s (uncached client, before the manager starts).\n\n",
+		secs(listOpen.Seconds()), secs(listAll.Seconds()))
+	if activeState == "running" {
+		fmt.Printf("Status writes by the restarted manager to the %d running tasks during startup: %d.\n\n", nActive, rewritten)
+	}
 	fmt.Println("| manager RSS peak | RSS after startup | RSS at end | Go heap in use at end |")
 	fmt.Println("|---:|---:|---:|---:|")
 	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(peak.Load()), mib(rssStartup), mib(rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
@@ -348,20 +368,65 @@ func finish(t *videogenv1alpha1.VideoTask) {
 	}
 }
 
-// startRunning makes t an accepted task whose analyze stage runs on the bench backend.
+// startRunning makes t an accepted task whose analyze stage runs on the bench backend, with
+// the status the manager writes for it (so a restarted manager's first look writes nothing
+// unless something changed: countRewritten checks).
 func startRunning(t *videogenv1alpha1.VideoTask) {
 	at := metav1.NewTime(time.Now().Add(-time.Minute))
 	t.Status = videogenv1alpha1.VideoTaskStatus{
 		Phase: videogenv1alpha1.TaskRunning, Cost: ptr.To[int64](harness.TemplatePrice), Charge: videogenv1alpha1.ChargeFrozen,
-		Progress: 25, StartedAt: &at,
+		Progress: 15, StartedAt: &at, ObservedGeneration: t.Generation, // analyze at 50 % weighs 30 %
 		Stages: []videogenv1alpha1.StageStatus{
 			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageRunning, Backend: "bench", Handle: "stg_" + t.Name + "a",
 				Progress: 50, StartedAt: &at},
+			{Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StagePending},
 		},
 		Conditions: []metav1.Condition{
-			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: at},
+			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen,
+				Message: "Froze 10 points", LastTransitionTime: at, ObservedGeneration: t.Generation},
+			{Type: videogenv1alpha1.ConditionDispatched, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonBackendAccepted,
+				Message: "bench accepted the analyze stage", LastTransitionTime: at, ObservedGeneration: t.Generation},
 		},
 	}
+}
+
+// timeLists times one list of the open VideoTasks and one of all of them, as an informer's
+// first list would make them (resourceVersion 0: from the apiserver's watch cache).
+func timeLists(ctx context.Context, env *harness.Env) (open, all time.Duration, err error) {
+	for i, opts := range [][]client.ListOption{
+		{client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")}},
+		nil,
+	} {
+		t0 := time.Now()
+		var list videogenv1alpha1.VideoTaskList
+		if err := env.Client.List(ctx, &list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})...); err != nil {
+			return 0, 0, err
+		}
+		if i == 0 {
+			open = time.Since(t0)
+		} else {
+			all = time.Since(t0)
+		}
+	}
+	return open, all, nil
+}
+
+// countRewritten returns how many of the seeded running tasks the manager has written since.
+func countRewritten(ctx context.Context, env *harness.Env, seeded map[string]string) (int, error) {
+	if len(seeded) == 0 {
+		return 0, nil
+	}
+	var list videogenv1alpha1.VideoTaskList
+	if err := env.Client.List(ctx, &list); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range list.Items {
+		if rv, ok := seeded[t.Namespace+"/"+t.Name]; ok && rv != t.ResourceVersion {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // runningBackend speaks the HTTP backend protocol and keeps every stage running.
