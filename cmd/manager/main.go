@@ -24,6 +24,7 @@ import (
 )
 
 func main() {
+	preferPagedLists()
 	opts := controllers.DefaultOptions()
 	var (
 		metricsAddr, probeAddr string
