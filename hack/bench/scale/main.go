@@ -260,17 +260,27 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	startup := time.Since(started)
+	// Startup also takes until the burst it queued is worked off (every queue empty), so that
+	// its tail is not counted as steady.
 	atStartup, err := scrape(ctx, metricsAddr)
+	for err == nil && queued(atStartup) > 0 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		atStartup, err = scrape(ctx, metricsAddr)
+	}
 	if err != nil {
 		return err
 	}
+	startup := time.Since(started)
 	rewritten, err := countRewritten(ctx, env, seededRV)
 	if err != nil {
 		return err
 	}
 	rssStartup := sample()
 	observesBefore := backend.observes.Load()
+	accountsBefore, err := accountVersions(ctx, env)
+	if err != nil {
+		return err
+	}
 
 	fmt.Fprintf(os.Stderr, "watching for %s…\n", steady)
 	var steadyMax int64
@@ -286,6 +296,16 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	}
 	rssEnd := sample()
 	observes := backend.observes.Load() - observesBefore
+	accountsAfter, err := accountVersions(ctx, env)
+	if err != nil {
+		return err
+	}
+	accountsWritten := 0
+	for k, rv := range accountsAfter {
+		if accountsBefore[k] != rv {
+			accountsWritten++
+		}
+	}
 
 	fmt.Printf("### Scale: the manager with %d finished and %d active (%s) tasks\n", nFinished, nActive, activeState)
 	fmt.Println()
@@ -301,13 +321,14 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	}
 	fmt.Printf("%d finished (Succeeded, Deducted, %s) and %d active tasks, %s, across %d accounts, created before the manager starts (%.0f s); "+
 		"the manager is `./cmd/manager` as a process with %s and a local HTTP backend that keeps every stage running. "+
-		"Startup is from exec until every active task's %s (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
+		"Startup is from exec until every active task's %s and every work queue was empty (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
 		nFinished, closed, nActive, what, nAccounts, seeded.Seconds(), describeFlags(), until, startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
 	fmt.Printf("One list of the open tasks (the manager's field selector, `status.closed!=true`) took %s; of all tasks %s (uncached client, before the manager starts).\n\n",
 		secs(listOpen.Seconds()), secs(listAll.Seconds()))
 	if activeState == "running" {
 		fmt.Printf("Status writes by the restarted manager to the %d running tasks during startup: %d.\n\n", nActive, rewritten)
 	}
+	fmt.Printf("PointAccounts written during the steady %s (nothing settles then): %d of %d.\n\n", steady, accountsWritten, len(accountsAfter))
 	fmt.Println("| manager RSS peak | RSS after startup | RSS at end | Go heap in use at end |")
 	fmt.Println("|---:|---:|---:|---:|")
 	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(peak.Load()), mib(rssStartup), mib(rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
@@ -409,6 +430,19 @@ func timeLists(ctx context.Context, env *harness.Env) (open, all time.Duration, 
 		}
 	}
 	return open, all, nil
+}
+
+// accountVersions maps each PointAccount to its resourceVersion.
+func accountVersions(ctx context.Context, env *harness.Env) (map[string]string, error) {
+	var list videogenv1alpha1.PointAccountList
+	if err := env.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, a := range list.Items {
+		out[a.Namespace] = a.ResourceVersion
+	}
+	return out, nil
 }
 
 // countRewritten returns how many of the seeded running tasks the manager has written since.
@@ -585,6 +619,7 @@ func scrape(ctx context.Context, addr string) (scraped, error) {
 	defer resp.Body.Close()
 	out := scraped{}
 	gauges := hist{buckets: map[float64]float64{}}
+	var depth hist
 	r := bufio.NewReader(resp.Body)
 	for {
 		mf := &dto.MetricFamily{}
@@ -593,6 +628,11 @@ func scrape(ctx context.Context, addr string) (scraped, error) {
 		}
 		if mf.GetName() == "go_memstats_heap_inuse_bytes" && len(mf.GetMetric()) > 0 {
 			gauges.count = mf.GetMetric()[0].GetGauge().GetValue()
+		}
+		if mf.GetName() == "workqueue_depth" {
+			for _, m := range mf.GetMetric() {
+				depth.count += m.GetGauge().GetValue()
+			}
 		}
 		if mf.GetName() != "workqueue_queue_duration_seconds" {
 			continue
@@ -608,13 +648,17 @@ func scrape(ctx context.Context, addr string) (scraped, error) {
 		}
 	}
 	out["\x00gauges"] = gauges
-	if len(out) == 1 {
+	out["\x00depth"] = depth
+	if len(out) == 2 {
 		return nil, fmt.Errorf("no workqueue_queue_duration_seconds in the manager's metrics")
 	}
 	return out, nil
 }
 
 func gauge(s scraped, _ string) float64 { return s["\x00gauges"].count }
+
+// queued is the number of items ready in all the manager's work queues (workqueue_depth).
+func queued(s scraped) float64 { return s["\x00depth"].count }
 
 // nativeBuckets decodes a native histogram (schema, spans, delta counts) into upper bounds;
 // without native data it falls back to the classic buckets.
