@@ -460,8 +460,8 @@ func (r *run) heal() {
 	r.backend.busy.Store(false)
 }
 
-// settle waits until every task ended, every hold was settled and every ended task's webhook
-// was delivered, or the timeout passes. It reports whether that happened.
+// settle waits until every task ended and closed, every hold was settled and every ended
+// task's webhook was delivered, or the timeout passes. It reports whether that happened.
 func (r *run) settle(ctx context.Context, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	var why string
@@ -488,6 +488,9 @@ func (r *run) unsettled(ctx context.Context) string {
 			}
 			if wh := task.Status.Webhook; task.Spec.WebhookURL != "" && (wh == nil || wh.State != videogenv1alpha1.WebhookDelivered) {
 				return fmt.Sprintf("task %s/%s: webhook not delivered yet (%+v)", a.name, task.Name, wh)
+			}
+			if !task.Status.Closed {
+				return fmt.Sprintf("task %s/%s is not closed yet (charge %q)", a.name, task.Name, task.Status.Charge)
 			}
 		}
 		var acct videogenv1alpha1.PointAccount
@@ -553,6 +556,9 @@ func (r *run) verify(ctx context.Context, settled bool) {
 				r.fail("task %s succeeded with charge %q", id, task.Status.Charge)
 			case task.Status.Phase == videogenv1alpha1.TaskFailed && task.Status.Cost != nil && task.Status.Charge != videogenv1alpha1.ChargeRefunded:
 				r.fail("task %s failed with charge %q (error %+v)", id, task.Status.Charge, task.Status.Error)
+			}
+			if !task.Status.Closed {
+				r.fail("task %s ended but is not closed (status.closed), so the manager would keep watching it", id)
 			}
 			if task.Status.Phase == videogenv1alpha1.TaskSucceeded && task.Status.Cost != nil {
 				spent += *task.Status.Cost
