@@ -21,6 +21,7 @@ type finishedTaskCollector struct {
 	reader client.Reader // lists, uncached
 	ttl    time.Duration
 	clock  clock.PassiveClock
+	page   int64 // tasks per list response (0: collectorPage)
 }
 
 // collectorPage bounds one list response, and so the memory of a sweep.
@@ -65,7 +66,11 @@ func (c *finishedTaskCollector) sweep(ctx context.Context) (int, time.Duration, 
 	now := c.clock.Now()
 	var deleted int
 	var next time.Duration
-	opts := []client.ListOption{client.MatchingFields{videogenv1alpha1.FieldStatusClosed: "true"}, client.Limit(collectorPage)}
+	page := c.page
+	if page <= 0 {
+		page = collectorPage
+	}
+	opts := []client.ListOption{client.MatchingFields{videogenv1alpha1.FieldStatusClosed: "true"}, client.Limit(page)}
 	for cont := ""; ; {
 		var page videogenv1alpha1.VideoTaskList
 		if err := c.reader.List(ctx, &page, append(opts, client.Continue(cont))...); err != nil {

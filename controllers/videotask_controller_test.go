@@ -10,10 +10,12 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 )
@@ -257,6 +259,36 @@ var _ = Describe("Finished tasks", func() {
 			g.Expect(t.Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
 		}, 4*time.Second).Should(Succeed())
 		expectBalanced(ns, 80, 0, 20)
+	})
+
+	It("are collected page by page: closed and past the TTL only", func() {
+		ns := newAccount(0) // no points: no manager runs in this spec
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		// No manager runs: the statuses are set here, as a manager would have left them.
+		setStatus := func(closed bool, completedAgo time.Duration) *videogenv1alpha1.VideoTask {
+			t := aShortTask(ns, tmpl).Create()
+			at := metav1.NewTime(time.Now().Add(-completedAgo))
+			t.Status.Phase, t.Status.Charge, t.Status.CompletedAt, t.Status.Closed =
+				videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, &at, closed
+			Expect(k8sClient.Status().Update(ctx, t)).To(Succeed())
+			return t
+		}
+		var old []*videogenv1alpha1.VideoTask
+		for range 5 {
+			old = append(old, setStatus(true, 2*time.Hour))
+		}
+		recent := setStatus(true, 10*time.Minute)
+		open := setStatus(false, 2*time.Hour) // e.g. its webhook is still retried
+
+		deleted, next, err := controllers.SweepFinishedTasks(ctx, k8sClient, time.Hour, 2)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deleted).To(BeNumerically(">=", 5)) // other specs' closed tasks may be past an hour too
+		Expect(next).To(BeNumerically("~", 50*time.Minute, time.Minute))
+		for _, t := range old {
+			Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(t), &videogenv1alpha1.VideoTask{}))).To(BeTrue(), t.Name)
+		}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(recent), &videogenv1alpha1.VideoTask{})).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(open), &videogenv1alpha1.VideoTask{})).To(Succeed())
 	})
 
 	It("found by a restarted manager are still deleted at their TTL", func() {
