@@ -318,6 +318,17 @@ func (r *PointAccountReconciler) acknowledgedTopUps(ctx context.Context, acct *v
 	return ops, nil
 }
 
+// holdCached reports whether the cached account of namespace holds points for task (true
+// when the account cannot be read: the pass will tell).
+func (r *PointAccountReconciler) holdCached(ctx context.Context, namespace, task string) bool {
+	var accts videogenv1alpha1.PointAccountList
+	// Read only: no need to copy a big account for one look.
+	if err := r.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil || len(accts.Items) == 0 {
+		return true
+	}
+	return accts.Items[0].Status.HasHold(task)
+}
+
 // taskGone confirms with a fresh read that a task the cache lacks is really absent.
 func (r *PointAccountReconciler) taskGone(ctx context.Context, namespace, name string) (bool, error) {
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &videogenv1alpha1.VideoTask{})
@@ -350,8 +361,11 @@ func (r *PointAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// A task that closes leaves the cache as if deleted, showing its state before the
+			// settling write; its hold is gone by then. Only a task still holding points
+			// makes the next pass look at once (and that pass confirms with a fresh read).
 			if t, ok := e.Object.(*videogenv1alpha1.VideoTask); ok && t.Status.Charge != videogenv1alpha1.ChargeDeducted &&
-				t.Status.Charge != videogenv1alpha1.ChargeRefunded {
+				t.Status.Charge != videogenv1alpha1.ChargeRefunded && r.holdCached(ctx, t.Namespace, t.Name) {
 				r.orphans.deleted(t.Namespace, t.Name)
 			}
 			toAccount.Delete(ctx, e, q)

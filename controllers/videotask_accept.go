@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,10 +96,8 @@ func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *video
 		return 0
 	}
 	acct := &accts.Items[0]
-	for _, g := range acct.Status.Holds {
-		if slices.Contains(g.Tasks, task.Name) {
-			return 0
-		}
+	if acct.Status.HasHold(task.Name) {
+		return 0
 	}
 	for _, res := range acct.Status.Reservations {
 		if res.Name == rsv && res.Amount >= price {

@@ -16,6 +16,16 @@ func (s PointAccountStatus) HoldsByTask() map[string]int64 {
 	return m
 }
 
+// HasHold reports whether task holds points, without building the map of HoldsByTask.
+func (s PointAccountStatus) HasHold(task string) bool {
+	for _, g := range s.Holds {
+		if slices.Contains(g.Tasks, task) {
+			return true
+		}
+	}
+	return false
+}
+
 // SetHolds replaces the holds with m, grouped by amount, groups and names sorted, so that the
 // same holds always serialize the same way.
 func (s *PointAccountStatus) SetHolds(m map[string]int64) {

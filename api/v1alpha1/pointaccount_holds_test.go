@@ -24,3 +24,13 @@ func TestSetHoldsGroupsAndSortsSoTheSameHoldsSerializeTheSameWay(t *testing.T) {
 		t.Fatalf("no holds = %+v", st.Holds)
 	}
 }
+
+func TestHasHold(t *testing.T) {
+	var s PointAccountStatus
+	s.SetHolds(map[string]int64{"vt-a": 10, "vt-b": 10, "vt-c": 25})
+	for task, want := range map[string]bool{"vt-a": true, "vt-b": true, "vt-c": true, "vt-d": false, "": false} {
+		if got := s.HasHold(task); got != want {
+			t.Errorf("HasHold(%q) = %v, want %v", task, got, want)
+		}
+	}
+}
