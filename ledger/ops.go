@@ -193,7 +193,10 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 	at := metav1.NewTime(now)
 	switch op.kind {
 	case opFreeze:
-		return freeze(b, spec, account, maxHolds, op)
+		if r, decided := keyedFreeze(b, op); decided {
+			return r
+		}
+		return freezeFromBalance(b, spec, account, maxHolds, op)
 
 	case opFreezeFrom:
 		if r, decided := keyedFreeze(b, op); decided {
@@ -201,7 +204,7 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 		}
 		i := findReservation(st, op.reservation)
 		if i < 0 || st.Reservations[i].Amount < op.amount {
-			return freeze(b, spec, account, maxHolds, op)
+			return freezeFromBalance(b, spec, account, maxHolds, op)
 		}
 		// Admitted already, so neither suspension nor the hold limit applies: the points move
 		// from one hold to another.
@@ -349,12 +352,10 @@ func keyedFreeze(b *book, op Op) (r Result, decided bool) {
 	return Result{}, false
 }
 
-// freeze holds op.amount points for op.task out of the balance.
-func freeze(b *book, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op) Result {
+// freezeFromBalance holds op.amount points for op.task out of the balance: a new freeze
+// (keyedFreeze decided nothing).
+func freezeFromBalance(b *book, spec videogenv1alpha1.PointAccountSpec, account string, maxHolds int, op Op) Result {
 	st := b.st
-	if r, decided := keyedFreeze(b, op); decided {
-		return r
-	}
 	if spec.Suspended {
 		return Result{Err: fmt.Errorf("%w: %q", ErrAccountSuspended, account)}
 	}
