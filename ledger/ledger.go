@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -172,6 +173,17 @@ func (e *callError) Unwrap() error { return e.err }
 func isCallError(err error) bool {
 	_, ok := err.(*callError)
 	return ok
+}
+
+// Refused reports whether err from Do or Apply means that the ledger decided against the op,
+// so that nothing was written: the op's own refusal (short balance, suspended account, a limit,
+// a bad amount, …) or an account that does not exist. A write that failed or was given up is
+// not a refusal: it may have happened.
+func Refused(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return !isCallError(err) || errors.Is(err, ErrAccountNotFound)
 }
 
 // drain writes batches for one account until its queue is empty.

@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -250,4 +252,25 @@ func FuzzApplyKeepsInvariant(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestRefusedTellsADecisionFromAFailedWrite(t *testing.T) {
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"short balance":          {&InsufficientBalanceError{Account: "a", Required: 10, Available: 5}, true},
+		"suspended":              {fmt.Errorf("%w: %q", ErrAccountSuspended, "a"), true},
+		"too many reservations":  {fmt.Errorf("%w: 32", ErrTooManyReservations), true},
+		"no account":             {&callError{fmt.Errorf("%w: no PointAccount", ErrAccountNotFound)}, true},
+		"the update failed":      {&callError{errors.New("ledger: writing account: connection reset")}, false},
+		"contended too long":     {&callError{fmt.Errorf("stayed contended: %w", context.DeadlineExceeded)}, false},
+		"caller stopped waiting": {fmt.Errorf("ledger: waiting for account: %w", context.Canceled), false},
+		"no error":               {nil, false},
+	}
+	for name, c := range cases {
+		if got := Refused(c.err); got != c.want {
+			t.Errorf("%s: Refused(%v) = %v, want %v", name, c.err, got, c.want)
+		}
+	}
 }

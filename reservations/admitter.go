@@ -277,7 +277,7 @@ func (ad *Admitter) refill(ctx context.Context, a *account, price int64, now tim
 		return nil
 	case errors.As(err, &short):
 		return &ledger.InsufficientBalanceError{Account: a.namespace, Required: price, Available: short.Available + a.budget}
-	case !renew && !isRefusal(err):
+	case !renew && !ledger.Refused(err):
 		// The write may have happened: remember the name, so an idle release returns it.
 		a.name, a.budget, a.renewed = name, 0, time.Time{}
 	}
@@ -354,13 +354,6 @@ func (ad *Admitter) refillAhead(ctx context.Context, a *account, name string, pr
 // under a quarter of the last grant left, or half the fence window gone.
 func (ad *Admitter) dueAhead(a *account, now time.Time) bool {
 	return a.budget < a.lastGrant/4 || now.Sub(a.renewed) > ad.cfg.FenceWindow/2
-}
-
-// isRefusal reports whether the ledger decided against the op (nothing was written).
-func isRefusal(err error) bool {
-	var short *ledger.InsufficientBalanceError
-	return errors.As(err, &short) || errors.Is(err, ledger.ErrAccountSuspended) || errors.Is(err, ledger.ErrAccountNotFound) ||
-		errors.Is(err, ledger.ErrTooManyReservations) || errors.Is(err, ledger.ErrInvalidAmount) || errors.Is(err, ledger.ErrTooManyHolds)
 }
 
 // precheck refuses a suspended account, or one at its limit of unsettled tasks, as the
