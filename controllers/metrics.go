@@ -57,8 +57,8 @@ func outcomeOf(p videogenv1alpha1.TaskPhase) string {
 }
 
 // taskCounter exports videogen_tasks{capability, phase}: the tasks in the cache (the open ones,
-// see CacheByObject), counted when
-// Prometheus scrapes, and only by the elected manager so replicas do not double-count.
+// see CacheByObject), counted when Prometheus scrapes, and only by the elected manager so
+// replicas do not double-count.
 type taskCounter struct {
 	desc    *prometheus.Desc
 	mu      sync.Mutex

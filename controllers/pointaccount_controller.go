@@ -321,12 +321,8 @@ func (r *PointAccountReconciler) acknowledgedTopUps(ctx context.Context, acct *v
 // holdCached reports whether the cached account of namespace holds points for task (true
 // when the account cannot be read: the pass will tell).
 func (r *PointAccountReconciler) holdCached(ctx context.Context, namespace, task string) bool {
-	var accts videogenv1alpha1.PointAccountList
-	// Read only: no need to copy a big account for one look.
-	if err := r.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil || len(accts.Items) == 0 {
-		return true
-	}
-	return accts.Items[0].Status.HasHold(task)
+	acct := cachedAccount(ctx, r.Client, namespace)
+	return acct == nil || acct.Status.HasHold(task)
 }
 
 // taskGone confirms with a fresh read that a task the cache lacks is really absent.

@@ -89,14 +89,9 @@ func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *video
 	if r.Clock.Since(task.CreationTimestamp.Time) >= reservedHoldWait {
 		return 0
 	}
-	// The cache's own copy, read only: a busy account has thousands of holds, and this runs
-	// for every new task, several times while it waits.
-	var accts videogenv1alpha1.PointAccountList
-	if err := r.List(ctx, &accts, client.InNamespace(task.Namespace), client.UnsafeDisableDeepCopy); err != nil || len(accts.Items) == 0 {
-		return 0
-	}
-	acct := &accts.Items[0]
-	if acct.Status.HasHold(task.Name) {
+	// This runs for every new task, several times while it waits: read the cache's own copy.
+	acct := cachedAccount(ctx, r.Client, task.Namespace)
+	if acct == nil || acct.Status.HasHold(task.Name) {
 		return 0
 	}
 	for _, res := range acct.Status.Reservations {
@@ -105,6 +100,17 @@ func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *video
 		}
 	}
 	return 0
+}
+
+// cachedAccount returns the informer's own copy of namespace's PointAccount (nil if it has
+// none): read it, never change it. A busy account has thousands of holds, and a deep copy of
+// them for one look costs more than the look.
+func cachedAccount(ctx context.Context, c client.Reader, namespace string) *videogenv1alpha1.PointAccount {
+	var accts videogenv1alpha1.PointAccountList
+	if err := c.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil || len(accts.Items) == 0 {
+		return nil
+	}
+	return &accts.Items[0]
 }
 
 // reject ends a task that never held points.

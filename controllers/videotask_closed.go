@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"maps"
+
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,12 +30,10 @@ func CacheByObject() map[client.Object]cache.ByObject {
 }
 
 // MergeCacheByObject returns the entries of all maps in one; the maps must name different types.
-func MergeCacheByObject(maps ...map[client.Object]cache.ByObject) map[client.Object]cache.ByObject {
+func MergeCacheByObject(byObject ...map[client.Object]cache.ByObject) map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
+	for _, m := range byObject {
+		maps.Copy(out, m)
 	}
 	return out
 }
