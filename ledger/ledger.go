@@ -271,10 +271,11 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 		if changed {
 			b.close() // only a write needs the holds back in the status
 		}
-		if !fresh && (!changed || anyRefused(results)) {
-			// A refusal or a no-op decided on our own last write could be wrong if another
-			// process wrote since (a top-up elsewhere, a hold made elsewhere): only a write
-			// detects staleness, so decide those on a fresh read.
+		if !fresh && (anyRefused(results) || (!changed && !allRepeats(results))) {
+			// A refusal or a no-op decided on an older copy (our own last write or the cache)
+			// could be wrong if another process wrote since (a top-up elsewhere, a hold made
+			// elsewhere): only a write detects staleness, so decide those on a fresh read. A
+			// repeat found its own record, which no one else removes: it stands.
 			acct = nil
 			continue
 		}
@@ -337,6 +338,17 @@ func (l *Ledger) applyBatch(b *book, acct *videogenv1alpha1.PointAccount, batch 
 		}
 	}
 	return results, changed
+}
+
+func allRepeats(results [][]Result) bool {
+	for _, rs := range results {
+		for _, r := range rs {
+			if !r.repeat {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func anyRefused(results [][]Result) bool {

@@ -201,6 +201,39 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		Expect(updates(true)).To(Equal(int32(1)))
 	})
 
+	It("answers a repeat from its own last write without a read, and reads fresh for a no-op that found nothing", func() {
+		ns := newFundedAccount(100)
+		var reads atomic.Int32
+		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		fresh := interceptor.NewClient(wc, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				reads.Add(1)
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		l := ledger.New(k8sClient, fresh)
+		_, err = l.Do(ctx, ns, ledger.Freeze("a", 10))
+		Expect(err).NotTo(HaveOccurred())
+		reads.Store(0)
+
+		r, err := l.Do(ctx, ns, ledger.Freeze("a", 10))
+		Expect(err).NotTo(HaveOccurred())
+		Expect([]any{r.Changed, r.Amount}).To(Equal([]any{false, int64(10)}))
+		Expect(reads.Load()).To(BeZero(), "the hold is in the ledger's own last write, and only a's ops remove it")
+
+		// Absence proves nothing on an older copy: another writer may have made the hold since.
+		_, err = ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.Freeze("b", 10))
+		Expect(err).NotTo(HaveOccurred())
+		r, err = l.Do(ctx, ns, ledger.Release("b"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reads.Load()).To(Equal(int32(1)), "one fresh read")
+		Expect([]any{r.Changed, r.Amount}).To(Equal([]any{true, int64(10)}), "b's hold, found on the fresh read, was released")
+		st := account(ns)
+		Expect(ledger.Check(&st)).To(Succeed())
+		Expect(st.Balance).To(Equal(int64(90)))
+	})
+
 	It("carries piggybacked forgets on the account's next write, never in a write of their own", func() {
 		ns := newFundedAccount(100)
 		l := ledger.New(k8sClient, k8sClient)

@@ -130,6 +130,10 @@ type Result struct {
 	BalanceAfter int64
 	// Err is why the op was refused; nothing changed for it.
 	Err error
+	// repeat marks a no-op decided by a record that is there (the task's hold or settlement,
+	// the top-up's record): only that task's or top-up's own ops remove those, so a stale
+	// copy of the account that shows one decides as well as a fresh read would.
+	repeat bool
 }
 
 var (
@@ -270,7 +274,7 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 	case opSettle:
 		if i := findSettlement(st, op.task); i >= 0 {
 			s := st.Settlements[i]
-			return Result{Amount: s.Amount, Outcome: s.Outcome}
+			return Result{Amount: s.Amount, Outcome: s.Outcome, repeat: true}
 		}
 		held, ok := b.holds[op.task]
 		if !ok {
@@ -315,7 +319,7 @@ func applyTo(b *book, spec videogenv1alpha1.PointAccountSpec, account string, ma
 			return Result{Err: fmt.Errorf("%w: top-up of %d", ErrInvalidAmount, op.amount)}
 		}
 		if i := findTopUp(st, op.uid); i >= 0 {
-			return Result{Amount: st.TopUps[i].Amount, BalanceAfter: st.TopUps[i].BalanceAfter}
+			return Result{Amount: st.TopUps[i].Amount, BalanceAfter: st.TopUps[i].BalanceAfter, repeat: true}
 		}
 		st.Balance += op.amount
 		st.Credited += op.amount
@@ -344,7 +348,7 @@ func keyedFreeze(b *book, op Op) (r Result, decided bool) {
 		return Result{Err: fmt.Errorf("%w: freeze of %d", ErrInvalidAmount, op.amount)}, true
 	}
 	if held, ok := b.holds[op.task]; ok {
-		return Result{Amount: held}, true
+		return Result{Amount: held, repeat: true}, true
 	}
 	if i := findSettlement(b.st, op.task); i >= 0 {
 		return Result{Err: fmt.Errorf("%w: task %q was %s", ErrAlreadySettled, op.task, b.st.Settlements[i].Outcome)}, true
