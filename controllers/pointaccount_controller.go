@@ -80,22 +80,22 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	ops = append(ops, unreserved...)
-	forgotten, err := r.acknowledgedSettlements(ctx, acct)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	trimmed, err := r.acknowledgedTopUps(ctx, acct)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	ops = append(ops, trimmed...)
 	// Trimming settlement records moves no points: wait a little so one write trims many,
-	// unless this write happens anyway or the records pile up.
+	// unless this write happens anyway or the records pile up. Most records go sooner, with
+	// the account's next write (the settling controller queues their ForgetSettlement), and
+	// a record's task is usually closed and so out of the cache: look them up only to trim.
+	var forgotten []ledger.Op
 	trimWait := trimDelay(acct.Status.Settlements, now)
-	if len(ops) > 0 || trimWait == 0 {
+	if len(acct.Status.Settlements) > 0 && (len(ops) > 0 || trimWait == 0) {
+		if forgotten, err = r.acknowledgedSettlements(ctx, acct); err != nil {
+			return ctrl.Result{}, err
+		}
 		ops = append(ops, forgotten...)
-	} else {
-		forgotten = nil
 	}
 
 	if len(ops) > 0 {
