@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -227,4 +229,66 @@ func (e *Env) KubeProfile(ctx context.Context, d time.Duration, path string) err
 	defer f.Close()
 	_, err = io.Copy(f, resp.Body)
 	return err
+}
+
+// KubeRequests returns the kube-apiserver's request counts (apiserver_request_total) by
+// "verb resource[/subresource]", summed over codes and scopes: subtract two of them to see
+// what a run asked of the control plane, reads included.
+func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
+	hc, err := rest.HTTPClientFor(e.Cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(e.Cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("kube-apiserver metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		l := promLabels(labels)
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += v
+	}
+	return out, sc.Err()
+}
+
+// promLabels parses `a="x",b="y"` (values without escaped quotes, as these labels are).
+func promLabels(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		name, rest, ok := strings.Cut(s, `="`)
+		if !ok {
+			break
+		}
+		value, rest, _ := strings.Cut(rest, `"`)
+		out[name] = value
+		s = strings.TrimPrefix(rest, ",")
+	}
+	return out
 }
