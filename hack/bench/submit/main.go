@@ -54,6 +54,7 @@ type row struct {
 	raw, api harness.Result
 	acctW    int64 // PointAccount write attempts during the REST run
 	conflict int64
+	reads    float64 // the kube-apiserver's GETs and LISTs during the REST rounds
 }
 
 var reserveTasks = map[string]int{"reservations": 1024, "per-task": 0}
@@ -142,6 +143,7 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 			}
 			// Alternating rounds, so that a slow moment of the machine hits both sides.
 			var raw, apiRes harness.Result
+			var reads float64 // the kube-apiserver's GETs and LISTs during the REST rounds
 			before := counter.Total(isAccount)
 			_, conflictsBefore, _ := counter.Snapshot()
 			for round := range rounds {
@@ -154,10 +156,19 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 					return err
 				}
 				raw = raw.Merge(r)
+				reqBefore, err := env.KubeRequests(ctx)
+				if err != nil {
+					return err
+				}
 				a := harness.Run(ctx, m, c, func(ctx context.Context, i int) error { return post(ctx, accts[i%len(accts)]) })
 				if err := a.Check("POST /v1/videos/short"); err != nil {
 					return err
 				}
+				reqAfter, err := env.KubeRequests(ctx)
+				if err != nil {
+					return err
+				}
+				reads += harness.Reads(reqBefore, reqAfter)
 				apiRes = apiRes.Merge(a)
 			}
 			_, conflictsAfter, _ := counter.Snapshot()
@@ -167,7 +178,7 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 					conf += v - conflictsBefore[k]
 				}
 			}
-			rows = append(rows, row{scenario: sc.name, c: c, raw: raw, api: apiRes, acctW: counter.Total(isAccount) - before, conflict: conf})
+			rows = append(rows, row{scenario: sc.name, c: c, raw: raw, api: apiRes, acctW: counter.Total(isAccount) - before, conflict: conf, reads: reads})
 		}
 	}
 
@@ -195,13 +206,13 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 
 	fmt.Println()
 	fmt.Printf("#### Mode: %s (--reservation-max-tasks=%d)\n\n", mode, reserveTasks[mode])
-	fmt.Println("| scenario | c | raw creates/s | raw p50 | raw p99 | REST req/s | REST p50 | REST p99 | REST ÷ raw | PointAccount writes per submission (conflicts) |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| scenario | c | raw creates/s | raw p50 | raw p99 | REST req/s | REST p50 | REST p99 | REST ÷ raw | PointAccount writes per submission (conflicts) | reads per submission |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Printf("| %s | %d | %.0f | %s | %s | %.0f | %s | %s | **%.2f** | %.3f (%d) |\n",
+		fmt.Printf("| %s | %d | %.0f | %s | %s | %.0f | %s | %s | **%.2f** | %.3f (%d) | %.3f |\n",
 			r.scenario, r.c, r.raw.Rate(), harness.Ms(r.raw.P(0.5)), harness.Ms(r.raw.P(0.99)),
 			r.api.Rate(), harness.Ms(r.api.P(0.5)), harness.Ms(r.api.P(0.99)), r.api.Rate()/r.raw.Rate(),
-			float64(r.acctW)/float64(r.api.N), r.conflict)
+			float64(r.acctW)/float64(r.api.N), r.conflict, r.reads/float64(r.api.N))
 	}
 	fmt.Println()
 	fmt.Printf("Requests per level: c=1: %d, c=8: %d, c=64: %d, each side in %d alternating rounds (raw, REST, raw, …). "+

@@ -278,6 +278,17 @@ func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
+// Reads is how many GETs and LISTs the kube-apiserver served between two KubeRequests.
+func Reads(before, after map[string]float64) float64 {
+	var n float64
+	for k, v := range after {
+		if strings.HasPrefix(k, "GET ") || strings.HasPrefix(k, "LIST ") {
+			n += v - before[k]
+		}
+	}
+	return n
+}
+
 // promLabels parses `a="x",b="y"` (values without escaped quotes, as these labels are).
 func promLabels(s string) map[string]string {
 	out := map[string]string{}
