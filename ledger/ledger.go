@@ -82,6 +82,7 @@ type request struct {
 type queue struct {
 	pending  []*request
 	draining bool
+	armed    bool // a StartWithin timer will start draining
 	last     *videogenv1alpha1.PointAccount
 	riders   []Op // see Piggyback
 }
@@ -117,6 +118,9 @@ func (l *Ledger) Apply(ctx context.Context, namespace string, ops ...Op) ([]Resu
 	if len(ops) == 0 {
 		return nil, nil
 	}
+	if res, ok := l.knownRepeats(ctx, namespace, ops); ok {
+		return res, nil
+	}
 	done := l.Start(namespace, ops...)
 	select {
 	case res := <-done:
@@ -129,6 +133,63 @@ func (l *Ledger) Apply(ctx context.Context, namespace string, ops ...Op) ([]Resu
 	case <-ctx.Done():
 		return nil, fmt.Errorf("ledger: waiting for account %q: %w", namespace, ctx.Err())
 	}
+}
+
+// knownRepeats answers freezes whose holds the newest copy of the account this Ledger knows
+// (its own last write or the informer's) shows already, without queueing them: a repeat found
+// on an older copy stands (see commit), and queueing it would start the account's next write
+// early, ahead of the ops waiting to share it (StartWithin).
+func (l *Ledger) knownRepeats(ctx context.Context, namespace string, ops []Op) ([]Result, bool) {
+	for _, op := range ops {
+		if (op.kind != opFreeze && op.kind != opFreezeFrom) || op.amount < 0 {
+			return nil, false
+		}
+	}
+	st := l.peek(ctx, namespace)
+	if st == nil {
+		return nil, false
+	}
+	res := make([]Result, len(ops))
+	for i, op := range ops {
+		held, ok := st.HoldOf(op.task)
+		if !ok {
+			return nil, false
+		}
+		res[i] = Result{Amount: held, Balance: st.Balance, repeat: true}
+	}
+	return res, true
+}
+
+// peek returns the newest status of the account this Ledger knows without a read of the
+// kube-apiserver (nil if none), to look at, never to change.
+func (l *Ledger) peek(ctx context.Context, namespace string) *videogenv1alpha1.PointAccountStatus {
+	l.mu.Lock()
+	var last *videogenv1alpha1.PointAccount
+	if q := l.queues[namespace]; q != nil {
+		last = q.last // never changed once stored: commit works on a copy
+	}
+	l.mu.Unlock()
+	newest := last
+	if l.cache != nil {
+		var accts videogenv1alpha1.PointAccountList
+		if err := l.cache.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err == nil {
+			for i := range accts.Items {
+				a := &accts.Items[i]
+				if a.Name != videogenv1alpha1.PointAccountName {
+					continue
+				}
+				if newest == nil {
+					newest = a
+				} else if cmp, err := resourceversion.CompareResourceVersion(a.ResourceVersion, newest.ResourceVersion); err == nil && cmp > 0 {
+					newest = a
+				}
+			}
+		}
+	}
+	if newest == nil {
+		return nil
+	}
+	return &newest.Status
 }
 
 // MaxHolds is the most unsettled tasks an account may have (see WithMaxHolds).
@@ -151,6 +212,36 @@ func (l *Ledger) Start(namespace string, ops ...Op) <-chan []Result {
 	l.mu.Unlock()
 	if start {
 		go l.drain(namespace, q)
+	}
+	return req.done
+}
+
+// StartWithin is Start for ops that nothing waits on soon (a settle whose decision is already
+// recorded elsewhere): they are written within delay, with whatever else the account's next
+// write carries, so that a busy account's settles share writes. They join an earlier write if
+// one starts first.
+func (l *Ledger) StartWithin(delay time.Duration, namespace string, ops ...Op) <-chan []Result {
+	req := &request{ops: ops, done: make(chan []Result, 1)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queues[namespace]
+	if q == nil {
+		q = &queue{}
+		l.queues[namespace] = q
+	}
+	q.pending = append(q.pending, req)
+	if !q.draining && !q.armed {
+		q.armed = true
+		time.AfterFunc(delay, func() {
+			l.mu.Lock()
+			q.armed = false
+			start := !q.draining && len(q.pending) > 0
+			q.draining = q.draining || start
+			l.mu.Unlock()
+			if start {
+				go l.drain(namespace, q)
+			}
+		})
 	}
 	return req.done
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -232,6 +233,42 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		st := account(ns)
 		Expect(ledger.Check(&st)).To(Succeed())
 		Expect(st.Balance).To(Equal(int64(90)))
+	})
+
+	It("writes ops started within a delay together, and answers a known repeat without starting that write early", func() {
+		ns := newFundedAccount(100)
+		var writes atomic.Int32
+		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		counting := interceptor.NewClient(wc, interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				writes.Add(1)
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		})
+		l := ledger.New(counting, k8sClient)
+		_, err = l.Apply(ctx, ns, ledger.Freeze("a", 10), ledger.Freeze("b", 20), ledger.Freeze("c", 30))
+		Expect(err).NotTo(HaveOccurred())
+		writes.Store(0)
+		before := accountObject(ns).ResourceVersion
+
+		first := l.StartWithin(time.Second, ns, ledger.Settle("a", videogenv1alpha1.SettlementDeducted))
+		second := l.StartWithin(time.Second, ns, ledger.Settle("b", videogenv1alpha1.SettlementRefunded))
+		r, err := l.Do(ctx, ns, ledger.Freeze("c", 30))
+		Expect(err).NotTo(HaveOccurred())
+		Expect([]any{r.Changed, r.Amount}).To(Equal([]any{false, int64(30)}))
+		Expect(accountObject(ns).ResourceVersion).To(Equal(before), "the repeat neither wrote nor started the waiting settles' write")
+
+		for _, done := range []<-chan []ledger.Result{first, second} {
+			var res []ledger.Result
+			Eventually(done, 5*time.Second).Should(Receive(&res))
+			Expect(res[0].Err).NotTo(HaveOccurred())
+			Expect(res[0].Changed).To(BeTrue())
+		}
+		Expect(writes.Load()).To(Equal(int32(1)), "both settles in one write")
+		st := account(ns)
+		Expect(ledger.Check(&st)).To(Succeed())
+		Expect([]int64{st.Balance, st.Frozen, st.Spent}).To(Equal([]int64{60, 30, 10}))
 	})
 
 	It("carries piggybacked forgets on the account's next write, never in a write of their own", func() {

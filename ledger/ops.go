@@ -447,3 +447,6 @@ func (o Op) Reservation() string { return o.reservation }
 
 // Task is the task an op is about ("" for top-up ops).
 func (o Op) Task() string { return o.task }
+
+// Outcome is the settlement outcome of a Settle ("" for other ops).
+func (o Op) Outcome() videogenv1alpha1.SettlementOutcome { return o.outcome }

@@ -18,12 +18,18 @@ func (s PointAccountStatus) HoldsByTask() map[string]int64 {
 
 // HasHold reports whether task holds points, without building the map of HoldsByTask.
 func (s PointAccountStatus) HasHold(task string) bool {
+	_, ok := s.HoldOf(task)
+	return ok
+}
+
+// HoldOf returns the points task holds, without building the map of HoldsByTask.
+func (s PointAccountStatus) HoldOf(task string) (int64, bool) {
 	for _, g := range s.Holds {
 		if slices.Contains(g.Tasks, task) {
-			return true
+			return g.Amount, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // SetHolds replaces the holds with m, grouped by amount, groups and names sorted, so that the
