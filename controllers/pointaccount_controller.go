@@ -46,6 +46,7 @@ type PointAccountReconciler struct {
 
 	orphans      orphanClock
 	reservations reservationClock
+	settling     *settlingTasks // shared with the VideoTask controller (Setup)
 }
 
 // recordsRecheck is how soon an account with unacknowledged records is looked at again.
@@ -74,7 +75,9 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ops = append(ops, released...)
+	for _, o := range released {
+		ops = append(ops, o.op)
+	}
 	unreserved, nextExpiry, err := r.expiredReservations(ctx, acct, now)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -105,8 +108,7 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		for i, res := range results[:len(released)] {
 			if res.Changed {
-				r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "HoldReleased", "Refund",
-					"Refunded %d points held for task %q, which does not exist", res.Amount, released[i].Task())
+				released[i].record(r.Recorder, acct, res.Amount)
 			}
 		}
 		for i, res := range results[len(released) : len(released)+len(unreserved)] {
@@ -186,22 +188,33 @@ func (r *PointAccountReconciler) updateConditions(ctx context.Context, acct *vid
 	return r.Status().Update(ctx, acct)
 }
 
-// orphanHolds returns refunds for holds whose task has been missing for the grace period (or
-// was seen deleted), and when to look again. The scan reads every held task from the cache, so
-// it runs at most every HoldGracePeriod/4 per account, unless a task was deleted.
-func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogenv1alpha1.PointAccount, now time.Time) ([]ledger.Op, time.Duration, error) {
+// orphanHolds returns what to do with holds whose task has been missing from the cache for the
+// grace period (or was seen deleted), and when to look again. The scan reads every held task
+// from the cache, so it runs at most every HoldGracePeriod/4 per account, unless a task was
+// deleted. Tasks whose settle this manager is applying are left alone.
+func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogenv1alpha1.PointAccount, now time.Time) ([]orphanHold, time.Duration, error) {
 	holds := acct.Status.HoldsByTask()
 	scan := r.orphans.begin(acct.Namespace, now, r.HoldGracePeriod/4, len(holds) > 0)
 	if !scan.due {
 		return nil, scan.wait, nil
 	}
-	var ops []ledger.Op
+	var out []orphanHold
 	var next time.Duration
 	for _, task := range slices.Sorted(maps.Keys(holds)) {
-		if err := r.Get(ctx, client.ObjectKey{Namespace: acct.Namespace, Name: task}, &videogenv1alpha1.VideoTask{}); err == nil {
+		settling := r.settling.has(acct.Namespace, task)
+		cached := &videogenv1alpha1.VideoTask{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: acct.Namespace, Name: task}, cached); err == nil {
+			// Still open (its webhook is due, say) but ended: a charge in its status and its
+			// hold still here means the manager that ended it died before the settle landed.
+			if o, ok := endedHold(cached); ok && !settling {
+				out = append(out, o)
+			}
 			continue
 		} else if !apierrors.IsNotFound(err) {
 			return nil, 0, err
+		}
+		if settling {
+			continue
 		}
 		if wait := scan.missing(task).Add(r.HoldGracePeriod).Sub(now); wait > 0 {
 			if next == 0 || wait < next {
@@ -209,19 +222,69 @@ func (r *PointAccountReconciler) orphanHolds(ctx context.Context, acct *videogen
 			}
 			continue
 		}
-		gone, err := r.taskGone(ctx, acct.Namespace, task)
+		o, found, err := r.orphanFate(ctx, acct.Namespace, task)
 		if err != nil {
 			return nil, 0, err
 		}
-		if gone {
-			ops = append(ops, ledger.Settle(task, videogenv1alpha1.SettlementRefunded))
+		if found {
+			out = append(out, o)
 		}
 	}
 	scan.end()
-	if len(holds) > len(ops) && (next == 0 || r.HoldGracePeriod < next) {
+	if len(holds) > len(out) && (next == 0 || r.HoldGracePeriod < next) {
 		next = r.HoldGracePeriod // keep watching holds whose task may still be deleted
 	}
-	return ops, next, nil
+	return out, next, nil
+}
+
+// orphanHold is what is done with a hold whose task the cache lacks, and why.
+type orphanHold struct {
+	op  ledger.Op
+	why orphanReason
+}
+
+type orphanReason int
+
+const (
+	taskMissing      orphanReason = iota // refunded: the task does not exist
+	taskEnded                            // settled as the ended task's status says
+	taskNeverCharged                     // released: the task ended saying nothing was charged
+)
+
+func (o orphanHold) record(rec events.EventRecorder, acct *videogenv1alpha1.PointAccount, amount int64) {
+	switch o.why {
+	case taskEnded:
+		rec.Eventf(acct, nil, corev1.EventTypeNormal, "HoldSettled", "Settle",
+			"Settled %d points held for task %q as its status says (%s): the settle had not reached the account", amount, o.op.Task(), o.op.Outcome())
+	case taskNeverCharged:
+		rec.Eventf(acct, nil, corev1.EventTypeNormal, "HoldReleased", "Release",
+			"Released %d points held for task %q, which ended without a charge", amount, o.op.Task())
+	default:
+		rec.Eventf(acct, nil, corev1.EventTypeNormal, "HoldReleased", "Refund",
+			"Refunded %d points held for task %q, which does not exist", amount, o.op.Task())
+	}
+}
+
+// orphanFate decides, on a fresh read, about a hold whose task the cache lacks. found is false
+// when the task is still open (the cache lags): its hold stays.
+func (r *PointAccountReconciler) orphanFate(ctx context.Context, namespace, name string) (o orphanHold, found bool, err error) {
+	task := &videogenv1alpha1.VideoTask{}
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, task)
+	switch {
+	case apierrors.IsNotFound(err):
+		return orphanHold{op: ledger.Settle(name, videogenv1alpha1.SettlementRefunded), why: taskMissing}, true, nil
+	case err != nil:
+		return orphanHold{}, false, err
+	case !task.Status.Closed || settledCharge(task):
+		// An open task keeps its hold unless it has ended (the cache lags); an ended one's
+		// manager died before its settle landed.
+		o, found = endedHold(task)
+		return o, found, nil
+	default:
+		// Ended saying nothing was charged (refused, or its hold was found missing): a hold
+		// made for it since is not its charge.
+		return orphanHold{op: ledger.Release(name), why: taskNeverCharged}, true, nil
+	}
 }
 
 // reservationRecheck is how soon an expired reservation is looked at again while tasks
@@ -325,13 +388,15 @@ func (r *PointAccountReconciler) holdCached(ctx context.Context, namespace, task
 	return acct == nil || acct.Status.HasHold(task)
 }
 
-// taskGone confirms with a fresh read that a task the cache lacks is really absent.
-func (r *PointAccountReconciler) taskGone(ctx context.Context, namespace, name string) (bool, error) {
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &videogenv1alpha1.VideoTask{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
+// endedHold is the settle of a task whose status says where its points went, if it says so.
+func endedHold(t *videogenv1alpha1.VideoTask) (orphanHold, bool) {
+	switch t.Status.Charge {
+	case videogenv1alpha1.ChargeDeducted:
+		return orphanHold{op: ledger.Settle(t.Name, videogenv1alpha1.SettlementDeducted), why: taskEnded}, true
+	case videogenv1alpha1.ChargeRefunded:
+		return orphanHold{op: ledger.Settle(t.Name, videogenv1alpha1.SettlementRefunded), why: taskEnded}, true
 	}
-	return false, err
+	return orphanHold{}, false
 }
 
 func settledCharge(t *videogenv1alpha1.VideoTask) bool {
@@ -357,11 +422,13 @@ func (r *PointAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			// A task that closes leaves the cache as if deleted, showing its state before the
-			// settling write; its hold is gone by then. Only a task still holding points
-			// makes the next pass look at once (and that pass confirms with a fresh read).
+			// A task that closes leaves the cache as if deleted, showing its state before its
+			// last write; its settle is on its way (settling) or done. Only a task still
+			// holding points makes the next pass look at once (and that pass confirms with a
+			// fresh read).
 			if t, ok := e.Object.(*videogenv1alpha1.VideoTask); ok && t.Status.Charge != videogenv1alpha1.ChargeDeducted &&
-				t.Status.Charge != videogenv1alpha1.ChargeRefunded && r.holdCached(ctx, t.Namespace, t.Name) {
+				t.Status.Charge != videogenv1alpha1.ChargeRefunded && !r.settling.has(t.Namespace, t.Name) &&
+				r.holdCached(ctx, t.Namespace, t.Name) {
 				r.orphans.deleted(t.Namespace, t.Name)
 			}
 			toAccount.Delete(ctx, e, q)

@@ -6,6 +6,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -59,6 +61,42 @@ var _ = Describe("PointAccount", func() {
 		expectBalanced(ns, 80, 20, 0)
 		Expect(k8sClient.Delete(ctx, task)).To(Succeed())
 		expectBalanced(ns, 100, 0, 0)
+	})
+
+	It("settles the hold of a task whose status says it ended, when the settle never reached the account", func() {
+		// As a manager that died right after a task's last status write leaves things: the
+		// status says where the points go, the hold is still in the account.
+		stop()
+		ns := newAccount(0)
+		l := ledger.New(k8sClient, k8sClient)
+		_, err := l.Do(ctx, ns, ledger.TopUp("seed", "seed-uid", 100))
+		Expect(err).NotTo(HaveOccurred())
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		ended := func(phase videogenv1alpha1.TaskPhase, charge videogenv1alpha1.ChargeState, held int64, webhook string) string {
+			b := aShortTask(ns, tmpl)
+			if webhook != "" {
+				b.t.Spec.WebhookURL = webhook
+			}
+			t := b.Create()
+			_, err := l.Do(ctx, ns, ledger.Freeze(t.Name, held))
+			Expect(err).NotTo(HaveOccurred())
+			at := metav1.Now()
+			t.Status.Phase, t.Status.Charge, t.Status.Cost, t.Status.CompletedAt = phase, charge, ptr.To(held), &at
+			t.Status.Closed = webhook == ""
+			Expect(k8sClient.Status().Update(ctx, t)).To(Succeed())
+			return t.Name
+		}
+		ended(videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, 20, "")
+		// Its completion webhook is still due, so it stays open (and cached).
+		ended(videogenv1alpha1.TaskFailed, videogenv1alpha1.ChargeRefunded, 30, "http://127.0.0.1:9/unreachable")
+		// Ended saying nothing was charged: a hold under its name is not its charge.
+		ended(videogenv1alpha1.TaskFailed, "", 15, "")
+		expectBalanced(ns, 35, 65, 0)
+
+		stop = startManager(testOptions(backend))
+		expectBalanced(ns, 80, 0, 20)
+		Eventually(func() []string { return eventReasons(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElements("HoldSettled", "HoldReleased"))
+		Eventually(func() int { return len(accountOf(ns).Status.Settlements) }).Should(BeZero())
 	})
 
 	It("trims settlement records once tasks show their settlement", func() {

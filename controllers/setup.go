@@ -53,6 +53,7 @@ func DefaultOptions() Options {
 // CacheByObject in its cache options so that closed tasks stay out of its cache.
 func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
+	settling := newSettlingTasks()
 	if opts.Backends == nil {
 		opts.Backends = generation.Routes{}
 	}
@@ -63,12 +64,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	}{
 		{"VideoTask", &VideoTaskReconciler{
 			Client: mgr.GetClient(), Ledger: l, Backends: opts.Backends,
-			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task,
+			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task, settling: settling,
 		}},
 		{"PointAccount", &PointAccountReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
 			Recorder: mgr.GetEventRecorder("pointaccount-controller"), HoldGracePeriod: opts.HoldGracePeriod,
-			ReservationTTL: opts.ReservationTTL,
+			ReservationTTL: opts.ReservationTTL, settling: settling,
 		}},
 		{"PointTopUp", &PointTopUpReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,

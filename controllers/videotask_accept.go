@@ -122,7 +122,7 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionFalse, reason, message)
 	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, reason, message)
 	task.Status.Closed = closable(task)
-	if err := r.Status().Update(ctx, task); err != nil {
+	if err := r.writeStatus(ctx, task); err != nil {
 		return err
 	}
 	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Reject", "%s", message)

@@ -40,6 +40,9 @@ type VideoTaskReconciler struct {
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
 	Config   TaskConfig
+
+	settling *settlingTasks // shared with the PointAccount controller (Setup)
+	written  writtenVersions
 }
 
 // +kubebuilder:rbac:groups=videogen.dev,resources=videotasks,verbs=get;list;watch;delete
@@ -58,7 +61,14 @@ type VideoTaskReconciler struct {
 func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	task := &videogenv1alpha1.VideoTask{}
 	if err := r.Get(ctx, req.NamespacedName, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName) // deleted, or closed and out of the cache
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.stale(task) {
+		// The cache has not caught up with our last write; its event brings the task back.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	if !task.DeletionTimestamp.IsZero() {
 		// The points of a deleted task are released by the PointAccount controller's sweep.

@@ -11,15 +11,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
-// finish records the task's terminal phase first and settles its points second. Writing the
-// decision before money moves means a crash in between is finished by the next reconcile with
-// the same outcome: the terminal phase is durable, and Settle is exactly-once.
+// finish ends the task in one status write that carries its terminal phase and where its
+// points go (Deducted on success, Refunded otherwise), then hands that settle to the ledger
+// (see applySettlement). The write is the decision: a crash before the ledger applies it
+// leaves the hold, which the PointAccount controller settles as the status says.
 func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1.VideoTask, end outcome) (ctrl.Result, error) {
 	now := metav1.NewTime(r.Clock.Now())
 	task.Status.CompletedAt = &now
@@ -33,20 +35,35 @@ func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1
 		task.Status.Error = &videogenv1alpha1.TaskError{Code: end.code, Message: end.message}
 	}
 	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, end.reason, end.message)
+	held := task.Status.Charge == videogenv1alpha1.ChargeFrozen
+	want := settlementFor(task.Status.Phase)
+	if held {
+		task.Status.Charge = chargeOf(want)
+	}
 	task.Status.Closed = closable(task)
-	if err := r.Status().Update(ctx, task); err != nil {
+	key := client.ObjectKeyFromObject(task)
+	if held {
+		// Before the write: the task leaves the cache as it closes, and the PointAccount
+		// controller must not take that for a deletion.
+		r.settling.begin(key)
+	}
+	if err := r.writeStatus(ctx, task); err != nil {
+		r.settling.end(key)
 		return ctrl.Result{}, err
 	}
-	// The event comes with the settlement, which says where the points went.
 	tasksFinished.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase), end.reason).Inc()
 	taskDuration.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase)).
 		Observe(now.Sub(task.CreationTimestamp.Time).Seconds())
-	return r.reconcileFinished(ctx, task)
+	if held {
+		r.applySettlement(ctx, task.DeepCopy(), want)
+	}
+	return ctrl.Result{}, nil
 }
 
-// reconcileFinished settles a terminal task's points if that is still to do, and closes the
-// task when nothing else is (a task settled by an older manager, or rejected before any point
-// moved). The finished-task collector deletes closed tasks at their TTL.
+// reconcileFinished settles the points of a terminal task that still shows them Frozen (one
+// ended by an older manager, which wrote the phase first and the settlement second), and
+// closes the task when nothing else is to do (a task settled by an older manager, or rejected
+// before any point moved). The finished-task collector deletes closed tasks at their TTL.
 func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
 	if task.Status.Charge == videogenv1alpha1.ChargeFrozen {
 		if err := r.settle(ctx, task); err != nil {
@@ -55,17 +72,15 @@ func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *video
 	}
 	if !task.Status.Closed && closable(task) {
 		task.Status.Closed = true
-		return ctrl.Result{}, r.Status().Update(ctx, task)
+		return ctrl.Result{}, r.writeStatus(ctx, task)
 	}
 	return ctrl.Result{}, nil
 }
 
-// settle deducts (on success) or refunds (on failure) the task's frozen points, once.
+// settle deducts (on success) or refunds (on failure) the frozen points of a task whose status
+// says it ended with its points Frozen, once, and then records the settlement.
 func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
-	want := videogenv1alpha1.SettlementRefunded
-	if task.Status.Phase == videogenv1alpha1.TaskSucceeded {
-		want = videogenv1alpha1.SettlementDeducted
-	}
+	want := settlementFor(task.Status.Phase)
 	res, err := r.Ledger.Do(ctx, task.Namespace, ledger.Settle(task.Name, want))
 	switch {
 	case errors.Is(err, ledger.ErrNoHold):
@@ -73,7 +88,7 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 		// name or were released by the orphan sweep. Say so rather than invent a settlement.
 		task.Status.Charge = ""
 		task.Status.Closed = closable(task)
-		if err := r.Status().Update(ctx, task); err != nil {
+		if err := r.writeStatus(ctx, task); err != nil {
 			return err // a stale copy conflicts here, before it says anything
 		}
 		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, "NoHold", "Settle", "No frozen points were found for this task; nothing was charged")
@@ -85,14 +100,10 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 		// Cannot happen while the terminal phase is written before settling; loud if it does.
 		logf.FromContext(ctx).Error(nil, "ledger recorded a different settlement than the task's phase", "recorded", res.Outcome, "phase", task.Status.Phase)
 	}
-	if res.Outcome == videogenv1alpha1.SettlementDeducted {
-		task.Status.Charge = videogenv1alpha1.ChargeDeducted
-	} else {
-		task.Status.Charge = videogenv1alpha1.ChargeRefunded
-	}
+	task.Status.Charge = chargeOf(res.Outcome)
 	task.Status.Cost = &res.Amount
 	task.Status.Closed = closable(task)
-	if err := r.Status().Update(ctx, task); err != nil {
+	if err := r.writeStatus(ctx, task); err != nil {
 		if apierrors.IsConflict(err) {
 			return err // the next reconcile repeats Settle and finds the recorded outcome
 		}

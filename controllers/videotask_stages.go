@@ -205,7 +205,7 @@ func (r *VideoTaskReconciler) writeIfChanged(ctx context.Context, task *videogen
 	if equality.Semantic.DeepEqual(before, &task.Status) {
 		return nil
 	}
-	return r.Status().Update(ctx, task)
+	return r.writeStatus(ctx, task)
 }
 
 // stageStatus returns the task's entry for a stage, adding a Pending one if missing.

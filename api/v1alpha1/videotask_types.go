@@ -251,7 +251,9 @@ type VideoTaskStatus struct {
 	// Cost is the price in points: frozen while running, deducted on success.
 	// +optional
 	Cost *int64 `json:"cost,omitempty"`
-	// Charge says where the task's points are.
+	// Charge says where the task's points are: Frozen while it runs; when it ends, Deducted
+	// or Refunded, written with its terminal phase and applied to the account right after
+	// (within a fraction of a second; after a manager crash, by the PointAccount controller).
 	// +optional
 	Charge ChargeState `json:"charge,omitempty"`
 	// Progress in percent over both stages.
