@@ -13,10 +13,16 @@
 //     reconcile cannot charge twice.
 //   - Settle moves a hold to spent or back to balance and, in the same write, records the
 //     outcome in status.settlements. A retried Settle finds that record and returns the first
-//     outcome without moving points again. The caller writes that outcome to the task.
+//     outcome without moving points again. The VideoTask controller decides the outcome in the
+//     task's own status write (its terminal phase and charge) and settles right after; the
+//     hold left in the account marks a settle not yet applied, which the PointAccount
+//     controller applies as the task's status says if the manager died in between.
 //   - A settlement record is forgotten only after the task's own status shows it (terminal
 //     phase), or the task is gone. A task whose terminal status was observed never settles
 //     again, so the record is no longer needed.
+//   - A repeat (a freeze whose hold is there, a settle whose record is there) is decided by a
+//     record that only that task's own operations remove, so it stands when found on an older
+//     copy of the account; a refusal, or a no-op that found nothing, is decided on a fresh read.
 //   - Reserve moves points from the balance into a named reservation, a hold that belongs to a
 //     REST apiserver replica rather than a task. FreezeFrom moves a task's price from the
 //     reservation it was admitted under into the task's own hold; it is keyed by task like
@@ -34,5 +40,7 @@
 // Why batching: a compare-and-swap on one busy object collapses under concurrency (most attempts
 // conflict). A Ledger queues the operations that arrive for an account while a write is in
 // flight and applies them together in the next one, answering each caller from its own result,
-// as Kubernetes' ResourceQuota admission batches quota updates.
+// as Kubernetes' ResourceQuota admission batches quota updates. Operations nobody waits on
+// (StartWithin: settles whose outcome the task's status already records) wait up to a delay
+// for the account's next write.
 package ledger
