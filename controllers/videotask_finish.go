@@ -119,13 +119,16 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 	return nil
 }
 
-// recordOutcome is a task's one event: how it ended and where its points went. (Its
-// acceptance and stages are in its status and conditions.)
+// recordOutcome is the event of a task that did not succeed: how it ended and that its points
+// were refunded. A success has none: its Complete condition, its charge and the
+// videogen_tasks_finished_total metric say it, and an event per success would be one more
+// write to the kube-apiserver per task (at a few hundred tasks a second, the Events API would
+// take as many writes as the tasks themselves).
 func (r *VideoTaskReconciler) recordOutcome(task *videogenv1alpha1.VideoTask, res ledger.Result) {
-	eventType, reason, message := corev1.EventTypeNormal, videogenv1alpha1.ReasonSucceeded, "The task succeeded"
-	if task.Status.Phase != videogenv1alpha1.TaskSucceeded {
-		eventType, reason, message = corev1.EventTypeWarning, string(task.Status.Phase), "The task did not succeed"
+	if task.Status.Phase == videogenv1alpha1.TaskSucceeded && res.Outcome == videogenv1alpha1.SettlementDeducted {
+		return
 	}
+	reason, message := string(task.Status.Phase), "The task did not succeed"
 	if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionComplete); c != nil {
 		reason, message = c.Reason, c.Message
 	}
@@ -133,7 +136,7 @@ func (r *VideoTaskReconciler) recordOutcome(task *videogenv1alpha1.VideoTask, re
 	if res.Outcome == videogenv1alpha1.SettlementRefunded {
 		moved = "refunded"
 	}
-	r.Recorder.Eventf(task, nil, eventType, reason, "Settle", "%s; %s %d points", strings.TrimSuffix(message, "."), moved, res.Amount)
+	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Settle", "%s; %s %d points", strings.TrimSuffix(message, "."), moved, res.Amount)
 }
 
 func costOf(task *videogenv1alpha1.VideoTask) int64 {
