@@ -643,7 +643,7 @@ func (r *run) verifyWebhook(acct string, task *videogenv1alpha1.VideoTask) {
 }
 
 func (r *run) summary(ctx context.Context, took time.Duration) string {
-	var tasks, succeeded, failed, expired, released int
+	var tasks, succeeded, failed, expired, released, settledFromStatus int
 	for _, a := range r.accounts {
 		var evs eventsv1.EventList
 		if err := r.stack.Client.List(ctx, &evs, client.InNamespace(a.name)); err == nil {
@@ -653,6 +653,9 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 					expired++
 				case "HoldReleased":
 					released++
+				case "HoldSettled":
+					// a manager died between a task's last write and its settle
+					settledFromStatus++
 				}
 			}
 		}
@@ -675,10 +678,10 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	c := &r.count
 	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d direct=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
 		"requests=%d replays=%d retries=%d in-use-409=%d deliveries=%d (refused=%d) payment-events=%d (deliveries=%d) "+
-		"reservations-expired=%d orphan-holds-released=%d took=%s",
+		"reservations-expired=%d orphan-holds-released=%d holds-settled-from-status=%d took=%s",
 		tasks, succeeded, failed, c.directTasks.Load(), c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
 		c.apiserverKills.Load(), c.backendOutages.Load(), c.sends.Load(), c.replays.Load(), c.retries.Load(), c.inUse.Load(),
-		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), expired, released, took.Round(time.Second))
+		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), expired, released, settledFromStatus, took.Round(time.Second))
 }
 
 // call sends one REST request; a transport error is returned, not retried.
