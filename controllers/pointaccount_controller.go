@@ -331,14 +331,18 @@ func anyWaitingForHold(tasks []videogenv1alpha1.VideoTask, holds map[string]int6
 }
 
 // acknowledgedSettlements returns ForgetSettlement for each settlement whose task shows it (or
-// is gone, or was replaced by a newer task of the same name).
+// is gone, or was replaced by a newer task of the same name), unless a REST apiserver's late
+// move could still come for it (lateMovePossible).
 func (r *PointAccountReconciler) acknowledgedSettlements(ctx context.Context, acct *videogenv1alpha1.PointAccount) ([]ledger.Op, error) {
 	var ops []ledger.Op
+	now := r.Clock.Now()
 	for _, s := range acct.Status.Settlements {
 		task := &videogenv1alpha1.VideoTask{}
 		key := client.ObjectKey{Namespace: acct.Namespace, Name: s.Task}
 		if err := r.Get(ctx, key, task); err == nil && settledCharge(task) {
-			ops = append(ops, ledger.ForgetSettlement(s.Task))
+			if !lateMovePossible(task, now) {
+				ops = append(ops, ledger.ForgetSettlement(s.Task))
+			}
 			continue
 		} else if err == nil && task.Status.Charge == videogenv1alpha1.ChargeFrozen {
 			continue // its settle write is on the way
@@ -351,7 +355,8 @@ func (r *PointAccountReconciler) acknowledgedSettlements(ctx context.Context, ac
 			ops = append(ops, ledger.ForgetSettlement(s.Task))
 		case err != nil:
 			return nil, err
-		case settledCharge(task) || task.CreationTimestamp.After(s.SettledAt.Time):
+		case task.CreationTimestamp.After(s.SettledAt.Time),
+			settledCharge(task) && !lateMovePossible(task, now):
 			ops = append(ops, ledger.ForgetSettlement(s.Task))
 		}
 	}

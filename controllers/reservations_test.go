@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
@@ -68,5 +69,28 @@ var _ = Describe("Reservations", func() {
 		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskFailed))
 		Expect(taskOf(ns, task.Name).Status.Error.Code).To(Equal("insufficient_balance"))
 		expectBalanced(ns, 10, 0, 0)
+	})
+
+	It("keeps the settlement record of a task it froze itself, so that the apiserver's late move cannot freeze it again", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		reserve(ns, "r-slow-1", 60)
+		// The apiserver admitted the task and its move is late: the controller freezes the
+		// price itself after 2s, and the task ends at once.
+		task := aShortTask(ns, tmpl).Reservation("r-slow-1").Create()
+		done := finished(ns, task.Name)
+		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionAccepted).Reason).
+			To(Equal(videogenv1alpha1.ReasonFrozenByManager))
+		// (The reservation's unrenewed rest returns to the balance after the 4s TTL meanwhile.)
+		Eventually(func() int64 { return accountOf(ns).Status.Spent }).Should(Equal(int64(20)))
+		// Well past the trimming delay the record is still there...
+		Consistently(func() int { return len(accountOf(ns).Status.Settlements) }, "3s").Should(Equal(1))
+		// ...so the move, when it finally lands, is refused and freezes nothing.
+		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.FreezeFrom(task.Name, 20, "r-slow-1"))
+		Expect(err).To(MatchError(ledger.ErrAlreadySettled))
+		st := accountOf(ns).Status
+		Expect(ledger.Check(&st)).To(Succeed())
+		Expect(st.Holds).To(BeEmpty())
+		Expect(st.Spent).To(Equal(int64(20)))
 	})
 })

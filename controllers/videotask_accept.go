@@ -35,11 +35,12 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	}
 
 	freeze := ledger.Freeze(task.Name, price)
-	if rsv := task.Labels[videogenv1alpha1.LabelReservation]; rsv != "" {
+	rsv := task.Labels[videogenv1alpha1.LabelReservation]
+	if rsv != "" {
 		// Admitted by the REST apiserver under a reservation: it moves the price into the
 		// task's hold together with its other new tasks' within moments. Wait for that rather
 		// than spend a write of our own; if it does not come (the apiserver died), do it here.
-		if wait := r.awaitReservedHold(ctx, task, rsv, price); wait > 0 {
+		if wait := r.awaitReservedHold(ctx, task); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		freeze = ledger.FreezeFrom(task.Name, price, rsv)
@@ -71,8 +72,14 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	task.Status.Phase = videogenv1alpha1.TaskQueued
 	task.Status.Cost = &price
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen
-	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, videogenv1alpha1.ReasonFrozen,
-		fmt.Sprintf("Froze %d points", price))
+	reason, msg := videogenv1alpha1.ReasonFrozen, fmt.Sprintf("Froze %d points", price)
+	if rsv != "" && res.Changed {
+		// The apiserver's move may still come: the settlement record must outlive it (see
+		// lateMovePossible), and the reason says so.
+		reason = videogenv1alpha1.ReasonFrozenByManager
+		msg = fmt.Sprintf("Froze %d points: the REST apiserver had not moved them from its reservation in time", price)
+	}
+	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, reason, msg)
 	// No event: the Accepted condition says it, and an event per task start would be one more
 	// apiserver write per task for what the status already shows.
 	return r.advance(ctx, task, tmpl)
@@ -83,9 +90,11 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 const reservedHoldWait = 2 * time.Second
 
 // awaitReservedHold returns how long to wait before looking again, or 0 to make the hold now:
-// the hold is there already (the freeze is then a no-op), the task is no longer new, or its
-// reservation cannot cover it.
-func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *videogenv1alpha1.VideoTask, rsv string, price int64) time.Duration {
+// the hold is there already (the freeze is then a repeat), or the task is no longer new. It
+// waits whatever the cached reservation shows: a reservation the cache has not seen yet, or
+// one that looks short, does not stop the apiserver's move, and freezing here first would
+// leave that move to find the task unheld.
+func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *videogenv1alpha1.VideoTask) time.Duration {
 	if r.Clock.Since(task.CreationTimestamp.Time) >= reservedHoldWait {
 		return 0
 	}
@@ -94,12 +103,7 @@ func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *video
 	if acct == nil || acct.Status.HasHold(task.Name) {
 		return 0
 	}
-	for _, res := range acct.Status.Reservations {
-		if res.Name == rsv && res.Amount >= price {
-			return 100 * time.Millisecond
-		}
-	}
-	return 0
+	return 100 * time.Millisecond
 }
 
 // cachedAccount returns the informer's own copy of namespace's PointAccount (nil if it has

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -128,7 +129,9 @@ func (r *VideoTaskReconciler) applySettlement(ctx context.Context, task *videoge
 		res := (<-done)[0]
 		switch {
 		case res.Err == nil && res.Outcome == want:
-			r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
+			if !lateMovePossible(task, r.Clock.Now()) {
+				r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
+			}
 			if res.Changed {
 				r.recordOutcome(task, res)
 			}
@@ -137,7 +140,7 @@ func (r *VideoTaskReconciler) applySettlement(ctx context.Context, task *videoge
 			// status say what happened to the points.
 			log.Error(nil, "the ledger had settled this task differently; correcting its charge", "recorded", res.Outcome, "decided", want)
 			cost := res.Amount
-			if r.correctCharge(task, chargeOf(res.Outcome), &cost) {
+			if r.correctCharge(task, chargeOf(res.Outcome), &cost) && !lateMovePossible(task, r.Clock.Now()) {
 				r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
 			}
 		case errors.Is(res.Err, ledger.ErrNoHold):
@@ -165,6 +168,24 @@ func (r *VideoTaskReconciler) correctCharge(task *videogenv1alpha1.VideoTask, ch
 		return false
 	}
 	return true
+}
+
+// lateMoveWindow bounds how late a REST apiserver's move of a task's reserved price into its
+// hold can land: its create (10 s at most), the move's linger (1 s at most) and the ledger's
+// commit timeout (30 s), each possibly behind another batch of the same account, with a
+// margin.
+const lateMoveWindow = 2 * time.Minute
+
+// lateMovePossible reports whether the apiserver's move for a task may still land: the task was
+// admitted under a reservation, the manager froze its price itself, and the window is not over.
+// Its settlement record must stay until then: a move that found neither hold nor record would
+// freeze the price again for a task that has ended.
+func lateMovePossible(task *videogenv1alpha1.VideoTask, now time.Time) bool {
+	if task.Labels[videogenv1alpha1.LabelReservation] == "" || now.Sub(task.CreationTimestamp.Time) >= lateMoveWindow {
+		return false
+	}
+	c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionAccepted)
+	return c != nil && c.Reason == videogenv1alpha1.ReasonFrozenByManager
 }
 
 // settlementFor is the ledger outcome a task's terminal phase decides.

@@ -76,7 +76,10 @@ const (
 	// ConditionComplete: the task reached a terminal phase.
 	ConditionComplete = "Complete"
 
-	ReasonFrozen              = "PointsFrozen"
+	ReasonFrozen = "PointsFrozen"
+	// ReasonFrozenByManager: the task was admitted under a REST apiserver's reservation, which
+	// did not move its price into its hold in time, so the manager froze it.
+	ReasonFrozenByManager     = "FrozenByManager"
 	ReasonInsufficientBalance = "InsufficientBalance"
 	ReasonAccountSuspended    = "AccountSuspended"
 	ReasonInvalidRequest      = "InvalidRequest"
