@@ -167,7 +167,7 @@ func run(ctx context.Context, nTasks, nAccounts, conc int) error {
 	fmt.Printf("| %.0f | %.0f | %s | %s | %s | %s | %d |\n\n", float64(len(lat))/lastDel.Sub(firstDel).Seconds(), float64(len(lat))/lastDel.Sub(firstTerm).Seconds(),
 		harness.Ms(harness.Quantile(lat, 0.5)), harness.Ms(harness.Quantile(lat, 0.99)),
 		harness.Ms(harness.Quantile(latCompleted, 0.5)), harness.Ms(harness.Quantile(latCompleted, 0.99)), total)
-	fmt.Println("\"Terminal\" is the moment the VideoTask controller's write of the terminal phase returned (measured by the client interceptor); `status.completedAt` has one-second resolution, so the second pair is only a cross-check. A webhook is due only once the task is settled (charge not Frozen), so both include the settle.")
+	fmt.Println("\"Terminal\" is the moment the VideoTask controller's write of the terminal phase returned (measured by the client interceptor); `status.completedAt` has one-second resolution, so the second pair is only a cross-check. A webhook is due once the terminal write, which carries the charge decision, has landed.")
 	fmt.Println()
 	harness.PrintWrites(os.Stdout, counter, nTasks)
 	return nil
