@@ -18,6 +18,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 var _ = Describe("VideoTask lifecycle", func() {
@@ -72,6 +73,26 @@ var _ = Describe("VideoTask lifecycle", func() {
 		// No event for a success: the status and conditions say it (a failure gets a Warning
 		// with its refund, below). The deduction has landed, so an event would have been sent.
 		Consistently(func() []string { return eventNotes(ns, task.Name) }, "1s").Should(BeEmpty())
+	})
+
+	It("says nothing was charged when a task ends and its hold is gone (released by someone else)", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
+		b := aShortTask(ns, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
+		b.Create()
+		expectBalanced(ns, 70, 30, 0)
+		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.Release(b.Name()))
+		Expect(err).NotTo(HaveOccurred())
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Succeed})
+
+		Eventually(func(g Gomega) {
+			t := taskOf(ns, b.Name())
+			g.Expect(t.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+			g.Expect(t.Status.Charge).To(BeEmpty(), "the status first said Deducted, the ledger found no hold")
+		}).Should(Succeed())
+		Eventually(func() []string { return eventReasons(ns, b.Name()) }).Should(ContainElement("NoHold"))
+		expectBalanced(ns, 100, 0, 0)
 	})
 
 	DescribeTable("refunds the frozen points when a stage fails",

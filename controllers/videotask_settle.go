@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -140,13 +141,13 @@ func (r *VideoTaskReconciler) applySettlement(ctx context.Context, task *videoge
 			// status say what happened to the points.
 			log.Error(nil, "the ledger had settled this task differently; correcting its charge", "recorded", res.Outcome, "decided", want)
 			cost := res.Amount
-			if r.correctCharge(task, chargeOf(res.Outcome), &cost) && !lateMovePossible(task, r.Clock.Now()) {
+			if r.correctCharge(log, task, chargeOf(res.Outcome), &cost) && !lateMovePossible(task, r.Clock.Now()) {
 				r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
 			}
 		case errors.Is(res.Err, ledger.ErrNoHold):
 			// Nothing was held and nothing is on record: the hold was released (the task was
 			// deleted, or its points were never frozen under this name). Say so.
-			if r.correctCharge(task, "", task.Status.Cost) {
+			if r.correctCharge(log, task, "", task.Status.Cost) {
 				r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, "NoHold", "Settle", "No frozen points were found for this task; nothing was charged")
 			}
 		default:
@@ -159,12 +160,12 @@ func (r *VideoTaskReconciler) applySettlement(ctx context.Context, task *videoge
 
 // correctCharge rewrites an ended task's charge after the ledger answered otherwise than the
 // status said. It reports whether the status now says it.
-func (r *VideoTaskReconciler) correctCharge(task *videogenv1alpha1.VideoTask, charge videogenv1alpha1.ChargeState, cost *int64) bool {
+func (r *VideoTaskReconciler) correctCharge(log logr.Logger, task *videogenv1alpha1.VideoTask, charge videogenv1alpha1.ChargeState, cost *int64) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	task.Status.Charge, task.Status.Cost = charge, cost
 	if err := r.writeStatus(ctx, task); err != nil {
-		logf.FromContext(ctx).Error(err, "correcting a task's charge", "task", task.Name, "namespace", task.Namespace)
+		log.Error(err, "correcting a task's charge")
 		return false
 	}
 	return true
