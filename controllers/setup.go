@@ -63,7 +63,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 		r    setupper
 	}{
 		{"VideoTask", &VideoTaskReconciler{
-			Client: mgr.GetClient(), Ledger: l, Backends: opts.Backends,
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l, Backends: opts.Backends,
 			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task, settling: settling,
 		}},
 		{"PointAccount", &PointAccountReconciler{

@@ -22,7 +22,7 @@ import (
 // accept prices a new task and freezes its points, then dispatches its first stage in the same
 // status write. A task that cannot be priced or paid for fails without moving any points.
 func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
-	tmpl, err := catalog.Resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+	tmpl, err := r.resolveTemplate(ctx, task)
 	if err != nil {
 		if code, ok := invalidTemplateCode(err); ok {
 			return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, code, err.Error())
@@ -132,6 +132,17 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Reject", "%s", message)
 	tasksFinished.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase), reason).Inc()
 	return nil
+}
+
+// resolveTemplate finds the task's template in the cache, and, before calling it missing, around
+// the cache: a template created just before the task (one kubectl apply of both) may not be
+// cached yet, and a missing template fails the task for good.
+func (r *VideoTaskReconciler) resolveTemplate(ctx context.Context, task *videogenv1alpha1.VideoTask) (catalog.Template, error) {
+	tmpl, err := catalog.Resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+	if errors.Is(err, catalog.ErrTemplateNotFound) && r.APIReader != nil {
+		tmpl, err = catalog.Resolve(ctx, r.APIReader, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+	}
+	return tmpl, err
 }
 
 func invalidTemplateCode(err error) (string, bool) {

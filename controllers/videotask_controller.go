@@ -35,11 +35,13 @@ type TaskConfig struct {
 // their points when they end.
 type VideoTaskReconciler struct {
 	client.Client
-	Ledger   *ledger.Ledger
-	Backends generation.Router
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
-	Config   TaskConfig
+	// APIReader reads around the cache before a task is failed for a missing template.
+	APIReader client.Reader
+	Ledger    *ledger.Ledger
+	Backends  generation.Router
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Config    TaskConfig
 
 	settling *settlingTasks // shared with the PointAccount controller (Setup)
 	written  writtenVersions

@@ -20,7 +20,7 @@ const analyzeWeight = 30
 
 // reconcileActive drives a Queued or Running task.
 func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
-	tmpl, err := catalog.Resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+	tmpl, err := r.resolveTemplate(ctx, task)
 	if err != nil {
 		if _, ok := invalidTemplateCode(err); ok {
 			// The template went away mid-task: nothing more can be rendered from it.

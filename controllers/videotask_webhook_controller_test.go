@@ -104,7 +104,13 @@ var _ = Describe("Completion webhooks", func() {
 		Expect(d.task).To(HaveKeyWithValue("status", "succeeded"))
 		Expect(d.task).To(HaveKeyWithValue("charge", "Deducted"))
 		Expect(d.task).To(HaveKey("result"))
-		Eventually(func() videogenv1alpha1.WebhookState { return webhookOf(ns, task.Name).State }).Should(Equal(videogenv1alpha1.WebhookDelivered))
+		// The receiver can have the delivery before the write that records it lands.
+		Eventually(func() videogenv1alpha1.WebhookState {
+			if w := webhookOf(ns, task.Name); w != nil {
+				return w.State
+			}
+			return ""
+		}).Should(Equal(videogenv1alpha1.WebhookDelivered))
 		w := webhookOf(ns, task.Name)
 		Expect(w.Attempts).To(Equal(int32(1)))
 		Expect(w.LastStatus).To(Equal(int32(200)))
