@@ -28,8 +28,9 @@ import (
 )
 
 // PointAccountReconciler keeps an account's conditions, releases holds whose task never
-// appeared or was deleted and reservations whose holder stopped renewing them, and trims the
-// ledger's records once they are acknowledged.
+// appeared or was deleted and reservations whose holder stopped renewing them, settles holds
+// whose task ended without its settle reaching the account (the manager died in between), and
+// trims the ledger's records once they are acknowledged.
 type PointAccountReconciler struct {
 	client.Client
 	APIReader client.Reader
