@@ -46,7 +46,8 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(done["completed_at"]).NotTo(BeNil())
 		Expect(done["phases"]).To(HaveLen(2))
 		expectPoints(a.ns, 70, 0, 30)
-		Expect(api.get("/v1/balance", a.key).JSON()).To(And(
+		// /v1/balance reads the apiserver's cache, which may be a moment behind.
+		Eventually(func() map[string]any { return api.get("/v1/balance", a.key).JSON() }).Should(And(
 			HaveKeyWithValue("balance", BeNumerically("==", 70)), HaveKeyWithValue("spent", BeNumerically("==", 30)),
 			HaveKeyWithValue("frozen", BeNumerically("==", 0)), HaveKeyWithValue("credited", BeNumerically("==", 100))))
 	})

@@ -68,8 +68,8 @@ func balance(key string) map[string]any {
 
 func points(key, field string) int64 { return int64(balance(key)[field].(float64)) }
 
-// waitTerminal polls a task until it reaches a terminal status with its points settled (the
-// terminal status is written first, the charge right after) and returns it.
+// waitTerminal polls a task until it reaches a terminal status with its charge decided
+// (written with the terminal status; the account follows within a moment) and returns it.
 func waitTerminal(key, id string) map[string]any {
 	var task map[string]any
 	Eventually(func() string {
