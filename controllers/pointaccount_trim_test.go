@@ -34,14 +34,7 @@ var _ = Describe("PointAccount trimming", func() {
 
 		// The manager's cache holds only open tasks, so a settled task is a cache miss that
 		// costs a read of the kube-apiserver.
-		openOnly := interceptor.NewClient(withWatch(), interceptor.Funcs{
-			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-				if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
-					return apierrors.NewNotFound(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(), key.Name)
-				}
-				return c.Get(ctx, key, obj, opts...)
-			},
-		})
+		openOnly := without[*videogenv1alpha1.VideoTask]("videotasks")
 		var reads atomic.Int32
 		fresh := interceptor.NewClient(withWatch(), interceptor.Funcs{
 			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -70,6 +63,19 @@ var _ = Describe("PointAccount trimming", func() {
 		Expect(accountOf(ns).Status.Settlements).To(BeEmpty())
 	})
 })
+
+// without is a client of the test apiserver whose Gets of T answer NotFound, as a cache that
+// does not hold (or has not seen yet) an object of that kind.
+func without[T client.Object](resource string) client.Client {
+	return interceptor.NewClient(withWatch(), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(T); ok {
+				return apierrors.NewNotFound(videogenv1alpha1.GroupVersion.WithResource(resource).GroupResource(), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+}
 
 func withWatch() client.WithWatch {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})

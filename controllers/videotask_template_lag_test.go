@@ -1,16 +1,12 @@
 package controllers_test
 
 import (
-	"context"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
@@ -31,14 +27,7 @@ var _ = Describe("VideoTask acceptance", func() {
 		task := b.Create()
 
 		// A cache that has not seen the template yet (created a moment before the task).
-		lagging := interceptor.NewClient(withWatch(), interceptor.Funcs{
-			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-				if _, ok := obj.(*videogenv1alpha1.Template); ok {
-					return apierrors.NewNotFound(videogenv1alpha1.GroupVersion.WithResource("templates").GroupResource(), key.Name)
-				}
-				return c.Get(ctx, key, obj, opts...)
-			},
-		})
+		lagging := without[*videogenv1alpha1.Template]("templates")
 		r := &controllers.VideoTaskReconciler{
 			Client: lagging, APIReader: k8sClient, Ledger: ledger.New(k8sClient, k8sClient),
 			Backends: generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "test-backend", Backend: backend}},

@@ -98,16 +98,22 @@ const maxRiders = 1024
 func (l *Ledger) Piggyback(namespace string, ops ...Op) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	q := l.queues[namespace]
-	if q == nil {
-		q = &queue{}
-		l.queues[namespace] = q
-	}
+	q := l.queueFor(namespace)
 	for _, op := range ops {
 		if (op.kind == opForgetSettlement || op.kind == opForgetTopUp) && len(q.riders) < maxRiders {
 			q.riders = append(q.riders, op)
 		}
 	}
+}
+
+// queueFor returns namespace's queue, made if need be; call it with l.mu held.
+func (l *Ledger) queueFor(namespace string) *queue {
+	q := l.queues[namespace]
+	if q == nil {
+		q = &queue{}
+		l.queues[namespace] = q
+	}
+	return q
 }
 
 // Apply applies ops to the account of namespace in one write, in order, and returns one Result
@@ -201,11 +207,7 @@ func (l *Ledger) MaxHolds() int { return l.maxHolds }
 func (l *Ledger) Start(namespace string, ops ...Op) <-chan []Result {
 	req := &request{ops: ops, done: make(chan []Result, 1)}
 	l.mu.Lock()
-	q := l.queues[namespace]
-	if q == nil {
-		q = &queue{}
-		l.queues[namespace] = q
-	}
+	q := l.queueFor(namespace)
 	q.pending = append(q.pending, req)
 	start := !q.draining
 	q.draining = true
@@ -224,11 +226,7 @@ func (l *Ledger) StartWithin(delay time.Duration, namespace string, ops ...Op) <
 	req := &request{ops: ops, done: make(chan []Result, 1)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	q := l.queues[namespace]
-	if q == nil {
-		q = &queue{}
-		l.queues[namespace] = q
-	}
+	q := l.queueFor(namespace)
 	q.pending = append(q.pending, req)
 	if !q.draining && !q.armed {
 		q.armed = true

@@ -172,20 +172,13 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		updates := func(withCache bool) int32 {
 			ns := newFundedAccount(100)
 			var n atomic.Int32
-			wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
-			Expect(err).NotTo(HaveOccurred())
-			counting := interceptor.NewClient(wc, interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					n.Add(1)
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			})
+			counting := countingStatusWrites(&n)
 			var opts []ledger.Option
 			if withCache {
 				opts = append(opts, ledger.WithCache(k8sClient)) // an always-current "informer"
 			}
 			a := ledger.New(counting, k8sClient, opts...)
-			_, err = a.Do(ctx, ns, ledger.Freeze("x", 10))
+			_, err := a.Do(ctx, ns, ledger.Freeze("x", 10))
 			Expect(err).NotTo(HaveOccurred())
 			// Another process writes: a's own last write is now stale.
 			_, err = ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.TopUp("more", "more-uid", 5))
@@ -238,16 +231,8 @@ var _ = Describe("Ledger against a real apiserver", func() {
 	It("writes ops started within a delay together, and answers a known repeat without starting that write early", func() {
 		ns := newFundedAccount(100)
 		var writes atomic.Int32
-		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
-		Expect(err).NotTo(HaveOccurred())
-		counting := interceptor.NewClient(wc, interceptor.Funcs{
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-				writes.Add(1)
-				return c.SubResource(sub).Update(ctx, obj, opts...)
-			},
-		})
-		l := ledger.New(counting, k8sClient)
-		_, err = l.Apply(ctx, ns, ledger.Freeze("a", 10), ledger.Freeze("b", 20), ledger.Freeze("c", 30))
+		l := ledger.New(countingStatusWrites(&writes), k8sClient)
+		_, err := l.Apply(ctx, ns, ledger.Freeze("a", 10), ledger.Freeze("b", 20), ledger.Freeze("c", 30))
 		Expect(err).NotTo(HaveOccurred())
 		writes.Store(0)
 		before := accountObject(ns).ResourceVersion
@@ -299,6 +284,18 @@ var _ = Describe("Ledger against a real apiserver", func() {
 		Expect([]int64{after.Status.Balance, after.Status.Spent}).To(Equal([]int64{90, 10}))
 	})
 })
+
+// countingStatusWrites is a client of the test apiserver that counts status updates in n.
+func countingStatusWrites(n *atomic.Int32) client.Client {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return interceptor.NewClient(wc, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			n.Add(1)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+}
 
 func accountObject(ns string) *videogenv1alpha1.PointAccount {
 	a := &videogenv1alpha1.PointAccount{}
