@@ -370,23 +370,7 @@ func verdict(ok bool) string {
 // finish gives a task the status of one that succeeded and was deducted an hour ago, closed as
 // the manager leaves such a task (with -finished-open, as a manager before status.closed did).
 func finish(t *videogenv1alpha1.VideoTask) {
-	at := metav1.NewTime(time.Now().Add(-time.Hour))
-	t.Status = videogenv1alpha1.VideoTaskStatus{
-		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](harness.TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
-		Closed:   !*finishedOpen,
-		Progress: 100, StartedAt: &at, CompletedAt: &at,
-		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + t.Name + ".mp4", MediaType: "video/mp4"},
-		Stages: []videogenv1alpha1.StageStatus{
-			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + t.Name + "a",
-				Progress: 100, StartedAt: &at, CompletedAt: &at, Outputs: map[string]string{"faces": "1"}},
-			{Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + t.Name + "r",
-				Progress: 100, StartedAt: &at, CompletedAt: &at},
-		},
-		Conditions: []metav1.Condition{
-			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: at},
-			{Type: videogenv1alpha1.ConditionComplete, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonSucceeded, Message: "Generation finished", LastTransitionTime: at},
-		},
-	}
+	t.Status = harness.FinishedStatus(t.Name, !*finishedOpen, time.Now().Add(-time.Hour))
 }
 
 // startRunning makes t an accepted task whose analyze stage runs on the bench backend, with

@@ -303,3 +303,25 @@ func promLabels(s string) map[string]string {
 	}
 	return out
 }
+
+// FinishedStatus is the status the manager leaves a task with that succeeded and was deducted
+// at at: both stages, the result, the conditions, and closed if asked.
+func FinishedStatus(name string, closed bool, at time.Time) videogenv1alpha1.VideoTaskStatus {
+	t := metav1.NewTime(at)
+	return videogenv1alpha1.VideoTaskStatus{
+		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
+		Closed:   closed,
+		Progress: 100, StartedAt: &t, CompletedAt: &t,
+		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + name + ".mp4", MediaType: "video/mp4"},
+		Stages: []videogenv1alpha1.StageStatus{
+			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + name + "a",
+				Progress: 100, StartedAt: &t, CompletedAt: &t, Outputs: map[string]string{"faces": "1"}},
+			{Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + name + "r",
+				Progress: 100, StartedAt: &t, CompletedAt: &t},
+		},
+		Conditions: []metav1.Condition{
+			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: t},
+			{Type: videogenv1alpha1.ConditionComplete, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonSucceeded, Message: "Generation finished", LastTransitionTime: t},
+		},
+	}
+}
