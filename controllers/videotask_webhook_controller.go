@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,9 @@ type WebhookConfig struct {
 	Sender *taskwebhooks.Sender
 	// SecretNamespace holds the accounts' signing Secrets.
 	SecretNamespace string
+	// Concurrency bounds parallel deliveries (default 16). A delivery mostly waits on its
+	// receiver, up to the sender's timeout, so a few slow receivers must not hold up the others.
+	Concurrency int
 }
 
 // VideoTaskWebhookReconciler delivers the completion webhook of each finished task: at least
@@ -161,7 +165,7 @@ func (r *VideoTaskWebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.VideoTask{}, builder.WithPredicates(due)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(r.Config.Concurrency, 0), 16)}).
 		Named("videotask-webhook").
 		Complete(r)
 }

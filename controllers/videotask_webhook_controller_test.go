@@ -203,6 +203,43 @@ var _ = Describe("Completion webhooks", func() {
 		Eventually(func() []error { mu.Lock(); defer mu.Unlock(); return []error{verifiedOld, verifiedNew} }).
 			Should(Equal([]error{nil, nil}), "a receiver with either secret verifies the delivery")
 	})
+
+	It("delivers to several slow receivers at once rather than queueing behind them", func() {
+		stop()
+		opts := testOptions(backend)
+		// Receivers that hold every request until the spec ends: only concurrency lets more
+		// than the first few deliveries start.
+		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Minute)
+		stop = startManager(opts)
+		release := make(chan struct{})
+		var mu sync.Mutex
+		inFlight, most := 0, 0
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			select {
+			case <-release:
+			case <-req.Context().Done():
+			}
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+		}))
+		DeferCleanup(slow.Close)
+		DeferCleanup(func() { close(release) })
+
+		ns := newAccount(100)
+		for range 6 {
+			taskWithWebhook(ns, slow.URL, testbackend.Script{}, backend)
+		}
+		Eventually(func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return most
+		}).Should(Equal(6), "all six deliveries in flight together (the controller once had 4 workers)")
+	})
 })
 
 var _ = Describe("Completion webhooks to private addresses", func() {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
 )
 
@@ -161,7 +162,7 @@ func run(ctx context.Context, nTasks, nAccounts, conc int) error {
 	fmt.Println()
 	fmt.Println("Machine:", harness.Machine())
 	fmt.Println()
-	fmt.Printf("%d tasks over %d accounts created directly at c=%d, each with `spec.webhookURL` on loopback; manager defaults (webhook controller: 4 concurrent reconciles).\n\n", nTasks, nAccounts, conc)
+	fmt.Printf("%d tasks over %d accounts created directly at c=%d, each with `spec.webhookURL` on loopback; manager defaults (webhook controller: %d concurrent deliveries).\n\n", nTasks, nAccounts, conc, controllers.DefaultOptions().Webhooks.Concurrency)
 	fmt.Println("| deliveries/s (first → last delivery) | deliveries/s (first terminal → last delivery) | terminal → first delivery p50 | p99 | `completedAt` → first delivery p50 | p99 | deliveries received |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
 	fmt.Printf("| %.0f | %.0f | %s | %s | %s | %s | %d |\n\n", float64(len(lat))/lastDel.Sub(firstDel).Seconds(), float64(len(lat))/lastDel.Sub(firstTerm).Seconds(),
