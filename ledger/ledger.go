@@ -175,27 +175,10 @@ func (l *Ledger) peek(ctx context.Context, namespace string) *videogenv1alpha1.P
 		last = q.last // never changed once stored: commit works on a copy
 	}
 	l.mu.Unlock()
-	newest := last
-	if l.cache != nil {
-		var accts videogenv1alpha1.PointAccountList
-		if err := l.cache.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err == nil {
-			for i := range accts.Items {
-				a := &accts.Items[i]
-				if a.Name != videogenv1alpha1.PointAccountName {
-					continue
-				}
-				if newest == nil {
-					newest = a
-				} else if cmp, err := resourceversion.CompareResourceVersion(a.ResourceVersion, newest.ResourceVersion); err == nil && cmp > 0 {
-					newest = a
-				}
-			}
-		}
+	if a := l.newest(ctx, namespace, last); a != nil {
+		return &a.Status
 	}
-	if newest == nil {
-		return nil
-	}
-	return &newest.Status
+	return nil
 }
 
 // MaxHolds is the most unsettled tasks an account may have (see WithMaxHolds).
@@ -327,7 +310,7 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 	defer cancel()
 	key := types.NamespacedName{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}
 	backoff := 2 * time.Millisecond
-	acct := l.newest(ctx, key, start)
+	acct := l.newest(ctx, namespace, start)
 	for {
 		fresh := acct == nil
 		if fresh {
@@ -396,22 +379,30 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 	}
 }
 
-// newest returns start or the cached account, whichever is newer (nil if there is neither).
-func (l *Ledger) newest(ctx context.Context, key types.NamespacedName, start *videogenv1alpha1.PointAccount) *videogenv1alpha1.PointAccount {
+// newest returns start or the informer's copy of the account, whichever is newer (nil if there
+// is neither). The informer's copy is its own object, not a deep copy (an account carries all
+// its holds): read it or copy it, never change it.
+func (l *Ledger) newest(ctx context.Context, namespace string, start *videogenv1alpha1.PointAccount) *videogenv1alpha1.PointAccount {
 	if l.cache == nil {
 		return start
 	}
-	cached := &videogenv1alpha1.PointAccount{}
-	if err := l.cache.Get(ctx, key, cached); err != nil {
+	var accts videogenv1alpha1.PointAccountList
+	if err := l.cache.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return start
 	}
-	if start == nil {
-		return cached
+	newest := start
+	for i := range accts.Items {
+		a := &accts.Items[i]
+		if a.Name != videogenv1alpha1.PointAccountName {
+			continue
+		}
+		if newest == nil {
+			newest = a
+		} else if cmp, err := resourceversion.CompareResourceVersion(a.ResourceVersion, newest.ResourceVersion); err == nil && cmp > 0 {
+			newest = a
+		}
 	}
-	if cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, start.ResourceVersion); err == nil && cmp > 0 {
-		return cached
-	}
-	return start
+	return newest
 }
 
 func (l *Ledger) applyBatch(b *book, acct *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, bool) {
