@@ -205,23 +205,11 @@ func Profile(path string) func() {
 // KubeProfile fetches a CPU profile of the kube-apiserver (its /debug/pprof endpoint) covering
 // the next d, into path. Run it in a goroutine beside the load it should explain.
 func (e *Env) KubeProfile(ctx context.Context, d time.Duration, path string) error {
-	hc, err := rest.HTTPClientFor(e.Cfg)
-	if err != nil {
-		return err
-	}
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(e.Cfg.Host, "/"), int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
+	resp, err := e.kubeGet(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("kube-apiserver profile: %s", resp.Status)
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -231,15 +219,13 @@ func (e *Env) KubeProfile(ctx context.Context, d time.Duration, path string) err
 	return err
 }
 
-// KubeRequests returns the kube-apiserver's request counts (apiserver_request_total) by
-// "verb resource[/subresource]", summed over codes and scopes: subtract two of them to see
-// what a run asked of the control plane, reads included.
-func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
+// kubeGet GETs path from the kube-apiserver as the admin, and fails on anything but 200.
+func (e *Env) kubeGet(ctx context.Context, path string) (*http.Response, error) {
 	hc, err := rest.HTTPClientFor(e.Cfg)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(e.Cfg.Host, "/")+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(e.Cfg.Host, "/")+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +233,22 @@ func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("kube-apiserver metrics: %s", resp.Status)
+		resp.Body.Close()
+		return nil, fmt.Errorf("kube-apiserver %s: %s", path, resp.Status)
 	}
+	return resp, nil
+}
+
+// KubeRequests returns the kube-apiserver's request counts (apiserver_request_total) by
+// "verb resource[/subresource]", summed over codes and scopes: subtract two of them to see
+// what a run asked of the control plane, reads included.
+func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
+	resp, err := e.kubeGet(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
