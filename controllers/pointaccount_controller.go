@@ -396,13 +396,10 @@ func (r *PointAccountReconciler) holdCached(ctx context.Context, namespace, task
 
 // endedHold is the settle of a task whose status says where its points went, if it says so.
 func endedHold(t *videogenv1alpha1.VideoTask) (orphanHold, bool) {
-	switch t.Status.Charge {
-	case videogenv1alpha1.ChargeDeducted:
-		return orphanHold{op: ledger.Settle(t.Name, videogenv1alpha1.SettlementDeducted), why: taskEnded}, true
-	case videogenv1alpha1.ChargeRefunded:
-		return orphanHold{op: ledger.Settle(t.Name, videogenv1alpha1.SettlementRefunded), why: taskEnded}, true
+	if !settledCharge(t) {
+		return orphanHold{}, false
 	}
-	return orphanHold{}, false
+	return orphanHold{op: ledger.Settle(t.Name, settlementOf(t.Status.Charge)), why: taskEnded}, true
 }
 
 func settledCharge(t *videogenv1alpha1.VideoTask) bool {

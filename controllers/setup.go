@@ -44,7 +44,7 @@ func DefaultOptions() Options {
 			Schedule:        taskwebhooks.DefaultSchedule,
 			Sender:          taskwebhooks.NewSender(netguard.Policy{}, 10*time.Second),
 			SecretNamespace: "videogen-system",
-			Concurrency:     16,
+			Concurrency:     DefaultWebhookConcurrency,
 		},
 	}
 }

@@ -197,6 +197,14 @@ func settlementFor(phase videogenv1alpha1.TaskPhase) videogenv1alpha1.Settlement
 	return videogenv1alpha1.SettlementRefunded
 }
 
+// settlementOf is the settlement outcome a settled charge (Deducted or Refunded) shows.
+func settlementOf(c videogenv1alpha1.ChargeState) videogenv1alpha1.SettlementOutcome {
+	if c == videogenv1alpha1.ChargeDeducted {
+		return videogenv1alpha1.SettlementDeducted
+	}
+	return videogenv1alpha1.SettlementRefunded
+}
+
 // chargeOf is the task charge that shows a settlement outcome.
 func chargeOf(o videogenv1alpha1.SettlementOutcome) videogenv1alpha1.ChargeState {
 	if o == videogenv1alpha1.SettlementDeducted {

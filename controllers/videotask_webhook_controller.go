@@ -32,10 +32,14 @@ type WebhookConfig struct {
 	Sender *taskwebhooks.Sender
 	// SecretNamespace holds the accounts' signing Secrets.
 	SecretNamespace string
-	// Concurrency bounds parallel deliveries (default 16). A delivery mostly waits on its
-	// receiver, up to the sender's timeout, so a few slow receivers must not hold up the others.
+	// Concurrency bounds parallel deliveries (default DefaultWebhookConcurrency). A delivery
+	// mostly waits on its receiver, up to the sender's timeout, so a few slow receivers must not
+	// hold up the others.
 	Concurrency int
 }
+
+// DefaultWebhookConcurrency is the manager's --webhook-concurrency default.
+const DefaultWebhookConcurrency = 16
 
 // VideoTaskWebhookReconciler delivers the completion webhook of each finished task: at least
 // once, with the same webhook-id on every attempt, retrying on the configured schedule. Its
@@ -165,7 +169,7 @@ func (r *VideoTaskWebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.VideoTask{}, builder.WithPredicates(due)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(r.Config.Concurrency, 0), 16)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(r.Config.Concurrency, 0), DefaultWebhookConcurrency)}).
 		Named("videotask-webhook").
 		Complete(r)
 }

@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&webhookSchedule, "webhook-retry-schedule", "5s,5m,30m,2h,5h,10h,10h",
 		"Waits before each retry of a failed completion webhook (the first attempt is immediate); jittered by ±10%.")
 	flag.DurationVar(&webhookTimeout, "webhook-timeout", 10*time.Second, "Timeout of one completion webhook attempt.")
-	flag.IntVar(&opts.Webhooks.Concurrency, "webhook-concurrency", 16,
+	flag.IntVar(&opts.Webhooks.Concurrency, "webhook-concurrency", opts.Webhooks.Concurrency,
 		"Completion webhooks delivered in parallel (each waits on its receiver, up to --webhook-timeout).")
 	flag.StringVar(&allowPrivate, "allow-private-urls", "",
 		"Comma-separated CIDRs that completion webhooks may be delivered into (private, loopback and link-local addresses are refused otherwise).")
