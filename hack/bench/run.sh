@@ -27,6 +27,7 @@ fi
 
 run submit go run ./hack/bench/submit -n1 "${SUBMIT_N1:-400}" -n8 "${SUBMIT_N8:-1200}" -n64 "${SUBMIT_N64:-1200}" -accounts 64
 run holdformats go run ./hack/bench/holdformats -holds 1404
+run statuscost go run ./hack/bench/statuscost -n 500
 run lifecycle go run ./hack/bench/lifecycle -tasks "${LIFECYCLE_TASKS:-500}" -accounts 16 -c 32
 run connectors go test -run '^$' -bench . -benchmem ./connectors/...
 run stripecompare go -C hack/bench/stripecompare run .

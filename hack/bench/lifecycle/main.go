@@ -82,7 +82,9 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	}
 	_ = harness.Run(ctx, 100, conc, func(ctx context.Context, _ int) error { return env.Client.Create(ctx, harness.Task(rawNS, "")) })
 	fmt.Fprintf(os.Stderr, "%d raw creates at c=%d…\n", nTasks, conc)
+	cpu0 := harness.ReadCPU()
 	raw := harness.Run(ctx, nTasks, conc, func(ctx context.Context, _ int) error { return env.Client.Create(ctx, harness.Task(rawNS, "")) })
+	cpu1 := harness.ReadCPU()
 	if err := raw.Check("raw creates"); err != nil {
 		return err
 	}
@@ -97,8 +99,13 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 		t.Status = harness.FinishedStatus(t.Name, true, time.Now())
 		return env.Client.Status().Update(ctx, t)
 	})
+	cpu2 := harness.ReadCPU()
 	if err := ceiling.Check("creates with a status update"); err != nil {
 		return err
+	}
+	phases := []harness.Phase{
+		{Name: "raw create", CPU: cpu1.Sub(cpu0), Items: nTasks, Wall: raw.Elapsed},
+		{Name: "create + 1 status update (the bound)", CPU: cpu2.Sub(cpu1), Items: nTasks, Wall: ceiling.Elapsed},
 	}
 	if err := env.Client.DeleteAllOf(ctx, &videogenv1alpha1.VideoTask{}, client.InNamespace(rawNS)); err != nil {
 		return err
@@ -170,6 +177,7 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	}
 	submitted := make([]time.Time, nTasks)
 	names := make([]string, nTasks)
+	cpuStart := harness.ReadCPU()
 	start := time.Now()
 	sub := harness.Run(ctx, nTasks, conc, func(ctx context.Context, i int) error {
 		submitted[i] = time.Now()
@@ -210,6 +218,7 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	}
 	mu.Unlock()
 	elapsed := last.Sub(start)
+	phases = append(phases, harness.Phase{Name: "task: REST submission → settled", CPU: harness.ReadCPU().Sub(cpuStart), Items: nTasks, Wall: time.Since(start)})
 	// Trailing writes (the PointAccount controller forgetting settlements) belong to these
 	// tasks too: wait until the writes stop.
 	quiet(counter, 3*time.Second, 60*time.Second)
@@ -245,6 +254,10 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	fmt.Println("Reconciles (controller-runtime metrics of the in-process manager):")
 	fmt.Println()
 	harness.PrintReconcileStats(os.Stdout, statsBefore, statsAfter, nTasks)
+	fmt.Println()
+	fmt.Println("CPU per item (ms; user + system from /proc, this process being the load generator, the REST apiserver and the manager), side by side:")
+	fmt.Println()
+	harness.PrintCPU(os.Stdout, phases)
 	fmt.Println()
 	fmt.Println("Requests the kube-apiserver served during the run, reads and watches included (its `apiserver_request_total`; everyone's: the REST apiserver, the manager, the harness's load and polling):")
 	fmt.Println()

@@ -55,6 +55,8 @@ type row struct {
 	acctW    int64 // PointAccount write attempts during the REST run
 	conflict int64
 	reads    float64 // the kube-apiserver's GETs and LISTs during the REST rounds
+	// CPU seconds all processes (kube-apiserver, etcd, this one) used during each side's rounds
+	rawCPU, apiCPU float64
 }
 
 var reserveTasks = map[string]int{"reservations": 1024, "per-task": 0}
@@ -143,7 +145,8 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 			}
 			// Alternating rounds, so that a slow moment of the machine hits both sides.
 			var raw, apiRes harness.Result
-			var reads float64 // the kube-apiserver's GETs and LISTs during the REST rounds
+			var reads float64          // the kube-apiserver's GETs and LISTs during the REST rounds
+			var rawCPU, apiCPU float64 // CPU seconds of every process of the run during each side's rounds
 			before := counter.Total(isAccount)
 			_, conflictsBefore, _ := counter.Snapshot()
 			for round := range rounds {
@@ -151,7 +154,9 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 				if round == rounds-1 {
 					m = n - (rounds-1)*m
 				}
+				cpu0 := harness.ReadCPU()
 				r := harness.Run(ctx, m, c, func(ctx context.Context, i int) error { return create(ctx, accts[i%len(accts)]) })
+				rawCPU += harness.ReadCPU().Sub(cpu0).Total()
 				if err := r.Check("raw creates"); err != nil {
 					return err
 				}
@@ -160,7 +165,9 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 				if err != nil {
 					return err
 				}
+				cpu0 = harness.ReadCPU()
 				a := harness.Run(ctx, m, c, func(ctx context.Context, i int) error { return post(ctx, accts[i%len(accts)]) })
+				apiCPU += harness.ReadCPU().Sub(cpu0).Total()
 				if err := a.Check("POST /v1/videos/short"); err != nil {
 					return err
 				}
@@ -178,7 +185,7 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 					conf += v - conflictsBefore[k]
 				}
 			}
-			rows = append(rows, row{scenario: sc.name, c: c, raw: raw, api: apiRes, acctW: counter.Total(isAccount) - before, conflict: conf, reads: reads})
+			rows = append(rows, row{scenario: sc.name, c: c, raw: raw, api: apiRes, acctW: counter.Total(isAccount) - before, conflict: conf, reads: reads, rawCPU: rawCPU, apiCPU: apiCPU})
 		}
 	}
 
@@ -206,13 +213,14 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 
 	fmt.Println()
 	fmt.Printf("#### Mode: %s (--reservation-max-tasks=%d)\n\n", mode, reserveTasks[mode])
-	fmt.Println("| scenario | c | raw creates/s | raw p50 | raw p99 | REST req/s | REST p50 | REST p99 | REST ÷ raw | PointAccount writes per submission (conflicts) | reads per submission |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| scenario | c | raw creates/s | raw p50 | raw p99 | REST req/s | REST p50 | REST p99 | REST ÷ raw | PointAccount writes per submission (conflicts) | reads per submission | CPU ms per raw create / per REST submission |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Printf("| %s | %d | %.0f | %s | %s | %.0f | %s | %s | **%.2f** | %.3f (%d) | %.3f |\n",
+		fmt.Printf("| %s | %d | %.0f | %s | %s | %.0f | %s | %s | **%.2f** | %.3f (%d) | %.3f | %.2f / %.2f |\n",
 			r.scenario, r.c, r.raw.Rate(), harness.Ms(r.raw.P(0.5)), harness.Ms(r.raw.P(0.99)),
 			r.api.Rate(), harness.Ms(r.api.P(0.5)), harness.Ms(r.api.P(0.99)), r.api.Rate()/r.raw.Rate(),
-			float64(r.acctW)/float64(r.api.N), r.conflict, r.reads/float64(r.api.N))
+			float64(r.acctW)/float64(r.api.N), r.conflict, r.reads/float64(r.api.N),
+			1000*r.rawCPU/float64(r.raw.N), 1000*r.apiCPU/float64(r.api.N))
 	}
 	fmt.Println()
 	fmt.Printf("Requests per level: c=1: %d, c=8: %d, c=64: %d, each side in %d alternating rounds (raw, REST, raw, …). "+
