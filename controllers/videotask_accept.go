@@ -34,7 +34,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "invalid_duration", err.Error())
 	}
 
-	freeze := ledger.Freeze(task.Name, price)
+	ops, self := []ledger.Op{ledger.Freeze(task.Name, price)}, 0
 	rsv := task.Labels[videogenv1alpha1.LabelReservation]
 	if rsv != "" {
 		// Admitted by the REST apiserver under a reservation: it moves the price into the
@@ -43,9 +43,11 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		if wait := r.awaitReservedHold(ctx, task); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		freeze = ledger.FreezeFrom(task.Name, price, rsv)
+		ops[0] = ledger.FreezeFrom(task.Name, price, rsv)
+	} else {
+		ops, self = r.freezesAhead(ctx, task, price)
 	}
-	res, err := r.Ledger.Do(ctx, task.Namespace, freeze)
+	res, err := r.freeze(ctx, task.Namespace, ops, self)
 	var short *ledger.InsufficientBalanceError
 	switch {
 	case errors.As(err, &short):
@@ -83,6 +85,16 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	// No event: the Accepted condition says it, and an event per task start would be one more
 	// apiserver write per task for what the status already shows.
 	return r.advance(ctx, task, tmpl)
+}
+
+// freeze applies ops in one account write and returns the result of ops[self], with a refusal
+// as the error; the other ops' refusals are theirs to meet on their own reconcile.
+func (r *VideoTaskReconciler) freeze(ctx context.Context, namespace string, ops []ledger.Op, self int) (ledger.Result, error) {
+	results, err := r.Ledger.Apply(ctx, namespace, ops...)
+	if err != nil {
+		return ledger.Result{}, err
+	}
+	return results[self], results[self].Err
 }
 
 // reservedHoldWait is how long a new task admitted under a reservation waits for the REST

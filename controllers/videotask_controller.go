@@ -101,6 +101,9 @@ func (r *VideoTaskReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	if err := indexTasksAwaitingFreeze(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("videotask").
 		Watches(&videogenv1alpha1.VideoTask{}, r.enqueueTasks()).
