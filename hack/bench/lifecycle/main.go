@@ -10,11 +10,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -261,31 +259,11 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	fmt.Println()
 	fmt.Println("Requests the kube-apiserver served during the run, reads and watches included (its `apiserver_request_total`; everyone's: the REST apiserver, the manager, the harness's load and polling):")
 	fmt.Println()
-	printRequests(os.Stdout, requestsBefore, requestsAfter, nTasks)
+	harness.PrintRequests(os.Stdout, requestsBefore, requestsAfter, nTasks)
 	fmt.Println()
 	fmt.Printf("Goals: ≤ 6 writes per task: **%s** (%.2f, not counting events); end-to-end ≥ 1/4 of raw creates: **%s** (%.2f).\n",
 		verdict(perTask <= 6), perTask, verdict(rate/raw.Rate() >= 0.25), rate/raw.Rate())
 	return nil
-}
-
-// printRequests prints the requests per task by verb and resource, most first.
-func printRequests(w io.Writer, before, after map[string]float64, nTasks int) {
-	type row struct {
-		key string
-		n   float64
-	}
-	var rows []row
-	for k, v := range after {
-		if d := v - before[k]; d >= 1 {
-			rows = append(rows, row{k, d})
-		}
-	}
-	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(b.n, a.n) })
-	fmt.Fprintln(w, "| verb resource | requests | per task |")
-	fmt.Fprintln(w, "|---|---:|---:|")
-	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %.0f | %.2f |\n", r.key, r.n, r.n/float64(nTasks))
-	}
 }
 
 func verdict(ok bool) string {

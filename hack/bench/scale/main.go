@@ -208,7 +208,12 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	cmd := exec.Command(filepath.Join(dir, "manager"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	requestsBefore, err := env.KubeRequests(ctx)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(os.Stderr, "starting the manager process…")
+	cpuBefore := harness.ReadCPU()
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
@@ -271,6 +276,11 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		return err
 	}
 	startup := time.Since(started)
+	cpuStartup := harness.ReadCPU().Sub(cpuBefore)
+	requestsStartup, err := env.KubeRequests(ctx)
+	if err != nil {
+		return err
+	}
 	rewritten, err := countRewritten(ctx, env, seededRV)
 	if err != nil {
 		return err
@@ -325,6 +335,11 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		nFinished, closed, nActive, what, nAccounts, seeded.Seconds(), describeFlags(), until, startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
 	fmt.Printf("One list of the open tasks (the manager's field selector, `status.closed!=true`) took %s; of all tasks %s (uncached client, before the manager starts).\n\n",
 		secs(listOpen.Seconds()), secs(listAll.Seconds()))
+	fmt.Printf("Requests the kube-apiserver served during startup (its `apiserver_request_total`), per active task:\n\n")
+	harness.PrintRequests(os.Stdout, requestsBefore, requestsStartup, nActive)
+	fmt.Printf("\nCPU during startup, ms per active task (user + system from /proc; \"manager\" is the manager process, \"this process\" the bench and its backend):\n\n")
+	harness.PrintCPU(os.Stdout, []harness.Phase{{Name: "startup", CPU: cpuStartup, Items: nActive, Wall: startup}})
+	fmt.Println()
 	if activeState == "running" {
 		fmt.Printf("Status writes by the restarted manager to the %d running tasks during startup: %d.\n\n", nActive, rewritten)
 	}

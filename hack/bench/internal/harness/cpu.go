@@ -95,8 +95,13 @@ type Phase struct {
 // machine's cores the phase kept busy.
 func PrintCPU(w io.Writer, phases []Phase) {
 	procs := []string{"kube-apiserver", "etcd", "this process"}
-	fmt.Fprintln(w, "| phase | kube-apiserver | etcd | this process | all | cores busy |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	for _, ph := range phases {
+		if _, ok := ph.CPU["manager"]; ok && len(procs) == 3 {
+			procs = append(procs, "manager")
+		}
+	}
+	fmt.Fprintln(w, "| phase | "+strings.Join(procs, " | ")+" | all | cores busy |")
+	fmt.Fprintln(w, "|---|"+strings.Repeat("---:|", len(procs)+2))
 	for _, ph := range phases {
 		n := float64(ph.Items)
 		fmt.Fprintf(w, "| %s |", ph.Name)
