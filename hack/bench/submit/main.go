@@ -32,6 +32,9 @@ func main() {
 	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (client, REST apiserver) here")
 	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver during the first c=8 REST run here")
+	flag.IntVar(&rounds, "rounds", rounds, "alternating rounds (raw, REST) per level")
+	flag.BoolVar(&onlyHot, "only-hot", false, "measure only the hot-account scenario")
+	flag.BoolVar(&roundRequests, "round-requests", false, "print the kube-apiserver's requests and watch events of every REST round (stderr)")
 	modes := flag.String("modes", "reservations,per-task", "apiserver modes to measure, in order: reservations (--reservation-max-tasks=1024), per-task (0)")
 	flag.Parse()
 	defer harness.Profile(*profile)()
@@ -45,8 +48,12 @@ func main() {
 
 var kubeProfile string
 
-// rounds: each level alternates raw creates and POSTs this many times.
-const rounds = 4
+// rounds: each level alternates raw creates and POSTs this many times (-rounds).
+var rounds = 4
+
+// onlyHot skips the many-accounts scenario (-only-hot); roundRequests prints each REST
+// round's kube-apiserver requests (-round-requests).
+var onlyHot, roundRequests bool
 
 type row struct {
 	scenario string
@@ -128,6 +135,9 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 		name  string
 		accts []harness.Account
 	}{{fmt.Sprintf("%d accounts", nAccounts), many}, {"1 hot account", []harness.Account{hot}}} {
+		if onlyHot && sc.accts[0] != hot {
+			continue
+		}
 		// The last scenario's reservations are released after 2 s idle: let those writes
 		// land before this scenario counts its own.
 		time.Sleep(3 * time.Second)
@@ -156,7 +166,8 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 				}
 				cpu0 := harness.ReadCPU()
 				r := harness.Run(ctx, m, c, func(ctx context.Context, i int) error { return create(ctx, accts[i%len(accts)]) })
-				rawCPU += harness.ReadCPU().Sub(cpu0).Total()
+				rawUsed := harness.ReadCPU().Sub(cpu0)
+				rawCPU += rawUsed.Total()
 				if err := r.Check("raw creates"); err != nil {
 					return err
 				}
@@ -167,7 +178,10 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 				}
 				cpu0 = harness.ReadCPU()
 				a := harness.Run(ctx, m, c, func(ctx context.Context, i int) error { return post(ctx, accts[i%len(accts)]) })
-				apiCPU += harness.ReadCPU().Sub(cpu0).Total()
+				apiUsed := harness.ReadCPU().Sub(cpu0)
+				apiCPU += apiUsed.Total()
+				fmt.Fprintf(os.Stderr, "  round %d: raw %.0f/s, REST %.0f/s (%.2f); CPU ms per request, raw / REST: %s / %s\n",
+					round+1, r.Rate(), a.Rate(), a.Rate()/r.Rate(), rawUsed.PerItem(m), apiUsed.PerItem(m))
 				if err := a.Check("POST /v1/videos/short"); err != nil {
 					return err
 				}
@@ -176,6 +190,9 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 					return err
 				}
 				reads += harness.Reads(reqBefore, reqAfter)
+				if roundRequests {
+					harness.PrintRequests(os.Stderr, reqBefore, reqAfter, m)
+				}
 				apiRes = apiRes.Merge(a)
 			}
 			_, conflictsAfter, _ := counter.Snapshot()

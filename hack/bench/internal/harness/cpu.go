@@ -73,6 +73,12 @@ func (c CPU) Sub(before CPU) CPU {
 	return d
 }
 
+// PerItem formats the milliseconds per item of the kube-apiserver, etcd and this process.
+func (c CPU) PerItem(n int) string {
+	f := func(p string) float64 { return c[p] * 1000 / float64(n) }
+	return fmt.Sprintf("kube-apiserver %.2f, etcd %.2f, this %.2f", f("kube-apiserver"), f("etcd"), f("this process"))
+}
+
 // Total is the sum over processes.
 func (c CPU) Total() float64 {
 	var t float64

@@ -250,8 +250,9 @@ func (e *Env) kubeGet(ctx context.Context, path string) (*http.Response, error) 
 }
 
 // KubeRequests returns the kube-apiserver's request counts (apiserver_request_total) by
-// "verb resource[/subresource]", summed over codes and scopes: subtract two of them to see
-// what a run asked of the control plane, reads included.
+// "verb resource[/subresource]", summed over codes and scopes, and the watch events it sent
+// (apiserver_watch_events_total, one per watcher) by resource: subtract two of them to see
+// what a run asked of the control plane, reads and watches included.
 func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
 	resp, err := e.kubeGet(ctx, "/metrics")
 	if err != nil {
@@ -264,8 +265,12 @@ func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
+		events, isEvents := strings.CutPrefix(line, "apiserver_watch_events_total{")
+		if !ok && !isEvents {
 			continue
+		}
+		if isEvents {
+			rest = events
 		}
 		labels, value, ok := strings.Cut(rest, "} ")
 		if !ok {
@@ -276,6 +281,10 @@ func (e *Env) KubeRequests(ctx context.Context) (map[string]float64, error) {
 			continue
 		}
 		l := promLabels(labels)
+		if isEvents { // events sent to watchers, one per watcher
+			out["watch events to watchers "+cmp.Or(l["resource"], l["kind"])] += v
+			continue
+		}
 		key := l["verb"] + " " + l["resource"]
 		if l["subresource"] != "" {
 			key += "/" + l["subresource"]
