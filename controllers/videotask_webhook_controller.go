@@ -127,7 +127,12 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(task, nil, eventType, reason, "Webhook", "%s", note)
+	// A first-attempt delivery gets no event (the status records it, and an event per task
+	// would be one more apiserver write per task); a delivery after failed attempts does, to
+	// close the story its Warnings began.
+	if d.State != videogenv1alpha1.WebhookDelivered || d.Attempts > 1 {
+		r.Recorder.Eventf(task, nil, eventType, reason, "Webhook", "%s", note)
+	}
 	webhookAttempts.WithLabelValues(attemptOutcome[reason]).Inc()
 	if d.State == videogenv1alpha1.WebhookDelivered && task.Status.CompletedAt != nil {
 		webhookLatency.Observe(now.Sub(task.Status.CompletedAt.Time).Seconds())

@@ -117,6 +117,8 @@ var _ = Describe("Completion webhooks", func() {
 		Expect(w.DeliveredAt).NotTo(BeNil())
 		Expect(taskOf(ns, task.Name).Status.Closed).To(BeTrue(), "closed in the write that records the delivery")
 		Consistently(func() int { return len(recv.deliveries()) }, time.Second).Should(Equal(1))
+		Expect(eventReasons(ns, task.Name)).NotTo(ContainElement("WebhookDelivered"),
+			"a first-attempt delivery is in the status; an event per task would be one more write")
 	})
 
 	It("retries failures with the same webhook-id until the receiver accepts", func() {
@@ -152,6 +154,8 @@ var _ = Describe("Completion webhooks", func() {
 			return ""
 		}).Should(Equal(videogenv1alpha1.WebhookStopped))
 		Consistently(func() int { return len(recv.deliveries()) }, time.Second).Should(Equal(1))
+		Expect(eventReasons(ns, task.Name)).NotTo(ContainElement("WebhookDelivered"),
+			"a first-attempt delivery is in the status; an event per task would be one more write")
 	})
 
 	It("gives up when the schedule is exhausted", func() {
