@@ -52,10 +52,10 @@ type Config struct {
 	// MaxCreate bounds the create of an admitted task (default 10 s).
 	MaxCreate time.Duration
 	// Linger is how long a created task's move into its own hold waits to share one write with
-	// the next tasks' (default 100 ms, and 100 ms more per 1,000 holds of the account, up to
-	// 1 s): a compare-and-swap on a busy account carries all of its holds, so one per task
-	// would cost the control plane more than the creates. Keep it well under the VideoTask
-	// controller's 2 s wait for the move.
+	// the next tasks' (default 100 ms; on an account with more than 250 holds, Linger per 250
+	// holds, up to maxLinger): a compare-and-swap on a busy account carries all of its holds,
+	// so one per task would cost the control plane more than the creates. Keep it well under
+	// the VideoTask controller's 2 s wait for the move.
 	Linger time.Duration
 	// RecallWait is how long an admission short of points waits for other replicas to return
 	// their reservations after recalling them (default 2 s) before it answers 402.
@@ -412,6 +412,18 @@ func (ad *Admitter) account(namespace string) *account {
 	return a
 }
 
+// maxLinger bounds how long a move waits on a big account: the VideoTask controller waits
+// for it before starting the task, at most 2 s after the task's creationTimestamp, which has
+// one-second resolution.
+const maxLinger = 500 * time.Millisecond
+
+// moveLinger is how long the first of an account's new moves waits for others (see
+// Config.Linger): longer on an account with many holds, whose every write carries them all
+// (docs/benchmarks.md, section 1).
+func moveLinger(base time.Duration, holds int) time.Duration {
+	return min(max(base, base*time.Duration(holds)/250), maxLinger)
+}
+
 // maxMoves bounds the task moves one write carries.
 const maxMoves = 256
 
@@ -429,8 +441,7 @@ func (t *Ticket) Created() {
 	case len(a.moves) >= maxMoves:
 		t.ad.flush(a)
 	case len(a.moves) == 1:
-		linger := min(max(t.ad.cfg.Linger, t.ad.cfg.Linger*time.Duration(a.holds)/1000), time.Second)
-		time.AfterFunc(linger, func() {
+		time.AfterFunc(moveLinger(t.ad.cfg.Linger, a.holds), func() {
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			t.ad.flush(a)

@@ -305,3 +305,17 @@ func TestAReplicaShortOfPointsRecallsTheOthersReservations(t *testing.T) {
 		t.Fatal("admitted more than the account holds")
 	}
 }
+
+func TestMoveLingerGrowsWithTheAccountsHolds(t *testing.T) {
+	base := 100 * time.Millisecond
+	for _, c := range []struct {
+		holds int
+		want  time.Duration
+	}{
+		{0, base}, {250, base}, {500, 2 * base}, {1000, 4 * base}, {1250, maxLinger}, {100000, maxLinger},
+	} {
+		if got := moveLinger(base, c.holds); got != c.want {
+			t.Errorf("moveLinger(%v, %d holds) = %v, want %v", base, c.holds, got, c.want)
+		}
+	}
+}
