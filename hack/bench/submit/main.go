@@ -31,7 +31,8 @@ func main() {
 	accounts := flag.Int("accounts", 64, "accounts in the many-accounts scenario")
 	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (client, REST apiserver) here")
-	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver during the first c=8 REST run here")
+	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver over 10 s from the first c=8 REST round here")
+	flag.StringVar(&kubeProfileRaw, "kube-cpuprofile-raw", "", "the same from the first c=8 raw round (to compare)")
 	flag.IntVar(&rounds, "rounds", rounds, "alternating rounds (raw, REST) per level")
 	flag.BoolVar(&onlyHot, "only-hot", false, "measure only the hot-account scenario")
 	flag.BoolVar(&roundRequests, "round-requests", false, "print the kube-apiserver's requests and watch events of every REST round (stderr)")
@@ -46,7 +47,7 @@ func main() {
 	}
 }
 
-var kubeProfile string
+var kubeProfile, kubeProfileRaw string
 
 // rounds: each level alternates raw creates and POSTs this many times (-rounds).
 var rounds = 4
@@ -145,14 +146,6 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 			n := sizes[c]
 			fmt.Fprintf(os.Stderr, "%s, c=%d: %d raw creates and %d POSTs in %d alternating rounds…\n", sc.name, c, n, n, rounds)
 			accts := sc.accts
-			if c == 8 && kubeProfile != "" {
-				go func(path string) {
-					if err := env.KubeProfile(ctx, 10*time.Second, path); err != nil {
-						fmt.Fprintln(os.Stderr, "kube-apiserver profile:", err)
-					}
-				}(kubeProfile)
-				kubeProfile = ""
-			}
 			// Alternating rounds, so that a slow moment of the machine hits both sides.
 			var raw, apiRes harness.Result
 			var reads float64          // the kube-apiserver's GETs and LISTs during the REST rounds
@@ -163,6 +156,10 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 				m := n / rounds
 				if round == rounds-1 {
 					m = n - (rounds-1)*m
+				}
+				if c == 8 && kubeProfileRaw != "" {
+					go profileKube(ctx, env, kubeProfileRaw)
+					kubeProfileRaw = ""
 				}
 				cpu0 := harness.ReadCPU()
 				r := harness.Run(ctx, m, c, func(ctx context.Context, i int) error { return create(ctx, accts[i%len(accts)]) })
@@ -175,6 +172,10 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 				reqBefore, err := env.KubeRequests(ctx)
 				if err != nil {
 					return err
+				}
+				if c == 8 && kubeProfile != "" {
+					go profileKube(ctx, env, kubeProfile)
+					kubeProfile = ""
 				}
 				cpu0 = harness.ReadCPU()
 				a := harness.Run(ctx, m, c, func(ctx context.Context, i int) error { return post(ctx, accts[i%len(accts)]) })
@@ -256,6 +257,13 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 	fmt.Printf("\nGoal (%s): the hot account reaches ≥ 0.8 of the raw create rate at every level: **%s** (%s).\n",
 		mode, map[bool]string{true: "met", false: "not met"}[ok], ratios(hotRows))
 	return nil
+}
+
+// profileKube writes a 10 s CPU profile of the kube-apiserver to path.
+func profileKube(ctx context.Context, env *harness.Env, path string) {
+	if err := env.KubeProfile(ctx, 10*time.Second, path); err != nil {
+		fmt.Fprintln(os.Stderr, "kube-apiserver profile:", err)
+	}
 }
 
 func ratios(rows []row) string {
