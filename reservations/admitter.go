@@ -421,7 +421,7 @@ const maxLinger = 500 * time.Millisecond
 // Config.Linger): longer on an account with many holds, whose every write carries them all
 // (docs/benchmarks.md, section 1).
 func moveLinger(base time.Duration, holds int) time.Duration {
-	return min(max(base, base*time.Duration(holds)/250), maxLinger)
+	return min(max(base, base*time.Duration(holds)/250), max(base, maxLinger))
 }
 
 // maxMoves bounds the task moves one write carries.

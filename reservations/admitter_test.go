@@ -318,4 +318,8 @@ func TestMoveLingerGrowsWithTheAccountsHolds(t *testing.T) {
 			t.Errorf("moveLinger(%v, %d holds) = %v, want %v", base, c.holds, got, c.want)
 		}
 	}
+	// A configured linger above the cap is kept as it is.
+	if got := moveLinger(time.Second, 0); got != time.Second {
+		t.Errorf("moveLinger(1s, 0 holds) = %v, want 1s", got)
+	}
 }
