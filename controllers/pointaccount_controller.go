@@ -390,7 +390,7 @@ func (r *PointAccountReconciler) acknowledgedTopUps(ctx context.Context, acct *v
 // holdCached reports whether the cached account of namespace holds points for task (true
 // when the account cannot be read: the pass will tell).
 func (r *PointAccountReconciler) holdCached(ctx context.Context, namespace, task string) bool {
-	acct := cachedAccount(ctx, r.Client, namespace)
+	acct := ledger.CachedAccount(ctx, r.Client, namespace)
 	return acct == nil || acct.Status.HasHold(task)
 }
 

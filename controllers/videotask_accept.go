@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -111,22 +110,11 @@ func (r *VideoTaskReconciler) awaitReservedHold(ctx context.Context, task *video
 		return 0
 	}
 	// This runs for every new task, several times while it waits: read the cache's own copy.
-	acct := cachedAccount(ctx, r.Client, task.Namespace)
+	acct := ledger.CachedAccount(ctx, r.Client, task.Namespace)
 	if acct == nil || acct.Status.HasHold(task.Name) {
 		return 0
 	}
 	return 100 * time.Millisecond
-}
-
-// cachedAccount returns the informer's own copy of namespace's PointAccount (nil if it has
-// none): read it, never change it. A busy account has thousands of holds, and a deep copy of
-// them for one look costs more than the look.
-func cachedAccount(ctx context.Context, c client.Reader, namespace string) *videogenv1alpha1.PointAccount {
-	var accts videogenv1alpha1.PointAccountList
-	if err := c.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil || len(accts.Items) == 0 {
-		return nil
-	}
-	return &accts.Items[0]
 }
 
 // reject ends a task that never held points.

@@ -55,7 +55,7 @@ func (r *VideoTaskReconciler) freezesAhead(ctx context.Context, task *videogenv1
 		client.UnsafeDisableDeepCopy); err != nil || len(waiting.Items) < 2 {
 		return own, 0
 	}
-	acct := cachedAccount(ctx, r.Client, task.Namespace)
+	acct := ledger.CachedAccount(ctx, r.Client, task.Namespace)
 	if acct == nil {
 		return own, 0
 	}

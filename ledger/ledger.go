@@ -380,29 +380,38 @@ func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, 
 }
 
 // newest returns start or the informer's copy of the account, whichever is newer (nil if there
-// is neither). The informer's copy is its own object, not a deep copy (an account carries all
-// its holds): read it or copy it, never change it.
+// is neither); see CachedAccount.
 func (l *Ledger) newest(ctx context.Context, namespace string, start *videogenv1alpha1.PointAccount) *videogenv1alpha1.PointAccount {
 	if l.cache == nil {
 		return start
 	}
-	var accts videogenv1alpha1.PointAccountList
-	if err := l.cache.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	cached := CachedAccount(ctx, l.cache, namespace)
+	if cached == nil {
 		return start
 	}
-	newest := start
+	if start == nil {
+		return cached
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, start.ResourceVersion); err == nil && cmp > 0 {
+		return cached
+	}
+	return start
+}
+
+// CachedAccount returns the informer's own copy of namespace's PointAccount from cache (nil if
+// it has none): read it or copy it, never change it. A busy account carries thousands of holds,
+// and a deep copy of them for one look costs more than the look.
+func CachedAccount(ctx context.Context, cache client.Reader, namespace string) *videogenv1alpha1.PointAccount {
+	var accts videogenv1alpha1.PointAccountList
+	if err := cache.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
 	for i := range accts.Items {
-		a := &accts.Items[i]
-		if a.Name != videogenv1alpha1.PointAccountName {
-			continue
-		}
-		if newest == nil {
-			newest = a
-		} else if cmp, err := resourceversion.CompareResourceVersion(a.ResourceVersion, newest.ResourceVersion); err == nil && cmp > 0 {
-			newest = a
+		if accts.Items[i].Name == videogenv1alpha1.PointAccountName {
+			return &accts.Items[i]
 		}
 	}
-	return newest
+	return nil
 }
 
 func (l *Ledger) applyBatch(b *book, acct *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, bool) {
