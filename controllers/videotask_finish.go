@@ -112,9 +112,7 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 	// The status now shows the settlement, so its record in the account may go: with the
 	// account's next write rather than in a write of its own (the PointAccount controller
 	// trims what is left).
-	if !lateMovePossible(task, r.Clock.Now()) {
-		r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
-	}
+	r.forgetSettlement(task)
 	if res.Changed {
 		r.recordOutcome(task, res)
 	}

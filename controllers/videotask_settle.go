@@ -130,9 +130,7 @@ func (r *VideoTaskReconciler) applySettlement(ctx context.Context, task *videoge
 		res := (<-done)[0]
 		switch {
 		case res.Err == nil && res.Outcome == want:
-			if !lateMovePossible(task, r.Clock.Now()) {
-				r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
-			}
+			r.forgetSettlement(task)
 			if res.Changed {
 				r.recordOutcome(task, res)
 			}
@@ -141,8 +139,8 @@ func (r *VideoTaskReconciler) applySettlement(ctx context.Context, task *videoge
 			// status say what happened to the points.
 			log.Error(nil, "the ledger had settled this task differently; correcting its charge", "recorded", res.Outcome, "decided", want)
 			cost := res.Amount
-			if r.correctCharge(log, task, chargeOf(res.Outcome), &cost) && !lateMovePossible(task, r.Clock.Now()) {
-				r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
+			if r.correctCharge(log, task, chargeOf(res.Outcome), &cost) {
+				r.forgetSettlement(task)
 			}
 		case errors.Is(res.Err, ledger.ErrNoHold):
 			// Nothing was held and nothing is on record: the hold was released (the task was
@@ -171,10 +169,19 @@ func (r *VideoTaskReconciler) correctCharge(log logr.Logger, task *videogenv1alp
 	return true
 }
 
+// forgetSettlement lets the account's next write drop the task's settlement record, now that
+// the task's status shows the settlement; not while a REST apiserver's late move may still
+// land (lateMovePossible).
+func (r *VideoTaskReconciler) forgetSettlement(task *videogenv1alpha1.VideoTask) {
+	if !lateMovePossible(task, r.Clock.Now()) {
+		r.Ledger.Piggyback(task.Namespace, ledger.ForgetSettlement(task.Name))
+	}
+}
+
 // lateMoveWindow bounds how late a REST apiserver's move of a task's reserved price into its
-// hold can land: its create (10 s at most), the move's linger (1 s at most) and the ledger's
-// commit timeout (30 s), each possibly behind another batch of the same account, with a
-// margin.
+// hold can land: its create (10 s at most), the move's linger (500 ms at most by default) and
+// the ledger's commit timeout (30 s), each possibly behind another batch of the same account,
+// with a margin.
 const lateMoveWindow = 2 * time.Minute
 
 // lateMovePossible reports whether the apiserver's move for a task may still land: the task was
