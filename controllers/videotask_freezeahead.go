@@ -49,60 +49,52 @@ func indexTasksAwaitingFreeze(mgr ctrl.Manager) error {
 // other tasks' own reconciles find their holds made, a repeat that writes nothing. Tasks that
 // do not price from the cache, or already hold points, are left to freeze on their own.
 func (r *VideoTaskReconciler) freezesAhead(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) ([]ledger.Op, int) {
-	own := []ledger.Op{ledger.Freeze(task.Name, price)}
+	own := ledger.Freeze(task.Name, price)
 	var waiting videogenv1alpha1.VideoTaskList
 	if err := r.List(ctx, &waiting, client.InNamespace(task.Namespace), client.MatchingFields{indexAwaitingFreeze: "true"},
 		client.UnsafeDisableDeepCopy); err != nil || len(waiting.Items) < 2 {
-		return own, 0
+		return []ledger.Op{own}, 0
 	}
 	acct := ledger.CachedAccount(ctx, r.Client, task.Namespace)
 	if acct == nil {
-		return own, 0
+		return []ledger.Op{own}, 0
 	}
+	held := acct.Status.HoldsByTask() // one pass over the holds, not one per waiting task
 	others := make([]*videogenv1alpha1.VideoTask, 0, len(waiting.Items))
 	for i := range waiting.Items {
 		t := &waiting.Items[i]
-		if t.Name != task.Name && !acct.Status.HasHold(t.Name) {
+		if _, ok := held[t.Name]; !ok && t.Name != task.Name {
 			others = append(others, t)
 		}
 	}
-	older := func(a, b *videogenv1alpha1.VideoTask) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	}
-	slices.SortFunc(others, older)
-	type entry struct {
-		task *videogenv1alpha1.VideoTask
-		op   ledger.Op
-	}
-	batch := []entry{{task, own[0]}}
+	slices.SortFunc(others, olderFirst)
+	// The oldest others that price from the cache, with task's own op in its place.
+	ops, self, taken := make([]ledger.Op, 0, min(len(others), freezeAheadMax)+1), -1, 0
 	for _, t := range others {
-		if len(batch) > freezeAheadMax {
+		if taken == freezeAheadMax {
 			break
+		}
+		if self < 0 && olderFirst(task, t) < 0 {
+			self, ops = len(ops), append(ops, own)
 		}
 		tmpl, err := catalog.Resolve(ctx, r.Client, t.Namespace, t.Spec.Capability, t.Spec.TemplateRef)
 		if err != nil {
 			continue
 		}
-		p, err := pricing.Quote(tmpl.Terms, t.Spec.Duration, r.Config.DefaultPrice)
-		if err != nil {
-			continue
+		if p, err := pricing.Quote(tmpl.Terms, t.Spec.Duration, r.Config.DefaultPrice); err == nil {
+			ops, taken = append(ops, ledger.Freeze(t.Name, p)), taken+1
 		}
-		batch = append(batch, entry{t, ledger.Freeze(t.Name, p)})
 	}
-	if len(batch) == 1 {
-		return own, 0
-	}
-	slices.SortStableFunc(batch, func(a, b entry) int { return older(a.task, b.task) })
-	ops := make([]ledger.Op, len(batch))
-	self := 0
-	for i, e := range batch {
-		ops[i] = e.op
-		if e.task == task {
-			self = i
-		}
+	if self < 0 {
+		self, ops = len(ops), append(ops, own)
 	}
 	return ops, self
+}
+
+// olderFirst orders tasks by creation, then name (creationTimestamp has one-second resolution).
+func olderFirst(a, b *videogenv1alpha1.VideoTask) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
 }
