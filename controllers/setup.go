@@ -25,6 +25,9 @@ type Options struct {
 	Backends       generation.Router
 	PaymentEvents  PaymentEventOptions
 	Webhooks       WebhookConfig
+	// MaxUnsettledTasks bounds the tasks of one account that hold points at once; a task applied
+	// past it waits Pending (0: ledger.DefaultMaxHolds).
+	MaxUnsettledTasks int
 }
 
 // DefaultOptions are the manager's defaults (see cmd/manager flags).
@@ -36,6 +39,7 @@ func DefaultOptions() Options {
 			FinishedTTL:             24 * time.Hour,
 			PollInterval:            2 * time.Second,
 			MaxConcurrentReconciles: 8,
+			TransitionEvents:        true,
 		},
 		HoldGracePeriod: 2 * time.Minute,
 		ReservationTTL:  30 * time.Second,
@@ -53,7 +57,11 @@ func DefaultOptions() Options {
 // this process is coalesced per account, and the finished-task collector. Build mgr with
 // CacheByObject in its cache options so that closed tasks stay out of its cache.
 func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
-	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
+	ledgerOpts := []ledger.Option{ledger.WithCache(mgr.GetClient())}
+	if opts.MaxUnsettledTasks > 0 {
+		ledgerOpts = append(ledgerOpts, ledger.WithMaxHolds(opts.MaxUnsettledTasks))
+	}
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledgerOpts...)
 	settling := newSettlingTasks()
 	if opts.Backends == nil {
 		opts.Backends = generation.Routes{}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/catalog"
@@ -60,9 +59,12 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		// An earlier task of the same name is still on record; its record is trimmed shortly.
 		return ctrl.Result{RequeueAfter: r.Config.PollInterval}, nil
 	case errors.Is(err, ledger.ErrTooManyHolds):
-		// The task stays Pending, in line, until others settle (the REST API answers 429).
-		logf.FromContext(ctx).Info("account at its limit of unsettled tasks; task waits", "error", err.Error())
-		return ctrl.Result{RequeueAfter: max(r.Config.PollInterval, 5*time.Second)}, nil
+		// The task waits Pending, in line, until others settle (the REST API answers 429).
+		before := task.Status.DeepCopy()
+		task.Status.Phase = videogenv1alpha1.TaskPending
+		r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionFalse, videogenv1alpha1.ReasonTooManyUnsettled,
+			"The account has as many unsettled tasks as it may have; this task waits until some of them finish")
+		return ctrl.Result{RequeueAfter: max(r.Config.PollInterval, 5*time.Second)}, r.writeIfChanged(ctx, task, before)
 	case err != nil:
 		return ctrl.Result{}, err
 	}

@@ -29,6 +29,9 @@ type TaskConfig struct {
 	PollInterval time.Duration
 	// MaxConcurrentReconciles bounds parallel task reconciles (backend calls can be slow).
 	MaxConcurrentReconciles int
+	// TransitionEvents emits a Normal event for each step a task takes (points frozen, each
+	// stage started, succeeded and charged). Failures always get a Warning event.
+	TransitionEvents bool
 }
 
 // VideoTaskReconciler prices and freezes tasks, runs their two stages on a backend, and settles
@@ -77,8 +80,9 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	var (
-		res ctrl.Result
-		err error
+		res    ctrl.Result
+		err    error
+		before = task.Status.DeepCopy()
 	)
 	switch phase := task.Status.Phase; {
 	case phase.Terminal():
@@ -87,6 +91,9 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		res, err = r.accept(ctx, task)
 	default:
 		res, err = r.reconcileActive(ctx, task)
+	}
+	if err == nil {
+		r.recordProgress(before, task) // every path that changes the status writes it or fails
 	}
 	if apierrors.IsConflict(err) {
 		// Our copy was stale; the next reconcile starts from the newer object.

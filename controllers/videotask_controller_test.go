@@ -70,9 +70,36 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Eventually(func() float64 {
 			return metricValue("videogen_tasks", map[string]string{"capability": "video.short", "phase": "Running"})
 		}).Should(BeNumerically(">=", 1))
-		// No event for a success: the status and conditions say it (a failure gets a Warning
-		// with its refund, below). The deduction has landed, so an event would have been sent.
-		Consistently(func() []string { return eventNotes(ns, task.Name) }, "1s").Should(BeEmpty())
+		// kubectl describe tells the story, each step once, all Normal.
+		Eventually(func() []string { return eventNotes(ns, task.Name) }).Should(ConsistOf(
+			videogenv1alpha1.ReasonFrozen+": Froze 30 points",
+			controllers.EventStageStarted+": test-backend started the analyze stage",
+			controllers.EventStageStarted+": test-backend started the render stage",
+			controllers.EventSucceeded+": Generation finished: https://media.example/"+task.Name+".mp4; deducted 30 points",
+		))
+		for _, e := range eventsAbout(ns, task.Name) {
+			Expect(e.Type).To(Equal("Normal"), e.Reason)
+		}
+		Consistently(func() []string { return eventNotes(ns, task.Name) }, "1s").Should(HaveLen(4), "no step is told twice")
+	})
+
+	It("tells only failures when task events are off (--task-events=false)", func() {
+		stop() // this spec's own manager
+		opts := testOptions(backend)
+		opts.Task.TransitionEvents = false
+		stop = startManager(opts)
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
+		ok := aShortTask(ns, tmpl).Create()
+		bad := aShortTask(ns, tmpl)
+		backend.Set(bad.Name(), testbackend.Script{Render: testbackend.Fail})
+		bad.Create()
+
+		Expect(finished(ns, ok.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		Expect(finished(ns, bad.Name()).Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Eventually(func() []string { return eventReasons(ns, bad.Name()) }).Should(ConsistOf(videogenv1alpha1.ReasonStageFailed))
+		expectBalanced(ns, 70, 0, 30) // both settled: an event would have been sent by now
+		Consistently(func() []string { return eventNotes(ns, ok.Name) }, "1s").Should(BeEmpty())
 	})
 
 	It("says nothing was charged when a task ends and its hold is gone (released by someone else)", func() {
@@ -135,6 +162,35 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageRender))).To(BeTrue())
 		expectBalanced(ns, 50, 0, 0)
+	})
+
+	It("keeps a task Pending while its account has as many unsettled tasks as it may, then runs it", func() {
+		stop()
+		opts := testOptions(backend)
+		opts.MaxUnsettledTasks = 1
+		stop = startManager(opts)
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		first := aShortTask(ns, tmpl)
+		backend.Set(first.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		first.Create()
+		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, first.Name()).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
+
+		second := aShortTask(ns, tmpl).Create()
+		Eventually(func(g Gomega) {
+			t := taskOf(ns, second.Name)
+			g.Expect(t.Status.Phase).To(Equal(videogenv1alpha1.TaskPending))
+			accepted := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionAccepted)
+			g.Expect(accepted).NotTo(BeNil())
+			g.Expect(accepted.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(accepted.Reason).To(Equal(videogenv1alpha1.ReasonTooManyUnsettled))
+		}).Should(Succeed())
+		expectBalanced(ns, 80, 20, 0) // the waiting task holds nothing
+
+		backend.Set(first.Name(), testbackend.Script{})
+		Expect(finished(ns, second.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		Eventually(func() int64 { return accountOf(ns).Status.Spent }).Should(Equal(int64(40)))
+		expectBalanced(ns, 60, 0, 40)
 	})
 
 	It("cancels on request and refunds", func() {

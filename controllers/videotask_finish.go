@@ -119,13 +119,11 @@ func (r *VideoTaskReconciler) settle(ctx context.Context, task *videogenv1alpha1
 	return nil
 }
 
-// recordOutcome is the event of a task that did not succeed: how it ended and that its points
-// were refunded. A success has none: its Complete condition, its charge and the
-// videogen_tasks_finished_total metric say it, and an event per success would be one more
-// write to the kube-apiserver per task (at a few hundred tasks a second, the Events API would
-// take as many writes as the tasks themselves).
+// recordOutcome is the closing event of a task: a Normal one for a success that was charged
+// (unless --task-events=false), a Warning for any other end, saying where its points went.
 func (r *VideoTaskReconciler) recordOutcome(task *videogenv1alpha1.VideoTask, res ledger.Result) {
 	if task.Status.Phase == videogenv1alpha1.TaskSucceeded && res.Outcome == videogenv1alpha1.SettlementDeducted {
+		r.recordSuccess(task, res)
 		return
 	}
 	reason, message := string(task.Status.Phase), "The task did not succeed"

@@ -81,15 +81,17 @@ const (
 	// did not move its price into its hold in time, so the manager froze it.
 	ReasonFrozenByManager     = "FrozenByManager"
 	ReasonInsufficientBalance = "InsufficientBalance"
-	ReasonAccountSuspended    = "AccountSuspended"
-	ReasonInvalidRequest      = "InvalidRequest"
-	ReasonNoBackend           = "NoBackend"
-	ReasonBackendAccepted     = "BackendAccepted"
-	ReasonBackendUnavailable  = "BackendUnavailable"
-	ReasonSucceeded           = "Succeeded"
-	ReasonStageFailed         = "StageFailed"
-	ReasonTimedOut            = "TimedOut"
-	ReasonCanceled            = "Canceled"
+	// ReasonTooManyUnsettled: the task waits Pending for the account's other tasks to settle.
+	ReasonTooManyUnsettled   = "TooManyUnsettledTasks"
+	ReasonAccountSuspended   = "AccountSuspended"
+	ReasonInvalidRequest     = "InvalidRequest"
+	ReasonNoBackend          = "NoBackend"
+	ReasonBackendAccepted    = "BackendAccepted"
+	ReasonBackendUnavailable = "BackendUnavailable"
+	ReasonSucceeded          = "Succeeded"
+	ReasonStageFailed        = "StageFailed"
+	ReasonTimedOut           = "TimedOut"
+	ReasonCanceled           = "Canceled"
 )
 
 // TaskInputs are the media a task works on. Large inputs are stored elsewhere and referred to by

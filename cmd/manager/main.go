@@ -19,6 +19,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation/backends"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
 	"github.com/videogen-dev/videogen-operator/taskwebhooks"
 )
@@ -45,6 +46,10 @@ func main() {
 		"How long finished tasks are kept before they are deleted (0 keeps them forever).")
 	flag.DurationVar(&opts.Task.PollInterval, "backend-poll-interval", opts.Task.PollInterval, "How often a running stage is observed at its backend.")
 	flag.IntVar(&opts.Task.MaxConcurrentReconciles, "max-concurrent-tasks", opts.Task.MaxConcurrentReconciles, "How many tasks are reconciled in parallel.")
+	flag.IntVar(&opts.MaxUnsettledTasks, "max-unsettled-tasks", ledger.DefaultMaxHolds,
+		"Most tasks of one account that may hold points at once; tasks applied past it wait Pending (each is a hold in the PointAccount, whose object etcd caps at 1.5 MiB).")
+	flag.BoolVar(&opts.Task.TransitionEvents, "task-events", opts.Task.TransitionEvents,
+		"Emit a Normal event for each step of a task (points frozen, stage started, succeeded and charged); false keeps only the Warning events of failures, one apiserver write fewer per step on very busy clusters.")
 	flag.DurationVar(&opts.HoldGracePeriod, "hold-grace-period", opts.HoldGracePeriod,
 		"How long frozen points may wait for their task to appear (or stay after it was deleted) before they are refunded.")
 	flag.DurationVar(&opts.ReservationTTL, "reservation-ttl", opts.ReservationTTL,

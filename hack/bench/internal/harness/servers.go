@@ -135,9 +135,11 @@ func startManager(ctx context.Context, mgr ctrl.Manager) error {
 }
 
 // ControllerOptions are the manager's defaults (cmd/manager flags unset) with backend serving
-// every capability and completion webhooks allowed into loopback.
+// every capability and completion webhooks allowed into loopback, and without the Normal event
+// per task step (--task-events=false): the figures in docs/benchmarks.md are for that setting.
 func ControllerOptions(backend generation.Backend) controllers.Options {
 	opts := controllers.DefaultOptions()
+	opts.Task.TransitionEvents = false
 	routes := generation.Routes{}
 	for _, c := range videogenv1alpha1.Capabilities {
 		routes[c] = generation.Named{Name: "bench-backend", Backend: backend}
