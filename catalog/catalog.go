@@ -91,10 +91,23 @@ func FindShortTemplate(ctx context.Context, r client.Reader, namespace, id strin
 	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{videogenv1alpha1.LabelShortTemplateID: id}); err != nil {
 		return nil, fmt.Errorf("looking up template %q: %w", id, err)
 	}
+	// Two templates have the label for a moment when one was created with an id in use: the
+	// ShortTemplate controller moves the newcomer away; the one that holds the id in status is it.
+	var found *videogenv1alpha1.ShortTemplate
 	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp.IsZero() {
-			return &list.Items[i], nil
+		st := &list.Items[i]
+		if !st.DeletionTimestamp.IsZero() {
+			continue
 		}
+		if st.Status.ID == id {
+			return st, nil
+		}
+		if found == nil {
+			found = st
+		}
+	}
+	if found != nil {
+		return found, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrTemplateNotFound, id)
 }

@@ -84,7 +84,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
 			Recorder: mgr.GetEventRecorder("pointtopup-controller"),
 		}},
-		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient()}},
+		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("shorttemplate-controller")}},
 		{"VideoTask webhooks", &VideoTaskWebhookReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Secrets:  &webhooksecrets.Store{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.Webhooks.SecretNamespace},

@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +33,9 @@ var _ = Describe("API validation", func() {
 			DurationAdjustable: true, MinDuration: ptr.To[int32](1), MaxDuration: ptr.To[int32](9), DurationPrices: map[string]int64{"5s": 1}}, "whole seconds"),
 		Entry("an unknown capability", videogenv1alpha1.TemplateSpec{Capability: "video.unknown", DisplayName: "x"}, "Unsupported value"),
 		Entry("a negative price", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", Price: ptr.To[int64](-1)}, "spec.price"),
+		Entry("a duration price outside [min, max]", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+			DurationAdjustable: true, MinDuration: ptr.To[int32](5), MaxDuration: ptr.To[int32](10), DurationPrices: map[string]int64{"5": 1, "30": 2}},
+			"keys must lie within [minDuration, maxDuration]"),
 	)
 
 	It("allows one PointAccount per namespace, named default", func() {
@@ -58,6 +63,10 @@ var _ = Describe("API validation", func() {
 		Entry("short without a face", videogenv1alpha1.VideoTaskSpec{Capability: "video.short", TemplateRef: "t"}, "inputs.faceImageURL"),
 		Entry("eraser without a video", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser"}, "inputs.sourceVideoURL"),
 		Entry("template without a duration", videogenv1alpha1.VideoTaskSpec{Capability: "video.template", TemplateRef: "t"}, "needs templateRef and duration"),
+		Entry("a zero timeout", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser", Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://media.example/v.mp4"},
+			Timeout: &metav1.Duration{}}, "timeout must be positive"),
+		Entry("a negative timeout", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser", Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://media.example/v.mp4"},
+			Timeout: &metav1.Duration{Duration: -time.Minute}}, "timeout must be positive"),
 		Entry("a face that is not a URL", videogenv1alpha1.VideoTaskSpec{Capability: "video.short", TemplateRef: "t",
 			Inputs: videogenv1alpha1.TaskInputs{FaceImageURL: "file:///etc/passwd"}}, "spec.inputs.faceImageURL"),
 		Entry("a negative duration", videogenv1alpha1.VideoTaskSpec{Capability: "video.template", TemplateRef: "t", Duration: ptr.To[int32](-5)}, "spec.duration"),

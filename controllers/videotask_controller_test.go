@@ -15,6 +15,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/catalog"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
@@ -278,6 +279,44 @@ var _ = Describe("VideoTask lifecycle", func() {
 		foreign := finished(other, aShortTask(other, id).Create().Name)
 		Expect(foreign.Status.Error.Code).To(Equal("template_not_found"))
 		expectBalanced(other, 100, 0, 0)
+	})
+
+	It("keeps a ushort_ id stable for the template's life and unique in the account", func() {
+		ns := newAccount(0)
+		mine := &videogenv1alpha1.ShortTemplate{}
+		mine.Namespace, mine.Name = ns, "mine"
+		mine.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://media.example/mine.mp4"}
+		Expect(k8sClient.Create(ctx, mine)).To(Succeed())
+		id := controllers.ShortTemplateID(mine.UID)
+		labelOf := func(st *videogenv1alpha1.ShortTemplate) func(Gomega) string {
+			return func(g Gomega) string {
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(st), st)).To(Succeed())
+				return st.Labels[videogenv1alpha1.LabelShortTemplateID]
+			}
+		}
+		Eventually(func(g Gomega) string { labelOf(mine)(g); return mine.Status.ID }).Should(Equal(id))
+
+		// An edited label is put back, and so is a removed one.
+		mine.Labels[videogenv1alpha1.LabelShortTemplateID] = "ushort_somethingelse"
+		Expect(k8sClient.Update(ctx, mine)).To(Succeed())
+		Eventually(labelOf(mine)).Should(Equal(id))
+		Eventually(func() []string { return eventReasons(ns, mine.Name) }).Should(ContainElement("IDKept"))
+		delete(mine.Labels, videogenv1alpha1.LabelShortTemplateID)
+		Expect(k8sClient.Update(ctx, mine)).To(Succeed())
+		Eventually(labelOf(mine)).Should(Equal(id))
+		Expect(mine.Status.ID).To(Equal(id))
+
+		// A second template created with the same id gets one of its own.
+		copycat := &videogenv1alpha1.ShortTemplate{}
+		copycat.Namespace, copycat.Name = ns, "copycat"
+		copycat.Labels = map[string]string{videogenv1alpha1.LabelShortTemplateID: id}
+		copycat.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Copy", TargetURL: "https://media.example/copy.mp4"}
+		Expect(k8sClient.Create(ctx, copycat)).To(Succeed())
+		Eventually(labelOf(copycat)).Should(Equal(controllers.ShortTemplateID(copycat.UID)))
+		Eventually(func(g Gomega) string { labelOf(copycat)(g); return copycat.Status.ID }).Should(Equal(controllers.ShortTemplateID(copycat.UID)))
+		found, err := catalog.FindShortTemplate(ctx, k8sClient, ns, id)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found.Name).To(Equal("mine"))
 	})
 })
 

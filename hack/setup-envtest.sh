@@ -62,6 +62,14 @@ go 1.26
 require go.etcd.io/etcd/server/v3 v$ETCD_VERSION" go.etcd.io/etcd/server/v3
 }
 
+# bin/k8s/<version>/ is enough on its own: a cleaned cache must not cost a rebuild. The stamp
+# says which etcd is there (only the Kubernetes version is in the path).
+STAMP="kube-apiserver v$K8S_VERSION, etcd v$ETCD_VERSION"
+if [ -x "$ASSETS/kube-apiserver" ] && [ -x "$ASSETS/etcd" ] && [ "$(cat "$ASSETS/.versions" 2>/dev/null)" = "$STAMP" ]; then
+  echo "$ASSETS"
+  exit 0
+fi
+
 mkdir -p "$CACHE" "$ASSETS"
 kube_apiserver
 etcd
@@ -70,4 +78,5 @@ for pair in "kube-apiserver:kube-apiserver-v$K8S_VERSION" "etcd:etcd-v$ETCD_VERS
   dst=$ASSETS/${pair%%:*} src=$CACHE/${pair#*:}
   if [ ! -x "$dst" ] || ! cmp -s "$src" "$dst"; then cp "$src" "$dst.tmp" && mv "$dst.tmp" "$dst"; fi
 done
+echo "$STAMP" >"$ASSETS/.versions"
 echo "$ASSETS"

@@ -8,6 +8,10 @@ import (
 // stays immutable; a request to stop is metadata, as Flux does with reconcile requests.
 const AnnotationCancelRequested = "videogen.dev/cancel-requested"
 
+// AnnotationAdmittedPrice is the price in points the REST apiserver admitted the task at, so
+// the task shows that cost before the controller accepts it and writes status.cost.
+const AnnotationAdmittedPrice = "videogen.dev/admitted-price"
+
 // TaskPhase is where a task is in its life.
 // +kubebuilder:validation:Enum=Pending;Queued;Running;Succeeded;Failed
 type TaskPhase string
@@ -145,6 +149,7 @@ type VideoTaskSpec struct {
 
 	// Timeout bounds the whole task; past it the task fails with TimedOut and is refunded.
 	// Defaults to the manager's --task-timeout.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be positive, e.g. \"10m\""
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
