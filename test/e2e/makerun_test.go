@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+// `make run` is bin/videogen-local: this drives that binary as a newcomer does, twice on the
+// same data directory, stopping it with Ctrl-C (SIGINT) each time.
+var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
+	var (
+		bin, dataDir, apiAddr, workerAddr string
+		firstKey, taskID                  string
+	)
+	BeforeAll(func() {
+		if sys.mode != "local" {
+			Skip("drives the local stack binary; nothing to do against a kind cluster")
+		}
+		root, err := testenv.ModuleRoot()
+		Expect(err).NotTo(HaveOccurred())
+		bin = filepath.Join(sys.binDir, "videogen-local")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/videogen-local")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "go build videogen-local: %s", out)
+		dataDir, apiAddr, workerAddr = GinkgoT().TempDir(), freeAddr(), freeAddr()
+	})
+
+	It("starts, seeds, prints a working key, and stops cleanly on Ctrl-C", func() {
+		run := startLocal(bin, dataDir, apiAddr, workerAddr)
+		firstKey = run.key
+		Expect(run.banner).To(ContainSubstring("http://" + apiAddr))
+		Expect(run.banner).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dataDir, "kubeconfig")))
+		Expect(run.banner).To(MatchRegexp(`curl -s .* '%s/v1/templates\?capability=video\.short'`, regexp.QuoteMeta("http://"+apiAddr)))
+
+		b := localCall(apiAddr, "GET", "/v1/balance", run.key, nil)
+		Expect(b.status).To(Equal(http.StatusOK), "%s", b.body)
+		Expect(b.json()["credited"]).To(BeEquivalentTo(1000), "the welcome top-up")
+		task := localCall(apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
+			"Idempotency-Key", "before-restart")
+		Expect(task.status).To(Equal(http.StatusAccepted), "%s", task.body)
+		taskID = task.json()["id"].(string)
+
+		run.interrupt()
+		l, err := net.Listen("tcp", apiAddr)
+		Expect(err).NotTo(HaveOccurred(), "the API port is free again")
+		Expect(l.Close()).To(Succeed())
+	})
+
+	It("keeps the data and the key on a second run", func() {
+		Expect(firstKey).NotTo(BeEmpty(), "the first run must have succeeded")
+		run := startLocal(bin, dataDir, apiAddr, workerAddr)
+		Expect(run.key).To(Equal(firstKey))
+
+		task := localCall(apiAddr, "GET", "/v1/tasks/"+taskID, run.key, nil)
+		Expect(task.status).To(Equal(http.StatusOK), "the task of the first run is still there: %s", task.body)
+		Eventually(func() any {
+			return localCall(apiAddr, "GET", "/v1/tasks/"+taskID, run.key, nil).json()["status"]
+		}).Should(BeElementOf("succeeded", "failed"))
+		b := localCall(apiAddr, "GET", "/v1/balance", run.key, nil).json()
+		Expect(b["credited"]).To(BeEquivalentTo(1000), "seeding again credits nothing: %v", b)
+		Expect(b["balance"].(float64) + b["frozen"].(float64) + b["spent"].(float64)).To(BeEquivalentTo(1000))
+		replay := localCall(apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
+			"Idempotency-Key", "before-restart")
+		Expect(replay.json()["id"]).To(Equal(taskID), "the Idempotency-Key still names the same task")
+
+		run.interrupt()
+	})
+})
+
+type localRun struct {
+	cmd           *exec.Cmd
+	session       *gexec.Session
+	banner        string
+	key, videoURL string
+}
+
+var (
+	bannerKey   = regexp.MustCompile(`API key\s+(vg_\S+)`)
+	bannerVideo = regexp.MustCompile(`-d '\{"video":"([^"]+)"\}'`)
+)
+
+// startLocal runs videogen-local and waits for its banner.
+func startLocal(bin, dataDir, apiAddr, workerAddr string) *localRun {
+	cmd := exec.Command(bin, "--data-dir", dataDir, "--bin-dir", sys.binDir,
+		"--api-address", apiAddr, "--worker-address", workerAddr)
+	session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	r := &localRun{cmd: cmd, session: session}
+	DeferCleanup(func() { session.Kill() }) // only if a step failed before the interrupt
+	Eventually(session.Out, 5*time.Minute).Should(gbytes.Say("Ctrl-C stops everything"))
+	r.banner = string(session.Out.Contents())
+	m := bannerKey.FindStringSubmatch(r.banner)
+	Expect(m).To(HaveLen(2), "the banner shows the API key:\n%s", r.banner)
+	r.key = m[1]
+	v := bannerVideo.FindStringSubmatch(r.banner)
+	Expect(v).To(HaveLen(2), "the banner shows an eraser example:\n%s", r.banner)
+	r.videoURL = v[1]
+	return r
+}
+
+// interrupt is Ctrl-C: everything stops within the grace periods and the exit status is 0.
+func (r *localRun) interrupt() {
+	Expect(r.cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
+	Eventually(r.session, time.Minute).Should(gexec.Exit(0))
+}
+
+func localCall(addr, method, path, key string, body any, headers ...string) reply {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		Expect(err).NotTo(HaveOccurred())
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+key)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
+}
