@@ -87,6 +87,33 @@ func aPaymentEvent(ns string, typ connectors.EventType) *videogenv1alpha1.Paymen
 	return pe
 }
 
+// aPaymentSucceeded stores a captured payment of amountMinor cents whose merchant reference
+// names ns, as a processor would for a customer paying for points.
+func aPaymentSucceeded(ns string, amountMinor int64) *videogenv1alpha1.PaymentEvent {
+	id := unique("evt")
+	ev := &connectors.Event{Connector: "stripe", Type: connectors.PaymentIntentSuccess, ConnectorEventType: "payment_intent.succeeded",
+		MerchantEventID: id, Complete: true,
+		Payment: &connectors.PaymentDetails{PaymentID: "pi_" + id, ConnectorTransactionID: "ch_" + id, MerchantReference: ns,
+			AmountMinor: amountMinor, Currency: "USD", Status: "succeeded"}}
+	pe := paymentevents.FromEvent(ev, ns, []byte(`{"id":"`+id+`"}`), time.Now())
+	Expect(k8sClient.Create(ctx, pe)).To(Succeed())
+	return pe
+}
+
+// processedEvent waits until the controller has recorded pe.
+func processedEvent(pe *videogenv1alpha1.PaymentEvent) {
+	GinkgoHelper()
+	Eventually(func() bool {
+		return meta.IsStatusConditionTrue(paymentEventOf(pe).Status.Conditions, videogenv1alpha1.ConditionProcessed)
+	}).Should(BeTrue())
+}
+
+// figures are the amounts of an account that a payment event could move.
+func figures(ns string) []int64 {
+	st := accountOf(ns).Status
+	return []int64{st.Balance, st.Frozen, st.Spent, st.Credited}
+}
+
 func paymentEventOf(pe *videogenv1alpha1.PaymentEvent) *videogenv1alpha1.PaymentEvent {
 	got := &videogenv1alpha1.PaymentEvent{}
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pe), got)).To(Succeed())
@@ -211,9 +238,21 @@ var _ = Describe("PaymentEvent", func() {
 	It("warns about a new dispute with a Kubernetes event, and records an event no sink wants", func() {
 		startPaymentManager(paymentEventOptions(5))
 		ns := newPaymentNamespace()
+		disputes := map[string]string{"connector": "stripe", "event_type": "DISPUTE_CREATED"}
+		before := metricValue("videogen_payment_events_processed_total", disputes)
 		pe := aPaymentEvent(ns, connectors.DisputeCreated)
 
 		Eventually(func() []string { return eventReasons(ns, pe.Name) }).Should(ContainElement(videogenv1alpha1.ReasonDisputeCreated))
+		types := map[string]string{}
+		for _, e := range eventsAbout(ns, pe.Name) {
+			types[e.Reason] = e.Type
+		}
+		Expect(types).To(HaveKeyWithValue(videogenv1alpha1.ReasonDisputeCreated, corev1.EventTypeWarning))
+		Expect(types).To(HaveKeyWithValue(videogenv1alpha1.ReasonPaymentReceived, corev1.EventTypeNormal))
+		// Counted once, by the event's connector and type, however often it is reconciled.
+		Eventually(func() float64 { return metricValue("videogen_payment_events_processed_total", disputes) }).Should(Equal(before + 1))
+		Consistently(func() float64 { return metricValue("videogen_payment_events_processed_total", disputes) }).
+			WithTimeout(500 * time.Millisecond).Should(Equal(before + 1))
 		got := paymentEventOf(pe)
 		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, videogenv1alpha1.ConditionProcessed)).To(BeTrue())
 		forwarded := meta.FindStatusCondition(got.Status.Conditions, videogenv1alpha1.ConditionForwarded)
@@ -221,8 +260,24 @@ var _ = Describe("PaymentEvent", func() {
 		Expect(got.Status.Sinks).To(BeEmpty())
 	})
 
+	It("never changes a PointAccount's balance for a PAYMENT_INTENT_SUCCESS event", func() {
+		startPaymentManager(paymentEventOptions(5))
+		ns := newAccount(1000)
+		expectBalanced(ns, 1000, 0, 0)
+		before := figures(ns)
+
+		pe := aPaymentSucceeded(ns, 5000)
+		processedEvent(pe)
+		Consistently(func() []int64 { return figures(ns) }).WithTimeout(2 * time.Second).Should(Equal(before))
+		var topUps videogenv1alpha1.PointTopUpList
+		Expect(k8sClient.List(ctx, &topUps, client.InNamespace(ns))).To(Succeed())
+		Expect(topUps.Items).To(ConsistOf(HaveField("Name", "initial")))
+	})
+
 	It("keeps the spec immutable", func() {
 		pe := aPaymentEvent(newPaymentNamespace(), connectors.PaymentIntentSuccess)
+		// No manager runs here: left behind, the event would reach the next spec's sinks.
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pe))).To(Succeed()) })
 		pe.Spec.EventType = "CHARGE_REFUNDED"
 		Expect(k8sClient.Update(ctx, pe)).To(MatchError(ContainSubstring("a payment event is immutable")))
 	})

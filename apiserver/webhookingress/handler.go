@@ -1,7 +1,8 @@
 // Package webhookingress serves POST /v1/webhooks/{connector}: it verifies a payment webhook
-// with the Event Service, stores it once as a PaymentEvent, and acknowledges it. Everything
-// else (metrics, Kubernetes events, forwarding to sinks) is the PaymentEvent controller's job,
-// so the processor gets its 2xx as soon as the event is safely stored.
+// with the Event Service, stores each event it carries once as a PaymentEvent (every item of an
+// Adyen batch on its own), and acknowledges it. Everything else (metrics, Kubernetes events,
+// forwarding to sinks) is the PaymentEvent controller's job, so the processor gets its 2xx as
+// soon as the events are safely stored.
 package webhookingress
 
 import (
@@ -12,6 +13,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -33,6 +36,10 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultStoreTimeout = 10 * time.Second
 )
+
+// storeParallelism bounds the creates in flight for one delivery: a large Adyen batch is still
+// acknowledged quickly, without one delivery flooding the apiserver.
+const storeParallelism = 8
 
 // Options configures a Handler.
 type Options struct {
@@ -61,9 +68,25 @@ type Options struct {
 // Handler is the webhook ingress. It is safe for concurrent use.
 type Handler struct{ opts Options }
 
-// Ack is the body of every 2xx answer. A redelivery gets the same body with Duplicate true.
+// Ack is the body of every 2xx answer. A redelivery gets the same ids with Duplicate true.
+// For a batch (Adyen with several items) the first four fields describe the first item, as the
+// Event Service does, and Items lists every one.
 type Ack struct {
 	// ID is the PaymentEvent's name.
+	ID              string `json:"id"`
+	MerchantEventID string `json:"merchant_event_id"`
+	EventType       string `json:"event_type"`
+	// Duplicate is true when nothing new was stored: every event was already there.
+	Duplicate bool `json:"duplicate"`
+	// Stored and Duplicates count the delivery's events newly stored and already there.
+	Stored     int `json:"stored"`
+	Duplicates int `json:"duplicates"`
+	// Items is set for a batch only, one entry per item in order.
+	Items []ItemAck `json:"items,omitempty"`
+}
+
+// ItemAck is the answer for one stored event.
+type ItemAck struct {
 	ID              string `json:"id"`
 	MerchantEventID string `json:"merchant_event_id"`
 	EventType       string `json:"event_type"`
@@ -145,17 +168,28 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.opts.Metrics.verified(name)
+	h.storeAndAcknowledge(w, r, start, name, ev, body)
+}
 
-	pe := paymentevents.FromEvent(ev, h.opts.Namespace, body, h.opts.Now())
-	ack, err := h.store(r.Context(), pe)
-	if err != nil {
+// storeAndAcknowledge stores every event of a verified delivery and answers 200 once all of
+// them are stored (or were already), 503 if any is not.
+func (h *Handler) storeAndAcknowledge(w http.ResponseWriter, r *http.Request, start time.Time, name string, ev *connectors.Event, body []byte) {
+	received := h.opts.Now()
+	events := splitBatch(ev)
+	pes := make([]*videogenv1alpha1.PaymentEvent, len(events))
+	for i, e := range events {
+		pes[i] = paymentevents.FromEvent(e, h.opts.Namespace, body, received)
+	}
+	acks, errs := h.storeAll(r.Context(), pes)
+	if unstored, firstErr := unstoredIDs(pes, errs); len(unstored) > 0 {
 		h.opts.Logger.ErrorContext(r.Context(), "webhookingress: cannot store payment event",
-			"connector", name, "merchant_event_id", ev.MerchantEventID, "name", pe.Name,
-			"request_id", httpjson.RequestID(r.Context()), "error", err)
+			"connector", name, "merchant_event_id", unstored[0], "unstored", len(unstored), "events", len(pes),
+			"request_id", httpjson.RequestID(r.Context()), "error", firstErr)
 		h.reject(w, r, start, name, outcomeStoreFailed, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
-			fmt.Sprintf("the %s event %s was verified but could not be stored; retry later", name, ev.MerchantEventID))
+			storeFailedMessage(name, unstored, len(pes)))
 		return
 	}
+	ack := summarize(acks)
 	outcome := outcomeStored
 	if ack.Duplicate {
 		outcome = outcomeDuplicate
@@ -164,19 +198,104 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	httpjson.WriteJSON(w, http.StatusOK, ack)
 }
 
+// splitBatch lists the events a delivery stores. Each item of a batch is its own PaymentEvent,
+// named from its own id, so each gets its type's Kubernetes events and metrics, and an item
+// redelivered inside a new batch is a duplicate without hiding the items that are new.
+func splitBatch(ev *connectors.Event) []*connectors.Event {
+	if len(ev.Items) == 0 {
+		return []*connectors.Event{ev}
+	}
+	events := make([]*connectors.Event, len(ev.Items))
+	for i := range ev.Items {
+		events[i] = &ev.Items[i]
+	}
+	return events
+}
+
+// storeAll stores every object, at most storeParallelism at a time; errs[i] is pes[i]'s error.
+// After a failure no new create is started: the processor retries the whole delivery anyway,
+// and the objects stored by then are duplicates on that retry.
+func (h *Handler) storeAll(ctx context.Context, pes []*videogenv1alpha1.PaymentEvent) ([]ItemAck, []error) {
+	acks := make([]ItemAck, len(pes))
+	errs := make([]error, len(pes))
+	slots := make(chan struct{}, storeParallelism)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i, pe := range pes {
+		slots <- struct{}{}
+		if failed.Load() {
+			<-slots
+			errs[i] = errNotAttempted
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if acks[i], errs[i] = h.store(ctx, pe); errs[i] != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	return acks, errs
+}
+
+// errNotAttempted marks the objects storeAll skipped after a failure.
+var errNotAttempted = errors.New("not attempted after an earlier event failed")
+
+// unstoredIDs lists the merchant event ids of the objects that were not stored, and the first
+// real error (not errNotAttempted) for the log.
+func unstoredIDs(pes []*videogenv1alpha1.PaymentEvent, errs []error) (ids []string, first error) {
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		ids = append(ids, pes[i].Spec.MerchantEventID)
+		if first == nil && !errors.Is(err, errNotAttempted) {
+			first = err
+		}
+	}
+	return ids, first
+}
+
+func storeFailedMessage(connector string, unstored []string, total int) string {
+	if total == 1 {
+		return fmt.Sprintf("the %s event %s was verified but could not be stored; retry later", connector, unstored[0])
+	}
+	return fmt.Sprintf("%d of the %d %s events in this batch were verified but could not be stored (first: %s); retry the whole batch later",
+		len(unstored), total, connector, unstored[0])
+}
+
+// summarize builds the answer from every event's ack (all stored or already there).
+func summarize(acks []ItemAck) Ack {
+	first := acks[0]
+	ack := Ack{ID: first.ID, MerchantEventID: first.MerchantEventID, EventType: first.EventType}
+	for _, a := range acks {
+		if a.Duplicate {
+			ack.Duplicates++
+		} else {
+			ack.Stored++
+		}
+	}
+	ack.Duplicate = ack.Stored == 0
+	if len(acks) > 1 {
+		ack.Items = acks
+	}
+	return ack
+}
+
 // store creates the PaymentEvent; an existing one (a redelivery, or a concurrent delivery of
 // the same event) is acknowledged as a duplicate and left unchanged.
-func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) (Ack, error) {
+func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) (ItemAck, error) {
 	// A processor hanging up must not abort a create half-way: finish it, bounded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.StoreTimeout)
 	defer cancel()
-	ack := Ack{ID: pe.Name, MerchantEventID: pe.Spec.MerchantEventID, EventType: pe.Spec.EventType}
+	ack := ItemAck{ID: pe.Name, MerchantEventID: pe.Spec.MerchantEventID, EventType: pe.Spec.EventType}
 	err := h.opts.Client.Create(ctx, pe)
 	if err == nil {
 		return ack, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return Ack{}, err
+		return ItemAck{}, err
 	}
 	ack.Duplicate = true
 	stored := &videogenv1alpha1.PaymentEvent{}

@@ -34,7 +34,7 @@ var _ = Describe("POST /v1/webhooks/{connector}", func() {
 		Expect(a.status).To(Equal(http.StatusOK))
 		Expect(a.requestID).To(HavePrefix("req_"))
 		Expect(a.ack).To(Equal(webhookingress.Ack{ID: paymentevents.Name("stripe", "evt_one"),
-			MerchantEventID: "evt_one", EventType: "DISPUTE_CREATED"}))
+			MerchantEventID: "evt_one", EventType: "DISPUTE_CREATED", Stored: 1}))
 		events := in.paymentEvents()
 		Expect(events).To(HaveLen(1))
 		pe := events[0]
@@ -85,7 +85,7 @@ var _ = Describe("POST /v1/webhooks/{connector}", func() {
 		again := in.postStripe(body, stripeSecret)
 		Expect(again.status).To(Equal(http.StatusOK))
 		Expect(again.ack).To(Equal(webhookingress.Ack{ID: first.ack.ID, MerchantEventID: "evt_again",
-			EventType: "DISPUTE_CREATED", Duplicate: true}))
+			EventType: "DISPUTE_CREATED", Duplicate: true, Duplicates: 1}))
 		Expect(in.paymentEvents()[0].ResourceVersion).To(Equal(stored.ResourceVersion))
 	})
 
