@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -70,6 +71,32 @@ var _ = Describe("Templates and custom short templates", func() {
 			return api.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key}).Status
 		}).
 			Should(Equal(http.StatusNotFound))
+	})
+
+	It("patches a short template's target_url and duration, keeping the other fields", func() {
+		a := newAccount(0)
+		created := api.post("/v1/short-templates", a.key, map[string]any{"name": "Outro",
+			"target_url": "https://cdn.example.com/outro.mp4", "cover_url": "https://cdn.example.com/outro.jpg", "duration": 8})
+		Expect(created.Status).To(Equal(http.StatusCreated), string(created.Body))
+		id := created.JSON()["id"].(string)
+
+		patched := api.do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key,
+			body: map[string]any{"target_url": "https://cdn.example.com/outro-v2.mp4", "duration": 12}})
+		Expect(patched.Status).To(Equal(http.StatusOK), string(patched.Body))
+		Expect(patched.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("name", "Outro"),
+			HaveKeyWithValue("target_url", "https://cdn.example.com/outro-v2.mp4"), HaveKeyWithValue("duration", BeNumerically("==", 12)),
+			HaveKeyWithValue("cover_url", "https://cdn.example.com/outro.jpg")))
+		want := videogenv1alpha1.ShortTemplateSpec{DisplayName: "Outro", TargetURL: "https://cdn.example.com/outro-v2.mp4",
+			CoverURL: "https://cdn.example.com/outro.jpg", Duration: ptr.To[int32](12)}
+		Expect(shortTemplateSpec(a.ns, id)).To(Equal(want))
+
+		// A refused patch changes nothing.
+		for _, body := range []map[string]any{{"target_url": "http://10.0.0.5/x.mp4"}, {"duration": 0}} {
+			bad := api.do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key, body: body})
+			Expect(bad.Status).To(Equal(http.StatusBadRequest), "%v", body)
+			Expect(bad.ErrorCode()).To(Equal("invalid_request"))
+		}
+		Expect(shortTemplateSpec(a.ns, id)).To(Equal(want))
 	})
 
 	It("refuses bad short template input with the field named", func() {
@@ -146,3 +173,12 @@ var _ = Describe("Webhook signing secret", func() {
 		Expect(api.get("/v1/webhook-secret", other.key).JSON()["secret"]).NotTo(Equal(rotated.JSON()["secret"]))
 	})
 })
+
+// shortTemplateSpec reads the spec of the account's ShortTemplate with public id id.
+func shortTemplateSpec(ns, id string) videogenv1alpha1.ShortTemplateSpec {
+	GinkgoHelper()
+	var l videogenv1alpha1.ShortTemplateList
+	Expect(k8sClient.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{videogenv1alpha1.LabelShortTemplateID: id})).To(Succeed())
+	Expect(l.Items).To(HaveLen(1))
+	return l.Items[0].Spec
+}

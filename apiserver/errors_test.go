@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
@@ -38,6 +39,28 @@ var _ = Describe("Errors", func() {
 			Expect(resp.Status).To(Equal(http.StatusUnauthorized), "key %q", key)
 			Expect(resp.ErrorCode()).To(Equal("invalid_api_key"))
 		}
+	})
+
+	It("refuses a real key id with a wrong secret, and a revoked key once the apiserver sees the revocation", func() {
+		// Same id, same length and alphabet; only the secret's first character differs.
+		id, secret, _ := strings.Cut(strings.TrimPrefix(a.key, "vg_"), "_")
+		other := "A"
+		if secret[0] == 'A' {
+			other = "B"
+		}
+		forged := "vg_" + id + "_" + other + secret[1:]
+		Expect(forged).To(HaveLen(len(a.key)))
+		resp := api.get("/v1/balance", forged)
+		Expect(resp.Status).To(Equal(http.StatusUnauthorized))
+		Expect(resp.ErrorCode()).To(Equal("invalid_api_key"))
+		Expect(api.get("/v1/balance", a.key).Status).To(Equal(http.StatusOK), "the real key still works")
+
+		Expect(apikeys.Revoke(ctx, k8sClient, keyNamespace, id)).To(Succeed())
+		Eventually(func(g Gomega) {
+			revoked := api.get("/v1/balance", a.key)
+			g.Expect(revoked.Status).To(Equal(http.StatusUnauthorized))
+			g.Expect(revoked.ErrorCode()).To(Equal("invalid_api_key"))
+		}).Should(Succeed())
 	})
 
 	DescribeTable("answers bad task requests with 400 naming the field, and changes nothing",
@@ -88,6 +111,24 @@ var _ = Describe("Errors", func() {
 		missing := api.get("/v1/tasks/vt-doesnotexist", a.key)
 		Expect(missing.Status).To(Equal(http.StatusNotFound))
 		Expect(missing.ErrorCode()).To(Equal("not_found"))
+	})
+
+	It("answers a known path asked with another method with 405 method_not_allowed and Allow", func() {
+		for _, c := range []struct{ method, path, allow string }{
+			{"DELETE", "/v1/tasks/vt-x", "GET, HEAD"},
+			{"GET", "/v1/videos/short", "POST"},
+			{"POST", "/v1/tasks", "GET, HEAD"},
+			{"GET", "/v1/tasks/vt-x/cancel", "POST"},
+			{"PUT", "/v1/short-templates/ushort_x", "PATCH, DELETE"},
+			{"DELETE", "/v1/short-templates", "GET, HEAD, POST"},
+		} {
+			resp := api.do(call{method: c.method, path: c.path, key: a.key})
+			Expect(resp.Status).To(Equal(http.StatusMethodNotAllowed), "%s %s", c.method, c.path)
+			Expect(resp.ErrorCode()).To(Equal("method_not_allowed"))
+			Expect(resp.Header.Get("Allow")).To(Equal(c.allow), "%s %s", c.method, c.path)
+		}
+		Expect(api.do(call{method: "DELETE", path: "/v1/nothing-here", key: a.key}).ErrorCode()).To(Equal("not_found"))
+		Expect(tasksIn(a.ns)).To(BeEmpty())
 	})
 
 	It("rate limits each key with 429 and Retry-After", func() {
@@ -246,6 +287,23 @@ var _ = Describe("Errors", func() {
 		Expect(counter(families, "videogen_api_requests_total", map[string]string{"route": "GET /v1/balance", "code": "200"})).
 			To(BeNumerically(">=", 1))
 	})
+
+	It("records each request's latency in the histogram of its route", func() {
+		route := map[string]string{"route": "GET /v1/tasks", "method": "GET", "code": "200"}
+		samples := func() (uint64, float64) {
+			families, err := registry.Gather()
+			Expect(err).NotTo(HaveOccurred())
+			return histogram(families, "videogen_api_request_duration_seconds", route)
+		}
+		count, sum := samples()
+		Expect(api.get("/v1/tasks", a.key).Status).To(Equal(http.StatusOK))
+		// The sample is recorded after the response is written: it may trail it a moment.
+		Eventually(func(g Gomega) {
+			c, s := samples()
+			g.Expect(c).To(Equal(count + 1))
+			g.Expect(s).To(BeNumerically(">", sum))
+		}).Should(Succeed())
+	})
 })
 
 // postCutShort posts a short video request to an apiserver that dies while it handles it.
@@ -265,21 +323,44 @@ func counter(families []*dto.MetricFamily, name string, want map[string]string) 
 		if f.GetName() != name {
 			continue
 		}
-	metrics:
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+			if hasLabels(m, want) {
+				total += m.GetCounter().GetValue()
 			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue metrics
-				}
-			}
-			total += m.GetCounter().GetValue()
 		}
 	}
 	return total
+}
+
+// histogram returns the sample count and sum of the histograms name with the labels want.
+func histogram(families []*dto.MetricFamily, name string, want map[string]string) (uint64, float64) {
+	var count uint64
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, want) {
+				count += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return count, sum
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // noWatch lets the interceptor wrap a manager's client, which has no Watch.

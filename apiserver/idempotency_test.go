@@ -43,10 +43,14 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 		topUp(a.ns, 100)
 		first := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-2")
 		Expect(first.Status).To(Equal(http.StatusAccepted))
+		Expect(first.JSON()["cost"]).To(BeNumerically("==", 30))
 		replay := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-2")
 		Expect(replay.Status).To(Equal(http.StatusOK))
 		Expect(replay.Header.Get("Idempotent-Replayed")).To(Equal("true"))
 		Expect(replay.JSON()["id"]).To(Equal(first.JSON()["id"]))
+		// Before the controller accepts the task too, the replay and a GET show the cost of the 202.
+		Expect(replay.JSON()["cost"]).To(Equal(first.JSON()["cost"]))
+		Expect(api.get("/v1/tasks/"+first.JSON()["id"].(string), a.key).JSON()["cost"]).To(Equal(first.JSON()["cost"]))
 		Expect(tasksIn(a.ns)).To(HaveLen(1))
 
 		// Still the same task after it finished: the key is kept as long as the task.

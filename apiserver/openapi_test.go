@@ -62,8 +62,12 @@ func checkAgainstOpenAPI(method, path string, r response) {
 		}
 		return // routes outside the documented API (blobs)
 	}
-	op, ok := spec["paths"].(map[string]any)[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
-	Expect(ok).To(BeTrue(), "%s %s is not in the OpenAPI document", method, tmpl)
+	item := spec["paths"].(map[string]any)[tmpl].(map[string]any)
+	op, ok := item[strings.ToLower(method)].(map[string]any)
+	if !ok {
+		expectMethodNotAllowed(method, tmpl, item, r)
+		return
+	}
 	res, ok := op["responses"].(map[string]any)[strconv.Itoa(r.Status)].(map[string]any)
 	Expect(ok).To(BeTrue(), "%s %s answered %d, which the OpenAPI document does not list", method, tmpl, r.Status)
 	pointer := fmt.Sprintf("/paths/%s/%s/responses/%d", escape(tmpl), strings.ToLower(method), r.Status)
@@ -76,6 +80,24 @@ func checkAgainstOpenAPI(method, path string, r response) {
 		return
 	}
 	validate(pointer+"/content/application~1json/schema", r)
+}
+
+// expectMethodNotAllowed checks the answer to a method the document does not list for a path:
+// 405 with an Allow header naming exactly the documented methods (and HEAD, served as GET).
+func expectMethodNotAllowed(method, tmpl string, item map[string]any, r response) {
+	GinkgoHelper()
+	Expect(r.Status).To(Equal(http.StatusMethodNotAllowed), "%s %s is not in the OpenAPI document, so it must answer 405", method, tmpl)
+	validate("/components/schemas/Error", r)
+	var documented []string
+	for m := range item {
+		switch m {
+		case "get":
+			documented = append(documented, "GET", "HEAD")
+		case "post", "put", "patch", "delete":
+			documented = append(documented, strings.ToUpper(m))
+		}
+	}
+	Expect(strings.Split(r.Header.Get("Allow"), ", ")).To(ConsistOf(documented), "Allow of %s %s", method, tmpl)
 }
 
 func validate(pointer string, r response) {

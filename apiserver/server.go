@@ -3,6 +3,7 @@ package apiserver
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,9 +116,39 @@ func (s *Server) routes() {
 
 	s.mux.Handle("GET /v1/openapi.json", openapi.Handler())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc(catchAll, s.noRoute)
+}
+
+// catchAll takes every /v1 request that no route took.
+const catchAll = "/v1/"
+
+// probeMethods are the methods a path is tried with to find those it allows.
+var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// noRoute answers 405 with Allow for a path served with other methods, else 404. The mux would
+// answer 405 itself, but catchAll matches every method first.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	allow := s.allowedMethods(r)
+	if len(allow) == 0 {
 		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
-	})
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	httpjson.WriteError(w, r, http.StatusMethodNotAllowed, httpjson.CodeMethodNotAllowed,
+		r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allow, ", "))
+}
+
+// allowedMethods lists the methods some route other than catchAll serves r's path with, as
+// the mux itself routes them (routes mounted on Mux() included).
+func (s *Server) allowedMethods(r *http.Request) []string {
+	var allow []string
+	for _, m := range probeMethods {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != catchAll {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // now is the server's clock.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,7 +92,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		return
 	}
 
-	task, err := s.buildTask(ctx, p.Account, name, hash, &in, tmpl)
+	task, err := s.buildTask(ctx, p.Account, name, hash, &in, tmpl, price)
 	if err == nil {
 		err = s.cfg.Client.Create(ctx, task)
 	}
@@ -131,7 +132,7 @@ func (s *Server) submitReserved(w http.ResponseWriter, r *http.Request, account,
 	defer ticket.Unknown() // if nothing below ended it (a panic)
 	cctx, cancel := context.WithDeadline(ctx, ticket.Deadline)
 	defer cancel()
-	task, err := s.buildTask(cctx, account, name, hash, in, tmpl)
+	task, err := s.buildTask(cctx, account, name, hash, in, tmpl, price)
 	if err != nil {
 		ticket.Refused()
 		s.internalError(w, r, err)
@@ -247,7 +248,9 @@ func (s *Server) quote(ctx context.Context, account string, in *taskInput) (cata
 	return tmpl, price, nil
 }
 
-func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *taskInput, tmpl catalog.Template) (*videogenv1alpha1.VideoTask, error) {
+// buildTask makes the VideoTask. It records the admitted price: a replay or a GET before the
+// controller accepts the task (and writes status.cost) shows the cost the 202 showed.
+func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *taskInput, tmpl catalog.Template, price int64) (*videogenv1alpha1.VideoTask, error) {
 	if in.face != nil {
 		url, err := s.cfg.Blobs.Put(ctx, in.face.ContentType, in.face.Data)
 		if err != nil {
@@ -257,10 +260,13 @@ func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *
 	}
 	return &videogenv1alpha1.VideoTask{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   account,
-			Name:        name,
-			Labels:      map[string]string{LabelCreatedBy: "apiserver"},
-			Annotations: map[string]string{AnnotationRequestHash: hash},
+			Namespace: account,
+			Name:      name,
+			Labels:    map[string]string{LabelCreatedBy: "apiserver"},
+			Annotations: map[string]string{
+				AnnotationRequestHash:                    hash,
+				videogenv1alpha1.AnnotationAdmittedPrice: strconv.FormatInt(price, 10),
+			},
 		},
 		Spec: videogenv1alpha1.VideoTaskSpec{
 			Capability:  in.capability,

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,7 +54,7 @@ var (
 	k8sClient client.Client
 	ctx       context.Context
 	cancel    context.CancelFunc
-	backend   *testbackend.Backend
+	backend   *templateBackend
 	api       *apiClient
 	registry  *prometheus.Registry
 )
@@ -73,7 +75,7 @@ var _ = BeforeSuite(func() {
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta(keyNamespace)})).To(Succeed())
 
 	// The controllers, as the manager runs them, with a scripted backend.
-	backend = testbackend.New()
+	backend = &templateBackend{Backend: testbackend.New()}
 	opts := controllers.DefaultOptions()
 	opts.Task.PollInterval = 50 * time.Millisecond
 	opts.HoldGracePeriod = 2 * time.Second
@@ -98,6 +100,30 @@ var _ = AfterSuite(func() {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
+
+// templateBackend is the test backend, also scripted by template: a task's name is known only
+// after its POST, by when the controller may have dispatched it; its template is known before.
+type templateBackend struct {
+	*testbackend.Backend
+	scripts sync.Map // template id → testbackend.Script
+	stalled sync.Map // template id → struct{}
+}
+
+// ScriptTemplate scripts every task of template tmpl.
+func (b *templateBackend) ScriptTemplate(tmpl string, s testbackend.Script) { b.scripts.Store(tmpl, s) }
+
+// Stall keeps every task of template tmpl queued, its points frozen: the backend answers busy.
+func (b *templateBackend) Stall(tmpl string) { b.stalled.Store(tmpl, struct{}{}) }
+
+func (b *templateBackend) Submit(ctx context.Context, w generation.Work) (string, error) {
+	if _, ok := b.stalled.Load(w.TemplateID); ok {
+		return "", errors.New("test backend busy") // not permanent: the controller retries
+	}
+	if s, ok := b.scripts.Load(w.TemplateID); ok {
+		b.Set(w.Task, s.(testbackend.Script))
+	}
+	return b.Backend.Submit(ctx, w)
+}
 
 func newManager(co cache.Options) ctrl.Manager {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -167,6 +167,46 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(again.ErrorCode()).To(Equal("conflict"))
 	})
 
+	It("cancels a queued task, not yet started, and refunds its points in full", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](40), nil)
+		backend.Stall(tmpl)
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		id := resp.JSON()["id"].(string)
+		// Accepted (points frozen), but the backend has not started it.
+		Eventually(func() map[string]any { return api.get("/v1/tasks/"+id, a.key).JSON() }).Should(And(
+			HaveKeyWithValue("status", "queued"), HaveKeyWithValue("charge", "Frozen")))
+		expectPoints(a.ns, 60, 40, 0)
+
+		c := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(c.Status).To(Equal(http.StatusAccepted), string(c.Body))
+		done := waitTask(a, id, "canceled")
+		Expect(done).To(And(HaveKeyWithValue("charge", "Refunded"), HaveKeyWithValue("started_at", BeNil())))
+		Expect(done["error"]).To(HaveKeyWithValue("code", "canceled"))
+		expectPoints(a.ns, 100, 0, 0)
+	})
+
+	It("names the phase running now: the first stage while it runs", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](10), nil)
+		backend.ScriptTemplate(tmpl, testbackend.Script{Analyze: testbackend.Hang})
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		Expect(resp.JSON()["phase"]).To(BeNil(), "nothing runs yet")
+		id := resp.JSON()["id"].(string)
+
+		running := waitTask(a, id, "running")
+		Expect(running["phase"]).To(Equal(string(videogenv1alpha1.Stages[0])))
+		Expect(running["phases"]).To(HaveExactElements(
+			And(HaveKeyWithValue("name", "analyze"), HaveKeyWithValue("status", "running")),
+			And(HaveKeyWithValue("name", "render"), HaveKeyWithValue("status", "pending"))))
+
+		// Not left hanging for the rest of the suite.
+		Expect(api.post("/v1/tasks/"+id+"/cancel", a.key, nil).Status).To(Equal(http.StatusAccepted))
+		waitTask(a, id, "canceled")
+	})
+
 	It("lists the caller's tasks newest first with cursor pagination", func() {
 		a := newAccount(100)
 		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](1), nil)

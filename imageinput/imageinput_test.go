@@ -11,6 +11,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"os"
 	"strings"
 	"testing"
 )
@@ -51,6 +52,35 @@ func TestDecodeBase64AcceptsRealImages(t *testing.T) {
 		if img.ContentType != c.ct {
 			t.Errorf("%s: content type %q, want %q", name, img.ContentType, c.ct)
 		}
+	}
+}
+
+// testdata/face.webp is a 16×16 red lossless WebP (VP8L) written by hand: the standard library
+// cannot encode WebP, and callers do send it.
+func TestDecodeBase64AcceptsWebP(t *testing.T) {
+	raw, err := os.ReadFile("testdata/face.webp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]string{
+		"plain":    base64.StdEncoding.EncodeToString(raw),
+		"data URL": "data:image/webp;base64," + base64.StdEncoding.EncodeToString(raw),
+	} {
+		img, err := DecodeBase64(in, DefaultLimits)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if img.ContentType != "image/webp" || img.Width != 16 || img.Height != 16 || !bytes.Equal(img.Data, raw) {
+			t.Errorf("%s: got %s %dx%d (%d bytes), want image/webp 16x16 (%d bytes)", name, img.ContentType, img.Width, img.Height, len(img.Data), len(raw))
+		}
+	}
+	decoded, _, err := image.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, g, b, a := decoded.At(7, 7).RGBA(); r != 0xffff || g != 0 || b != 0 || a != 0xffff {
+		t.Errorf("pixel (7,7) = %d,%d,%d,%d, want opaque red", r, g, b, a)
 	}
 }
 

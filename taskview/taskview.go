@@ -3,6 +3,7 @@
 package taskview
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,8 +76,9 @@ const (
 	StatusCanceled  = "canceled"
 )
 
-// Of renders a VideoTask. price is shown as the cost of a task the
-// controller has not priced yet (the apiserver froze it at submission).
+// Of renders a VideoTask. price, if given, is shown as the cost of a task the controller has
+// not priced yet (the apiserver froze it at submission); otherwise the admitted price recorded
+// on the task is.
 func Of(t *videogenv1alpha1.VideoTask, price *int64) Task {
 	v := Task{
 		ID:         t.Name,
@@ -85,14 +87,11 @@ func Of(t *videogenv1alpha1.VideoTask, price *int64) Task {
 		Status:     Status(t),
 		Progress:   t.Status.Progress,
 		Phases:     []TaskPhase{},
-		Cost:       t.Status.Cost,
+		Cost:       costOf(t, price),
 		CreatedAt:  t.CreationTimestamp.UTC(),
 		TemplateID: optString(t.Spec.TemplateRef),
 		Duration:   t.Spec.Duration,
 		WebhookURL: optString(t.Spec.WebhookURL),
-	}
-	if v.Cost == nil {
-		v.Cost = price
 	}
 	if t.Status.Charge != "" {
 		c := string(t.Status.Charge)
@@ -138,6 +137,23 @@ func Of(t *videogenv1alpha1.VideoTask, price *int64) Task {
 		}
 	}
 	return v
+}
+
+// costOf is status.cost once the controller has priced the task. Until then it is the price
+// the task was admitted at, so every answer about a new task shows the cost its 202 showed; a
+// task that ended without being priced never held points and shows none.
+func costOf(t *videogenv1alpha1.VideoTask, price *int64) *int64 {
+	if t.Status.Cost != nil || t.Status.Phase.Terminal() {
+		return t.Status.Cost
+	}
+	if price != nil {
+		return price
+	}
+	n, err := strconv.ParseInt(t.Annotations[videogenv1alpha1.AnnotationAdmittedPrice], 10, 64)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return &n
 }
 
 func timeOf(t *metav1.Time) *time.Time {
