@@ -146,6 +146,8 @@ type StatusError struct {
 	Status       int
 	Code         string
 	Message      string
+	// RetryAfter is the wait a 429 or 503 asked for in its Retry-After header (0: none).
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {
@@ -186,7 +188,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 		if err == nil || ctx.Err() != nil || attempt >= c.cfg.MaxAttempts || !retryable(err) {
 			return err
 		}
-		t := time.NewTimer(backoff(c.cfg.BaseDelay, c.cfg.MaxDelay, attempt))
+		t := time.NewTimer(retryWait(err, c.cfg.BaseDelay, c.cfg.MaxDelay, attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -242,7 +244,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, out
 		return fmt.Errorf("backend %s %s: reading the answer: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		se := &StatusError{Method: method, Path: path, Status: resp.StatusCode}
+		se := &StatusError{Method: method, Path: path, Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
 		var eb ErrorBody
 		if json.Unmarshal(data, &eb) == nil {
 			se.Code, se.Message = eb.Error.Code, eb.Error.Message

@@ -1,7 +1,10 @@
 package httpbackend
 
 import (
+	"errors"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -16,4 +19,30 @@ func backoff(base, limit time.Duration, attempt int) time.Duration {
 	d = min(d, limit)
 	half := d / 2
 	return half + rand.N(half+1)
+}
+
+// retryWait is the wait before attempt+1 after err: the backend's Retry-After when it asked for
+// one (a busy worker knows when it will have room), else backoff; never above limit, so that a
+// stage's observation is not held up past the client's own bound.
+func retryWait(err error, base, limit time.Duration, attempt int) time.Duration {
+	var se *StatusError
+	if errors.As(err, &se) && se.RetryAfter > 0 {
+		return min(se.RetryAfter, limit)
+	}
+	return backoff(base, limit, attempt)
+}
+
+// retryAfter reads a Retry-After header in seconds or as an HTTP date; 0 if absent or bad.
+func retryAfter(h http.Header) time.Duration {
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		return max(time.Duration(secs)*time.Second, 0)
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(time.Until(at), 0)
+	}
+	return 0
 }
