@@ -4,62 +4,20 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/internal/versity"
 )
 
-// startVersity runs a real S3-compatible server (Versity S3 Gateway, built by
-// hack/setup-versitygw.sh) on loopback for the test's lifetime.
+// startVersity runs a real S3-compatible server for the test's lifetime.
 func startVersity(t *testing.T) (endpoint, access, secret string) {
-	t.Helper()
-	bin := os.Getenv("VERSITYGW")
-	if bin == "" {
-		root, err := testenv.ModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, "bin", "versitygw")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no S3 server binary at %s: run hack/setup-versitygw.sh (make test does)", bin)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint = l.Addr().String()
-	l.Close()
-	access, secret = "testaccess", "testsecret-0123456789"
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--access", access, "--secret", secret, "--port", endpoint, "posix", t.TempDir())
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", endpoint, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return endpoint, access, secret
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("S3 server did not start: %v\n%s", err, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s := versity.Start(t)
+	return s.Endpoint, s.AccessKey, s.SecretKey
 }
 
 func TestS3StoresAndPresigns(t *testing.T) {

@@ -45,7 +45,7 @@ func main() {
 func run() error {
 	var (
 		bindAddr, metricsAddr, probeAddr string
-		keyNamespace, blobDir, publicURL string
+		keyNamespace, publicURL          string
 		allowPrivate                     string
 		defaultPrice                     int64
 		rateLimit                        float64
@@ -54,23 +54,14 @@ func run() error {
 		reserveTasks                     int
 		fenceWindow                      time.Duration
 		webhooks                         webhookingress.Config
-		blobKind                         string
-		s3                               blobstore.S3Config
+		blobFlags                        blobstore.Flags
 		eventTokensFile                  string
 	)
 	flag.StringVar(&bindAddr, "bind-address", ":8080", "Address the /v1 API listens on.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus metrics endpoint (0 to disable).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8082", "Address of /healthz and /readyz.")
 	flag.StringVar(&keyNamespace, "api-key-namespace", envOr("POD_NAMESPACE", "videogen-system"), "Namespace of the Secrets holding API key hashes.")
-	flag.StringVar(&blobKind, "blob-store", "dir", "Where uploaded images go: dir (a local directory served by this apiserver) or s3.")
-	flag.StringVar(&s3.Endpoint, "s3-endpoint", "", "S3-compatible endpoint host[:port] (with --blob-store=s3).")
-	flag.StringVar(&s3.Bucket, "s3-bucket", "", "Bucket for uploads (with --blob-store=s3); it must exist.")
-	flag.StringVar(&s3.Region, "s3-region", "us-east-1", "Region of the bucket.")
-	flag.StringVar(&s3.Prefix, "s3-prefix", "uploads/", "Prefix of uploaded object names.")
-	flag.BoolVar(&s3.Insecure, "s3-insecure", false, "Use plain HTTP to reach the S3 endpoint.")
-	flag.StringVar(&s3.PublicBaseURL, "s3-public-base-url", "", "Public URL of the bucket's objects; empty: presigned URLs valid for --s3-presign-ttl.")
-	flag.DurationVar(&s3.PresignTTL, "s3-presign-ttl", 24*time.Hour, "Lifetime of presigned upload URLs (at most 7 days); keep it above the task timeout.")
-	flag.StringVar(&blobDir, "blob-dir", "/var/lib/videogen/blobs", "Directory of the embedded blob store for uploaded images.")
+	blobFlags.Bind(flag.CommandLine, "uploaded images", "/var/lib/videogen/blobs", "uploads/")
 	flag.StringVar(&publicURL, "public-url", "http://localhost:8080", "Base URL under which this apiserver is reachable by generation backends (blob links).")
 	flag.StringVar(&allowPrivate, "allow-private-urls", "", "Comma-separated CIDRs that caller-supplied URLs may point into (private ranges are refused otherwise).")
 	flag.Int64Var(&defaultPrice, "default-price", 10, "System default price in points; keep equal to the manager's --default-price.")
@@ -111,19 +102,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var blobs blobstore.Store
-	switch blobKind {
-	case "dir":
-		dir := &blobstore.Dir{Root: blobDir, BaseURL: publicURL + "/v1/blobs/"}
-		blobs = dir
-	case "s3":
-		// Credentials come from the environment (a Secret), never from flags.
-		s3.AccessKey, s3.SecretKey = os.Getenv("S3_ACCESS_KEY_ID"), os.Getenv("S3_SECRET_ACCESS_KEY")
-		if blobs, err = blobstore.NewS3(s3); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("--blob-store must be dir or s3, not %q", blobKind)
+	blobs, err := blobFlags.Open(publicURL + "/v1/blobs/")
+	if err != nil {
+		return err
 	}
 	pointsLedger := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
 	var admitter *reservations.Admitter

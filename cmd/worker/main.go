@@ -27,15 +27,15 @@ func main() {
 func run() error {
 	cfg := defaults()
 	flag.StringVar(&cfg.BindAddress, "bind-address", cfg.BindAddress, "Address the protocol, /v1/blobs/ and /healthz listen on.")
-	flag.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "Base URL under which this worker is reachable; result URLs are <public-url>/v1/blobs/<name>.")
-	flag.StringVar(&cfg.BlobDir, "blob-dir", cfg.BlobDir, "Directory where rendered results are stored and served from.")
+	flag.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "Base URL under which this worker is reachable; with --blob-store=dir, result URLs are <public-url>/v1/blobs/<name>.")
+	cfg.Blobs.Bind(flag.CommandLine, "rendered results", cfg.Blobs.Dir, "results/")
 	flag.StringVar(&cfg.AllowPrivateURLs, "allow-private-urls", cfg.AllowPrivateURLs, "Comma-separated CIDRs that input URLs may reach although they are not public (e.g. 127.0.0.0/8 for a local stack).")
 	flag.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "Stages that run at once; more wait in a queue.")
 	flag.IntVar(&cfg.MaxQueued, "max-queued", cfg.MaxQueued, "Stages that may wait; beyond that submissions get 503 busy.")
 	flag.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
 	flag.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download.")
 	flag.StringVar(&cfg.Token, "token", cfg.Token, "Bearer token the protocol endpoints require (default $VIDEOGEN_WORKER_TOKEN; empty disables auth).")
-	flag.DurationVar(&cfg.ResultTTL, "result-ttl", cfg.ResultTTL, "How long a finished stage's status is kept (its blob stays in --blob-dir).")
+	flag.DurationVar(&cfg.ResultTTL, "result-ttl", cfg.ResultTTL, "How long a finished stage's status is kept (its result stays in the blob store).")
 	flag.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
 	flag.Parse()
 
@@ -58,7 +58,7 @@ func run() error {
 	srv := &http.Server{Addr: cfg.BindAddress, Handler: w.handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("worker listening", "address", cfg.BindAddress, "public-url", cfg.PublicURL, "blob-dir", cfg.BlobDir, "auth", cfg.Token != "")
+	log.Info("worker listening", "address", cfg.BindAddress, "public-url", cfg.PublicURL, "blob-store", cfg.Blobs.Kind, "auth", cfg.Token != "")
 
 	select {
 	case err := <-errc:

@@ -20,19 +20,20 @@ import (
 
 // config is the worker's flags.
 type config struct {
-	BindAddress, PublicURL, BlobDir string
-	AllowPrivateURLs                string
-	MaxConcurrent, MaxQueued        int
-	MaxInputBytes                   int64
-	FetchTimeout, ResultTTL         time.Duration
-	Token, FaceDetect, TempDir      string
+	BindAddress, PublicURL     string
+	Blobs                      blobstore.Flags
+	AllowPrivateURLs           string
+	MaxConcurrent, MaxQueued   int
+	MaxInputBytes              int64
+	FetchTimeout, ResultTTL    time.Duration
+	Token, FaceDetect, TempDir string
 }
 
 func defaults() config {
 	return config{
 		BindAddress:   ":8080",
 		PublicURL:     "http://localhost:8080",
-		BlobDir:       "/var/lib/videogen/worker-blobs",
+		Blobs:         blobstore.Flags{Kind: "dir", Dir: "/var/lib/videogen/worker-blobs"},
 		MaxConcurrent: 2,
 		MaxQueued:     64,
 		MaxInputBytes: 200 << 20,
@@ -62,10 +63,10 @@ func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, erro
 	if cfg.MaxInputBytes <= 0 || cfg.FetchTimeout <= 0 {
 		return nil, fmt.Errorf("--max-input-bytes and --fetch-timeout must be positive")
 	}
-	if err := os.MkdirAll(cfg.BlobDir, 0o755); err != nil {
-		return nil, fmt.Errorf("--blob-dir: %w", err)
+	blobs, err := cfg.Blobs.Open(strings.TrimSuffix(cfg.PublicURL, "/") + blobsPath)
+	if err != nil {
+		return nil, err
 	}
-	blobs := &blobstore.Dir{Root: cfg.BlobDir, BaseURL: strings.TrimSuffix(cfg.PublicURL, "/") + blobsPath}
 	pipelines := capability.New(capability.Deps{
 		Fetcher: fetcher.New(netguard.Policy{Allow: allow}, cfg.MaxInputBytes, cfg.FetchTimeout),
 		Store:   blobs,
@@ -75,7 +76,10 @@ func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, erro
 	table := jobs.New(ctx, jobs.Config{MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, TTL: cfg.ResultTTL})
 
 	mux := http.NewServeMux()
-	mux.Handle(blobsPath, blobs.Handler(blobsPath))
+	if dir, ok := blobs.(*blobstore.Dir); ok {
+		// Results in a bucket are fetched from the bucket; in a directory, from here.
+		mux.Handle(blobsPath, dir.Handler(blobsPath))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	api := server.New(pipelines, table, cfg.Token, log).Handler()
 	mux.Handle("/v1/stages", api)

@@ -8,12 +8,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/blobstore"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/internal/versity"
 	"github.com/videogen-dev/videogen-operator/worker/testmedia"
 )
 
@@ -25,7 +30,7 @@ type stack struct {
 	mediaU string
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t *testing.T, mods ...func(*config)) *stack {
 	t.Helper()
 	s := &stack{media: t.TempDir()}
 	mediaSrv := httptest.NewServer(http.FileServer(http.Dir(s.media)))
@@ -36,9 +41,12 @@ func newStack(t *testing.T) *stack {
 	s.worker = httptest.NewUnstartedServer(nil)
 	cfg := defaults()
 	cfg.PublicURL = "http://" + s.worker.Listener.Addr().String()
-	cfg.BlobDir, cfg.TempDir = t.TempDir(), t.TempDir()
+	cfg.Blobs.Dir, cfg.TempDir = t.TempDir(), t.TempDir()
 	cfg.AllowPrivateURLs = "127.0.0.0/8"
 	cfg.Token = "worker-token"
+	for _, mod := range mods {
+		mod(&cfg)
+	}
 	w, err := newWorker(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +143,50 @@ func TestEndToEndTemplateThroughTheProtocol(t *testing.T) {
 	info := testmedia.Probe(t, download(t, obs.Result.URL))
 	if info.Width != testmedia.Width || info.Height != testmedia.Height || info.Duration < 2.9 || info.Duration > 3.1 {
 		t.Errorf("downloaded result = %+v", info)
+	}
+}
+
+// With --blob-store=s3 the result goes to the bucket (the same store the apiserver can use), not
+// to the worker's disk: it survives the worker's pod and the URL is a presigned bucket URL.
+func TestResultsGoToAnS3Bucket(t *testing.T) {
+	s3 := versity.Start(t)
+	t.Setenv("S3_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("S3_SECRET_ACCESS_KEY", s3.SecretKey)
+	blobDir := t.TempDir()
+	s := newStack(t, func(c *config) {
+		c.Blobs = blobstore.Flags{Kind: "s3", Dir: blobDir, S3: blobstore.S3Config{
+			Endpoint: s3.Endpoint, Insecure: true, Region: "us-east-1", Bucket: "results", Prefix: "results/", PresignTTL: time.Hour}}
+	})
+	store, err := blobstore.NewS3(blobstore.S3Config{Endpoint: s3.Endpoint, Insecure: true, Region: "us-east-1", Bucket: "results",
+		AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Client().MakeBucket(context.Background(), "results", minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	w := work(videogenv1alpha1.CapabilityTemplate)
+	w.TemplateMediaURL = s.serve(testmedia.MovingVideo(t, s.media, 2, ""))
+	seconds := int32(2)
+	w.Duration = &seconds
+	obs := s.runTask(t, w)
+	if !strings.HasPrefix(obs.Result.URL, "http://"+s3.Endpoint+"/results/results/") || !strings.Contains(obs.Result.URL, "X-Amz-Signature=") {
+		t.Fatalf("result URL %s is not a presigned URL in the bucket", obs.Result.URL)
+	}
+	if info := testmedia.Probe(t, download(t, obs.Result.URL)); info.Duration < 1.9 || info.Duration > 2.1 {
+		t.Errorf("downloaded result = %+v", info)
+	}
+	if files, _ := os.ReadDir(blobDir); len(files) != 0 {
+		t.Errorf("the worker wrote %d files to --blob-dir although results go to the bucket", len(files))
+	}
+	resp, err := http.Get(s.worker.URL + "/v1/blobs/anything.mp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /v1/blobs/ = %d, want 404: nothing is served from disk", resp.StatusCode)
 	}
 }
 
