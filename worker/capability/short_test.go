@@ -33,8 +33,8 @@ func TestShortReplacesTheTemplateFaceAndNothingElse(t *testing.T) {
 	out := r.resultFile(render.Result)
 	info, tmplInfo := testmedia.Probe(t, out), testmedia.Probe(t, tmpl)
 	if info.Width != tmplInfo.Width || info.Height != tmplInfo.Height || info.FPS != tmplInfo.FPS ||
-		math.Abs(info.Duration-tmplInfo.Duration) > 0.1 || !info.HasAudio {
-		t.Errorf("output %+v, template %+v: want the template's size, rate, duration and sound", info, tmplInfo)
+		math.Abs(info.Duration-tmplInfo.Duration) > 0.1 || !info.HasAudio || info.Codec != "h264" {
+		t.Errorf("output %+v, template %+v: want H.264 at the template's size, rate, duration and sound", info, tmplInfo)
 	}
 	before, after := testmedia.Frames(t, tmpl), testmedia.Frames(t, out)
 	if len(after) != len(before) {

@@ -27,7 +27,7 @@ func TestVideoTemplateLoopsOrTrimsToExactlyTheDuration(t *testing.T) {
 		if frames := len(testmedia.Frames(t, out)); frames != int(seconds)*testmedia.Rate {
 			t.Errorf("%ds: %d frames, want %d", seconds, frames, int(seconds)*testmedia.Rate)
 		}
-		if info.Width != testmedia.Width || info.Height != testmedia.Height || info.FPS != testmedia.Rate || !info.HasAudio {
+		if info.Width != testmedia.Width || info.Height != testmedia.Height || info.FPS != testmedia.Rate || !info.HasAudio || info.Codec != "h264" {
 			t.Errorf("%ds: output = %+v, want the template's size, rate and sound", seconds, info)
 		}
 		if render.Result.MediaType != "video/mp4" || render.Result.Metadata["duration"] == "" {

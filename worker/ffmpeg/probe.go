@@ -22,6 +22,8 @@ type Info struct {
 	// Duration in seconds.
 	Duration float64 `json:"duration"`
 	HasAudio bool    `json:"has_audio"`
+	// Codec of the video stream, e.g. "h264".
+	Codec string `json:"codec"`
 }
 
 // Frames estimates the number of frames.
@@ -30,6 +32,7 @@ func (i Info) Frames() int { return max(int(math.Round(i.Duration*i.FPS)), 1) }
 type probeOutput struct {
 	Streams []struct {
 		CodecType    string `json:"codec_type"`
+		CodecName    string `json:"codec_name"`
 		Width        int    `json:"width"`
 		Height       int    `json:"height"`
 		RFrameRate   string `json:"r_frame_rate"`
@@ -50,7 +53,7 @@ var ErrNoVideo = errors.New("not a video")
 // Probe reads a video's size, frame rate, duration and whether it has sound.
 func (t Tools) Probe(ctx context.Context, path string) (Info, error) {
 	cmd := exec.CommandContext(ctx, t.ffprobe(), "-v", "error", "-of", "json",
-		"-show_entries", "stream=codec_type,width,height,r_frame_rate,avg_frame_rate,duration:stream_side_data=rotation:format=duration", path)
+		"-show_entries", "stream=codec_type,codec_name,width,height,r_frame_rate,avg_frame_rate,duration:stream_side_data=rotation:format=duration", path)
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -75,7 +78,7 @@ func (t Tools) Probe(ctx context.Context, path string) (Info, error) {
 				continue
 			}
 			found = true
-			info.Width, info.Height = s.Width, s.Height
+			info.Width, info.Height, info.Codec = s.Width, s.Height, s.CodecName
 			for _, sd := range s.SideDataList {
 				if r := math.Abs(sd.Rotation); r == 90 || r == 270 {
 					info.Width, info.Height = s.Height, s.Width

@@ -1,0 +1,71 @@
+package webhooksecrets
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// During a rotation both secrets sign; once the overlap ends only the new one does.
+func TestSigningUsesThePreviousSecretOnlyDuringTheOverlap(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	c := fake.NewClientBuilder().Build()
+	s := &Store{Client: c, Reader: c, Namespace: "videogen-system", Now: func() time.Time { return now }}
+
+	first, err := s.Ensure(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.Signing(now); len(got) != 1 || got[0] != first.Current {
+		t.Fatalf("before any rotation Signing = %v, want the one secret", got)
+	}
+	again, err := s.Ensure(ctx, "acme")
+	if err != nil || again.Current != first.Current {
+		t.Fatalf("Ensure is not stable: %v, %v", again, err)
+	}
+
+	rotated, err := s.Rotate(ctx, "acme", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.Current == first.Current || rotated.Previous != first.Current {
+		t.Fatalf("after rotation current=%q previous=%q, want a new current and the old one as previous", rotated.Current, rotated.Previous)
+	}
+	if rotated.PreviousExpiresAt == nil || !rotated.PreviousExpiresAt.Equal(now.Add(time.Hour)) {
+		t.Fatalf("previous expires at %v, want %v", rotated.PreviousExpiresAt, now.Add(time.Hour))
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		want []string
+	}{
+		{now, []string{rotated.Current, first.Current}},
+		{now.Add(59 * time.Minute), []string{rotated.Current, first.Current}},
+		{now.Add(time.Hour), []string{rotated.Current}},
+		{now.Add(48 * time.Hour), []string{rotated.Current}},
+	} {
+		got := rotated.Signing(tc.at)
+		if len(got) != len(tc.want) || got[0] != tc.want[0] || (len(got) == 2 && got[1] != tc.want[1]) {
+			t.Errorf("Signing(%v) = %v, want %v", tc.at.Sub(now), got, tc.want)
+		}
+	}
+
+	// What the store reads back is what Rotate returned.
+	read, err := s.Ensure(ctx, "acme")
+	if err != nil || read.Current != rotated.Current || read.Previous != first.Current || !read.PreviousExpiresAt.Equal(*rotated.PreviousExpiresAt) {
+		t.Fatalf("read back %+v (%v), want %+v", read, err, rotated)
+	}
+
+	// A second rotation drops the first secret for good.
+	third, err := s.Rotate(ctx, "acme", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range third.Signing(now) {
+		if sec == first.Current {
+			t.Error("the secret of two rotations ago still signs")
+		}
+	}
+}
