@@ -143,6 +143,52 @@ var _ = Describe("Completion webhooks", func() {
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElements("WebhookRetrying", "WebhookDelivered"))
 	})
 
+	It("retries an attempt that times out, under the same id, and shows when the next one is due", func() {
+		stop() // this spec's own manager: a short attempt timeout and a retry 3 s later
+		opts := testOptions(backend)
+		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 300*time.Millisecond)
+		opts.Webhooks.Schedule = []time.Duration{3 * time.Second}
+		stop = startManager(opts)
+
+		var (
+			mu  sync.Mutex
+			ids []string
+		)
+		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			mu.Lock()
+			ids = append(ids, req.Header.Get("webhook-id"))
+			first := len(ids) == 1
+			mu.Unlock()
+			if first {
+				time.Sleep(time.Second) // past the sender's timeout
+			}
+			w.WriteHeader(http.StatusOK)
+		}))
+		DeferCleanup(recv.Close)
+		ns := newAccount(100)
+		task := taskWithWebhook(ns, recv.URL, testbackend.Script{}, backend)
+
+		Eventually(func(g Gomega) {
+			w := webhookOf(ns, task.Name)
+			g.Expect(w).NotTo(BeNil())
+			g.Expect(w.State).To(Equal(videogenv1alpha1.WebhookPending))
+			g.Expect(w.Attempts).To(Equal(int32(1)))
+			g.Expect(w.LastStatus).To(BeZero(), "no answer")
+			g.Expect(w.LastError).To(Or(ContainSubstring("timeout"), ContainSubstring("deadline")))
+			g.Expect(w.LastAttemptAt).NotTo(BeNil())
+			g.Expect(w.NextAttemptAt).NotTo(BeNil())
+			// 3 s ± 10 % jitter, on timestamps of one-second resolution.
+			g.Expect(w.NextAttemptAt.Sub(w.LastAttemptAt.Time)).To(And(BeNumerically(">=", 2*time.Second), BeNumerically("<=", 4*time.Second)))
+		}).Should(Succeed())
+		Eventually(func() videogenv1alpha1.WebhookState { return webhookOf(ns, task.Name).State }).Should(Equal(videogenv1alpha1.WebhookDelivered))
+		w := webhookOf(ns, task.Name)
+		Expect(w.Attempts).To(Equal(int32(2)))
+		Expect(w.NextAttemptAt).To(BeNil())
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(ids).To(Equal([]string{controllers.WebhookID(task), controllers.WebhookID(task)}))
+	})
+
 	It("stops at 410 Gone", func() {
 		ns := newAccount(100)
 		recv := newTaskReceiver(ns, http.StatusGone)

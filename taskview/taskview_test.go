@@ -1,7 +1,10 @@
 package taskview
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -35,5 +38,41 @@ func TestCostIsTheAdmittedPriceUntilTheControllerPricesTheTask(t *testing.T) {
 		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
 			t.Errorf("%s: cost = %v, want %v", name, ptr.Deref(got, -1), ptr.Deref(c.want, -1))
 		}
+	}
+}
+
+// The API shows where a completion webhook's delivery stands, as the VideoTask status records it.
+func TestWebhookDeliveryIsShown(t *testing.T) {
+	last := metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	next := metav1.NewTime(last.Add(5 * time.Minute))
+	vt := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Name: "vt-x"}}
+	vt.Spec.WebhookURL = "https://hooks.example/done"
+	vt.Status.Phase = videogenv1alpha1.TaskSucceeded
+	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookPending, Attempts: 2,
+		LastStatus: 503, LastError: "503 Service Unavailable", LastAttemptAt: &last, NextAttemptAt: &next}
+
+	raw, err := json.Marshal(Of(vt, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		WebhookURL string `json:"webhook_url"`
+		Webhook    map[string]any
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"id": "msg_1", "status": "pending", "attempts": 2.0, "last_status": 503.0,
+		"last_error": "503 Service Unavailable", "next_attempt_at": "2026-11-23T12:05:00Z", "delivered_at": nil}
+	if got.WebhookURL != "https://hooks.example/done" || !reflect.DeepEqual(got.Webhook, want) {
+		t.Errorf("webhook_url %q, webhook %v; want %v", got.WebhookURL, got.Webhook, want)
+	}
+
+	delivered := metav1.NewTime(next.Add(time.Second))
+	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookDelivered, Attempts: 3,
+		LastStatus: 200, LastAttemptAt: &delivered, DeliveredAt: &delivered}
+	w := Of(vt, nil).Webhook
+	if w.Status != "delivered" || w.NextAttemptAt != nil || w.LastError != nil || !w.DeliveredAt.Equal(delivered.Time) || *w.LastStatus != 200 {
+		t.Errorf("delivered webhook = %+v", w)
 	}
 }

@@ -61,6 +61,16 @@ var _ = Describe("the Job backend", func() {
 			Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(jobbackend.DefaultActiveDeadlineSeconds))
 			Expect(*job.Spec.BackoffLimit).To(Equal(jobbackend.DefaultBackoffLimit))
 			Expect(*job.Spec.TTLSecondsAfterFinished).To(Equal(int32(600)))
+			// Exit code 2 (the input is unusable) fails the Job at once instead of retrying it;
+			// a pod evicted or preempted (DisruptionTarget) does not count as a failure.
+			rules := job.Spec.PodFailurePolicy.Rules
+			Expect(rules).To(HaveLen(2))
+			Expect(rules[0].Action).To(Equal(batchv1.PodFailurePolicyActionFailJob))
+			Expect(rules[0].OnExitCodes.Operator).To(Equal(batchv1.PodFailurePolicyOnExitCodesOpIn))
+			Expect(rules[0].OnExitCodes.Values).To(Equal([]int32{2}))
+			Expect(rules[1].Action).To(Equal(batchv1.PodFailurePolicyActionIgnore))
+			Expect(rules[1].OnPodConditions).To(ConsistOf(batchv1.PodFailurePolicyOnPodConditionsPattern{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}))
 			pod := job.Spec.Template.Spec
 			Expect(pod.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
 			ctr := pod.Containers[0]
@@ -194,6 +204,19 @@ var _ = Describe("the Job backend", func() {
 			Expect(obs.State).To(Equal(generation.Failed))
 			Expect(obs.Message).To(Equal("Job " + job.Name + " failed (DeadlineExceeded): Job was active longer than specified deadline; " +
 				"container faceswap of pod " + job.Name + "-a exited with code 137: rendering frame 812/900"))
+		})
+
+		It("fails the stage with the Job's reason when its pods ran out of retries", func() {
+			w, handle, job := submit(videogenv1alpha1.StageAnalyze)
+			createJobPod(job, "a", podStatus{phase: corev1.PodFailed, exitCode: 1, message: "CUDA out of memory"})
+			createJobPod(job, "b", podStatus{phase: corev1.PodFailed, exitCode: 1, message: "CUDA out of memory"})
+			failJob(job, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
+
+			obs, err := backend.Observe(ctx, w, handle)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(obs.State).To(Equal(generation.Failed))
+			Expect(obs.Message).To(HavePrefix("Job " + job.Name + " failed (BackoffLimitExceeded): Job has reached the specified backoff limit"))
+			Expect(obs.Message).To(ContainSubstring("exited with code 1: CUDA out of memory"))
 		})
 
 		It("fails the stage for good when the Job was deleted", func() {

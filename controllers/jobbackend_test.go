@@ -1,0 +1,100 @@
+package controllers_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/generation/jobbackend"
+)
+
+// The VideoTask controller with the real Kubernetes Job backend: the test plays the Job
+// controller (envtest runs none) by writing the Jobs' status.
+var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
+	var stop func()
+	BeforeEach(func() {
+		cfg, err := jobbackend.ParseConfig([]byte(`
+capabilities:
+  video.short:
+    template:
+      spec:
+        containers:
+          - name: faceswap
+            image: example.com/faceswap:1.0
+`))
+		Expect(err).NotTo(HaveOccurred())
+		jobs, err := jobbackend.New(k8sClient, cfg)
+		Expect(err).NotTo(HaveOccurred())
+		opts := testOptions(nil)
+		opts.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "jobs", Backend: jobs}}
+		stop = startManager(opts)
+	})
+	AfterEach(func() { stop() })
+
+	// stageJob waits for the Job the backend made for a task's stage.
+	stageJob := func(ns, task string, stage videogenv1alpha1.StageName) *batchv1.Job {
+		var job batchv1.Job
+		Eventually(func(g Gomega) {
+			var list batchv1.JobList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns),
+				client.MatchingLabels{jobbackend.LabelTask: task, jobbackend.LabelStage: string(stage)})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			job = list.Items[0]
+		}).Should(Succeed())
+		return &job
+	}
+
+	It("fails and refunds a task whose Job fails", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
+		task := aShortTask(ns, tmpl).Create()
+		job := stageJob(ns, task.Name, videogenv1alpha1.StageAnalyze)
+		Expect(job.OwnerReferences).To(ContainElement(HaveField("UID", task.UID)))
+		expectBalanced(ns, 75, 25, 0)
+
+		failJobAs(job, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
+		done := finished(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(done.Status.Error.Code).To(Equal("analyze_failed"))
+		Expect(done.Status.Error.Message).To(ContainSubstring("BackoffLimitExceeded"))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+		expectBalanced(ns, 100, 0, 0)
+	})
+
+	It("deletes the running Job of a task that is cancelled, and refunds it", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
+		task := aShortTask(ns, tmpl).Create()
+		job := stageJob(ns, task.Name, videogenv1alpha1.StageAnalyze)
+
+		patch := client.MergeFrom(task.DeepCopy())
+		task.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
+		Expect(k8sClient.Patch(ctx, task, patch)).To(Succeed())
+		Expect(finished(ns, task.Name).Status.Error.Code).To(Equal("canceled"))
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})
+		}).Should(Satisfy(apierrors.IsNotFound))
+		expectBalanced(ns, 100, 0, 0)
+	})
+})
+
+// failJobAs writes the status the Job controller writes for a failed Job (the apiserver
+// requires FailureTarget before Failed).
+func failJobAs(job *batchv1.Job, reason, message string) {
+	start := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	now := metav1.Now()
+	cond := func(t batchv1.JobConditionType) batchv1.JobCondition {
+		return batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now}
+	}
+	job.Status.StartTime, job.Status.Failed = &start, 1
+	job.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget), cond(batchv1.JobFailed)}
+	Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+}
