@@ -26,6 +26,8 @@ type rig struct {
 	blobs *blobstore.Dir
 	url   string
 	p     *Pipelines
+	// progress is what the last run reported, in order.
+	progress []int
 }
 
 func newRig(t *testing.T) *rig {
@@ -63,7 +65,26 @@ func (r *rig) run(req httpbackend.StageRequest) (jobs.Outcome, error) {
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
-	return fn(context.Background(), func(int, string) {})
+	r.progress = nil
+	return fn(context.Background(), func(p int, _ string) { r.progress = append(r.progress, p) })
+}
+
+// checkProgress fails the test unless the last run reported progress that only goes up, stays
+// within [0, 100], and says something between its start and its end.
+func (r *rig) checkProgress(stage string) {
+	r.t.Helper()
+	between := 0
+	for i, p := range r.progress {
+		if p < 0 || p > 100 || i > 0 && p < r.progress[i-1] {
+			r.t.Fatalf("%s progress %v: want values in [0, 100] that never go down", stage, r.progress)
+		}
+		if p > 0 && p < 100 {
+			between++
+		}
+	}
+	if between == 0 {
+		r.t.Errorf("%s reported no progress between start and end: %v", stage, r.progress)
+	}
 }
 
 // mustRun is run that fails the test on error.

@@ -30,6 +30,8 @@ func TestShortReplacesTheTemplateFaceAndNothingElse(t *testing.T) {
 		}
 	}
 
+	r.checkProgress("render") // frame by frame, so a caller polling the task sees it move
+
 	out := r.resultFile(render.Result)
 	info, tmplInfo := testmedia.Probe(t, out), testmedia.Probe(t, tmpl)
 	if info.Width != tmplInfo.Width || info.Height != tmplInfo.Height || info.FPS != tmplInfo.FPS ||
