@@ -1,30 +1,25 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"os"
-	"strings"
+	"time"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
 )
 
+// tokensReloadInterval is how often the service tokens file is looked at for changes.
+const tokensReloadInterval = 5 * time.Second
+
 // mountEventService serves EventService.Handle (gRPC, gRPC-Web and Connect) beside the REST API,
-// for callers presenting one of the tokens listed in tokensFile (mount it from a Secret).
-func mountEventService(mux *http.ServeMux, svc *eventservice.Service, tokensFile string) error {
-	raw, err := os.ReadFile(tokensFile)
+// for callers presenting one of the tokens listed in tokensFile (mount it from a Secret); the
+// file is followed, so tokens are added and revoked without a restart.
+func mountEventService(ctx context.Context, mux *http.ServeMux, svc *eventservice.Service, tokensFile string, log *slog.Logger) error {
+	auth, err := eventservice.WatchTokenFile(ctx, tokensFile, tokensReloadInterval, log)
 	if err != nil {
 		return fmt.Errorf("--event-service-tokens-file: %w", err)
-	}
-	var tokens []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
-			tokens = append(tokens, t)
-		}
-	}
-	auth, err := eventservice.NewTokenAuth(tokens...)
-	if err != nil {
-		return err
 	}
 	path, handler, err := eventservice.NewHandler(svc, auth)
 	if err != nil {
