@@ -18,6 +18,7 @@
 #   E2E_API_KEY            vg_… for account "demo" (videogenctl apikey create)
 #   E2E_KUBECONFIG         the kind cluster's kubeconfig (cluster-admin)
 #   E2E_SYSTEM_NAMESPACE   videogen-system (API key, connector and signing Secrets; PaymentEvents)
+#   E2E_EVENT_SERVICE_TOKEN  the EventService.Handle token config/e2e mounts
 #   E2E_SHORT_TEMPLATE     demo-portrait   (video.short, 30 points)
 #   E2E_TEMPLATE_TEMPLATE  demo-countdown  (video.template, 2–10 s)
 #   E2E_POSE_TEMPLATE      demo-pose       (image.pose, 15 points)
@@ -149,6 +150,7 @@ E2E_API_URL=$api_url \
 E2E_API_KEY=$api_key \
 E2E_KUBECONFIG=$KUBECONFIG \
 E2E_SYSTEM_NAMESPACE=$ns \
+E2E_EVENT_SERVICE_TOKEN=$(tr -d '\n' < config/e2e/event-service-tokens) \
 E2E_SHORT_TEMPLATE=demo-portrait \
 E2E_TEMPLATE_TEMPLATE=demo-countdown \
 E2E_POSE_TEMPLATE=demo-pose \

@@ -2,6 +2,8 @@ package localstack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,6 +90,10 @@ backends:
 		return err
 	}
 	loopback := "--allow-private-urls=127.0.0.0/8,::1/128"
+	tokens, err := s.eventServiceToken()
+	if err != nil {
+		return err
+	}
 	steps := []struct {
 		name string
 		args []string
@@ -98,7 +104,7 @@ backends:
 			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback}, s.cfg.ManagerArgs...)},
 		{"apiserver", []string{"--bind-address=" + s.cfg.APIAddress, "--metrics-bind-address=0",
 			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + s.path("api-blobs"),
-			"--public-url=" + s.APIURL, loopback}},
+			"--public-url=" + s.APIURL, "--event-service-tokens-file=" + tokens, loopback}},
 	}
 	for _, st := range steps {
 		if st.name == "worker" && s.cfg.Backend != "" {
@@ -140,4 +146,22 @@ func (s *Stack) Wait(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// eventServiceToken makes (once) the service token file of the EventService.Handle RPC, kept in
+// the data directory like the demo key so a second run keeps it.
+func (s *Stack) eventServiceToken() (path string, err error) {
+	path = s.path("event-service-tokens")
+	if raw, err := os.ReadFile(path); err == nil {
+		if tok := strings.TrimSpace(string(raw)); tok != "" {
+			s.EventServiceToken = tok
+			return path, nil
+		}
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	s.EventServiceToken = "evs_" + hex.EncodeToString(b[:])
+	return path, os.WriteFile(path, []byte(s.EventServiceToken+"\n"), 0o600)
 }

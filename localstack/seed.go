@@ -127,6 +127,8 @@ videogen is running.
   API key      %[2]s   (account %[3]q, saved in %[4]s)
   kubectl      export KUBECONFIG=%[5]s
   logs         %[6]s
+  payments     POST %[1]s/v1/webhooks/{connector}; EventService.Handle (gRPC,
+               Connect) on the same port, service token in %[12]s
 
 Try it:
 
@@ -141,5 +143,5 @@ Try it:
 
 Ctrl-C stops everything; the next make run keeps the data and the key.
 `, s.APIURL, s.DemoKey, DemoAccount, s.path("demo-api-key"), s.Kubeconfig, s.path("logs"), h,
-		s.Demo.ShortTemplate, s.Demo.FaceURL, s.Demo.VideoURL, s.Demo.TemplateTemplate)
+		s.Demo.ShortTemplate, s.Demo.FaceURL, s.Demo.VideoURL, s.Demo.TemplateTemplate, s.path("event-service-tokens"))
 }

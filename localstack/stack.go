@@ -73,8 +73,10 @@ type Stack struct {
 	APIURL    string
 	WorkerURL string
 	DemoKey   string
-	Demo      Demo
-	procs     []*process
+	// EventServiceToken is a service token for the EventService.Handle RPC on the API port.
+	EventServiceToken string
+	Demo              Demo
+	procs             []*process
 }
 
 // Start brings the stack up; Stop takes it down. A second Start with the same DataDir reuses

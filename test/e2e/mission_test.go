@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -206,6 +207,42 @@ var _ = Describe("The service, from outside", func() {
 		Eventually(func() any { return call("GET", "/v1/tasks/"+id, sys.apiKey, nil).json()["webhook"] }).
 			Should(HaveKeyWithValue("status", "delivered"))
 		Consistently(func() int { mu.Lock(); defer mu.Unlock(); return len(got) }, 2*time.Second).Should(Equal(1))
+	})
+
+	It("normalizes a webhook through EventService.Handle on the API port (Connect JSON)", func() {
+		if sys.eventToken == "" {
+			Skip("no service token for EventService.Handle (set E2E_EVENT_SERVICE_TOKEN)")
+		}
+		const whsec = "whsec_e2e_handle_secret"
+		payload := `{"id":"evt_e2e_rpc","object":"event","type":"charge.dispute.created","created":1763700000,` +
+			`"data":{"object":{"id":"dp_e2e","object":"dispute","amount":1500,"currency":"eur","status":"needs_response","reason":"fraudulent","charge":"ch_e2e"}}}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(whsec))
+		mac.Write([]byte(ts + "." + payload))
+		req := map[string]any{
+			"connector": "stripe",
+			"requestDetails": map[string]any{"method": "POST", "uri": "/webhooks/stripe",
+				"headers": map[string]string{"Stripe-Signature": "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))},
+				"body":    base64.StdEncoding.EncodeToString([]byte(payload))},
+			"webhookSecrets": map[string]string{"secret": whsec},
+		}
+		const procedure = "/videogen.events.v1.EventService/Handle"
+		r := call("POST", procedure, "", req, "Authorization", "Bearer "+sys.eventToken)
+		Expect(r.status).To(Equal(http.StatusOK), "%s", r.body)
+		got := r.json()
+		Expect(got).To(HaveKeyWithValue("eventType", "DISPUTE_CREATED"))
+		Expect(got).To(HaveKeyWithValue("sourceVerified", true))
+		Expect(got).To(HaveKeyWithValue("merchantEventId", "evt_e2e_rpc"))
+		Expect(got["dispute"]).To(HaveKeyWithValue("amountMinor", "1500"))
+		Expect(r.header.Get("X-Request-Id")).To(HavePrefix("req_"), "behind the apiserver's middleware")
+
+		// A wrong token and a tampered body are refused, each with its own code.
+		bad := call("POST", procedure, "", req, "Authorization", "Bearer not-a-token")
+		Expect(bad.status).To(Equal(http.StatusUnauthorized))
+		req["requestDetails"].(map[string]any)["body"] = base64.StdEncoding.EncodeToString([]byte(strings.Replace(payload, "1500", "9999", 1)))
+		tampered := call("POST", procedure, "", req, "Authorization", "Bearer "+sys.eventToken)
+		Expect(tampered.status).To(Equal(http.StatusUnauthorized), "%s", tampered.body)
+		Expect(string(tampered.body)).To(ContainSubstring("stripe"))
 	})
 
 	It("turns a verified payment webhook into one PaymentEvent, however often it is delivered", func() {

@@ -26,7 +26,8 @@ import (
 // cluster that hack/kind-e2e.sh deployed, described by:
 //
 //	E2E_API_URL, E2E_API_KEY, E2E_KUBECONFIG, E2E_SHORT_TEMPLATE, E2E_TEMPLATE_TEMPLATE,
-//	E2E_POSE_TEMPLATE, E2E_FACE_URL, E2E_VIDEO_URL, E2E_SYSTEM_NAMESPACE
+//	E2E_POSE_TEMPLATE, E2E_FACE_URL, E2E_VIDEO_URL, E2E_SYSTEM_NAMESPACE, and optionally
+//	E2E_EVENT_SERVICE_TOKEN (the EventService.Handle spec is skipped without it)
 type target struct {
 	mode       string
 	apiURL     string
@@ -39,6 +40,9 @@ type target struct {
 	binDir     string
 	// local says whether this machine's loopback is reachable from the system (receivers).
 	local bool
+	// eventToken is a service token of EventService.Handle (E2E_EVENT_SERVICE_TOKEN on kind,
+	// optional there).
+	eventToken string
 }
 
 var sys *target
@@ -69,6 +73,7 @@ func startTarget(ctx context.Context) (*target, func()) {
 		Expect(err).NotTo(HaveOccurred())
 		stop = s.Stop
 		t.apiURL, t.apiKey, t.kubeconfig, t.demo = s.APIURL, s.DemoKey, s.Kubeconfig, s.Demo
+		t.eventToken = s.EventServiceToken
 		t.systemNS, t.account, t.local = localstack.SystemNamespace, localstack.DemoAccount, true
 	case "kind":
 		get := func(name string) string {
@@ -80,6 +85,7 @@ func startTarget(ctx context.Context) (*target, func()) {
 		t.demo = localstack.Demo{ShortTemplate: get("E2E_SHORT_TEMPLATE"), TemplateTemplate: get("E2E_TEMPLATE_TEMPLATE"),
 			PoseTemplate: get("E2E_POSE_TEMPLATE"), FaceURL: get("E2E_FACE_URL"), VideoURL: get("E2E_VIDEO_URL")}
 		t.systemNS, t.account = get("E2E_SYSTEM_NAMESPACE"), "demo"
+		t.eventToken = os.Getenv("E2E_EVENT_SERVICE_TOKEN")
 	default:
 		Fail(fmt.Sprintf("E2E_MODE must be local or kind, not %q", t.mode))
 	}
