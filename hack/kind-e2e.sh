@@ -19,6 +19,7 @@
 #   E2E_KUBECONFIG         the kind cluster's kubeconfig (cluster-admin)
 #   E2E_SYSTEM_NAMESPACE   videogen-system (API key, connector and signing Secrets; PaymentEvents)
 #   E2E_EVENT_SERVICE_TOKEN  the EventService.Handle token config/e2e mounts
+#   E2E_HOST_ADDRESS       the kind network's gateway: where pods reach the suite's receivers
 #   E2E_SHORT_TEMPLATE     demo-portrait   (video.short, 30 points)
 #   E2E_TEMPLATE_TEMPLATE  demo-countdown  (video.template, 2–10 s)
 #   E2E_POSE_TEMPLATE      demo-pose       (image.pose, 15 points)
@@ -144,6 +145,11 @@ curl -sf -H "Authorization: Bearer $api_key" "$api_url/v1/balance"
 echo
 
 worker_public=http://videogen-worker.$ns.svc:8080
+# Pods reach servers on this machine (the suite's webhook receivers) through the gateway of
+# kind's Docker network, where they listen on all interfaces.
+host_address=$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Gateway}} {{end}}' |
+  tr ' ' '\n' | grep -E '^[0-9]+(\.[0-9]+){3}$' | head -1 || true)
+[ -n "$host_address" ] || log "no IPv4 gateway on the kind network: specs with receivers will skip"
 log "running the e2e suite"
 E2E_MODE=kind \
 E2E_API_URL=$api_url \
@@ -151,6 +157,7 @@ E2E_API_KEY=$api_key \
 E2E_KUBECONFIG=$KUBECONFIG \
 E2E_SYSTEM_NAMESPACE=$ns \
 E2E_EVENT_SERVICE_TOKEN=$(tr -d '\n' < config/e2e/event-service-tokens) \
+E2E_HOST_ADDRESS=$host_address \
 E2E_SHORT_TEMPLATE=demo-portrait \
 E2E_TEMPLATE_TEMPLATE=demo-countdown \
 E2E_POSE_TEMPLATE=demo-pose \

@@ -12,7 +12,6 @@ import (
 	_ "image/png"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,20 +156,18 @@ var _ = Describe("The service, from outside", func() {
 	})
 
 	It("refunds a task that times out", func() {
-		requireLoopback()
 		// A face URL that never answers: the worker waits, the task's timeout fires first.
-		stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stall := receiver(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 			case <-time.After(time.Minute):
 			}
 		}))
-		DeferCleanup(stall.Close)
 		before := balance(sys.apiKey)
 		task := &videogenv1alpha1.VideoTask{
 			ObjectMeta: metav1.ObjectMeta{Namespace: sys.account, Name: "e2e-timeout"},
 			Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort, TemplateRef: sys.demo.ShortTemplate,
-				Inputs:  videogenv1alpha1.TaskInputs{FaceImageURL: stall.URL + "/face.jpg"},
+				Inputs:  videogenv1alpha1.TaskInputs{FaceImageURL: stall + "/face.jpg"},
 				Timeout: &metav1.Duration{Duration: 4 * time.Second}},
 		}
 		Expect(sys.k8s.Create(ctx, task)).To(Succeed())
@@ -182,13 +179,12 @@ var _ = Describe("The service, from outside", func() {
 	})
 
 	It("delivers one signed completion webhook", func() {
-		requireLoopback()
 		secret := call("GET", "/v1/webhook-secret", sys.apiKey, nil).json()["secret"].(string)
 		wh, err := reference.NewWebhook(secret)
 		Expect(err).NotTo(HaveOccurred())
 		var mu sync.Mutex
 		var got []map[string]any
-		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		recv := receiver(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			defer GinkgoRecover()
 			Expect(wh.Verify(body, r.Header)).To(Succeed())
@@ -198,8 +194,7 @@ var _ = Describe("The service, from outside", func() {
 			got = append(got, task)
 			mu.Unlock()
 		}))
-		DeferCleanup(recv.Close)
-		r := call("POST", "/v1/videos/template", sys.apiKey, map[string]any{"template_id": sys.demo.TemplateTemplate, "duration": 2, "webhook_url": recv.URL + "/done"})
+		r := call("POST", "/v1/videos/template", sys.apiKey, map[string]any{"template_id": sys.demo.TemplateTemplate, "duration": 2, "webhook_url": recv + "/done"})
 		Expect(r.status).To(Equal(http.StatusAccepted), "%s", r.body)
 		id := r.json()["id"].(string)
 		Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(got) }).Should(Equal(1))

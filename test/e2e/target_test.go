@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +42,9 @@ type target struct {
 	binDir     string
 	// local says whether this machine's loopback is reachable from the system (receivers).
 	local bool
+	// hostAddress is where the system reaches servers on this machine: 127.0.0.1 locally, the
+	// kind network's gateway (E2E_HOST_ADDRESS) on kind; empty: specs with receivers skip.
+	hostAddress string
 	// eventToken is a service token of EventService.Handle (E2E_EVENT_SERVICE_TOKEN on kind,
 	// optional there).
 	eventToken string
@@ -75,6 +80,7 @@ func startTarget(ctx context.Context) (*target, func()) {
 		t.apiURL, t.apiKey, t.kubeconfig, t.demo = s.APIURL, s.DemoKey, s.Kubeconfig, s.Demo
 		t.eventToken = s.EventServiceToken
 		t.systemNS, t.account, t.local = localstack.SystemNamespace, localstack.DemoAccount, true
+		t.hostAddress = "127.0.0.1"
 	case "kind":
 		get := func(name string) string {
 			v := os.Getenv(name)
@@ -86,6 +92,7 @@ func startTarget(ctx context.Context) (*target, func()) {
 			PoseTemplate: get("E2E_POSE_TEMPLATE"), FaceURL: get("E2E_FACE_URL"), VideoURL: get("E2E_VIDEO_URL")}
 		t.systemNS, t.account = get("E2E_SYSTEM_NAMESPACE"), "demo"
 		t.eventToken = os.Getenv("E2E_EVENT_SERVICE_TOKEN")
+		t.hostAddress = os.Getenv("E2E_HOST_ADDRESS")
 	default:
 		Fail(fmt.Sprintf("E2E_MODE must be local or kind, not %q", t.mode))
 	}
@@ -96,11 +103,25 @@ func startTarget(ctx context.Context) (*target, func()) {
 	return t, stop
 }
 
-// requireLoopback skips specs whose receivers run on this machine when the system cannot reach it.
-func requireLoopback() {
-	if !sys.local {
-		Skip("needs a receiver on this machine, which a kind cluster cannot reach")
+// receiver serves handler where the system can reach it (for completion webhooks and input
+// URLs) and returns its base URL; specs skip when the system cannot reach this machine.
+func receiver(handler http.Handler) string {
+	if sys.hostAddress == "" {
+		Skip("needs a server on this machine that the cluster can reach (set E2E_HOST_ADDRESS)")
 	}
+	srv := httptest.NewUnstartedServer(handler)
+	if !sys.local {
+		// Reachable from the kind nodes through the Docker network's gateway.
+		l, err := net.Listen("tcp", "0.0.0.0:0")
+		Expect(err).NotTo(HaveOccurred())
+		srv.Listener.Close()
+		srv.Listener = l
+	}
+	srv.Start()
+	DeferCleanup(srv.Close)
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	Expect(err).NotTo(HaveOccurred())
+	return "http://" + net.JoinHostPort(sys.hostAddress, port)
 }
 
 // cli runs the videogenctl binary against the target.
