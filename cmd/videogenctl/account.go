@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -70,7 +71,12 @@ type accountView struct {
 	// frozen); one that nobody renews returns to the balance after the manager's TTL.
 	Reservations []reservationView `json:"reservations"`
 	RecentTop    []topUpView       `json:"recentTopUps"`
+	// OlderTopUps counts the top-ups beyond the recentTopUps newest.
+	OlderTopUps int `json:"olderTopUps"`
 }
+
+// recentTopUps is how many top-ups `account show` lists.
+const recentTopUps = 10
 
 type reservationView struct {
 	Name      string    `json:"name"`
@@ -151,7 +157,17 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 	if cond := meta.FindStatusCondition(acct.Status.Conditions, videogenv1alpha1.ConditionReady); cond != nil {
 		v.Ready = fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
 	}
-	for _, t := range topUps.Items {
+	// Newest first, and only the latest few: an account topped up monthly for years would
+	// otherwise bury its balance under its history (kubectl get pointtopups has it all).
+	sort.SliceStable(topUps.Items, func(i, j int) bool {
+		a, b := topUps.Items[i].CreationTimestamp, topUps.Items[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return topUps.Items[i].Name > topUps.Items[j].Name
+	})
+	v.OlderTopUps = max(len(topUps.Items)-recentTopUps, 0)
+	for _, t := range topUps.Items[:len(topUps.Items)-v.OlderTopUps] {
 		tv := topUpView{Name: t.Name, Amount: t.Spec.Amount, Reference: t.Spec.Reference, BalanceAfter: t.Status.BalanceAfter}
 		if t.Status.AppliedAt != nil {
 			at := t.Status.AppliedAt.Time
@@ -186,6 +202,9 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 					applied = t.AppliedAt.Format(time.RFC3339)
 				}
 				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", t.Name, t.Amount, t.Reference, applied)
+			}
+			if v.OlderTopUps > 0 {
+				fmt.Fprintf(w, "(%d older: kubectl get pointtopups -n %s)\n", v.OlderTopUps, v.Account)
 			}
 		}
 	})

@@ -13,13 +13,15 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
-// kubeClient connects with the kubeconfig from --kubeconfig, $KUBECONFIG or ~/.kube/config.
+// kubeClient connects with the kubeconfig from --kubeconfig, $KUBECONFIG or ~/.kube/config, in
+// its --context or current context, as kubectl does.
 func (g *globals) kubeClient() (client.Client, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if g.kubeconfig != "" {
 		rules.ExplicitPath = g.kubeconfig
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: g.context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}

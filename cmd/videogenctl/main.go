@@ -26,6 +26,7 @@ Usage:
 
 Global flags (before or after the command):
   --kubeconfig PATH        kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)
+  --context NAME           kubeconfig context to use (default: its current context)
   --key-namespace NAME     the operator's namespace: API key and connector Secrets (default videogen-system)
   -o, --output FORMAT      table (default), json or yaml
 `
@@ -42,12 +43,14 @@ func main() {
 // globals are the flags every command takes.
 type globals struct {
 	kubeconfig   string
+	context      string
 	keyNamespace string
 	output       string
 }
 
 func (g *globals) bind(fs *flag.FlagSet) {
 	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file")
+	fs.StringVar(&g.context, "context", "", "kubeconfig context")
 	fs.StringVar(&g.keyNamespace, "key-namespace", "videogen-system", "namespace of the API key Secrets")
 	fs.StringVar(&g.output, "output", "table", "table, json or yaml")
 	fs.StringVar(&g.output, "o", "table", "table, json or yaml (shorthand)")

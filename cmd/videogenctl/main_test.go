@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,12 +12,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
@@ -37,7 +41,8 @@ func TestAdministratorWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	// A platform administrator who holds only the roles config/rbac gives administrators.
+	user, err := env.AddUser(envtest.User{Name: "platform-admin"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,11 @@ func TestAdministratorWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCreateNamespace(t, ctx, c, "videogen-system")
+	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
 	startTopUpController(t, ctx, env)
+	var progress bytes.Buffer
+	stderr = &progress
+	t.Cleanup(func() { stderr = os.Stderr })
 
 	cli := func(args ...string) (string, error) {
 		var out bytes.Buffer
@@ -95,6 +104,10 @@ func TestAdministratorWorkflow(t *testing.T) {
 	if err != nil || !strings.Contains(out, "balance is now 500") {
 		t.Fatalf("topup: %v\n%s", err, out)
 	}
+	// Not a terminal: the wait is said once, without the spinner's control characters.
+	if got := progress.String(); got != "waiting for the operator to credit 500 points …\n" {
+		t.Errorf("progress while waiting = %q", got)
+	}
 	if _, err := cli("topup", "acme", "-5", "--reference", "INV-2"); err == nil {
 		t.Fatal("a negative top-up was accepted")
 	}
@@ -113,8 +126,24 @@ func TestAdministratorWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err = cli("tasks", "--account", "acme")
-	if err != nil || !regexp.MustCompile(`acme\s+vt-listed\s+video.eraser\s+queued`).MatchString(out) {
+	if err != nil || !regexp.MustCompile(`acme\s+vt-listed\s+video.eraser\s+queued\s+-\s+0%\s+-\s+-`).MatchString(out) {
 		t.Fatalf("tasks: %v\n%s", err, out)
+	}
+	// Running its first stage with its points frozen, as the manager would write it.
+	cost := int64(10)
+	task.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskRunning, Cost: &cost, Charge: videogenv1alpha1.ChargeFrozen, Progress: 20,
+		Stages: []videogenv1alpha1.StageStatus{{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageRunning, Progress: 40},
+			{Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StagePending}}}
+	if err := c.Status().Update(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	out, err = cli("tasks", "--account", "acme")
+	if err != nil || !regexp.MustCompile(`(?m)^ACCOUNT\s+ID\s+CAPABILITY\s+STATUS\s+PHASE\s+PROGRESS\s+COST\s+CHARGE`).MatchString(out) ||
+		!regexp.MustCompile(`acme\s+vt-listed\s+video.eraser\s+running\s+analyze\s+20%\s+10\s+Frozen`).MatchString(out) {
+		t.Fatalf("tasks of a running task: %v\n%s", err, out)
+	}
+	if _, err := cli("tasks", "-o", "xml"); err == nil || !strings.Contains(err.Error(), `unknown output format "xml"`) {
+		t.Fatalf("tasks -o xml: %v", err)
 	}
 	// Holds show what their task says: its phase and age, or "missing".
 	for task, amount := range map[string]int64{"vt-listed": 10, "vt-gone": 7} {
@@ -127,7 +156,7 @@ func TestAdministratorWorkflow(t *testing.T) {
 	}
 	out, err = cli("account", "show", "acme")
 	if err != nil || !regexp.MustCompile(`(?m)^vt-gone\s+7\s+missing\s+-$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^vt-listed\s+10\s+Pending\s+\d{4}-`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^vt-listed\s+10\s+Running\s+\d{4}-`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^acme\s+443\s+57\s+40\s+0\s+500\s`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^r-apiserver-1\s+40\s+\d{4}-`).MatchString(out) {
 		t.Fatalf("account show with holds and a reservation: %v\n%s", err, out)
@@ -162,6 +191,78 @@ func TestAdministratorWorkflow(t *testing.T) {
 	}
 	if _, err := cli("apikey", "revoke", issued["id"]); err == nil {
 		t.Fatal("revoking twice did not say the key is unknown")
+	}
+
+	// account show lists the newest top-ups only.
+	for i := range 11 {
+		later := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: fmt.Sprintf("zz-later-%02d", i)},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 1, Reference: "INV-later"}}
+		if err := c.Create(ctx, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err = cli("account", "show", "acme", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown struct {
+		RecentTopUps []struct{ Name string } `json:"recentTopUps"`
+		OlderTopUps  int                     `json:"olderTopUps"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.RecentTopUps) != 10 || shown.RecentTopUps[0].Name != "zz-later-10" || shown.RecentTopUps[9].Name != "zz-later-01" || shown.OlderTopUps != 2 {
+		t.Errorf("account show lists top-ups %+v, %d older; want the 10 newest first, 2 older", shown.RecentTopUps, shown.OlderTopUps)
+	}
+
+	// --context picks a kubeconfig context, as kubectl's does.
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli("tasks", "--context", kc.CurrentContext); err != nil {
+		t.Errorf("--context %s: %v", kc.CurrentContext, err)
+	}
+	if _, err := cli("tasks", "--context", "no-such-context"); err == nil || !strings.Contains(err.Error(), "no-such-context") {
+		t.Errorf("--context no-such-context: %v", err)
+	}
+}
+
+// bindAdminRoles binds user to the administrators' roles exactly as config/rbac defines them,
+// the namespaced one in the operator's namespace.
+func bindAdminRoles(t *testing.T, ctx context.Context, c client.Client, user, operatorNS string) {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	var cr rbacv1.ClusterRole
+	readYAML(t, filepath.Join(root, "config/rbac/videogen_admin_role.yaml"), &cr)
+	var role rbacv1.Role
+	readYAML(t, filepath.Join(root, "config/rbac/videogen_admin_keys_role.yaml"), &role)
+	role.Namespace = operatorNS
+	for _, obj := range []client.Object{&cr, &role,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-admin"}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: user + "-keys"}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(raw, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
 

@@ -59,7 +59,7 @@ func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "top-up %s created\n", t.Name)
 		return nil
 	}
-	spin := newSpinner(os.Stderr, "waiting for the operator to credit "+pos[1]+" points")
+	spin := newSpinner(stderr, "waiting for the operator to credit "+pos[1]+" points")
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		spin.tick()
 		if err := c.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
@@ -81,19 +81,45 @@ func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
 	})
 }
 
-// spinner shows that a wait is alive, on terminals and logs alike (one line, rewritten).
+// stderr is where progress goes (tests replace it).
+var stderr io.Writer = os.Stderr
+
+// spinner shows that a wait is alive: an animated line on a terminal, and on anything else (a
+// log, a pipe) the label once and how it ended, without control characters.
 type spinner struct {
 	out   io.Writer
 	label string
+	tty   bool
 	n     int
 }
 
-func newSpinner(out io.Writer, label string) *spinner { return &spinner{out: out, label: label} }
+func newSpinner(out io.Writer, label string) *spinner {
+	s := &spinner{out: out, label: label, tty: isTerminal(out)}
+	if !s.tty {
+		fmt.Fprintf(out, "%s …\n", label)
+	}
+	return s
+}
 
 func (s *spinner) tick() {
-	frames := `|/-\`
-	fmt.Fprintf(s.out, "\r%c %s", frames[s.n%len(frames)], s.label)
+	if s.tty {
+		frames := `|/-\`
+		fmt.Fprintf(s.out, "\r%c %s", frames[s.n%len(frames)], s.label)
+	}
 	s.n++
 }
 
-func (s *spinner) done() { fmt.Fprint(s.out, "\r\033[K") }
+func (s *spinner) done() {
+	if s.tty {
+		fmt.Fprint(s.out, "\r\033[K")
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
