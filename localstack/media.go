@@ -18,6 +18,17 @@ type demoMedia struct {
 	portrait, portraitCover, face, countdown, countdownCover, watermarked, poseImage string
 }
 
+// DemoMedia are the recipes of the demo media, by name.
+var DemoMedia = []string{"portrait.mp4", "portrait-cover.jpg", "face.jpg", "countdown.mp4", "countdown-cover.png", "watermarked.mp4", "pose.png"}
+
+// DemoBlobName is the blob name of a demo media recipe: 32 hex digits derived from the recipe,
+// so reruns find the files, and config/e2e/make-demo-media.sh (the kind cluster's copy of the
+// recipes) writes the same names.
+func DemoBlobName(recipe string) string {
+	sum := sha256.Sum256([]byte("localstack-v1/" + recipe))
+	return hex.EncodeToString(sum[:16]) + filepath.Ext(recipe)
+}
+
 // makeMedia renders the demo media with ffmpeg into the worker's blob directory (once), so the
 // worker serves them like any other blob and the demo needs nothing from the internet.
 func (s *Stack) makeMedia(ctx context.Context) (demoMedia, error) {
@@ -52,9 +63,7 @@ func (s *Stack) makeMedia(ctx context.Context) (demoMedia, error) {
 	var m demoMedia
 	targets := []*string{&m.portrait, &m.portraitCover, &m.face, &m.countdown, &m.countdownCover, &m.watermarked, &m.poseImage}
 	for i, r := range recipes {
-		// Blob names are 32 hex digits: derive them from the recipe so reruns find the files.
-		sum := sha256.Sum256([]byte("localstack-v1/" + r.name))
-		name := hex.EncodeToString(sum[:16]) + filepath.Ext(r.name)
+		name := DemoBlobName(r.name)
 		out := filepath.Join(dir, name)
 		if _, err := os.Stat(out); err != nil {
 			tmp := filepath.Join(dir, ".tmp-"+r.name)
