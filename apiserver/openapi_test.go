@@ -2,18 +2,30 @@ package apiserver_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/videogen-dev/videogen-operator/apiserver"
+	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/apiserver/openapi"
+	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
 )
 
 // The OpenAPI document is checked against real responses: every response of every test in this
@@ -139,13 +151,60 @@ var _ = Describe("OpenAPI document", func() {
 
 	It("documents every route the server has", func() {
 		loadSpec()
-		for _, route := range []string{"GET /v1/templates", "POST /v1/videos/short", "POST /v1/videos/eraser", "POST /v1/videos/template",
-			"POST /v1/images/pose", "GET /v1/tasks", "GET /v1/tasks/{id}", "POST /v1/tasks/{id}/cancel", "GET /v1/balance",
-			"GET /v1/short-templates", "POST /v1/short-templates", "PATCH /v1/short-templates/{id}", "DELETE /v1/short-templates/{id}"} {
+		routes := append(apiserver.New(apiserver.Config{}).Routes(), webhookingress.Pattern)
+		Expect(len(routes)).To(BeNumerically(">=", 16))
+		for _, route := range routes {
 			method, path, _ := strings.Cut(route, " ")
-			_, ok := spec["paths"].(map[string]any)[path].(map[string]any)[strings.ToLower(method)]
-			Expect(ok).To(BeTrue(), route)
+			item, _ := spec["paths"].(map[string]any)[path].(map[string]any)
+			_, ok := item[strings.ToLower(method)]
+			Expect(ok).To(BeTrue(), "%s is not in the OpenAPI document", route)
 		}
+	})
+
+	It("describes the payment webhook route's real answers", func() {
+		ns := unique("webhooks")
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		const whsec = "whsec_openapi_test"
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stripe",
+			Labels: map[string]string{connectorsecrets.LabelConnector: "stripe"}}, StringData: map[string]string{"secret": whsec}})).To(Succeed())
+		sctx, cancel := context.WithCancel(ctx)
+		DeferCleanup(cancel)
+		ingress, err := webhookingress.Setup(sctx, cfg, k8sClient, webhookingress.Config{Namespace: ns}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		mux := http.NewServeMux()
+		ingress.Register(mux)
+		srv := httptest.NewServer(mux)
+		DeferCleanup(srv.Close)
+
+		post := func(path, signature string, body []byte) response {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Content-Type", "application/json")
+			if signature != "" {
+				req.Header.Set("Stripe-Signature", signature)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			r := response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+			checkAgainstOpenAPI(http.MethodPost, path, r)
+			return r
+		}
+		body := []byte(`{"id":"evt_openapi","object":"event","type":"charge.refunded","created":1763700000,` +
+			`"data":{"object":{"id":"ch_1","object":"charge","amount":500,"amount_refunded":500,"currency":"usd","refunded":true}}}`)
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(whsec))
+		mac.Write([]byte(ts + "." + string(body)))
+		signature := "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+
+		Expect(post("/v1/webhooks/stripe", "", body).Status).To(Equal(http.StatusUnauthorized))
+		Expect(post("/v1/webhooks/nosuch", signature, body).Status).To(Equal(http.StatusNotFound))
+		Eventually(func() int { return post("/v1/webhooks/stripe", signature, body).Status }).Should(Equal(http.StatusOK))
+		again := post("/v1/webhooks/stripe", signature, body)
+		Expect(again.Status).To(Equal(http.StatusOK))
+		Expect(string(again.Body)).To(ContainSubstring(`"duplicate":true`))
 	})
 
 	It("catches a response that breaks its schema", func() {

@@ -59,7 +59,13 @@ type Server struct {
 	limiter *keyLimiter
 	metrics *metrics
 	mux     *http.ServeMux
+	// routeList is every /v1 route this server itself serves, as "METHOD /path".
+	routeList []string
 }
+
+// Routes lists the /v1 routes the server serves itself (not those mounted on Mux()), as
+// "METHOD /path" patterns; the OpenAPI document must describe each.
+func (s *Server) Routes() []string { return append([]string(nil), s.routeList...) }
 
 // New builds a Server; Mount more routes on Mux() (webhooks, blobs) before serving Handler().
 func New(cfg Config) *Server {
@@ -97,6 +103,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) routes() {
 	authed := func(pattern string, h func(http.ResponseWriter, *http.Request, apikeys.Principal)) {
 		s.mux.Handle(pattern, s.authenticate(h))
+		s.routeList = append(s.routeList, pattern)
 	}
 	authed("GET /v1/templates", s.listTemplates)
 	authed("POST /v1/videos/short", s.createShort)
@@ -115,6 +122,7 @@ func (s *Server) routes() {
 	authed("DELETE /v1/short-templates/{id}", s.deleteShortTemplate)
 
 	s.mux.Handle("GET /v1/openapi.json", openapi.Handler())
+	s.routeList = append(s.routeList, "GET /v1/openapi.json")
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	s.mux.HandleFunc(catchAll, s.noRoute)
 }
