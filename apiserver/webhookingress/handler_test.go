@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -161,6 +165,36 @@ var _ = Describe("POST /v1/webhooks/{connector}", func() {
 
 		// The retry reaches a healthy store and is acknowledged.
 		Expect(in.postStripe(stripeEvent("evt_unstored"), stripeSecret).status).To(Equal(http.StatusOK))
+	})
+
+	It("acknowledges an existing event as a duplicate with the delivery's own fields when it cannot be read back", func() {
+		base, err := client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		var gets atomic.Int32
+		flaky := interceptor.NewClient(base, interceptor.Funcs{
+			Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+				return apierrors.NewAlreadyExists(videogenv1alpha1.GroupVersion.WithResource("paymentevents").GroupResource(), obj.GetName())
+			},
+			Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+				gets.Add(1)
+				return errors.New("etcdserver: request timed out")
+			},
+		})
+		logs := gbytes.NewBuffer()
+		unreadable := startIngress(in.ns, configured, func(o *webhookingress.Options) {
+			o.Client = flaky
+			o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		})
+
+		a := unreadable.postStripe(stripeEvent("evt_unreadable"), stripeSecret)
+		Expect(a.status).To(Equal(http.StatusOK))
+		Expect(a.ack).To(Equal(webhookingress.Ack{ID: paymentevents.Name("stripe", "evt_unreadable"),
+			MerchantEventID: "evt_unreadable", EventType: "DISPUTE_CREATED", Duplicate: true, Duplicates: 1}))
+		Expect(gets.Load()).To(Equal(int32(1)), "the duplicate is read back once")
+		Expect(logs).To(gbytes.Say("duplicate payment event could not be read back"))
+		Expect(unreadable.counter("videogen_webhook_requests_total", map[string]string{"connector": "stripe", "outcome": "duplicate"})).To(Equal(1.0))
+		Expect(unreadable.counter("videogen_webhook_duplicates_total", map[string]string{"connector": "stripe"})).To(Equal(1.0))
+		Expect(in.paymentEvents()).To(BeEmpty())
 	})
 
 	It("answers 503 when the connector's secrets cannot be read", func() {

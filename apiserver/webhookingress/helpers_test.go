@@ -82,12 +82,25 @@ type answer struct {
 
 func (in *ingress) post(connector string, body []byte, header http.Header) answer {
 	GinkgoHelper()
+	return in.send(in.request(connector, body, header))
+}
+
+// request builds a JSON delivery of body to connector, with header added as given; change it
+// (its Host, say) before handing it to send.
+func (in *ingress) request(connector string, body []byte, header http.Header) *http.Request {
+	GinkgoHelper()
 	req, err := http.NewRequest(http.MethodPost, in.server.URL+"/v1/webhooks/"+connector, bytes.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// send delivers req and decodes the answer: the Ack of a 2xx, the error shape otherwise.
+func (in *ingress) send(req *http.Request) answer {
+	GinkgoHelper()
 	resp, err := in.server.Client().Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()

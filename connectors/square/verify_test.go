@@ -120,3 +120,26 @@ func TestHandleUnparseableBody(t *testing.T) {
 		t.Fatalf("err = %v, want *ParseError", err)
 	}
 }
+
+// A Request built from a plain map (gRPC metadata, a test harness) may carry the header under
+// its lower-case wire name, a key http.Header.Get never looks up.
+func TestVerifyLowerCaseHeaderKey(t *testing.T) {
+	h := http.Header{}
+	h["x-square-hmacsha256-signature"] = []string{sdkSignature}
+	req := &connectors.Request{Method: http.MethodPost, URI: sdkURL, Headers: h, Body: []byte(sdkBody)}
+	if got := h.Get(square.SignatureHeader); got != "" {
+		t.Fatalf("Header.Get found %q: the key is canonical, so this case tests nothing", got)
+	}
+
+	if err := square.New().Verify(req, connectors.SecretsFromStrings(sdkKey), time.Time{}); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+
+	// The non-canonical key is still checked: a wrong signature under it is refused.
+	h["x-square-hmacsha256-signature"] = []string{sign("not-the-key", sdkURL, []byte(sdkBody))}
+	var authErr *connectors.AuthError
+	if err := square.New().Verify(req, connectors.SecretsFromStrings(sdkKey), time.Time{}); !errors.As(err, &authErr) ||
+		!strings.Contains(authErr.Reason, "matches no configured secret") {
+		t.Fatalf("err = %v, want *AuthError for a wrong signature", err)
+	}
+}
