@@ -130,7 +130,11 @@ var _ = Describe("Owner isolation", func() {
 		taskID := task.JSON()["id"].(string)
 		st := api.post("/v1/short-templates", owner.key, map[string]any{"name": "Private", "target_url": "https://cdn.example.com/p.mp4"})
 		stID := st.JSON()["id"].(string)
+		// The owner sees its template first, so the intruder's answers below are not a cache lag.
+		Eventually(func() []any { return api.get("/v1/short-templates", owner.key).JSON()["data"].([]any) }).
+			Should(ContainElement(HaveKeyWithValue("id", stID)))
 
+		Expect(api.get("/v1/short-templates", intruder.key).JSON()["data"]).NotTo(ContainElement(HaveKeyWithValue("id", stID)))
 		for _, c := range []call{
 			{method: "GET", path: "/v1/tasks/" + taskID},
 			{method: "POST", path: "/v1/tasks/" + taskID + "/cancel"},
@@ -149,7 +153,7 @@ var _ = Describe("Owner isolation", func() {
 		expectPoints(intruder.ns, 100, 0, 0)
 		// And the owner still sees both, unchanged.
 		Expect(api.get("/v1/tasks/"+taskID, owner.key).Status).To(Equal(http.StatusOK))
-		Expect(api.get("/v1/short-templates", owner.key).JSON()["data"]).To(ContainElement(HaveKeyWithValue("name", "Private")))
+		Expect(api.get("/v1/short-templates", owner.key).JSON()["data"]).To(ContainElement(And(HaveKeyWithValue("id", stID), HaveKeyWithValue("name", "Private"))))
 	})
 })
 

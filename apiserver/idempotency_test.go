@@ -25,19 +25,24 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 		body = map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"}
 	})
 
-	It("answers 402, creates nothing, and leaves the key free for after a top-up", func() {
-		resp := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-1")
-		Expect(resp.Status).To(Equal(http.StatusPaymentRequired))
-		Expect(resp.ErrorCode()).To(Equal("insufficient_balance"))
-		Expect(resp.Message()).To(ContainSubstring("top-up"))
-		Expect(tasksIn(a.ns)).To(BeEmpty())
-		expectPoints(a.ns, 0, 0, 0)
+	DescribeTable("answers 402, creates nothing, and leaves the key free for after a top-up",
+		func(server func() *apiClient) {
+			srv := server()
+			resp := srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-1")
+			Expect(resp.Status).To(Equal(http.StatusPaymentRequired))
+			Expect(resp.ErrorCode()).To(Equal("insufficient_balance"))
+			Expect(resp.Message()).To(ContainSubstring("top-up"))
+			Expect(tasksIn(a.ns)).To(BeEmpty())
+			expectPoints(a.ns, 0, 0, 0)
 
-		topUp(a.ns, 100)
-		again := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-1")
-		Expect(again.Status).To(Equal(http.StatusAccepted), string(again.Body))
-		expectCharged(a.ns, 70, 30)
-	})
+			topUp(a.ns, 100)
+			again := srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-1")
+			Expect(again.Status).To(Equal(http.StatusAccepted), string(again.Body))
+			expectCharged(a.ns, 70, 30)
+		},
+		Entry("with reservations", reservingServer),
+		Entry("freezing per task", perTaskServer),
+	)
 
 	It("replays the same task for the same key and body, without a second charge", func() {
 		topUp(a.ns, 100)
@@ -92,29 +97,39 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 		expectCharged(b.ns, 70, 30)
 	})
 
-	It("creates one task and freezes once for 100 concurrent requests with one key", func() {
-		topUp(a.ns, 1000)
-		statuses := concurrently(100, func(int) response {
-			return api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "burst")
-		})
-		Expect(statuses[http.StatusAccepted]+statuses[http.StatusOK]).To(Equal(100), "%v", statuses)
-		Expect(statuses[http.StatusAccepted]).To(BeNumerically(">=", 1))
-		Expect(tasksIn(a.ns)).To(HaveLen(1))
-		// Once the apiserver's reservation is released (idle for 2s): one freeze of 30.
-		expectCharged(a.ns, 970, 30)
-	})
+	DescribeTable("creates one task and freezes once for 100 concurrent requests with one key",
+		func(server func() *apiClient) {
+			srv := server()
+			topUp(a.ns, 1000)
+			statuses := concurrently(100, func(int) response {
+				return srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "burst")
+			})
+			Expect(statuses[http.StatusAccepted]+statuses[http.StatusOK]).To(Equal(100), "%v", statuses)
+			Expect(statuses[http.StatusAccepted]).To(BeNumerically(">=", 1))
+			Expect(tasksIn(a.ns)).To(HaveLen(1))
+			// One freeze of 30 (with reservations, once the idle reservation is released after 2s).
+			expectCharged(a.ns, 970, 30)
+		},
+		Entry("with reservations", reservingServer),
+		Entry("freezing per task", perTaskServer),
+	)
 
-	It("lets exactly 40 of 100 concurrent different requests through on an account that can afford 40", func() {
-		topUp(a.ns, 40*30)
-		statuses := concurrently(100, func(i int) response {
-			return api.post("/v1/videos/short", a.key, body, "Idempotency-Key", fmt.Sprintf("many-%d", i))
-		})
-		Expect(statuses).To(Equal(map[int]int{http.StatusAccepted: 40, http.StatusPaymentRequired: 60}))
-		Expect(tasksIn(a.ns)).To(HaveLen(40))
-		st := balanceOf(a.ns)
-		Expect(st.Balance).To(BeZero())
-		Expect(st.Frozen + st.Spent).To(Equal(int64(1200)))
-	})
+	DescribeTable("lets exactly 40 of 100 concurrent different requests through on an account that can afford 40",
+		func(server func() *apiClient) {
+			srv := server()
+			topUp(a.ns, 40*30)
+			statuses := concurrently(100, func(i int) response {
+				return srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", fmt.Sprintf("many-%d", i))
+			})
+			Expect(statuses).To(Equal(map[int]int{http.StatusAccepted: 40, http.StatusPaymentRequired: 60}))
+			Expect(tasksIn(a.ns)).To(HaveLen(40))
+			st := balanceOf(a.ns)
+			Expect(st.Balance).To(BeZero())
+			Expect(st.Frozen + st.Spent).To(Equal(int64(1200)))
+		},
+		Entry("with reservations", reservingServer),
+		Entry("freezing per task", perTaskServer),
+	)
 
 	It("lets exactly what an account affords through two replicas with reservations", func() {
 		topUp(a.ns, 13*30+20) // 13 tasks and 20 points

@@ -154,6 +154,13 @@ func startPerTaskAPIServer(limit rate.Limit, burst int, reg prometheus.Registere
 	return startAPIServerWith(true, limit, burst, reg, wrap, ledgerOpts...)
 }
 
+// The two admission paths, for specs that must hold on both: the suite's apiserver, which
+// admits against its reservation, and a new one that freezes per task.
+var (
+	reservingServer = func() *apiClient { return api }
+	perTaskServer   = func() *apiClient { return startPerTaskAPIServer(rate.Inf, 1, nil, nil) }
+)
+
 // noIdleRelease makes the next apiserver started keep its reservations, as a dead one does.
 var noIdleRelease bool
 
