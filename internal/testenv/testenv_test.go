@@ -1,0 +1,66 @@
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestAssetsDirHonoursKUBEBUILDER_ASSETS(t *testing.T) {
+	t.Setenv("KUBEBUILDER_ASSETS", "/opt/envtest")
+	if dir, err := AssetsDir(); err != nil || dir != "/opt/envtest" {
+		t.Fatalf("AssetsDir = %q, %v", dir, err)
+	}
+}
+
+// From an editor, tests run in their package's directory without KUBEBUILDER_ASSETS: the
+// binaries are found under the module root, or the error says how to build them.
+func TestAssetsDirFindsTheModulesBinaries(t *testing.T) {
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	root := t.TempDir()
+	pkg := filepath.Join(root, "some", "package")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(pkg)
+	if _, err := AssetsDir(); err == nil || !strings.Contains(err.Error(), "hack/setup-envtest.sh") {
+		t.Fatalf("without binaries AssetsDir says %v, want a hint to build them", err)
+	}
+	want := filepath.Join(root, "bin", "k8s", KubernetesVersion)
+	if err := os.MkdirAll(want, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(want, "kube-apiserver"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := AssetsDir(); err != nil || dir != want {
+		t.Fatalf("AssetsDir = %q, %v; want %s", dir, err, want)
+	}
+}
+
+// The version is written in three places: they must agree, or make test builds one control
+// plane and the tests look for another.
+func TestKubernetesVersionAgreesWithTheScripts(t *testing.T) {
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, pattern := range map[string]string{
+		"Makefile":              `(?m)^K8S_VERSION \?= (\S+)$`,
+		"hack/setup-envtest.sh": `K8S_VERSION=\$\{K8S_VERSION:-([^}]+)\}`,
+	} {
+		raw, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(pattern).FindStringSubmatch(string(raw))
+		if m == nil || m[1] != KubernetesVersion {
+			t.Errorf("%s sets the Kubernetes version to %v, testenv.KubernetesVersion is %s", file, m, KubernetesVersion)
+		}
+	}
+}
