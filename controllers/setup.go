@@ -84,6 +84,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
 			Recorder: mgr.GetEventRecorder("pointtopup-controller"),
 		}},
+		{"Template", &TemplateReconciler{Client: mgr.GetClient(), Backends: opts.Backends, DefaultPrice: opts.Task.DefaultPrice}},
 		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("shorttemplate-controller")}},
 		{"VideoTask webhooks", &VideoTaskWebhookReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),

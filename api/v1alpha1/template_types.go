@@ -62,7 +62,8 @@ type TemplateSpec struct {
 
 // TemplateStatus is the observed state of a Template.
 type TemplateStatus struct {
-	// Conditions of the template.
+	// Conditions of the template: Ready says whether a generation backend serves its
+	// capability (reason Served, or NoBackend), and what a task on it costs.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -76,6 +77,7 @@ type TemplateStatus struct {
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Price",type=integer,JSONPath=`.spec.price`
 // +kubebuilder:printcolumn:name="Adjustable",type=boolean,JSONPath=`.spec.durationAdjustable`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Template is an official catalog template, shared by all accounts.
