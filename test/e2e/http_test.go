@@ -31,6 +31,11 @@ func (r reply) code() string {
 
 // call sends a request to the REST API with key; body may be nil, a string or a JSON value.
 func call(method, path, key string, body any, headers ...string) reply {
+	return callAt(sys.apiURL, method, path, key, body, headers...)
+}
+
+// callAt is call against the REST API at base.
+func callAt(base, method, path, key string, body any, headers ...string) reply {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -41,7 +46,7 @@ func call(method, path, key string, body any, headers ...string) reply {
 		Expect(err).NotTo(HaveOccurred())
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, sys.apiURL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	Expect(err).NotTo(HaveOccurred())
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)

@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -48,10 +45,10 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		Expect(run.banner).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dataDir, "kubeconfig")))
 		Expect(run.banner).To(MatchRegexp(`curl -s .* '%s/v1/templates\?capability=video\.short'`, regexp.QuoteMeta("http://"+apiAddr)))
 
-		b := localCall(apiAddr, "GET", "/v1/balance", run.key, nil)
+		b := callAt("http://"+apiAddr, "GET", "/v1/balance", run.key, nil)
 		Expect(b.status).To(Equal(http.StatusOK), "%s", b.body)
 		Expect(b.json()["credited"]).To(BeEquivalentTo(1000), "the welcome top-up")
-		task := localCall(apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
+		task := callAt("http://"+apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
 			"Idempotency-Key", "before-restart")
 		Expect(task.status).To(Equal(http.StatusAccepted), "%s", task.body)
 		taskID = task.json()["id"].(string)
@@ -67,15 +64,15 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		run := startLocal(bin, dataDir, apiAddr, workerAddr)
 		Expect(run.key).To(Equal(firstKey))
 
-		task := localCall(apiAddr, "GET", "/v1/tasks/"+taskID, run.key, nil)
+		task := callAt("http://"+apiAddr, "GET", "/v1/tasks/"+taskID, run.key, nil)
 		Expect(task.status).To(Equal(http.StatusOK), "the task of the first run is still there: %s", task.body)
 		Eventually(func() any {
-			return localCall(apiAddr, "GET", "/v1/tasks/"+taskID, run.key, nil).json()["status"]
+			return callAt("http://"+apiAddr, "GET", "/v1/tasks/"+taskID, run.key, nil).json()["status"]
 		}).Should(BeElementOf("succeeded", "failed"))
-		b := localCall(apiAddr, "GET", "/v1/balance", run.key, nil).json()
+		b := callAt("http://"+apiAddr, "GET", "/v1/balance", run.key, nil).json()
 		Expect(b["credited"]).To(BeEquivalentTo(1000), "seeding again credits nothing: %v", b)
 		Expect(b["balance"].(float64) + b["frozen"].(float64) + b["spent"].(float64)).To(BeEquivalentTo(1000))
-		replay := localCall(apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
+		replay := callAt("http://"+apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
 			"Idempotency-Key", "before-restart")
 		Expect(replay.json()["id"]).To(Equal(taskID), "the Idempotency-Key still names the same task")
 
@@ -118,28 +115,4 @@ func startLocal(bin, dataDir, apiAddr, workerAddr string) *localRun {
 func (r *localRun) interrupt() {
 	Expect(r.cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
 	Eventually(r.session, time.Minute).Should(gexec.Exit(0))
-}
-
-func localCall(addr, method, path, key string, body any, headers ...string) reply {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		Expect(err).NotTo(HaveOccurred())
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
-	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Authorization", "Bearer "+key)
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
 }
