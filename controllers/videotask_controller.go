@@ -82,7 +82,7 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	var (
 		res    ctrl.Result
 		err    error
-		before = task.Status.DeepCopy()
+		before = markProgress(&task.Status)
 	)
 	switch phase := task.Status.Phase; {
 	case phase.Terminal():

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,21 +18,42 @@ const (
 	EventSucceeded    = "Succeeded"
 )
 
+// progressMark is what recordProgress compares the written status with: whether the task's
+// points were frozen and which stages a backend had accepted when the reconcile began. A few
+// bits taken on every reconcile, rather than a copy of the status.
+type progressMark struct {
+	accepted bool
+	started  uint8 // bit i: videogenv1alpha1.Stages[i] has a handle
+}
+
+func markProgress(st *videogenv1alpha1.VideoTaskStatus) progressMark {
+	m := progressMark{accepted: meta.IsStatusConditionTrue(st.Conditions, videogenv1alpha1.ConditionAccepted)}
+	for _, s := range st.Stages {
+		if i := slices.Index(videogenv1alpha1.Stages, s.Name); i >= 0 && s.Handle != "" {
+			m.started |= 1 << i
+		}
+	}
+	return m
+}
+
 // recordProgress emits a Normal event for each step the reconcile just wrote: the points frozen
 // and each stage a backend accepted, so `kubectl describe videotask` tells the task's story.
-// before is the status the reconcile started from. Events are sent asynchronously and dropped
-// rather than queued without bound when the kube-apiserver is slow; --task-events=false turns
-// these off on clusters that run tasks by the hundred per second (failures are still told).
-func (r *VideoTaskReconciler) recordProgress(before *videogenv1alpha1.VideoTaskStatus, task *videogenv1alpha1.VideoTask) {
+// before marks the status the reconcile started from. Events are sent asynchronously and
+// dropped rather than queued without bound when the kube-apiserver is slow;
+// --task-events=false turns these off on clusters that run tasks by the hundred per second
+// (failures are still told).
+func (r *VideoTaskReconciler) recordProgress(before progressMark, task *videogenv1alpha1.VideoTask) {
 	if !r.Config.TransitionEvents {
 		return
 	}
-	if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionAccepted); c != nil &&
-		c.Status == "True" && !meta.IsStatusConditionTrue(before.Conditions, videogenv1alpha1.ConditionAccepted) {
+	now := markProgress(&task.Status)
+	if now.accepted && !before.accepted {
+		c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionAccepted)
 		r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, c.Reason, "Freeze", "%s", c.Message)
 	}
 	for _, st := range task.Status.Stages {
-		if st.Handle == "" || stageHandle(before, st.Name) != "" {
+		i := slices.Index(videogenv1alpha1.Stages, st.Name)
+		if i < 0 || now.started&^before.started&(1<<i) == 0 {
 			continue
 		}
 		// The action names the stage: the recorder folds events that differ only in their note
@@ -51,13 +73,4 @@ func (r *VideoTaskReconciler) recordSuccess(task *videogenv1alpha1.VideoTask, re
 		msg = fmt.Sprintf("Generation finished: %s", task.Status.Result.URL)
 	}
 	r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, EventSucceeded, "Settle", "%s; deducted %d points", msg, res.Amount)
-}
-
-func stageHandle(status *videogenv1alpha1.VideoTaskStatus, name videogenv1alpha1.StageName) string {
-	for _, st := range status.Stages {
-		if st.Name == name {
-			return st.Handle
-		}
-	}
-	return ""
 }
