@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/catalog"
 	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/pricing"
 )
 
 // ReasonServed: a generation backend serves the template's capability.
@@ -51,17 +53,18 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{}, r.Status().Update(ctx, t)
 }
 
-// priceSummary says what a task on the template costs.
+// priceSummary says what a task on the template costs, as pricing.Quote prices it.
 func priceSummary(s videogenv1alpha1.TemplateSpec, defaultPrice int64) string {
-	flat := defaultPrice
-	if s.Price != nil {
-		flat = *s.Price
+	terms := catalog.TermsOf(&s)
+	if terms.Adjustable {
+		return fmt.Sprintf("%d to %d s: %d durations priced, others at the default price of %d points",
+			terms.MinDuration, terms.MaxDuration, len(terms.DurationPrices), defaultPrice)
 	}
-	if !s.DurationAdjustable || s.MinDuration == nil || s.MaxDuration == nil {
-		return fmt.Sprintf("%d points a task", flat)
+	price, err := pricing.Quote(terms, nil, defaultPrice)
+	if err != nil {
+		return err.Error()
 	}
-	return fmt.Sprintf("%d to %d s: %d durations priced, others at the default price of %d points",
-		*s.MinDuration, *s.MaxDuration, len(s.DurationPrices), defaultPrice)
+	return fmt.Sprintf("%d points a task", price)
 }
 
 // SetupWithManager registers the controller.
