@@ -22,6 +22,21 @@ const (
 	maxConnectorLength = 128
 )
 
+// FromDelivery builds the PaymentEvents a verified delivery is stored as: one per event, so
+// each item of a batch (Adyen sends several) is an object of its own, named from its own id.
+// Each then gets its type's Kubernetes events and metrics, and an item redelivered inside a
+// new batch is a duplicate without hiding the items that are new.
+func FromDelivery(ev *connectors.Event, namespace string, body []byte, receivedAt time.Time) []*videogenv1alpha1.PaymentEvent {
+	if len(ev.Items) == 0 {
+		return []*videogenv1alpha1.PaymentEvent{FromEvent(ev, namespace, body, receivedAt)}
+	}
+	pes := make([]*videogenv1alpha1.PaymentEvent, len(ev.Items))
+	for i := range ev.Items {
+		pes[i] = FromEvent(&ev.Items[i], namespace, body, receivedAt)
+	}
+	return pes
+}
+
 // FromEvent builds the PaymentEvent for a verified event received at receivedAt with the given
 // raw body. Only the body's SHA-256 and size are kept; processor strings are cut to the CRD's
 // bounds so that an unusually long field can never make a verified event unstorable.

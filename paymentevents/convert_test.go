@@ -109,3 +109,25 @@ func TestBodyIsTheStandardWebhooksEnvelope(t *testing.T) {
 		t.Fatal("the body differs between attempts")
 	}
 }
+
+func TestFromDeliveryStoresEachItemOnItsOwn(t *testing.T) {
+	single := &connectors.Event{Connector: "stripe", Type: connectors.PaymentIntentSuccess, MerchantEventID: "evt_1"}
+	if pes := paymentevents.FromDelivery(single, "payments", []byte("{}"), receivedAt); len(pes) != 1 || pes[0].Name != paymentevents.Name("stripe", "evt_1") {
+		t.Fatalf("a single event gave %d objects", len(pes))
+	}
+	batch := &connectors.Event{Connector: "adyen", Type: connectors.PaymentIntentSuccess, MerchantEventID: "psp1:AUTHORISATION",
+		Items: []connectors.Event{
+			{Connector: "adyen", Type: connectors.PaymentIntentSuccess, MerchantEventID: "psp1:AUTHORISATION"},
+			{Connector: "adyen", Type: connectors.DisputeCreated, MerchantEventID: "psp2:CHARGEBACK"},
+		}}
+	pes := paymentevents.FromDelivery(batch, "payments", []byte("{}"), receivedAt)
+	if len(pes) != 2 {
+		t.Fatalf("a batch of 2 gave %d objects", len(pes))
+	}
+	for i, pe := range pes {
+		item := batch.Items[i]
+		if pe.Name != paymentevents.Name("adyen", item.MerchantEventID) || pe.Spec.EventType != string(item.Type) || len(pe.Spec.Items) != 0 {
+			t.Errorf("item %d: %s %s with %d nested items", i, pe.Name, pe.Spec.EventType, len(pe.Spec.Items))
+		}
+	}
+}

@@ -174,12 +174,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 // storeAndAcknowledge stores every event of a verified delivery and answers 200 once all of
 // them are stored (or were already), 503 if any is not.
 func (h *Handler) storeAndAcknowledge(w http.ResponseWriter, r *http.Request, start time.Time, name string, ev *connectors.Event, body []byte) {
-	received := h.opts.Now()
-	events := splitBatch(ev)
-	pes := make([]*videogenv1alpha1.PaymentEvent, len(events))
-	for i, e := range events {
-		pes[i] = paymentevents.FromEvent(e, h.opts.Namespace, body, received)
-	}
+	pes := paymentevents.FromDelivery(ev, h.opts.Namespace, body, h.opts.Now())
 	acks, errs := h.storeAll(r.Context(), pes)
 	if unstored, firstErr := unstoredIDs(pes, errs); len(unstored) > 0 {
 		h.opts.Logger.ErrorContext(r.Context(), "webhookingress: cannot store payment event",
@@ -196,20 +191,6 @@ func (h *Handler) storeAndAcknowledge(w http.ResponseWriter, r *http.Request, st
 	}
 	h.opts.Metrics.done(name, outcome, start)
 	httpjson.WriteJSON(w, http.StatusOK, ack)
-}
-
-// splitBatch lists the events a delivery stores. Each item of a batch is its own PaymentEvent,
-// named from its own id, so each gets its type's Kubernetes events and metrics, and an item
-// redelivered inside a new batch is a duplicate without hiding the items that are new.
-func splitBatch(ev *connectors.Event) []*connectors.Event {
-	if len(ev.Items) == 0 {
-		return []*connectors.Event{ev}
-	}
-	events := make([]*connectors.Event, len(ev.Items))
-	for i := range ev.Items {
-		events[i] = &ev.Items[i]
-	}
-	return events
 }
 
 // storeAll stores every object, at most storeParallelism at a time; errs[i] is pes[i]'s error.
