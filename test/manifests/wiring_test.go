@@ -155,7 +155,7 @@ func TestKindDemoMediaMatchTheLocalStack(t *testing.T) {
 	// One command per line: join the lines a backslash continues.
 	script := strings.ReplaceAll(read(t, filepath.Join(root, "config/e2e/make-demo-media.sh")), "\\\n", " ")
 	written := map[string]bool{}
-	for _, recipe := range localstack.DemoMedia {
+	for _, recipe := range localstack.DemoMedia() {
 		name := localstack.DemoBlobName(recipe)
 		line := regexp.MustCompile(`(?m)^render ` + regexp.QuoteMeta(name) + ` .*# ` + regexp.QuoteMeta(recipe) + `$`)
 		if !line.MatchString(script) {
