@@ -1,19 +1,16 @@
 package controllers_test
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 )
 
 // The VideoTask controller with the real Kubernetes Job backend: the test plays the Job
@@ -21,15 +18,7 @@ import (
 var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
 	var stop func()
 	BeforeEach(func() {
-		cfg, err := jobbackend.ParseConfig([]byte(`
-capabilities:
-  video.short:
-    template:
-      spec:
-        containers:
-          - name: faceswap
-            image: example.com/faceswap:1.0
-`))
+		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
 		Expect(err).NotTo(HaveOccurred())
 		jobs, err := jobbackend.New(k8sClient, cfg)
 		Expect(err).NotTo(HaveOccurred())
@@ -60,7 +49,7 @@ capabilities:
 		Expect(job.OwnerReferences).To(ContainElement(HaveField("UID", task.UID)))
 		expectBalanced(ns, 75, 25, 0)
 
-		failJobAs(job, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
+		Expect(jobtest.Fail(ctx, k8sClient, job, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")).To(Succeed())
 		done := finished(ns, task.Name)
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
 		Expect(done.Status.Error.Code).To(Equal("analyze_failed"))
@@ -85,16 +74,3 @@ capabilities:
 		expectBalanced(ns, 100, 0, 0)
 	})
 })
-
-// failJobAs writes the status the Job controller writes for a failed Job (the apiserver
-// requires FailureTarget before Failed).
-func failJobAs(job *batchv1.Job, reason, message string) {
-	start := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
-	now := metav1.Now()
-	cond := func(t batchv1.JobConditionType) batchv1.JobCondition {
-		return batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now}
-	}
-	job.Status.StartTime, job.Status.Failed = &start, 1
-	job.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget), cond(batchv1.JobFailed)}
-	Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
-}

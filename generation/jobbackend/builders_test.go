@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,6 +15,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 )
 
 var namespaces atomic.Int32
@@ -60,20 +60,8 @@ func workFor(task *videogenv1alpha1.VideoTask, stage videogenv1alpha1.StageName)
 	return w
 }
 
-const testConfig = `
-ttlSecondsAfterFinished: 600
-capabilities:
-  video.short:
-    template:
-      spec:
-        containers:
-          - name: faceswap
-            image: example.com/faceswap:1.0
-            resources: {limits: {nvidia.com/gpu: 1}}
-`
-
 func newBackend(c client.Client, namespace string) *jobbackend.Backend {
-	config, err := jobbackend.ParseConfig([]byte(testConfig))
+	config, err := jobbackend.ParseConfig([]byte(jobtest.Config))
 	Expect(err).NotTo(HaveOccurred())
 	config.Namespace = namespace
 	b, err := jobbackend.New(c, config)
@@ -93,36 +81,11 @@ func getJobKey(handle string) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
 
-// completeJob writes the status the Job controller writes when the Job's pod succeeded: the
-// apiserver requires startTime, completionTime and SuccessCriteriaMet before Complete.
-func completeJob(job *batchv1.Job) {
-	start := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
-	end := metav1.NewTime(time.Now().Truncate(time.Second))
-	job.Status.StartTime, job.Status.CompletionTime = &start, &end
-	job.Status.Succeeded = 1
-	job.Status.Conditions = []batchv1.JobCondition{
-		jobCondition(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"),
-		jobCondition(batchv1.JobComplete, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"),
-	}
-	Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
-}
+// completeJob and failJob play the Job controller.
+func completeJob(job *batchv1.Job) { Expect(jobtest.Complete(ctx, k8sClient, job)).To(Succeed()) }
 
-// failJob writes a Failed status: the apiserver requires FailureTarget before Failed.
 func failJob(job *batchv1.Job, reason, message string) {
-	start := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
-	job.Status.StartTime = &start
-	job.Status.Failed = 1
-	job.Status.Conditions = []batchv1.JobCondition{
-		jobCondition(batchv1.JobFailureTarget, reason, message),
-		jobCondition(batchv1.JobFailed, reason, message),
-	}
-	Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
-}
-
-func jobCondition(t batchv1.JobConditionType, reason, message string) batchv1.JobCondition {
-	now := metav1.Now()
-	return batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: message,
-		LastProbeTime: now, LastTransitionTime: now}
+	Expect(jobtest.Fail(ctx, k8sClient, job, reason, message)).To(Succeed())
 }
 
 // podStatus is what the kubelet would report for the Job's pod.

@@ -13,11 +13,12 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 )
 
 var _ = Describe("the Job backend behind the manager's cache", func() {
 	It("reads its Jobs and pods through a cache that holds only those", func() {
-		config, err := jobbackend.ParseConfig([]byte(testConfig))
+		config, err := jobbackend.ParseConfig([]byte(jobtest.Config))
 		Expect(err).NotTo(HaveOccurred())
 		informers, err := cache.New(cfg, cache.Options{Scheme: env.Scheme, ByObject: config.CacheByObject()})
 		Expect(err).NotTo(HaveOccurred())
