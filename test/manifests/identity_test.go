@@ -8,7 +8,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
@@ -145,18 +144,11 @@ func managerPod(t *testing.T, objs []*unstructured.Unstructured) (corev1.PodSpec
 	for _, u := range objs {
 		switch u.GetKind() {
 		case "Deployment":
-			d := &appsv1.Deployment{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
-				t.Fatal(err)
-			}
-			if d.Spec.Template.Labels["control-plane"] == "controller-manager" {
+			if d := as[appsv1.Deployment](t, u); d.Spec.Template.Labels["control-plane"] == "controller-manager" {
 				pod = &d.Spec.Template.Spec
 			}
 		case "Secret":
-			s := corev1.Secret{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
-				t.Fatal(err)
-			}
+			s := as[corev1.Secret](t, u)
 			secrets[s.Name] = s
 		case "ServiceAccount":
 			accounts[u.GetName()] = true
