@@ -1,6 +1,9 @@
 package controllers_test
 
 import (
+	"context"
+	"sync"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,14 +19,19 @@ import (
 // The VideoTask controller with the real Kubernetes Job backend: the test plays the Job
 // controller (envtest runs none) by writing the Jobs' status.
 var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
-	var stop func()
+	var (
+		stop        func()
+		afterSubmit func(generation.Work) // runs once a Job was created, before the status is written
+	)
 	BeforeEach(func() {
 		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
 		Expect(err).NotTo(HaveOccurred())
 		jobs, err := jobbackend.New(k8sClient, cfg)
 		Expect(err).NotTo(HaveOccurred())
+		afterSubmit = func(generation.Work) {}
 		opts := testOptions(nil)
-		opts.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "jobs", Backend: jobs}}
+		backend := &hookedBackend{Backend: jobs, after: func(w generation.Work) { afterSubmit(w) }}
+		opts.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "jobs", Backend: backend}}
 		stop = startManager(opts)
 	})
 	AfterEach(func() { stop() })
@@ -73,4 +81,47 @@ var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
 		}).Should(Satisfy(apierrors.IsNotFound))
 		expectBalanced(ns, 100, 0, 0)
 	})
+
+	// The cancel request lands between the Job's creation and the status write that would
+	// record its handle, so that write conflicts and the handle is lost: the Job must still go.
+	It("deletes a Job whose handle never reached the status when the task is cancelled", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
+		var once sync.Once
+		afterSubmit = func(w generation.Work) {
+			once.Do(func() {
+				defer GinkgoRecover()
+				var task videogenv1alpha1.VideoTask
+				Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Task}, &task)).To(Succeed())
+				patch := client.MergeFrom(task.DeepCopy())
+				task.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
+				Expect(k8sClient.Patch(ctx, &task, patch)).To(Succeed())
+			})
+		}
+		task := aShortTask(ns, tmpl).Create()
+		done := finished(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("canceled"))
+		Expect(done.Status.Stages).To(ContainElement(SatisfyAll(
+			HaveField("Name", videogenv1alpha1.StageAnalyze), HaveField("Handle", BeEmpty()))), "the handle was meant to be lost")
+		Eventually(func(g Gomega) {
+			var list batchv1.JobList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{jobbackend.LabelTask: task.Name})).To(Succeed())
+			g.Expect(list.Items).To(BeEmpty())
+		}).Should(Succeed())
+		expectBalanced(ns, 100, 0, 0)
+	})
 })
+
+// hookedBackend calls after once Submit succeeded.
+type hookedBackend struct {
+	generation.Backend
+	after func(generation.Work)
+}
+
+func (b *hookedBackend) Submit(ctx context.Context, w generation.Work) (string, error) {
+	h, err := b.Backend.Submit(ctx, w)
+	if err == nil {
+		b.after(w)
+	}
+	return h, err
+}

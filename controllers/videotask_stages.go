@@ -72,6 +72,9 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 		w := r.work(task, tmpl, stageName)
 		if st.Handle == "" {
 			if end, stop := r.abandoned(task, now, deadline); stop {
+				// An earlier Submit whose status write was lost (a conflict with the cancel
+				// request itself, say) may have started work under w.Key: stop it too.
+				r.cancelUnrecorded(ctx, backend, w)
 				return r.finish(ctx, task, end)
 			}
 			handle, err := backend.Submit(ctx, w)
@@ -169,6 +172,14 @@ func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1a
 	}
 	at := metav1.NewTime(r.Clock.Now())
 	st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
+}
+
+// cancelUnrecorded asks the backend to stop work that may have been submitted for w without
+// its handle reaching the status; backends find such work by w.Key.
+func (r *VideoTaskReconciler) cancelUnrecorded(ctx context.Context, b generation.Backend, w generation.Work) {
+	if err := b.Cancel(ctx, w, ""); err != nil {
+		logf.FromContext(ctx).Error(err, "cancelling backend work that has no recorded handle", "stage", w.Stage)
+	}
 }
 
 func (r *VideoTaskReconciler) timeout(task *videogenv1alpha1.VideoTask) time.Duration {

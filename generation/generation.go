@@ -63,6 +63,8 @@ type Backend interface {
 	// Observe reports the stage's state.
 	Observe(ctx context.Context, w Work, handle string) (Observation, error)
 	// Cancel stops the stage's work. Cancelling finished or unknown work is not an error.
+	// An empty handle means the caller may have submitted w without learning the handle:
+	// a backend that can find work by w.Key stops it, others do nothing.
 	Cancel(ctx context.Context, w Work, handle string) error
 }
 

@@ -100,6 +100,11 @@ func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) 
 
 // Cancel implements generation.Backend; a stage the backend no longer knows is already gone.
 func (c *Client) Cancel(ctx context.Context, _ generation.Work, handle string) error {
+	if handle == "" {
+		// The protocol names stages by the id the backend returned; without it there is
+		// nothing to address. Such a stage runs to its end and the worker forgets it.
+		return nil
+	}
 	err := c.call(ctx, http.MethodPost, StagesPath+"/"+url.PathEscape(handle)+"/cancel", nil, nil)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
