@@ -74,7 +74,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 			if end, stop := r.abandoned(task, now, deadline); stop {
 				// An earlier Submit whose status write was lost (a conflict with the cancel
 				// request itself, say) may have started work under w.Key: stop it too.
-				r.cancelUnrecorded(ctx, backend, w)
+				cancelWork(ctx, backend, w, "")
 				return r.finish(ctx, task, end)
 			}
 			handle, err := backend.Submit(ctx, w)
@@ -164,21 +164,19 @@ func (r *VideoTaskReconciler) abandoned(task *videogenv1alpha1.VideoTask, now, d
 	return outcome{}, false
 }
 
-// cancelStage stops the backend's work for a stage; failing to is logged, never fatal, because
-// the task's points are refunded either way.
+// cancelStage stops the backend's work for a stage and marks it Canceled.
 func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1alpha1.VideoTask, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus) {
-	if err := b.Cancel(ctx, w, st.Handle); err != nil {
-		logf.FromContext(ctx).Error(err, "cancelling backend work", "stage", st.Name)
-	}
+	cancelWork(ctx, b, w, st.Handle)
 	at := metav1.NewTime(r.Clock.Now())
 	st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
 }
 
-// cancelUnrecorded asks the backend to stop work that may have been submitted for w without
-// its handle reaching the status; backends find such work by w.Key.
-func (r *VideoTaskReconciler) cancelUnrecorded(ctx context.Context, b generation.Backend, w generation.Work) {
-	if err := b.Cancel(ctx, w, ""); err != nil {
-		logf.FromContext(ctx).Error(err, "cancelling backend work that has no recorded handle", "stage", w.Stage)
+// cancelWork asks the backend to stop w's work; failing to is logged, never fatal, because the
+// task's points are refunded either way. An empty handle stands for work that may have been
+// submitted without its handle reaching the status: backends find it by w.Key.
+func cancelWork(ctx context.Context, b generation.Backend, w generation.Work, handle string) {
+	if err := b.Cancel(ctx, w, handle); err != nil {
+		logf.FromContext(ctx).Error(err, "cancelling backend work", "stage", w.Stage, "handle", handle)
 	}
 }
 
