@@ -2,11 +2,11 @@ package paymentevents
 
 import (
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/videogen-dev/videogen-operator/filereload"
 )
 
 // SinkSource yields the sink configuration in force. It is safe for concurrent use.
@@ -25,69 +25,24 @@ func (s StaticSinks) Current() *SinkConfig { return s.Config }
 // change without a restart. A change that does not parse is logged and the previous
 // configuration stays in force.
 type FileSinks struct {
-	path     string
-	log      logr.Logger
-	interval time.Duration
-
-	mu        sync.Mutex
-	cfg       *SinkConfig
-	stamp     fileStamp
-	checkedAt time.Time
-}
-
-type fileStamp struct {
-	modTime time.Time
-	size    int64
+	file *filereload.File[*SinkConfig]
 }
 
 // NewFileSinks loads path, failing when it cannot be read or is invalid: a manager started
 // with a broken configuration should say so at once.
 func NewFileSinks(path string, log logr.Logger) (*FileSinks, error) {
-	f := &FileSinks{path: path, log: log, interval: time.Second}
-	cfg, stamp, err := f.load()
+	file, err := filereload.Open(path, time.Second, ParseSinkConfig, func(cfg *SinkConfig, err error) {
+		if err != nil {
+			log.Error(err, "payment event sinks changed but cannot be used; keeping the previous configuration", "path", path)
+			return
+		}
+		log.Info("payment event sinks reloaded", "path", path, "sinks", len(cfg.Sinks))
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("payment event sinks: %w", err)
 	}
-	f.cfg, f.stamp, f.checkedAt = cfg, stamp, time.Now()
-	return f, nil
+	return &FileSinks{file: file}, nil
 }
 
 // Current implements SinkSource; it looks at the file at most once a second.
-func (f *FileSinks) Current() *SinkConfig {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if time.Since(f.checkedAt) < f.interval {
-		return f.cfg
-	}
-	f.checkedAt = time.Now()
-	info, err := os.Stat(f.path)
-	if err != nil || (fileStamp{info.ModTime(), info.Size()}) == f.stamp {
-		return f.cfg
-	}
-	cfg, stamp, err := f.load()
-	if err != nil {
-		f.stamp = stamp // report a broken file once, not on every look
-		f.log.Error(err, "payment event sinks changed but cannot be used; keeping the previous configuration", "path", f.path)
-		return f.cfg
-	}
-	f.cfg, f.stamp = cfg, stamp
-	f.log.Info("payment event sinks reloaded", "path", f.path, "sinks", len(cfg.Sinks))
-	return f.cfg
-}
-
-func (f *FileSinks) load() (*SinkConfig, fileStamp, error) {
-	info, err := os.Stat(f.path)
-	if err != nil {
-		return nil, fileStamp{}, fmt.Errorf("payment event sinks: %w", err)
-	}
-	stamp := fileStamp{info.ModTime(), info.Size()}
-	data, err := os.ReadFile(f.path)
-	if err != nil {
-		return nil, stamp, fmt.Errorf("payment event sinks: %w", err)
-	}
-	cfg, err := ParseSinkConfig(data)
-	if err != nil {
-		return nil, stamp, fmt.Errorf("%s: %w", f.path, err)
-	}
-	return cfg, stamp, nil
-}
+func (f *FileSinks) Current() *SinkConfig { return f.file.Current() }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"connectrpc.com/connect"
+
+	"github.com/videogen-dev/videogen-operator/filereload"
 )
 
 // TokenAuth admits only callers that send "Authorization: Bearer <token>"
@@ -19,6 +21,8 @@ type TokenAuth struct {
 	// SHA-256 digests of the accepted tokens: comparing fixed-length digests
 	// in constant time reveals neither the tokens nor their lengths.
 	digests atomic.Pointer[[][sha256.Size]byte]
+	// file, when the tokens come from one (TokenFileAuth), holds them instead.
+	file *filereload.File[[][sha256.Size]byte]
 }
 
 var errNoToken = errors.New("eventservice: no service token configured")
@@ -37,7 +41,23 @@ func NewTokenAuth(tokens ...string) (*TokenAuth, error) {
 
 // SetTokens atomically replaces the accepted tokens, e.g. when the Secret
 // holding them is rotated. On error the previous tokens stay in force.
+// A TokenAuth made by TokenFileAuth follows its file instead.
 func (a *TokenAuth) SetTokens(tokens ...string) error {
+	if a.file != nil {
+		return errTokensFromFile
+	}
+	digests, err := digestsOf(tokens)
+	if err != nil {
+		return err
+	}
+	a.digests.Store(&digests)
+	return nil
+}
+
+var errTokensFromFile = errors.New("eventservice: the tokens come from a file; change the file")
+
+// digestsOf digests the non-empty tokens; at least one must remain.
+func digestsOf(tokens []string) ([][sha256.Size]byte, error) {
 	digests := make([][sha256.Size]byte, 0, len(tokens))
 	for _, t := range tokens {
 		if t != "" {
@@ -45,10 +65,9 @@ func (a *TokenAuth) SetTokens(tokens ...string) error {
 		}
 	}
 	if len(digests) == 0 {
-		return errNoToken
+		return nil, errNoToken
 	}
-	a.digests.Store(&digests)
-	return nil
+	return digests, nil
 }
 
 // Wrap returns next behind the token check. It runs before the request body
@@ -83,13 +102,15 @@ func (a *TokenAuth) authenticate(h http.Header) *connect.Error {
 }
 
 func (a *TokenAuth) accepts(token string) bool {
-	digests := a.digests.Load()
-	if digests == nil {
-		return false
+	var digests [][sha256.Size]byte
+	if a.file != nil {
+		digests = a.file.Current()
+	} else if d := a.digests.Load(); d != nil {
+		digests = *d
 	}
 	got := sha256.Sum256([]byte(token))
 	match := 0
-	for _, want := range *digests { // no early exit: time does not depend on which token matched
+	for _, want := range digests { // no early exit: time does not depend on which token matched
 		match |= subtle.ConstantTimeCompare(got[:], want[:])
 	}
 	return match == 1

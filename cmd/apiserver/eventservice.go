@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,8 +15,8 @@ const tokensReloadInterval = 5 * time.Second
 // mountEventService serves EventService.Handle (gRPC, gRPC-Web and Connect) beside the REST API,
 // for callers presenting one of the tokens listed in tokensFile (mount it from a Secret); the
 // file is followed, so tokens are added and revoked without a restart.
-func mountEventService(ctx context.Context, mux *http.ServeMux, svc *eventservice.Service, tokensFile string, log *slog.Logger) error {
-	auth, err := eventservice.WatchTokenFile(ctx, tokensFile, tokensReloadInterval, log)
+func mountEventService(mux *http.ServeMux, svc *eventservice.Service, tokensFile string, log *slog.Logger) error {
+	auth, err := eventservice.TokenFileAuth(tokensFile, tokensReloadInterval, log)
 	if err != nil {
 		return fmt.Errorf("--event-service-tokens-file: %w", err)
 	}

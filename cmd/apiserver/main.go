@@ -150,7 +150,7 @@ func run() error {
 	}
 	ingress.Register(srv.Mux())
 	if eventTokensFile != "" {
-		if err := mountEventService(ctx, srv.Mux(), ingress.Service(), eventTokensFile, logger); err != nil {
+		if err := mountEventService(srv.Mux(), ingress.Service(), eventTokensFile, logger); err != nil {
 			return err
 		}
 	}
