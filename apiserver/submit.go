@@ -98,7 +98,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	}
 	switch {
 	case err == nil:
-		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task, &price))
+		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
 	case apierrors.IsAlreadyExists(err):
 		// Another request with this key won the race; answer as its replay.
 		if !s.replay(ctx, w, r, p.Account, name, hash, false) {
@@ -143,7 +143,7 @@ func (s *Server) submitReserved(w http.ResponseWriter, r *http.Request, account,
 	switch {
 	case err == nil:
 		ticket.Created()
-		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task, &price))
+		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
 	case apierrors.IsAlreadyExists(err):
 		ticket.Refused()
 		if !s.replay(ctx, w, r, account, name, hash, false) {
@@ -176,7 +176,7 @@ func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return true
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
-	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task, nil))
+	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task))
 	return true
 }
 

@@ -29,7 +29,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p apikeys.Princ
 	if !ok {
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task, nil))
+	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task))
 }
 
 // findTask reads from the cache and, on a miss, around it (a task just created by another
@@ -92,7 +92,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 	}
 	page := list[taskview.Task]{Object: "list", Data: []taskview.Task{}}
 	for i := start; i < len(items) && len(page.Data) < limit; i++ {
-		page.Data = append(page.Data, taskview.Of(&items[i], nil))
+		page.Data = append(page.Data, taskview.Of(&items[i]))
 	}
 	page.HasMore = start+len(page.Data) < len(items)
 	httpjson.WriteJSON(w, http.StatusOK, page)
@@ -124,7 +124,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		s.internalError(w, r, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task, nil))
+	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
 }
 
 // requestCancel sets the cancel annotation with a merge patch (no read-modify-write race).

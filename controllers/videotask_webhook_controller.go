@@ -85,7 +85,7 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	// The body is the task as the API shows it, without the delivery's own bookkeeping, so
 	// every attempt carries the same bytes.
-	view := taskview.Of(task, nil)
+	view := taskview.Of(task)
 	view.Webhook = nil
 	body, err := json.Marshal(view)
 	if err != nil {

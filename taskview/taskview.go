@@ -76,10 +76,8 @@ const (
 	StatusCanceled  = "canceled"
 )
 
-// Of renders a VideoTask. price, if given, is shown as the cost of a task the controller has
-// not priced yet (the apiserver froze it at submission); otherwise the admitted price recorded
-// on the task is.
-func Of(t *videogenv1alpha1.VideoTask, price *int64) Task {
+// Of renders a VideoTask.
+func Of(t *videogenv1alpha1.VideoTask) Task {
 	v := Task{
 		ID:         t.Name,
 		Object:     "task",
@@ -87,7 +85,7 @@ func Of(t *videogenv1alpha1.VideoTask, price *int64) Task {
 		Status:     Status(t),
 		Progress:   t.Status.Progress,
 		Phases:     []TaskPhase{},
-		Cost:       costOf(t, price),
+		Cost:       costOf(t),
 		CreatedAt:  t.CreationTimestamp.UTC(),
 		TemplateID: optString(t.Spec.TemplateRef),
 		Duration:   t.Spec.Duration,
@@ -140,14 +138,12 @@ func Of(t *videogenv1alpha1.VideoTask, price *int64) Task {
 }
 
 // costOf is status.cost once the controller has priced the task. Until then it is the price
-// the task was admitted at, so every answer about a new task shows the cost its 202 showed; a
-// task that ended without being priced never held points and shows none.
-func costOf(t *videogenv1alpha1.VideoTask, price *int64) *int64 {
+// the apiserver admitted (and froze) the task at, so every answer about a new task, its 202
+// included, shows the same cost; a task that ended without being priced never held points and
+// shows none.
+func costOf(t *videogenv1alpha1.VideoTask) *int64 {
 	if t.Status.Cost != nil || t.Status.Phase.Terminal() {
 		return t.Status.Cost
-	}
-	if price != nil {
-		return price
 	}
 	n, err := strconv.ParseInt(t.Annotations[videogenv1alpha1.AnnotationAdmittedPrice], 10, 64)
 	if err != nil || n < 0 {

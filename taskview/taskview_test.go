@@ -22,19 +22,17 @@ func TestCostIsTheAdmittedPriceUntilTheControllerPricesTheTask(t *testing.T) {
 		return vt
 	}
 	cases := map[string]struct {
-		task  *videogenv1alpha1.VideoTask
-		price *int64
-		want  *int64
+		task *videogenv1alpha1.VideoTask
+		want *int64
 	}{
-		"just created: the admitted price":           {task("30", "", nil), nil, ptr.To[int64](30)},
-		"just created, price given":                  {task("", "", nil), ptr.To[int64](12), ptr.To[int64](12)},
-		"accepted: status.cost":                      {task("30", videogenv1alpha1.TaskQueued, ptr.To[int64](25)), nil, ptr.To[int64](25)},
-		"created with kubectl, not yet priced":       {task("", "", nil), nil, nil},
-		"unreadable annotation":                      {task("thirty", "", nil), nil, nil},
-		"ended before it was priced: never held any": {task("30", videogenv1alpha1.TaskFailed, nil), nil, nil},
+		"just created: the admitted price":           {task("30", "", nil), ptr.To[int64](30)},
+		"accepted: status.cost":                      {task("30", videogenv1alpha1.TaskQueued, ptr.To[int64](25)), ptr.To[int64](25)},
+		"created with kubectl, not yet priced":       {task("", "", nil), nil},
+		"unreadable annotation":                      {task("thirty", "", nil), nil},
+		"ended before it was priced: never held any": {task("30", videogenv1alpha1.TaskFailed, nil), nil},
 	}
 	for name, c := range cases {
-		got := Of(c.task, c.price).Cost
+		got := Of(c.task).Cost
 		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
 			t.Errorf("%s: cost = %v, want %v", name, ptr.Deref(got, -1), ptr.Deref(c.want, -1))
 		}
@@ -51,7 +49,7 @@ func TestWebhookDeliveryIsShown(t *testing.T) {
 	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookPending, Attempts: 2,
 		LastStatus: 503, LastError: "503 Service Unavailable", LastAttemptAt: &last, NextAttemptAt: &next}
 
-	raw, err := json.Marshal(Of(vt, nil))
+	raw, err := json.Marshal(Of(vt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +69,7 @@ func TestWebhookDeliveryIsShown(t *testing.T) {
 	delivered := metav1.NewTime(next.Add(time.Second))
 	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookDelivered, Attempts: 3,
 		LastStatus: 200, LastAttemptAt: &delivered, DeliveredAt: &delivered}
-	w := Of(vt, nil).Webhook
+	w := Of(vt).Webhook
 	if w.Status != "delivered" || w.NextAttemptAt != nil || w.LastError != nil || !w.DeliveredAt.Equal(delivered.Time) || *w.LastStatus != 200 {
 		t.Errorf("delivered webhook = %+v", w)
 	}

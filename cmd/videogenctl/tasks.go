@@ -65,7 +65,7 @@ func tasksCommand(ctx context.Context, args []string, out io.Writer) error {
 			break
 		}
 		t := &list.Items[i]
-		v := taskview.Of(t, nil)
+		v := taskview.Of(t)
 		row := taskRow{Account: t.Namespace, ID: t.Name, Capability: v.Capability, Status: v.Status, Phase: ptr.Deref(v.Phase, ""),
 			Progress: v.Progress, Cost: v.Cost, Charge: string(t.Status.Charge), CreatedAt: t.CreationTimestamp.Time}
 		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionComplete); cond != nil {
