@@ -1,9 +1,11 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,5 +64,37 @@ func TestKubernetesVersionAgreesWithTheScripts(t *testing.T) {
 		if m == nil || m[1] != KubernetesVersion {
 			t.Errorf("%s sets the Kubernetes version to %v, testenv.KubernetesVersion is %s", file, m, KubernetesVersion)
 		}
+	}
+}
+
+// A port for a child process comes from below the ephemeral range, where nothing that asks the
+// kernel for any port can be handed it in the meantime, and is free.
+func TestFreeAddrIsBelowTheEphemeralRangeAndFree(t *testing.T) {
+	seen := map[string]bool{}
+	for range 20 {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, portText, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, err := strconv.Atoi(portText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port >= ephemeralLow() || port < 1024 {
+			t.Errorf("FreeAddr = %s, want a port in [1024, %d)", addr, ephemeralLow())
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("FreeAddr gave %s, which cannot be bound: %v", addr, err)
+		}
+		l.Close()
+		seen[addr] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("20 calls gave only %d addresses: parallel callers would collide", len(seen))
 	}
 }

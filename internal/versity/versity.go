@@ -35,12 +35,11 @@ func Start(t testing.TB) Server {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("no S3 server binary at %s: run hack/setup-versitygw.sh (make test does)", bin)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	endpoint, err := testenv.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Server{Endpoint: l.Addr().String(), AccessKey: "testaccess", SecretKey: "testsecret-0123456789"}
-	l.Close()
+	s := Server{Endpoint: endpoint, AccessKey: "testaccess", SecretKey: "testsecret-0123456789"}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", s.Endpoint, "posix", t.TempDir())
 	var logs bytes.Buffer

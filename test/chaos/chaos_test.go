@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -724,11 +723,11 @@ func buildBinaries(t *testing.T, names ...string) string {
 	return dir
 }
 
+// freeAddr is a loopback address for a process the test starts.
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testenv.FreeAddr()
 	must(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func must(t *testing.T, err error) {

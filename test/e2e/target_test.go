@@ -131,9 +131,9 @@ func cli(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
+// freeAddr is a loopback address for a process the suite starts.
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testenv.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
