@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
 	"github.com/videogen-dev/videogen-operator/apiserver/openapi"
@@ -18,7 +20,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/imageinput"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
@@ -27,11 +28,10 @@ import (
 type Config struct {
 	Client    client.Client
 	APIReader client.Reader
-	Ledger    *ledger.Ledger
-	// Admitter admits tasks against reservations (one compare-and-swap per many tasks);
-	// nil freezes each task's points with a compare-and-swap of its own before the create.
-	Admitter *reservations.Admitter
-	Keys     *apikeys.Authenticator
+	// Ledger admits and creates tasks and tells balances: the ledger of the elected manager,
+	// reached with a ledger.Client.
+	Ledger Ledger
+	Keys   *apikeys.Authenticator
 	Blobs    blobstore.Store
 	// URLPolicy decides which caller-supplied URLs are acceptable (no private addresses).
 	URLPolicy netguard.Policy
@@ -51,6 +51,13 @@ type Config struct {
 	Registerer           prometheus.Registerer
 	Logger               *slog.Logger
 	Clock                clock.PassiveClock
+}
+
+// Ledger is what the REST API needs of the points ledger (a *ledger.Client, or in tests the
+// *ledger.Ledger itself).
+type Ledger interface {
+	CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error)
+	Balance(ctx context.Context, namespace string) (ledger.Figures, error)
 }
 
 // Server serves the /v1 API.

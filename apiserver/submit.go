@@ -10,10 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,7 +21,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/catalog"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/pricing"
-	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/taskview"
 )
 
@@ -40,7 +37,7 @@ const (
 var taskIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // submit runs the shared path of every task-creating POST:
-// decode → validate → replay check → price → freeze → store inputs → create.
+// decode → validate → replay check → price → store inputs → the ledger freezes and creates.
 // A validation error or a 402 happens before anything is frozen or created, so it changes
 // nothing and leaves the Idempotency-Key free.
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Principal, body any, validate func() (taskInput, error)) {
@@ -75,88 +72,26 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		}
 		return
 	}
-
-	if s.cfg.Admitter != nil {
-		s.submitReserved(w, r, p.Account, name, hash, key != "", &in, tmpl, price)
-		return
-	}
-	res, err := s.cfg.Ledger.Do(ctx, p.Account, ledger.Freeze(name, price))
-	if err != nil {
-		s.freezeRefused(ctx, w, r, p.Account, name, hash, err)
-		return
-	}
-	if !res.Changed && res.Amount != price {
-		// A concurrent request with this key froze a different price: a different body.
-		httpjson.WriteError(w, r, http.StatusUnprocessableEntity, httpjson.CodeIdempotencyKeyReused,
-			"this Idempotency-Key is in use by a different request")
-		return
-	}
-
-	task, err := s.buildTask(ctx, p.Account, name, hash, &in, tmpl, price)
-	if err == nil {
-		err = s.cfg.Client.Create(ctx, task)
-	}
-	switch {
-	case err == nil:
-		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
-	case apierrors.IsAlreadyExists(err):
-		// Another request with this key won the race; answer as its replay.
-		if !s.replay(ctx, w, r, p.Account, name, hash, false) {
-			s.internalError(w, r, fmt.Errorf("task %s exists but cannot be read", name))
-		}
-	default:
-		s.releaseIfAbsent(ctx, p.Account, name, res.Changed, err)
-		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
-	}
-}
-
-// submitReserved admits the task against the replica's reservation on the account, then
-// creates it, labelled with the reservation; the task's own hold is made right after. A 402
-// is decided before anything is created, as on the per-task path.
-func (s *Server) submitReserved(w http.ResponseWriter, r *http.Request, account, name, hash string, keyed bool, in *taskInput, tmpl catalog.Template, price int64) {
-	ctx := r.Context()
-	ticket, err := s.cfg.Admitter.Admit(ctx, account, name, price)
-	if err != nil {
-		// A replay whose task our cache has not seen yet is answered as a replay, not refused.
-		if keyed && s.replay(ctx, w, r, account, name, hash, false) {
+	if in.face != nil {
+		// Refuse a short balance before the image is stored (the ledger decides again below).
+		if f, err := s.cfg.Ledger.Balance(ctx, p.Account); err == nil && f.Balance < price {
+			s.admissionRefused(ctx, w, r, p.Account, name, hash, &ledger.InsufficientBalanceError{Required: price, Available: max(f.Balance, 0)})
 			return
 		}
-		if errors.Is(err, reservations.ErrAdmitted) {
-			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeIdempotencyKeyInUse,
-				"a request with this Idempotency-Key is still being processed; retry shortly")
-			return
-		}
-		s.freezeRefused(ctx, w, r, account, name, hash, err)
-		return
 	}
-	defer ticket.Unknown() // if nothing below ended it (a panic)
-	cctx, cancel := context.WithDeadline(ctx, ticket.Deadline)
-	defer cancel()
-	task, err := s.buildTask(cctx, account, name, hash, in, tmpl, price)
+	task, err := s.buildTask(ctx, p.Account, name, hash, &in, tmpl)
 	if err != nil {
-		ticket.Refused()
 		s.internalError(w, r, err)
 		return
 	}
-	task.Labels[videogenv1alpha1.LabelReservation] = ticket.Reservation
-	err = s.cfg.Client.Create(cctx, task)
-	switch {
-	case err == nil:
-		ticket.Created()
-		httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
-	case apierrors.IsAlreadyExists(err):
-		ticket.Refused()
-		if !s.replay(ctx, w, r, account, name, hash, false) {
-			s.internalError(w, r, fmt.Errorf("task %s exists but cannot be read", name))
-		}
-	case createRefused(err):
-		ticket.Refused()
-		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
-	default:
-		// It may exist after all; if it does, the controller makes its hold.
-		ticket.Unknown()
-		s.internalError(w, r, fmt.Errorf("creating task: %w", err))
+	// The ledger (in the elected manager) admits the price and creates the task: the create is
+	// the freeze, and 402 is decided with every admitted task counted, whichever replica asks.
+	created, err := s.cfg.Ledger.CreateTask(ctx, task, price)
+	if err != nil {
+		s.admissionRefused(ctx, w, r, p.Account, name, hash, err)
+		return
 	}
+	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(created))
 }
 
 // replay answers a request whose Idempotency-Key already made a task: 200 with that task for
@@ -180,46 +115,33 @@ func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	return true
 }
 
-// freezeRefused answers a refused freeze.
-func (s *Server) freezeRefused(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, err error) {
+// admissionRefused answers a task the ledger did not create.
+func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, err error) {
 	var short *ledger.InsufficientBalanceError
 	switch {
 	case errors.As(err, &short):
 		httpjson.WriteError(w, r, http.StatusPaymentRequired, httpjson.CodeInsufficientBalance,
 			fmt.Sprintf("insufficient balance: this task costs %d points and %d are available; ask your administrator for a top-up",
 				short.Required, short.Available))
-	case errors.Is(err, ledger.ErrTooManyHolds):
-		w.Header().Set("Retry-After", "10")
-		httpjson.WriteError(w, r, http.StatusTooManyRequests, httpjson.CodeTooManyActiveTasks,
-			"this account has as many unfinished tasks as it may have; retry when some have finished")
 	case errors.Is(err, ledger.ErrAccountSuspended):
 		httpjson.WriteError(w, r, http.StatusForbidden, "account_suspended", "this account is suspended; contact your administrator")
+	case errors.Is(err, ledger.ErrAccountClosing):
+		httpjson.WriteError(w, r, http.StatusForbidden, "account_closing", "this account is being closed and takes no new tasks; contact your administrator")
 	case errors.Is(err, ledger.ErrAccountNotFound):
 		httpjson.WriteError(w, r, http.StatusForbidden, "account_not_found", "this API key's account has no points account; contact your administrator")
-	case errors.Is(err, ledger.ErrAlreadySettled):
-		// The task of this key finished; our cache has not seen it yet, so read around it.
+	case errors.Is(err, ledger.ErrTaskExists):
+		// A task of this name exists (a request with this key won a race, or our cache has not
+		// seen it yet): answer as its replay, read around the cache.
 		if !s.replay(ctx, w, r, account, name, hash, false) {
 			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeIdempotencyKeyInUse,
 				"a request with this Idempotency-Key is still being processed; retry shortly")
 		}
+	case errors.Is(err, ledger.ErrNotReady):
+		w.Header().Set("Retry-After", "5")
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, "unavailable",
+			"the service is electing its points ledger; retry shortly (with the same Idempotency-Key)")
 	default:
 		s.internalError(w, r, err)
-	}
-}
-
-// releaseIfAbsent returns a hold we made when the kube-apiserver refused to create the task.
-// Any other failure (a timeout, a cut connection, a 5xx) may still have created it, and a
-// task committed after our look and our release would run unpaid, so those holds are left to
-// the PointAccount controller, which refunds them after the grace period if no task appears.
-func (s *Server) releaseIfAbsent(ctx context.Context, account, name string, madeHold bool, createErr error) {
-	if !madeHold || !createRefused(createErr) {
-		return
-	}
-	err := s.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, &videogenv1alpha1.VideoTask{})
-	if apierrors.IsNotFound(err) {
-		if _, err := s.cfg.Ledger.Do(context.WithoutCancel(ctx), account, ledger.Release(name)); err != nil {
-			s.cfg.Logger.Error("releasing the hold of a task that was not created", "task", name, "error", err)
-		}
 	}
 }
 
@@ -248,9 +170,9 @@ func (s *Server) quote(ctx context.Context, account string, in *taskInput) (cata
 	return tmpl, price, nil
 }
 
-// buildTask makes the VideoTask. It records the admitted price: a replay or a GET before the
-// controller accepts the task (and writes status.cost) shows the cost the 202 showed.
-func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *taskInput, tmpl catalog.Template, price int64) (*videogenv1alpha1.VideoTask, error) {
+// buildTask makes the VideoTask (the ledger adds the signed admission of its price, which a
+// replay or a GET before the controller writes status.cost shows as the cost).
+func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *taskInput, tmpl catalog.Template) (*videogenv1alpha1.VideoTask, error) {
 	if in.face != nil {
 		url, err := s.cfg.Blobs.Put(ctx, in.face.ContentType, in.face.Data)
 		if err != nil {
@@ -263,10 +185,7 @@ func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *
 			Namespace: account,
 			Name:      name,
 			Labels:    map[string]string{LabelCreatedBy: "apiserver"},
-			Annotations: map[string]string{
-				AnnotationRequestHash:                    hash,
-				videogenv1alpha1.AnnotationAdmittedPrice: strconv.FormatInt(price, 10),
-			},
+			Annotations: map[string]string{AnnotationRequestHash: hash},
 		},
 		Spec: videogenv1alpha1.VideoTaskSpec{
 			Capability:  in.capability,
@@ -311,11 +230,4 @@ func requestHash(path string, body any) string {
 	canonical, _ := json.Marshal(body)
 	sum := sha256.Sum256(append([]byte(path+"\n"), canonical...))
 	return hex.EncodeToString(sum[:])
-}
-
-// createRefused reports whether a create failed in a way that means nothing was stored.
-func createRefused(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
-		apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) || apierrors.IsRequestEntityTooLargeError(err) ||
-		apierrors.IsMethodNotSupported(err) || apierrors.IsUnsupportedMediaType(err)
 }

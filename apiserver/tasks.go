@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sort"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/taskview"
 )
 
@@ -142,20 +144,21 @@ type Balance struct {
 	Credited int64  `json:"credited"`
 }
 
+// getBalance answers with the ledger's figures, which count every task admitted so far by any
+// replica: a balance read after a 202 shows that task's freeze.
 func (s *Server) getBalance(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
-	acct := &videogenv1alpha1.PointAccount{}
-	err := s.cfg.Client.Get(r.Context(), client.ObjectKey{Namespace: p.Account, Name: videogenv1alpha1.PointAccountName}, acct)
+	f, err := s.cfg.Ledger.Balance(r.Context(), p.Account)
 	switch {
-	case apierrors.IsNotFound(err):
+	case errors.Is(err, ledger.ErrAccountNotFound):
 		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "this API key's account has no points account; contact your administrator")
+		return
+	case errors.Is(err, ledger.ErrNotReady):
+		w.Header().Set("Retry-After", "5")
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, "unavailable", "the service is electing its points ledger; retry shortly")
 		return
 	case err != nil:
 		s.internalError(w, r, err)
 		return
 	}
-	st := acct.Status
-	// Points reserved by apiserver replicas are available to the caller's next tasks, so they
-	// count as balance here; frozen is what the caller's tasks hold.
-	httpjson.WriteJSON(w, http.StatusOK, Balance{Object: "balance", Balance: st.Balance + st.Reserved,
-		Frozen: st.Frozen - st.Reserved, Spent: st.Spent, Credited: st.Credited})
+	httpjson.WriteJSON(w, http.StatusOK, Balance{Object: "balance", Balance: f.Balance, Frozen: f.Frozen, Spent: f.Spent, Credited: f.Credited})
 }

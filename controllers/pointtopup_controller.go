@@ -10,52 +10,49 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
-// PointTopUpReconciler credits each PointTopUp to its namespace's account exactly once.
+// PointTopUpReconciler has the ledger credit (or debit) each PointTopUp exactly once, and
+// records the outcome in its status.
 type PointTopUpReconciler struct {
 	client.Client
-	// APIReader reads around the cache: a top-up is credited only after a fresh read says it
-	// was not yet applied.
-	APIReader client.Reader
-	Ledger    *ledger.Ledger
-	Recorder  events.EventRecorder
-	Clock     clock.PassiveClock
+	Ledger   *ledger.Ledger
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointtopups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointtopups/status,verbs=get;update;patch
 
-// Reconcile credits the top-up if it was not credited yet.
+// Reconcile applies the top-up if it was not applied or refused yet.
 func (r *PointTopUpReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	cached := &videogenv1alpha1.PointTopUp{}
-	if err := r.Get(ctx, req.NamespacedName, cached); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if cached.Status.AppliedAt != nil || !cached.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	// The cache can lag our own status write, and the ledger forgets its record of a top-up
-	// once the status shows it: so decide on a fresh read, never on the cache.
 	topUp := &videogenv1alpha1.PointTopUp{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, topUp); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, topUp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if topUp.Status.AppliedAt != nil {
+		r.Ledger.ObserveTopUp(topUp) // a crash may have come between its status and the journal's trim
+		return ctrl.Result{}, nil
+	}
+	if refused(topUp) || !topUp.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	before := topUp.Status.DeepCopy()
-	res, err := r.Ledger.Do(ctx, topUp.Namespace, ledger.TopUp(topUp.Name, string(topUp.UID), topUp.Spec.Amount))
+	out, err := r.Ledger.ApplyTopUp(topUp)
 	switch {
+	case errors.Is(err, ledger.ErrNotReady):
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	case errors.Is(err, ledger.ErrAccountNotFound):
 		r.setApplied(topUp, metav1.ConditionFalse, videogenv1alpha1.ReasonAccountNotFound,
 			fmt.Sprintf("namespace %q has no PointAccount named %q yet; the top-up is applied when it exists", topUp.Namespace, videogenv1alpha1.PointAccountName))
@@ -65,25 +62,44 @@ func (r *PointTopUpReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 			r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonAccountNotFound, "Credit", "No PointAccount in this namespace yet")
 		}
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+		return ctrl.Result{}, nil // the account's creation wakes it
 	case err != nil:
 		return ctrl.Result{}, err
+	case out.Queued:
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil // the ledger wakes it when applied
+	case out.Refused:
+		r.setApplied(topUp, metav1.ConditionFalse, out.Reason, out.Message)
+		if err := r.Status().Update(ctx, topUp); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, out.Reason, "Credit", "%s", out.Message)
+		return ctrl.Result{}, nil
 	}
 
 	now := metav1.NewTime(r.Clock.Now())
 	topUp.Status.AppliedAt = &now
-	topUp.Status.BalanceAfter = &res.BalanceAfter
-	r.setApplied(topUp, metav1.ConditionTrue, videogenv1alpha1.ReasonCredited,
-		fmt.Sprintf("Credited %d points (reference %s)", topUp.Spec.Amount, topUp.Spec.Reference))
-	// A failed write here is safe to retry: the ledger's record makes the credit a no-op.
+	topUp.Status.BalanceAfter = &out.BalanceAfter
+	topUp.Status.AccountUID = types.UID(out.AccountUID)
+	reason, verb, amount := videogenv1alpha1.ReasonCredited, "Credited", topUp.Spec.Amount
+	if amount < 0 {
+		reason, verb, amount = videogenv1alpha1.ReasonDebited, "Debited", -amount
+	}
+	msg := fmt.Sprintf("%s %d points (reference %s)", verb, amount, topUp.Spec.Reference)
+	r.setApplied(topUp, metav1.ConditionTrue, reason, msg)
+	// The journal keeps the top-up until this status shows it, so this write can be retried.
 	if err := r.Status().Update(ctx, topUp); err != nil {
 		return ctrl.Result{}, err
 	}
-	if res.Changed {
-		r.Recorder.Eventf(topUp, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonCredited, "Credit",
-			"Credited %d points (reference %s); balance is now %d", topUp.Spec.Amount, topUp.Spec.Reference, res.BalanceAfter)
-	}
+	r.Ledger.ObserveTopUp(topUp)
+	r.Recorder.Eventf(topUp, nil, corev1.EventTypeNormal, reason, "Credit", "%s; balance is now %d", msg, out.BalanceAfter)
 	return ctrl.Result{}, nil
+}
+
+// refused reports whether the ledger refused the top-up for good.
+func refused(t *videogenv1alpha1.PointTopUp) bool {
+	c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied)
+	return c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == videogenv1alpha1.ReasonDuplicateReference || c.Reason == videogenv1alpha1.ReasonDebitExceedsBalance)
 }
 
 func (r *PointTopUpReconciler) setApplied(t *videogenv1alpha1.PointTopUp, status metav1.ConditionStatus, reason, msg string) {
@@ -93,7 +109,8 @@ func (r *PointTopUpReconciler) setApplied(t *videogenv1alpha1.PointTopUp, status
 	t.Status.ObservedGeneration = t.Generation
 }
 
-// SetupWithManager registers the controller; a new PointAccount wakes the top-ups waiting for it.
+// SetupWithManager registers the controller; a new PointAccount wakes the top-ups waiting for
+// it, and the ledger wakes a top-up it has applied.
 func (r *PointTopUpReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -101,6 +118,7 @@ func (r *PointTopUpReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.PointTopUp{}).
 		Watches(&videogenv1alpha1.PointAccount{}, handler.EnqueueRequestsFromMapFunc(r.pendingTopUps)).
+		WatchesRawSource(source.Channel(r.Ledger.TopUpEvents(), &handler.EnqueueRequestForObject{})).
 		Named("pointtopup").
 		Complete(r)
 }
@@ -112,7 +130,7 @@ func (r *PointTopUpReconciler) pendingTopUps(ctx context.Context, obj client.Obj
 	}
 	var reqs []reconcile.Request
 	for _, t := range list.Items {
-		if t.Status.AppliedAt == nil {
+		if t.Status.AppliedAt == nil && !refused(&t) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
 		}
 	}

@@ -18,16 +18,23 @@ import (
 
 // Options configures every controller.
 type Options struct {
-	Task            TaskConfig
-	HoldGracePeriod time.Duration
-	// ReservationTTL: see PointAccountReconciler.ReservationTTL.
-	ReservationTTL time.Duration
-	Backends       generation.Router
-	PaymentEvents  PaymentEventOptions
-	Webhooks       WebhookConfig
-	// MaxUnsettledTasks bounds the tasks of one account that hold points at once; a task applied
-	// past it waits Pending (0: ledger.DefaultMaxHolds).
-	MaxUnsettledTasks int
+	Task          TaskConfig
+	Ledger        LedgerOptions
+	Backends      generation.Router
+	PaymentEvents PaymentEventOptions
+	Webhooks      WebhookConfig
+}
+
+// LedgerOptions configure the ledger (see ledger.Config).
+type LedgerOptions struct {
+	// SigningKey signs the admissions of the tasks the ledger creates; every manager replica
+	// must have the same (ledger.LoadOrCreateKey).
+	SigningKey []byte
+	// Identity names this manager in the accounts' status.authority (default: host and a
+	// random suffix).
+	Identity string
+	// WriteInterval is the least time between two writes of one account.
+	WriteInterval time.Duration
 }
 
 // DefaultOptions are the manager's defaults (see cmd/manager flags).
@@ -41,9 +48,8 @@ func DefaultOptions() Options {
 			MaxConcurrentReconciles: 8,
 			TransitionEvents:        true,
 		},
-		HoldGracePeriod: 2 * time.Minute,
-		ReservationTTL:  30 * time.Second,
-		Backends:        generation.Routes{},
+		Ledger:   LedgerOptions{WriteInterval: time.Second},
+		Backends: generation.Routes{},
 		Webhooks: WebhookConfig{
 			Schedule:        taskwebhooks.DefaultSchedule,
 			Sender:          taskwebhooks.NewSender(netguard.Policy{}, 10*time.Second),
@@ -53,16 +59,26 @@ func DefaultOptions() Options {
 	}
 }
 
-// Setup registers all controllers with mgr, sharing one Ledger so that every point movement of
-// this process is coalesced per account, and the finished-task collector. Build mgr with
-// CacheByObject in its cache options so that closed tasks stay out of its cache.
+// Setup registers the ledger (it runs in the elected manager only), all controllers, and the
+// finished-task collector with mgr, and returns the ledger (to serve it to the REST apiserver:
+// ledger.Handler). Build mgr with CacheByObject in its cache options so that closed tasks stay
+// out of its cache.
 func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
-	ledgerOpts := []ledger.Option{ledger.WithCache(mgr.GetClient())}
-	if opts.MaxUnsettledTasks > 0 {
-		ledgerOpts = append(ledgerOpts, ledger.WithMaxHolds(opts.MaxUnsettledTasks))
+	signer, err := ledger.NewSigner(opts.Ledger.SigningKey)
+	if err != nil {
+		return nil, err
 	}
-	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledgerOpts...)
-	settling := newSettlingTasks()
+	if opts.Ledger.Identity == "" {
+		opts.Ledger.Identity = ledger.NewIdentity()
+	}
+	l := ledger.New(ledger.Config{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Signer: signer,
+		Identity: opts.Ledger.Identity, WriteInterval: opts.Ledger.WriteInterval,
+		Logger: mgr.GetLogger().WithName("ledger"),
+	})
+	if err := mgr.Add(l); err != nil {
+		return nil, fmt.Errorf("adding the ledger: %w", err)
+	}
 	if opts.Backends == nil {
 		opts.Backends = generation.Routes{}
 	}
@@ -73,16 +89,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	}{
 		{"VideoTask", &VideoTaskReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l, Backends: opts.Backends,
-			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task, settling: settling,
+			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task,
 		}},
 		{"PointAccount", &PointAccountReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
-			Recorder: mgr.GetEventRecorder("pointaccount-controller"), HoldGracePeriod: opts.HoldGracePeriod,
-			ReservationTTL: opts.ReservationTTL, settling: settling,
+			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointaccount-controller"),
 		}},
 		{"PointTopUp", &PointTopUpReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
-			Recorder: mgr.GetEventRecorder("pointtopup-controller"),
+			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointtopup-controller"),
 		}},
 		{"Template", &TemplateReconciler{Client: mgr.GetClient(), Backends: opts.Backends, DefaultPrice: opts.Task.DefaultPrice}},
 		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("shorttemplate-controller")}},

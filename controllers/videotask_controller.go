@@ -2,15 +2,20 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/generation"
@@ -32,10 +37,12 @@ type TaskConfig struct {
 	// TransitionEvents emits a Normal event for each step a task takes (points frozen, each
 	// stage started, succeeded and charged). Failures always get a Warning event.
 	TransitionEvents bool
+	// CancelGrace bounds how long a deleted task waits for its backend to cancel its work.
+	CancelGrace time.Duration
 }
 
-// VideoTaskReconciler prices and freezes tasks, runs their two stages on a backend, and settles
-// their points when they end.
+// VideoTaskReconciler prices tasks and has the ledger freeze them, runs their two stages on a
+// backend, and ends them: refunded in their own status write, or charged by the ledger first.
 type VideoTaskReconciler struct {
 	client.Client
 	// APIReader reads around the cache before a task is failed for a missing template.
@@ -46,12 +53,15 @@ type VideoTaskReconciler struct {
 	Clock     clock.PassiveClock
 	Config    TaskConfig
 
-	settling *settlingTasks // shared with the PointAccount controller (Setup)
-	written  writtenVersions
+	// ends are the terminal statuses of succeeded tasks whose charge waits for the account's
+	// next write, by task UID: written when it lands (after a restart, rebuilt from the
+	// charge's journal entry instead).
+	ends sync.Map
 }
 
-// +kubebuilder:rbac:groups=videogen.dev,resources=videotasks,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=videogen.dev,resources=videotasks,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=videogen.dev,resources=videotasks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=videogen.dev,resources=videotasks/finalizers,verbs=update
 // +kubebuilder:rbac:groups=videogen.dev,resources=templates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=videogen.dev,resources=shorttemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts,verbs=get;list;watch
@@ -60,37 +70,55 @@ type VideoTaskReconciler struct {
 // The Kubernetes Job backend runs stages as Jobs owned by their task and reads pod results.
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=videogen.dev,resources=videotasks/finalizers,verbs=update
 
 // Reconcile moves a task one step through Pending → Queued → Running → Succeeded/Failed.
 func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	task := &videogenv1alpha1.VideoTask{}
 	if err := r.Get(ctx, req.NamespacedName, task); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.written.forget(req.NamespacedName) // deleted, or closed and out of the cache
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.written.stale(task) {
-		// The cache has not caught up with our last write; its event brings the task back.
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
 	if !task.DeletionTimestamp.IsZero() {
-		// The points of a deleted task are released by the PointAccount controller's sweep.
-		return ctrl.Result{}, nil
+		return r.finalize(ctx, task)
+	}
+	view, err := r.Ledger.View(task)
+	switch {
+	case errors.Is(err, ledger.ErrNotReady):
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case errors.Is(err, ledger.ErrAccountNotFound):
+		if task.Status.Phase.Terminal() {
+			return r.reconcileFinished(ctx, task)
+		}
+		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "account_not_found", err.Error())
+	case err != nil:
+		return ctrl.Result{}, err
+	case view.Stale:
+		// The cache has not caught up with a newer copy the ledger has seen; its event brings
+		// the task back (the requeue is a safety net).
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	var (
 		res    ctrl.Result
-		err    error
 		before = markProgress(&task.Status)
 	)
-	switch phase := task.Status.Phase; {
-	case phase.Terminal():
+	switch view.Standing {
+	case ledger.Settled:
 		res, err = r.reconcileFinished(ctx, task)
-	case phase == "" || phase == videogenv1alpha1.TaskPending:
-		res, err = r.accept(ctx, task)
-	default:
-		res, err = r.reconcileActive(ctx, task)
+	case ledger.Overdrawn:
+		err = r.reject(ctx, task, videogenv1alpha1.ReasonInsufficientBalance, "insufficient_balance",
+			"the account's points no longer covered this task when it was counted; nothing was charged")
+	case ledger.Charging:
+		// Its charge waits for the account's next write; the ledger requeues the task when it lands.
+		res = ctrl.Result{RequeueAfter: 10 * time.Second}
+	case ledger.Charged:
+		res, err = r.endCharged(ctx, task, view)
+	case ledger.Unadmitted:
+		res, err = r.accept(ctx, task, view)
+	default: // Held
+		if task.Status.Charge != videogenv1alpha1.ChargeFrozen {
+			res, err = r.accept(ctx, task, view) // created by the ledger: record its hold
+		} else {
+			res, err = r.reconcileActive(ctx, task, view)
+		}
 	}
 	if err == nil {
 		r.recordProgress(before, task) // every path that changes the status writes it or fails
@@ -103,17 +131,38 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return res, err
 }
 
-// SetupWithManager registers the controller.
+// writeStatus updates the task's status and tells the ledger what it now says.
+func (r *VideoTaskReconciler) writeStatus(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
+	if err := r.Status().Update(ctx, task); err != nil {
+		return err
+	}
+	r.Ledger.Observe(task)
+	return nil
+}
+
+// SetupWithManager registers the controller. The ledger requeues tasks whose charge landed or
+// that it found overdrawn.
 func (r *VideoTaskReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	if err := indexTasksAwaitingFreeze(mgr); err != nil {
-		return err
+	if r.Config.CancelGrace <= 0 {
+		r.Config.CancelGrace = 2 * time.Minute
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("videotask").
 		Watches(&videogenv1alpha1.VideoTask{}, r.enqueueTasks()).
+		WatchesRawSource(source.Channel(r.Ledger.TaskEvents(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.MaxConcurrentReconciles)}).
 		Complete(r)
+}
+
+// pendingEnd returns the terminal status prepared for a task whose charge was waiting, if this
+// process prepared one.
+func (r *VideoTaskReconciler) pendingEnd(uid types.UID) (*videogenv1alpha1.VideoTaskStatus, bool) {
+	v, ok := r.ends.LoadAndDelete(uid)
+	if !ok {
+		return nil, false
+	}
+	return v.(*videogenv1alpha1.VideoTaskStatus), true
 }

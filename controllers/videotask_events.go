@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -9,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 // Event reasons of the steps a task takes on its way; how it ends is told by recordOutcome.
@@ -61,16 +59,4 @@ func (r *VideoTaskReconciler) recordProgress(before progressMark, task *videogen
 		action := "Start" + strings.ToUpper(string(st.Name[:1])) + string(st.Name[1:])
 		r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, EventStageStarted, action, "%s started the %s stage", st.Backend, st.Name)
 	}
-}
-
-// recordSuccess is the closing event of a task that succeeded and was charged.
-func (r *VideoTaskReconciler) recordSuccess(task *videogenv1alpha1.VideoTask, res ledger.Result) {
-	if !r.Config.TransitionEvents {
-		return
-	}
-	msg := "Generation finished"
-	if task.Status.Result != nil && task.Status.Result.URL != "" {
-		msg = fmt.Sprintf("Generation finished: %s", task.Status.Result.URL)
-	}
-	r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, EventSucceeded, "Settle", "%s; deducted %d points", msg, res.Amount)
 }

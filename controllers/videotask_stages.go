@@ -13,22 +13,24 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/catalog"
 	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 // stageWeight is the share of overall progress the analyze stage stands for.
 const analyzeWeight = 30
 
-// reconcileActive drives a Queued or Running task.
-func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
+// reconcileActive drives a Queued or Running task that holds its price.
+func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videogenv1alpha1.VideoTask, view ledger.View) (ctrl.Result, error) {
+	before := task.Status.DeepCopy()
 	tmpl, err := r.resolveTemplate(ctx, task)
 	if err != nil {
 		if _, ok := invalidTemplateCode(err); ok {
 			// The template went away mid-task: nothing more can be rendered from it.
-			return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()})
+			return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()})
 		}
 		return ctrl.Result{}, err
 	}
-	return r.advance(ctx, task, tmpl)
+	return r.advance(ctx, task, tmpl, before, view)
 }
 
 // outcome is how a task ends.
@@ -40,11 +42,11 @@ type outcome struct {
 	result  *videogenv1alpha1.TaskResult
 }
 
-// advance submits and observes stages until one is still running, then writes the status once.
-// The backend is asked first: a render that finished wins over a timeout or a cancel request
-// that raced it.
-func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha1.VideoTask, tmpl catalog.Template) (ctrl.Result, error) {
-	before := task.Status.DeepCopy()
+// advance submits and observes stages until one is still running, then writes the status once
+// (before is the status as read). The backend is asked first: a render that finished wins over
+// a timeout or a cancel request that raced it.
+func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha1.VideoTask, tmpl catalog.Template,
+	before *videogenv1alpha1.VideoTaskStatus, view ledger.View) (ctrl.Result, error) {
 	for _, s := range videogenv1alpha1.Stages {
 		stageStatus(task, s) // create every entry first so pointers into the slice stay valid
 	}
@@ -54,7 +56,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	name, backend, ok := r.Backends.Route(task.Spec.Capability)
 	if !ok {
 		if end, stop := r.abandoned(task, now, deadline); stop {
-			return r.finish(ctx, task, end)
+			return r.finish(ctx, task, before, view, end)
 		}
 		msg := fmt.Sprintf("no generation backend serves %s; the task waits until its timeout", task.Spec.Capability)
 		r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionFalse, videogenv1alpha1.ReasonNoBackend, msg)
@@ -75,11 +77,11 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 				// An earlier Submit whose status write was lost (a conflict with the cancel
 				// request itself, say) may have started work under w.Key: stop it too.
 				cancelWork(ctx, backend, w, "")
-				return r.finish(ctx, task, end)
+				return r.finish(ctx, task, before, view, end)
 			}
 			handle, err := backend.Submit(ctx, w)
 			if err != nil {
-				return r.backendError(ctx, task, before, st, err, now, deadline)
+				return r.backendError(ctx, task, before, view, st, err, now, deadline)
 			}
 			at := metav1.NewTime(now)
 			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, ""
@@ -95,7 +97,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 
 		obs, err := backend.Observe(ctx, w, st.Handle)
 		if err != nil {
-			return r.backendError(ctx, task, before, st, err, now, deadline)
+			return r.backendError(ctx, task, before, view, st, err, now, deadline)
 		}
 		switch obs.State {
 		case generation.Succeeded:
@@ -104,23 +106,23 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 			setProgress(task)
 			if stageName == videogenv1alpha1.StageRender {
 				if obs.Result == nil || obs.Result.URL == "" {
-					return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed",
+					return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed",
 						message: name + " reported success without a result"})
 				}
-				return r.finish(ctx, task, outcome{success: true, reason: videogenv1alpha1.ReasonSucceeded, message: "Generation finished", result: obs.Result})
+				return r.finish(ctx, task, before, view, outcome{success: true, reason: videogenv1alpha1.ReasonSucceeded, message: "Generation finished", result: obs.Result})
 			}
 			continue // hand the outputs to the next stage right away
 		case generation.Failed:
 			at := metav1.NewTime(now)
 			st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, obs.Message
-			return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(stageName) + "_failed",
+			return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(stageName) + "_failed",
 				message: fmt.Sprintf("the %s stage failed: %s", stageName, obs.Message)})
 		default:
 			st.Progress, st.Message = clampProgress(obs.Progress), obs.Message
 			setProgress(task)
 			if end, stop := r.abandoned(task, now, deadline); stop {
 				r.cancelStage(ctx, task, backend, w, st)
-				return r.finish(ctx, task, end)
+				return r.finish(ctx, task, before, view, end)
 			}
 		}
 		break
@@ -128,20 +130,23 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	if err := r.writeIfChanged(ctx, task, before); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.guardWork(ctx, task, backend, tmpl); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{RequeueAfter: until(now, deadline, r.Config.PollInterval)}, nil
 }
 
 // backendError fails the stage on a permanent error and otherwise records it and retries.
 func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
-	st *videogenv1alpha1.StageStatus, err error, now, deadline time.Time) (ctrl.Result, error) {
+	view ledger.View, st *videogenv1alpha1.StageStatus, err error, now, deadline time.Time) (ctrl.Result, error) {
 	if generation.IsPermanent(err) {
 		at := metav1.NewTime(now)
 		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, err.Error()
-		return r.finish(ctx, task, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
+		return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
 			message: fmt.Sprintf("the %s stage was refused: %v", st.Name, err)})
 	}
 	if end, stop := r.abandoned(task, now, deadline); stop {
-		return r.finish(ctx, task, end)
+		return r.finish(ctx, task, before, view, end)
 	}
 	logf.FromContext(ctx).Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
 	st.Message = "backend unavailable: " + err.Error()

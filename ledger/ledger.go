@@ -4,468 +4,431 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Ledger applies operations to PointAccounts. It is safe for concurrent use; operations for the
-// same account that arrive while a write is in flight are coalesced into the next write.
-// Several Ledgers (in several processes) may work on one account: they meet at the
-// compare-and-swap and retry.
+// Config is what a Ledger needs.
+type Config struct {
+	// Client writes: the tasks the ledger creates, and PointAccount status.
+	Client client.Client
+	// Reader reads around any cache: the books are built from it, and doubtful writes checked.
+	Reader client.Reader
+	// Cache delivers the events of VideoTasks and PointAccounts (the manager's cache).
+	Cache cache.Cache
+	// Signer signs the admissions of the tasks the ledger creates.
+	Signer *Signer
+	// Identity names this manager in status.authority (unique per process).
+	Identity string
+	// WriteInterval is the least time between two writes of one account (default 1 s): the
+	// charges and top-ups that come meanwhile share the next write.
+	WriteInterval time.Duration
+	Clock         clock.WithTicker
+	Logger        logr.Logger
+}
+
+// Ledger is the one authority over points: it runs in the elected manager only (Start). See
+// docs/ledger.md for why what it does is exact.
 type Ledger struct {
-	writer client.Client
-	reader client.Reader
-	cache  client.Reader // optional: an informer-backed reader of PointAccounts
-	now    func() time.Time
+	cfg   Config
+	ready atomic.Bool
+	ctx   context.Context // Start's: the account writers run in it
 
-	// MaxBatch bounds the operations in one write, which bounds the status size a write carries.
-	maxBatch int
-	// maxHolds bounds the unsettled tasks per account (see DefaultMaxHolds).
-	maxHolds int
-	// commitTimeout bounds one write including its conflict retries.
-	commitTimeout time.Duration
+	mu    sync.Mutex
+	books map[string]*book
 
-	mu     sync.Mutex
-	queues map[string]*queue
+	// Requeues of objects whose next step the ledger just made possible (a charge landed, a
+	// top-up applied, an overdrawn task found): the controllers watch these channels.
+	tasks    chan event.GenericEvent
+	topUps   chan event.GenericEvent
+	accounts chan event.GenericEvent
 }
 
-// Option configures a Ledger.
-type Option func(*Ledger)
-
-// WithClock sets the clock used for hold and settlement timestamps.
-func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
-
-// WithMaxBatch sets the most operations one write carries (default 256).
-func WithMaxBatch(n int) Option { return func(l *Ledger) { l.maxBatch = max(1, n) } }
-
-// WithMaxHolds sets the most unsettled tasks an account may have (default DefaultMaxHolds).
-func WithMaxHolds(n int) Option { return func(l *Ledger) { l.maxHolds = max(1, n) } }
-
-// WithCache lets a write start from an informer's copy of the account when it is newer than
-// this Ledger's own last write (another process wrote since): one conflict fewer. The
-// compare-and-swap still decides, and refusals and no-ops are still decided on a fresh read.
-func WithCache(r client.Reader) Option { return func(l *Ledger) { l.cache = r } }
-
-// New returns a Ledger that writes with c and, after a conflict, re-reads with fresh (use the
-// manager's APIReader so a retry never starts from a stale cache).
-func New(c client.Client, fresh client.Reader, opts ...Option) *Ledger {
-	l := &Ledger{
-		writer:        c,
-		reader:        fresh,
-		now:           time.Now,
-		maxBatch:      256,
-		maxHolds:      DefaultMaxHolds,
-		commitTimeout: 30 * time.Second,
-		queues:        map[string]*queue{},
+// New returns a Ledger; it does nothing until Start.
+func New(cfg Config) *Ledger {
+	if cfg.WriteInterval <= 0 {
+		cfg.WriteInterval = time.Second
 	}
-	for _, o := range opts {
-		o(l)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
-	return l
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = logr.Discard()
+	}
+	return &Ledger{
+		cfg:      cfg,
+		books:    map[string]*book{},
+		tasks:    make(chan event.GenericEvent, 1024),
+		topUps:   make(chan event.GenericEvent, 256),
+		accounts: make(chan event.GenericEvent, 256),
+	}
 }
 
-type request struct {
-	ops  []Op
-	done chan []Result
-}
+// TaskEvents, TopUpEvents and AccountEvents carry requeues for the controllers.
+func (l *Ledger) TaskEvents() <-chan event.GenericEvent    { return l.tasks }
+func (l *Ledger) TopUpEvents() <-chan event.GenericEvent   { return l.topUps }
+func (l *Ledger) AccountEvents() <-chan event.GenericEvent { return l.accounts }
 
-// queue holds the pending requests of one account and the last status this Ledger wrote, which
-// is where the next write starts (a stale copy costs one conflict, a fresh one saves a read).
-type queue struct {
-	pending  []*request
-	draining bool
-	armed    bool // a StartWithin timer will start draining
-	last     *videogenv1alpha1.PointAccount
-	riders   []Op // see Piggyback
-}
+// Ready reports whether the ledger has built its books and keeps them.
+func (l *Ledger) Ready() bool { return l.ready.Load() }
 
-// maxRiders bounds the ops waiting to ride along per account; more are dropped (and trimmed
-// later by the PointAccount controller).
-const maxRiders = 1024
+// NeedLeaderElection: only the elected manager keeps the books.
+func (l *Ledger) NeedLeaderElection() bool { return true }
 
-// Piggyback queues ops that move no points (ForgetSettlement, ForgetTopUp) to ride on the
-// account's next write instead of costing a write of their own. Nothing waits for them: they
-// are lost if no write comes or the process ends, so callers need a slower path that trims
-// whatever is left (the PointAccount controller). Other ops are ignored.
-func (l *Ledger) Piggyback(namespace string, ops ...Op) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queueFor(namespace)
-	for _, op := range ops {
-		if (op.kind == opForgetSettlement || op.kind == opForgetTopUp) && len(q.riders) < maxRiders {
-			q.riders = append(q.riders, op)
+// Start builds the books of every account (each after its fence write) and keeps them until
+// ctx ends.
+func (l *Ledger) Start(ctx context.Context) error {
+	log := l.cfg.Logger
+	l.ctx = ctx
+	accounts := &videogenv1alpha1.PointAccountList{}
+	if err := l.cfg.Reader.List(ctx, accounts); err != nil {
+		return fmt.Errorf("ledger: listing accounts: %w", err)
+	}
+	for i := range accounts.Items {
+		if err := l.build(ctx, accounts.Items[i].Namespace); err != nil {
+			return err
 		}
 	}
+	if err := l.watch(ctx); err != nil {
+		return err
+	}
+	l.ready.Store(true)
+	log.Info("ledger books built", "accounts", len(accounts.Items), "identity", l.cfg.Identity)
+	<-ctx.Done()
+	l.ready.Store(false)
+	return nil
 }
 
-// queueFor returns namespace's queue, made if need be; call it with l.mu held.
-func (l *Ledger) queueFor(namespace string) *queue {
-	q := l.queues[namespace]
-	if q == nil {
-		q = &queue{}
-		l.queues[namespace] = q
+// build (re)builds one account's books: first the fence write, then the account's open tasks
+// and top-ups, read from the kube-apiserver.
+func (l *Ledger) build(ctx context.Context, namespace string) error {
+	b := l.book(namespace)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.building = true
+	defer func() { b.building = false }()
+	acct, err := l.takeOver(ctx, namespace)
+	if err != nil {
+		return fmt.Errorf("ledger: taking over account %q: %w", namespace, err)
 	}
-	return q
-}
+	tasks, listRV, err := l.openTasks(ctx, namespace)
+	if err != nil {
+		return err
+	}
+	topUps := &videogenv1alpha1.PointTopUpList{}
+	if err := l.cfg.Reader.List(ctx, topUps, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("ledger: listing top-ups of %q: %w", namespace, err)
+	}
 
-// Apply applies ops to the account of namespace in one write, in order, and returns one Result
-// per op. The error is for the whole call (the account is missing, the write kept failing, ctx
-// ended); a refused op is reported in its Result. When ctx ends first, the ops may still be
-// applied: callers must be able to find out (Freeze is keyed by task, so a retry is safe).
-func (l *Ledger) Apply(ctx context.Context, namespace string, ops ...Op) ([]Result, error) {
-	if len(ops) == 0 {
-		return nil, nil
-	}
-	if res, ok := l.knownRepeats(ctx, namespace, ops); ok {
-		return res, nil
-	}
-	done := l.Start(namespace, ops...)
-	select {
-	case res := <-done:
-		for _, r := range res {
-			if r.Err != nil && isCallError(r.Err) {
-				return res, r.Err
+	fresh := newBook(namespace)
+	fresh.account, fresh.listRV = acct, listRV
+	if acct != nil {
+		for i := range topUps.Items {
+			t := &topUps.Items[i]
+			if t.Status.AppliedAt != nil && t.Status.AccountUID == acct.UID {
+				fresh.references[t.Spec.Reference] = t.UID
+				fresh.topUpsShown[t.UID] = true
 			}
 		}
-		return res, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("ledger: waiting for account %q: %w", namespace, ctx.Err())
-	}
-}
-
-// knownRepeats answers freezes whose holds the newest copy of the account this Ledger knows
-// (its own last write or the informer's) shows already, without queueing them: a repeat found
-// on an older copy stands (see commit), and queueing it would start the account's next write
-// early, ahead of the ops waiting to share it (StartWithin).
-func (l *Ledger) knownRepeats(ctx context.Context, namespace string, ops []Op) ([]Result, bool) {
-	for _, op := range ops {
-		if (op.kind != opFreeze && op.kind != opFreezeFrom) || op.amount < 0 {
-			return nil, false
+		for _, j := range acct.Status.Journal {
+			if j.Kind == videogenv1alpha1.JournalTopUp {
+				if t := findTopUp(topUps.Items, j.UID); t != nil {
+					fresh.references[t.Spec.Reference] = t.UID
+				}
+			}
 		}
 	}
-	st := l.peek(ctx, namespace)
-	if st == nil {
-		return nil, false
+	// In creation order, so that if the tasks shown admitted do not all fit (only a manager
+	// that kept acting after it lost its election could make that happen), the newest wait.
+	slices.SortStableFunc(tasks, func(a, b videogenv1alpha1.VideoTask) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	for i := range tasks {
+		fresh.observe(&tasks[i], l.evidence(&tasks[i]))
 	}
-	res := make([]Result, len(ops))
-	for i, op := range ops {
-		held, ok := st.HoldOf(op.task)
-		if !ok {
-			return nil, false
+	b.load(fresh)
+	l.schedule(b)
+	for name, e := range b.tasks {
+		if e.state == overdrawn || e.state == charged {
+			l.requeueTask(namespace, name)
 		}
-		res[i] = Result{Amount: held, Balance: st.Balance, repeat: true}
-	}
-	return res, true
-}
-
-// peek returns the newest status of the account this Ledger knows without a read of the
-// kube-apiserver (nil if none), to look at, never to change.
-func (l *Ledger) peek(ctx context.Context, namespace string) *videogenv1alpha1.PointAccountStatus {
-	l.mu.Lock()
-	var last *videogenv1alpha1.PointAccount
-	if q := l.queues[namespace]; q != nil {
-		last = q.last // never changed once stored: commit works on a copy
-	}
-	l.mu.Unlock()
-	if a := l.newest(ctx, namespace, last); a != nil {
-		return &a.Status
 	}
 	return nil
 }
 
-// MaxHolds is the most unsettled tasks an account may have (see WithMaxHolds).
-func (l *Ledger) MaxHolds() int { return l.maxHolds }
-
-// Start queues ops for the account's next write and returns at once; the channel receives one
-// Result per op (each op's Err is the call's error if the write failed). Ops queued one after
-// the other are applied in that order. Nothing needs to read the channel.
-func (l *Ledger) Start(namespace string, ops ...Op) <-chan []Result {
-	req := &request{ops: ops, done: make(chan []Result, 1)}
-	l.mu.Lock()
-	q := l.queueFor(namespace)
-	q.pending = append(q.pending, req)
-	start := !q.draining
-	q.draining = true
-	l.mu.Unlock()
-	if start {
-		go l.drain(namespace, q)
+func findTopUp(items []videogenv1alpha1.PointTopUp, uid types.UID) *videogenv1alpha1.PointTopUp {
+	for i := range items {
+		if items[i].UID == uid {
+			return &items[i]
+		}
 	}
-	return req.done
+	return nil
 }
 
-// StartWithin is Start for ops that nothing waits on soon (a settle whose decision is already
-// recorded elsewhere): they are written within delay, with whatever else the account's next
-// write carries, so that a busy account's settles share writes. They join an earlier write if
-// one starts first.
-func (l *Ledger) StartWithin(delay time.Duration, namespace string, ops ...Op) <-chan []Result {
-	req := &request{ops: ops, done: make(chan []Result, 1)}
+// takeOver reads the account and writes this manager's name into it (a compare-and-swap): from
+// then on no write of an earlier manager can land. It returns nil if there is no account.
+func (l *Ledger) takeOver(ctx context.Context, namespace string) (*videogenv1alpha1.PointAccount, error) {
+	for {
+		acct := &videogenv1alpha1.PointAccount{}
+		err := l.cfg.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}, acct)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if acct.Status.Authority == l.cfg.Identity {
+			return acct, nil
+		}
+		acct.Status.Authority = l.cfg.Identity
+		err = l.cfg.Client.Status().Update(ctx, acct)
+		switch {
+		case err == nil:
+			return acct, nil
+		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			continue
+		default:
+			// The write may have landed: read again, and write again if it did not.
+			if err := sleep(ctx, l.cfg.Clock, 100*time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// openTasksSelector selects the tasks that are not closed: a closed task is settled.
+var openTasksSelector = fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")
+
+// openTasks lists the namespace's open tasks from the kube-apiserver, page by page, and the
+// resourceVersion of the list.
+func (l *Ledger) openTasks(ctx context.Context, namespace string) ([]videogenv1alpha1.VideoTask, string, error) {
+	var out []videogenv1alpha1.VideoTask
+	var rv string
+	opts := []client.ListOption{client.InNamespace(namespace), client.Limit(500),
+		client.MatchingFieldsSelector{Selector: openTasksSelector}}
+	for cont := ""; ; {
+		page := &videogenv1alpha1.VideoTaskList{}
+		if err := l.cfg.Reader.List(ctx, page, append(opts, client.Continue(cont))...); err != nil {
+			return nil, "", fmt.Errorf("ledger: listing tasks of %q: %w", namespace, err)
+		}
+		if rv == "" {
+			rv = page.ResourceVersion
+		}
+		out = append(out, page.Items...)
+		if cont = page.Continue; cont == "" {
+			return out, rv, nil
+		}
+	}
+}
+
+// book returns namespace's books, made (not built) if need be.
+func (l *Ledger) book(namespace string) *book {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	q := l.queueFor(namespace)
-	q.pending = append(q.pending, req)
-	if !q.draining && !q.armed {
-		q.armed = true
-		time.AfterFunc(delay, func() {
-			l.mu.Lock()
-			q.armed = false
-			start := !q.draining && len(q.pending) > 0
-			q.draining = q.draining || start
-			l.mu.Unlock()
-			if start {
-				go l.drain(namespace, q)
-			}
-		})
+	b := l.books[namespace]
+	if b == nil {
+		b = newBook(namespace)
+		l.books[namespace] = b
 	}
-	return req.done
+	return b
 }
 
-// Do applies one op and returns its result, with a refusal as the error.
-func (l *Ledger) Do(ctx context.Context, namespace string, op Op) (Result, error) {
-	res, err := l.Apply(ctx, namespace, op)
+// lockBook returns namespace's books locked, or ErrNotReady while they are not kept here.
+// Books never built are those of a namespace without an account (every account's are built at
+// Start or when it appears). Unlock b.mu when done.
+func (l *Ledger) lockBook(namespace string) (*book, error) {
+	if !l.ready.Load() {
+		return nil, ErrNotReady
+	}
+	b := l.book(namespace)
+	b.mu.Lock()
+	if b.fenced || b.building {
+		b.mu.Unlock()
+		return nil, ErrNotReady
+	}
+	return b, nil
+}
+
+// evidence reads what a task's copy says about its points.
+func (l *Ledger) evidence(t *videogenv1alpha1.VideoTask) evidence {
+	ev := evidence{settledAs: t.Status.Charge}
+	switch {
+	case t.Status.Charge == videogenv1alpha1.ChargeDeducted || t.Status.Charge == videogenv1alpha1.ChargeRefunded,
+		t.Status.Phase.Terminal(), t.Status.Closed:
+		ev.ended = true
+	case t.Status.Charge == videogenv1alpha1.ChargeFrozen && t.Status.Cost != nil:
+		ev.admitted, ev.price = true, *t.Status.Cost
+	default:
+		if p, ok := l.cfg.Signer.Admitted(t); ok {
+			ev.admitted, ev.price = true, p
+		}
+	}
+	return ev
+}
+
+// watch follows the tasks and accounts in the manager's cache. Its events only bring what
+// others did; copies older than the books are ignored (book.observe).
+func (l *Ledger) watch(ctx context.Context) error {
+	taskInformer, err := l.cfg.Cache.GetInformer(ctx, &videogenv1alpha1.VideoTask{})
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	return res[0], res[0].Err
-}
-
-// callError marks errors that concern the whole write rather than one op.
-type callError struct{ err error }
-
-func (e *callError) Error() string { return e.err.Error() }
-func (e *callError) Unwrap() error { return e.err }
-
-func isCallError(err error) bool {
-	_, ok := err.(*callError)
-	return ok
-}
-
-// Refused reports whether err from Do or Apply means that the ledger decided against the op,
-// so that nothing was written: the op's own refusal (short balance, suspended account, a limit,
-// a bad amount, …) or an account that does not exist. A write that failed or was given up is
-// not a refusal: it may have happened.
-func Refused(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
+	if _, err := taskInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { l.taskEvent(obj, false) },
+		UpdateFunc: func(_, obj any) { l.taskEvent(obj, false) },
+		DeleteFunc: func(obj any) { l.taskEvent(obj, true) },
+	}); err != nil {
+		return err
 	}
-	return !isCallError(err) || errors.Is(err, ErrAccountNotFound)
+	acctInformer, err := l.cfg.Cache.GetInformer(ctx, &videogenv1alpha1.PointAccount{})
+	if err != nil {
+		return err
+	}
+	_, err = acctInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { l.accountEvent(ctx, obj, false) },
+		UpdateFunc: func(_, obj any) { l.accountEvent(ctx, obj, false) },
+		DeleteFunc: func(obj any) { l.accountEvent(ctx, obj, true) },
+	})
+	return err
 }
 
-// drain writes batches for one account until its queue is empty.
-func (l *Ledger) drain(namespace string, q *queue) {
-	for {
-		l.mu.Lock()
-		batch, n := take(q.pending, l.maxBatch)
-		q.pending = q.pending[n:]
-		if len(batch) == 0 {
-			q.draining = false
-			l.mu.Unlock()
+func (l *Ledger) taskEvent(obj any, deleted bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = d.Obj, true
+	}
+	t, ok := obj.(*videogenv1alpha1.VideoTask)
+	if !ok {
+		return
+	}
+	b := l.book(t.Namespace)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.built || b.account == nil {
+		return // no account: nothing is held, and a new account's books are built from a fresh list
+	}
+	if deleted {
+		// Deleted, or closed (and so out of the cache's selection): either way its hold ends.
+		if e := b.tasks[t.Name]; e != nil && e.uid == t.UID {
+			b.drop(t.Name)
+			l.schedule(b)
+		}
+		return
+	}
+	before := b.tasks[t.Name]
+	var was state
+	if before != nil {
+		was = before.state
+	}
+	e := b.observe(t, l.evidence(t))
+	if e != nil && e.state == overdrawn && (before == nil || was != overdrawn) {
+		l.requeueTask(t.Namespace, t.Name)
+	}
+	if b.dirty {
+		l.schedule(b)
+	}
+}
+
+func (l *Ledger) accountEvent(ctx context.Context, obj any, deleted bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = d.Obj, true
+	}
+	a, ok := obj.(*videogenv1alpha1.PointAccount)
+	if !ok {
+		return
+	}
+	b := l.book(a.Namespace)
+	b.mu.Lock()
+	switch {
+	case deleted:
+		// Gone: its finalizer let it go only when empty. Its tasks (none hold points) and a new
+		// account of that name are another story.
+		if b.account != nil && b.account.UID == a.UID {
+			b.load(newBook(a.Namespace))
+			b.dirty = false
+		}
+	case b.account != nil && b.account.UID != a.UID && !newer(a.ResourceVersion, b.account.ResourceVersion):
+		// An old copy of an earlier account of that name.
+	case b.account == nil || b.account.UID != a.UID:
+		if !b.building {
+			// A new account (or a new one of the same name): build its books.
+			b.building = true
+			go l.rebuild(ctx, a.Namespace)
+		}
+	case newer(a.ResourceVersion, b.account.ResourceVersion):
+		// An administrator changed the spec (suspended) or deleted it. The ledger is the only
+		// writer of the status, and a newer copy carries its last write too.
+		b.account = a.DeepCopy()
+		b.dirty = true
+		l.schedule(b)
+	}
+	b.mu.Unlock()
+	l.requeueAccount(a.Namespace)
+}
+
+// rebuild builds a namespace's books again, retrying until it works or ctx ends.
+func (l *Ledger) rebuild(ctx context.Context, namespace string) {
+	for ctx.Err() == nil {
+		err := l.build(ctx, namespace)
+		if err == nil {
+			l.requeueAccount(namespace)
 			return
 		}
-		last, riders := q.last, q.riders
-		q.riders = nil
-		l.mu.Unlock()
-
-		results, written, carried := l.commit(namespace, last, batch, riders)
-		l.mu.Lock()
-		if written != nil {
-			q.last = written
-		} else {
-			q.last = nil
+		if ctx.Err() != nil {
+			return
 		}
-		if !carried {
-			q.riders = append(riders, q.riders...)
-		}
-		l.mu.Unlock()
-		for i, req := range batch {
-			req.done <- results[i]
+		l.cfg.Logger.Error(err, "building the books of an account", "namespace", namespace)
+		if sleep(ctx, l.cfg.Clock, time.Second) != nil {
+			return
 		}
 	}
 }
 
-// take returns the first requests whose ops fit in limit (at least one request) and their count.
-func take(pending []*request, limit int) ([]*request, int) {
-	ops := 0
-	for i, r := range pending {
-		if i > 0 && ops+len(r.ops) > limit {
-			return pending[:i], i
-		}
-		ops += len(r.ops)
-	}
-	return pending, len(pending)
+func (l *Ledger) requeueTask(namespace, name string) {
+	send(l.tasks, &videogenv1alpha1.VideoTask{}, namespace, name)
 }
 
-// commit applies every request of the batch in one compare-and-swap, retrying on conflict,
-// and the riders too when the batch writes anyway. It returns each request's results, the
-// account as written (nil if nothing was written) and whether the riders were written.
-func (l *Ledger) commit(namespace string, start *videogenv1alpha1.PointAccount, batch []*request, riders []Op) ([][]Result, *videogenv1alpha1.PointAccount, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.commitTimeout)
-	defer cancel()
-	key := types.NamespacedName{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}
-	backoff := 2 * time.Millisecond
-	acct := l.newest(ctx, namespace, start)
-	for {
-		fresh := acct == nil
-		if fresh {
-			acct = &videogenv1alpha1.PointAccount{}
-			if err := l.reader.Get(ctx, key, acct); err != nil {
-				if apierrors.IsNotFound(err) {
-					err = fmt.Errorf("%w: namespace %q has no PointAccount %q", ErrAccountNotFound, namespace, key.Name)
-				} else {
-					err = fmt.Errorf("ledger: reading account %q: %w", namespace, err)
-				}
-				return failAll(batch, &callError{err}), nil, false
-			}
-		}
-		work := acct.DeepCopy()
-		if err := Check(&work.Status); err != nil {
-			// Never build on a broken status; an operator must look at it.
-			return failAll(batch, &callError{fmt.Errorf("account %q before this write: %w", namespace, err)}), nil, false
-		}
-		b := openBook(&work.Status)
-		results, changed := l.applyBatch(b, work, batch)
-		// Riders never cause a write, they only join one (a rider whose record is gone
-		// already is a no-op).
-		carried := changed && len(riders) > 0
-		if carried {
-			now := l.now()
-			for _, op := range riders {
-				applyTo(b, work.Spec, namespace, l.maxHolds, op, now)
-			}
-		}
-		if changed {
-			b.close() // only a write needs the holds back in the status
-		}
-		if !fresh && (anyRefused(results) || (!changed && !allRepeats(results))) {
-			// A refusal or a no-op decided on an older copy (our own last write or the cache)
-			// could be wrong if another process wrote since (a top-up elsewhere, a hold made
-			// elsewhere): only a write detects staleness, so decide those on a fresh read. A
-			// repeat found its own record, which no one else removes: it stands.
-			acct = nil
-			continue
-		}
-		if !changed {
-			fill(results, work.Status.Balance)
-			return results, acct, false
-		}
-		if err := Check(&work.Status); err != nil {
-			return failAll(batch, &callError{fmt.Errorf("account %q: refusing to write: %w", namespace, err)}), nil, false
-		}
-		err := l.writer.Status().Update(ctx, work)
-		if err == nil {
-			fill(results, work.Status.Balance)
-			countMoves(namespace, batch, results)
-			return results, work, carried
-		}
-		if !apierrors.IsConflict(err) {
-			return failAll(batch, &callError{fmt.Errorf("ledger: writing account %q: %w", namespace, err)}), nil, false
-		}
-		// Someone else wrote first: start over from a fresh read, after a jittered pause so that
-		// competing writers spread out.
-		acct = nil
-		select {
-		case <-ctx.Done():
-			return failAll(batch, &callError{fmt.Errorf("ledger: account %q stayed contended for %s: %w", namespace, l.commitTimeout, ctx.Err())}), nil, false
-		case <-time.After(backoff/2 + rand.N(backoff)):
-		}
-		backoff = min(2*backoff, 200*time.Millisecond)
+func (l *Ledger) requeueTopUp(namespace, name string) {
+	send(l.topUps, &videogenv1alpha1.PointTopUp{}, namespace, name)
+}
+
+func (l *Ledger) requeueAccount(namespace string) {
+	send(l.accounts, &videogenv1alpha1.PointAccount{}, namespace, videogenv1alpha1.PointAccountName)
+}
+
+// send queues a requeue without blocking the ledger: when the channel is full the controllers'
+// own periodic requeues pick the object up.
+func send(ch chan event.GenericEvent, obj client.Object, namespace, name string) {
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	select {
+	case ch <- event.GenericEvent{Object: obj}:
+	default:
 	}
 }
 
-// newest returns start or the informer's copy of the account, whichever is newer (nil if there
-// is neither); see CachedAccount.
-func (l *Ledger) newest(ctx context.Context, namespace string, start *videogenv1alpha1.PointAccount) *videogenv1alpha1.PointAccount {
-	if l.cache == nil {
-		return start
-	}
-	cached := CachedAccount(ctx, l.cache, namespace)
-	if cached == nil {
-		return start
-	}
-	if start == nil {
-		return cached
-	}
-	if cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, start.ResourceVersion); err == nil && cmp > 0 {
-		return cached
-	}
-	return start
-}
-
-// CachedAccount returns the informer's own copy of namespace's PointAccount from cache (nil if
-// it has none): read it or copy it, never change it. A busy account carries thousands of holds,
-// and a deep copy of them for one look costs more than the look.
-func CachedAccount(ctx context.Context, cache client.Reader, namespace string) *videogenv1alpha1.PointAccount {
-	var accts videogenv1alpha1.PointAccountList
-	if err := cache.List(ctx, &accts, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+func sleep(ctx context.Context, c clock.WithTicker, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
 		return nil
 	}
-	for i := range accts.Items {
-		if accts.Items[i].Name == videogenv1alpha1.PointAccountName {
-			return &accts.Items[i]
-		}
-	}
-	return nil
 }
 
-func (l *Ledger) applyBatch(b *book, acct *videogenv1alpha1.PointAccount, batch []*request) ([][]Result, bool) {
-	now := l.now()
-	changed := false
-	results := make([][]Result, len(batch))
-	for i, req := range batch {
-		results[i] = make([]Result, len(req.ops))
-		for j, op := range req.ops {
-			r := applyTo(b, acct.Spec, acct.Namespace, l.maxHolds, op, now)
-			changed = changed || r.Changed
-			results[i][j] = r
-		}
-	}
-	return results, changed
-}
-
-func allRepeats(results [][]Result) bool {
-	for _, rs := range results {
-		for _, r := range rs {
-			if !r.repeat {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func anyRefused(results [][]Result) bool {
-	for _, rs := range results {
-		for _, r := range rs {
-			if r.Err != nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func fill(results [][]Result, balance int64) {
-	for _, rs := range results {
-		for j := range rs {
-			rs[j].Balance = balance
-		}
-	}
-}
-
-func failAll(batch []*request, err error) [][]Result {
-	out := make([][]Result, len(batch))
-	for i, req := range batch {
-		out[i] = make([]Result, len(req.ops))
-		for j := range out[i] {
-			out[i][j].Err = err
-		}
-	}
-	return out
-}
+var errFenced = errors.New("another manager took over the account")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 // process is one component of the stack running as its own OS process, logging to a file.
@@ -94,6 +96,14 @@ backends:
 	if err != nil {
 		return err
 	}
+	ledgerToken, err := s.ledgerToken(ctx)
+	if err != nil {
+		return err
+	}
+	ledgerAddr, err := testenv.FreeAddr()
+	if err != nil {
+		return err
+	}
 	steps := []struct {
 		name string
 		args []string
@@ -101,10 +111,12 @@ backends:
 		{"worker", []string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
 			"--blob-dir=" + s.path("worker-blobs"), loopback}},
 		{"manager", append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
-			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback}, s.cfg.ManagerArgs...)},
+			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback,
+			"--ledger-bind-address=" + ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, s.cfg.ManagerArgs...)},
 		{"apiserver", []string{"--bind-address=" + s.cfg.APIAddress, "--metrics-bind-address=0",
 			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + s.path("api-blobs"),
-			"--public-url=" + s.APIURL, "--event-service-tokens-file=" + tokens, loopback}},
+			"--public-url=" + s.APIURL, "--event-service-tokens-file=" + tokens, loopback,
+			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}},
 	}
 	for _, st := range steps {
 		if st.name == "worker" && s.cfg.Backend != "" {

@@ -3,7 +3,6 @@
 package taskview
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -145,8 +144,8 @@ func costOf(t *videogenv1alpha1.VideoTask) *int64 {
 	if t.Status.Cost != nil || t.Status.Phase.Terminal() {
 		return t.Status.Cost
 	}
-	n, err := strconv.ParseInt(t.Annotations[videogenv1alpha1.AnnotationAdmittedPrice], 10, 64)
-	if err != nil || n < 0 {
+	n, ok := t.AdmittedPrice()
+	if !ok {
 		return nil
 	}
 	return &n

@@ -2,18 +2,25 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PointAccountName is the only allowed name of a PointAccount: a namespace is one account.
 const PointAccountName = "default"
+
+// FinalizerLedger keeps a PointAccount until the ledger has closed its books: no points left, no
+// task holding points, nothing in the journal.
+const FinalizerLedger = "videogen.dev/ledger"
 
 // PointAccount condition types and reasons.
 const (
 	// ConditionFunded says whether the account has points available for new tasks.
 	ConditionFunded = "Funded"
 
-	ReasonActive            = "Active"
-	ReasonSuspended         = "Suspended"
+	ReasonActive    = "Active"
+	ReasonSuspended = "Suspended"
+	// ReasonClosing: the account is being deleted; it goes once it is empty.
+	ReasonClosing           = "Closing"
 	ReasonInvariantViolated = "InvariantViolated"
 	ReasonHasBalance        = "HasBalance"
 	ReasonDepleted          = "Depleted"
@@ -32,144 +39,82 @@ type PointAccountSpec struct {
 	Suspended bool `json:"suspended,omitempty"`
 }
 
-// HoldGroup lists the unsettled tasks that hold the same number of points.
-type HoldGroup struct {
-	// Amount of points each task of the group holds.
-	// +kubebuilder:validation:Minimum=0
-	// +required
-	Amount int64 `json:"amount"`
-	// Tasks are the names of the VideoTasks (in the account's namespace), sorted.
-	// +listType=atomic
-	// +required
-	Tasks []string `json:"tasks"`
-}
-
-// Reservation is a block of points that a REST apiserver replica took from the balance, so that
-// it can admit many tasks with one compare-and-swap instead of one each. A task admitted under
-// a reservation carries its name in the LabelReservation label and moves its price from the
-// reservation into a hold of its own soon after it is created.
-type Reservation struct {
-	// Name identifies the reservation and its holder; it is a label value.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +required
-	Name string `json:"name"`
-	// Amount is the number of points still in the reservation: not yet admitted, or admitted to
-	// tasks that do not hold their own points yet.
-	// +kubebuilder:validation:Minimum=0
-	// +required
-	Amount int64 `json:"amount"`
-	// RenewedAt is when the holder last renewed the reservation. One that is not renewed for the
-	// manager's reservation TTL (measured on the manager's own clock) is released.
-	// +required
-	RenewedAt metav1.MicroTime `json:"renewedAt"`
-}
-
-// LabelReservation names the reservation a task was admitted under (see Reservation).
-const LabelReservation = "videogen.dev/reservation"
-
-// SettlementOutcome says where a settled hold's points went.
-// +kubebuilder:validation:Enum=Deducted;Refunded
-type SettlementOutcome string
+// JournalKind says where a journal entry's points came from.
+// +kubebuilder:validation:Enum=Charge;TopUp
+type JournalKind string
 
 const (
-	// SettlementDeducted moved the held points to spent.
-	SettlementDeducted SettlementOutcome = "Deducted"
-	// SettlementRefunded returned the held points to the balance.
-	SettlementRefunded SettlementOutcome = "Refunded"
+	// JournalCharge: a succeeded task's cost, added to spent.
+	JournalCharge JournalKind = "Charge"
+	// JournalTopUp: a PointTopUp's amount (negative for a debit), added to credited.
+	JournalTopUp JournalKind = "TopUp"
 )
 
-// Settlement records a settled hold until the task's terminal status acknowledges it, so that
-// a settlement retried after a crash finds the first outcome instead of moving points twice.
-type Settlement struct {
-	// Task is the name of the settled VideoTask.
+// JournalEntry is a change of credited or spent that its source object (the task or the
+// top-up) does not show yet. It is written in the same update as the change, and removed once
+// the source shows it, so a change retried after an error or a crash is found, not repeated.
+type JournalEntry struct {
+	// Kind of the source.
 	// +required
-	Task string `json:"task"`
-	// Amount of points that moved.
-	// +required
-	Amount int64 `json:"amount"`
-	// Outcome says whether the points were deducted or refunded.
-	// +required
-	Outcome SettlementOutcome `json:"outcome"`
-	// SettledAt is when the points moved.
-	// +required
-	SettledAt metav1.Time `json:"settledAt"`
-}
-
-// AppliedTopUp records a credited PointTopUp until the top-up's status acknowledges it.
-type AppliedTopUp struct {
-	// Name of the PointTopUp.
+	Kind JournalKind `json:"kind"`
+	// Name of the VideoTask or PointTopUp.
 	// +required
 	Name string `json:"name"`
-	// UID of the PointTopUp, so a new object with the same name is a new top-up.
+	// UID of the source, so a new object with the same name is a new source.
 	// +required
-	UID string `json:"uid"`
-	// Amount credited.
+	UID types.UID `json:"uid"`
+	// Amount added to spent (a charge) or credited (a top-up; negative for a debit).
 	// +required
 	Amount int64 `json:"amount"`
-	// BalanceAfter is the available balance right after the credit.
+	// Result of a charged task, so that a manager that takes over can finish the task from it.
+	// +optional
+	Result *TaskResult `json:"result,omitempty"`
+	// BalanceAfter is the balance right after a top-up, for its status.
+	// +optional
+	BalanceAfter *int64 `json:"balanceAfter,omitempty"`
+	// At is when the change was written.
 	// +required
-	BalanceAfter int64 `json:"balanceAfter"`
-	// AppliedAt is when the amount was credited.
-	// +required
-	AppliedAt metav1.Time `json:"appliedAt"`
+	At metav1.Time `json:"at"`
 }
 
-// PointAccountStatus holds the account's figures. The ledger keeps, after every change,
-// credited = balance + frozen + spent and frozen = the sum of holds, where a reservation is a
-// hold too: frozen = Σ task holds + reserved, and reserved = Σ reservations.
+// PointAccountStatus is the account as the ledger keeps it. Credited and Spent are its two
+// counters, changed only together with a journal entry. Frozen (the points held by the
+// account's open tasks: each task is its own hold) and Balance (credited − spent − frozen) are
+// a summary of the ledger's books, copied here within about a second.
 type PointAccountStatus struct {
 	// Balance is the number of points available for new tasks.
 	// +optional
 	Balance int64 `json:"balance"`
-	// Frozen is the number of points held for tasks that have not settled, including Reserved.
+	// Frozen is the number of points held by tasks that have not settled.
 	// +optional
 	Frozen int64 `json:"frozen"`
-	// Reserved is the part of Frozen held in reservations for tasks being admitted.
-	// +optional
-	Reserved int64 `json:"reserved,omitempty"`
 	// Spent is the number of points deducted for succeeded tasks.
 	// +optional
 	Spent int64 `json:"spent"`
-	// Credited is the total of all top-ups ever applied.
+	// Credited is the total of all top-ups and debits ever applied.
 	// +optional
 	Credited int64 `json:"credited"`
+	// Holds is the number of tasks holding points.
+	// +optional
+	Holds int32 `json:"holds,omitempty"`
 
-	// Holds are the points frozen for unsettled tasks, grouped by amount (in increasing order).
-	// Every compare-and-swap carries the whole status and a busy account has thousands of
-	// holds, so each is just a task name in its group's list: a kube-apiserver status update
-	// with 1,404 holds took 18 ms as a map of task to points and 9 ms as plain strings
-	// (docs/benchmarks.md). Read them with HoldsByTask.
+	// Journal lists the recent changes of Credited and Spent that their source does not show
+	// yet. Only the ledger writes it, always whole, so the list is atomic.
 	// +listType=atomic
 	// +optional
-	Holds []HoldGroup `json:"holds,omitempty"`
+	Journal []JournalEntry `json:"journal,omitempty"`
 
-	// Reservations are the blocks of points REST apiserver replicas hold to admit tasks.
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=64
+	// Authority is the manager that keeps this account's books. A manager that takes over
+	// writes its name here first, so that any write of an earlier one still in flight fails.
 	// +optional
-	Reservations []Reservation `json:"reservations,omitempty"`
-	// ReservationsRecalledAt is when a replica short of points last asked the others to return
-	// what they hold in reservations; each holder does so once it has seen a new value.
-	// +optional
-	ReservationsRecalledAt *metav1.MicroTime `json:"reservationsRecalledAt,omitempty"`
-
-	// Settlements are recently settled holds not yet acknowledged by their task's status.
-	// Only the ledger writes them, always whole, so the list is atomic.
-	// +listType=atomic
-	// +optional
-	Settlements []Settlement `json:"settlements,omitempty"`
-
-	// TopUps are recently applied top-ups not yet acknowledged by the PointTopUp's status.
-	// +listType=atomic
-	// +optional
-	TopUps []AppliedTopUp `json:"topUps,omitempty"`
+	Authority string `json:"authority,omitempty"`
 
 	// ObservedGeneration is the generation the conditions were computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready (the account can be used) and Funded (it has points available).
+	// Conditions: Ready (the account accepts new tasks; False with reason Suspended, Closing
+	// or InvariantViolated) and Funded (it has points available).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -182,10 +127,11 @@ type PointAccountStatus struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="a namespace holds one PointAccount and it must be named 'default'"
 // +kubebuilder:printcolumn:name="Balance",type=integer,JSONPath=`.status.balance`
 // +kubebuilder:printcolumn:name="Frozen",type=integer,JSONPath=`.status.frozen`
-// +kubebuilder:printcolumn:name="Reserved",type=integer,JSONPath=`.status.reserved`,priority=1
 // +kubebuilder:printcolumn:name="Spent",type=integer,JSONPath=`.status.spent`
 // +kubebuilder:printcolumn:name="Credited",type=integer,JSONPath=`.status.credited`
+// +kubebuilder:printcolumn:name="Holds",type=integer,JSONPath=`.status.holds`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PointAccount is the prepaid points balance of the account that owns its namespace.

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PointTopUp condition types and reasons.
@@ -10,34 +11,45 @@ const (
 	ConditionApplied = "Applied"
 
 	ReasonCredited        = "Credited"
+	ReasonDebited         = "Debited"
 	ReasonAccountNotFound = "AccountNotFound"
-	ReasonLedgerError     = "LedgerError"
+	// ReasonDuplicateReference: another top-up of the account was applied with this reference;
+	// this one is never applied.
+	ReasonDuplicateReference = "DuplicateReference"
+	// ReasonDebitExceedsBalance: a debit larger than the available balance is never applied.
+	ReasonDebitExceedsBalance = "DebitExceedsBalance"
 )
 
-// PointTopUpSpec is an offline, manual top-up made by an administrator.
+// PointTopUpSpec is an offline, manual change of an account's points made by an administrator:
+// a credit (a positive amount) or a debit or correction (a negative amount, with a note).
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a top-up is immutable; create a new one to correct it"
+// +kubebuilder:validation:XValidation:rule="self.amount != 0",message="amount must not be 0"
+// +kubebuilder:validation:XValidation:rule="self.amount > 0 || (has(self.note) && size(self.note) > 0)",message="a debit (negative amount) needs a note saying why"
 type PointTopUpSpec struct {
-	// Amount of points to credit.
-	// +kubebuilder:validation:Minimum=1
+	// Amount of points to credit; negative to debit (a correction, or what is left when an
+	// account is closed).
+	// +kubebuilder:validation:Minimum=-1000000000
 	// +kubebuilder:validation:Maximum=1000000000
 	// +required
 	Amount int64 `json:"amount"`
 
-	// Reference ties the top-up to its paperwork, e.g. an invoice number.
+	// Reference ties the top-up to its paperwork, e.g. an invoice number. It is unique in the
+	// account: a second top-up with a reference already applied is refused.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +required
 	Reference string `json:"reference"`
 
-	// Note is free text for the audit trail.
+	// Note is free text for the audit trail; required for a debit.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Note string `json:"note,omitempty"`
 }
 
-// PointTopUpStatus records when the top-up was credited and the balance right after it.
+// PointTopUpStatus records when the top-up was applied, to which account, and the balance
+// right after it.
 type PointTopUpStatus struct {
-	// AppliedAt is when the amount was credited. Set once.
+	// AppliedAt is when the amount was credited (or debited). Set once.
 	// +optional
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 
@@ -45,11 +57,18 @@ type PointTopUpStatus struct {
 	// +optional
 	BalanceAfter *int64 `json:"balanceAfter,omitempty"`
 
+	// AccountUID is the PointAccount the top-up was applied to (a re-created account is
+	// another account).
+	// +optional
+	AccountUID types.UID `json:"accountUID,omitempty"`
+
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Applied.
+	// Conditions: Applied (True once applied; False with reason AccountNotFound while it
+	// waits for the account, or DuplicateReference or DebitExceedsBalance when it is refused
+	// for good).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -62,10 +81,12 @@ type PointTopUpStatus struct {
 // +kubebuilder:printcolumn:name="Amount",type=integer,JSONPath=`.spec.amount`
 // +kubebuilder:printcolumn:name="Reference",type=string,JSONPath=`.spec.reference`
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].reason`
 // +kubebuilder:printcolumn:name="Balance After",type=integer,JSONPath=`.status.balanceAfter`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
-// PointTopUp credits points to the account of its namespace, exactly once.
+// PointTopUp credits (or debits) points to the account of its namespace, exactly once. An
+// applied PointTopUp is part of the account's audit trail: it cannot be edited or deleted.
 type PointTopUp struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

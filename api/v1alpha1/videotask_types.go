@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"strconv"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -8,16 +11,21 @@ import (
 // stays immutable; a request to stop is metadata, as Flux does with reconcile requests.
 const AnnotationCancelRequested = "videogen.dev/cancel-requested"
 
-// AnnotationAdmittedPrice is the price in points the REST apiserver admitted the task at, so
-// the task shows that cost before the controller accepts it and writes status.cost.
-const AnnotationAdmittedPrice = "videogen.dev/admitted-price"
+// AnnotationAdmission is the ledger's admission of a task it created for the REST API: the
+// price it froze, signed ("<price>:<signature>") so that no one else can write one. Such a task
+// holds its price from its creation on.
+const AnnotationAdmission = "videogen.dev/admission"
+
+// FinalizerCancelWork is on a task while a stage runs at a backend: deleting the task cancels
+// that work before the task goes.
+const FinalizerCancelWork = "videogen.dev/cancel-work"
 
 // TaskPhase is where a task is in its life.
 // +kubebuilder:validation:Enum=Pending;Queued;Running;Succeeded;Failed
 type TaskPhase string
 
 const (
-	// TaskPending: created, not yet priced and frozen.
+	// TaskPending: created, not yet priced and frozen (tasks made with kubectl, for a moment).
 	TaskPending TaskPhase = "Pending"
 	// TaskQueued: points frozen, waiting for a backend to accept the first stage.
 	TaskQueued TaskPhase = "Queued"
@@ -80,14 +88,11 @@ const (
 	// ConditionComplete: the task reached a terminal phase.
 	ConditionComplete = "Complete"
 
-	ReasonFrozen = "PointsFrozen"
-	// ReasonFrozenByManager: the task was admitted under a REST apiserver's reservation, which
-	// did not move its price into its hold in time, so the manager froze it.
-	ReasonFrozenByManager     = "FrozenByManager"
+	ReasonFrozen              = "PointsFrozen"
 	ReasonInsufficientBalance = "InsufficientBalance"
-	// ReasonTooManyUnsettled: the task waits Pending for the account's other tasks to settle.
-	ReasonTooManyUnsettled   = "TooManyUnsettledTasks"
-	ReasonAccountSuspended   = "AccountSuspended"
+	ReasonAccountSuspended    = "AccountSuspended"
+	// ReasonAccountClosing: the account is being deleted and takes no new tasks.
+	ReasonAccountClosing     = "AccountClosing"
 	ReasonInvalidRequest     = "InvalidRequest"
 	ReasonNoBackend          = "NoBackend"
 	ReasonBackendAccepted    = "BackendAccepted"
@@ -254,6 +259,8 @@ type WebhookDelivery struct {
 }
 
 // VideoTaskStatus is the observed state of a VideoTask.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.charge) || oldSelf.charge == 'Frozen' || (has(self.charge) && self.charge == oldSelf.charge)",message="a settled charge (Deducted or Refunded) never changes"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.closed) || !oldSelf.closed || (has(self.closed) && self.closed)",message="a closed task stays closed"
 type VideoTaskStatus struct {
 	// Phase of the task.
 	// +optional
@@ -262,8 +269,8 @@ type VideoTaskStatus struct {
 	// +optional
 	Cost *int64 `json:"cost,omitempty"`
 	// Charge says where the task's points are: Frozen while it runs; when it ends, Deducted
-	// or Refunded, written with its terminal phase and applied to the account right after
-	// (within a fraction of a second; after a manager crash, by the PointAccount controller).
+	// (the account's spent already counts it) or Refunded, written with its terminal phase.
+	// A settled charge never changes.
 	// +optional
 	Charge ChargeState `json:"charge,omitempty"`
 	// Progress in percent over both stages.
@@ -344,4 +351,16 @@ type VideoTaskList struct {
 
 func init() {
 	SchemeBuilder.Register(&VideoTask{}, &VideoTaskList{})
+}
+
+// AdmittedPrice reads the price of the task's admission annotation without checking its
+// signature: for showing the cost of a new task before its status does, never for moving points
+// (the ledger checks the signature).
+func (t *VideoTask) AdmittedPrice() (int64, bool) {
+	price, _, ok := strings.Cut(t.Annotations[AnnotationAdmission], ":")
+	if !ok {
+		return 0, false
+	}
+	p, err := strconv.ParseInt(price, 10, 64)
+	return p, err == nil && p >= 0
 }

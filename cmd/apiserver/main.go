@@ -1,5 +1,6 @@
 // Command apiserver serves the /v1 REST API. It is a stateless sidecar: it reads through an
-// informer cache and writes custom resources, so any number of replicas can run.
+// informer cache, writes custom resources, and asks the points ledger in the elected manager to
+// admit tasks, so any number of replicas can run.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -31,7 +33,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
@@ -51,8 +52,7 @@ func run() error {
 		rateLimit                        float64
 		rateBurst                        int
 		maxBody                          int64
-		reserveTasks                     int
-		fenceWindow                      time.Duration
+		ledgerURL, ledgerTokenFile       string
 		webhooks                         webhookingress.Config
 		blobFlags                        blobstore.Flags
 		eventTokensFile                  string
@@ -67,10 +67,10 @@ func run() error {
 	flag.Int64Var(&defaultPrice, "default-price", 10, "System default price in points; keep equal to the manager's --default-price.")
 	flag.Float64Var(&rateLimit, "rate-limit", 50, "Requests per second allowed per API key.")
 	flag.IntVar(&rateBurst, "rate-burst", 100, "Burst of requests allowed per API key.")
-	flag.IntVar(&reserveTasks, "reservation-max-tasks", 1024,
-		"Largest reservation of an account's points this replica takes at once, in tasks (it starts at 8 and doubles while the account is busy); 0 freezes each task's points with a compare-and-swap of its own.")
-	flag.DurationVar(&fenceWindow, "reservation-fence-window", 10*time.Second,
-		"How long after renewing a reservation this replica admits tasks under it; the manager's --reservation-ttl must exceed it plus 10s.")
+	flag.StringVar(&ledgerURL, "ledger-url", "http://127.0.0.1:8084",
+		"URL of the points ledger in the elected manager (its --ledger-bind-address; the Service videogen-ledger with several replicas), which admits tasks and tells balances.")
+	flag.StringVar(&ledgerTokenFile, "ledger-token-file", defaultTokenFile(),
+		"Bearer token sent to the ledger (this replica's service account token; empty sends none, for a manager run with --ledger-secure=false).")
 	flag.Int64Var(&maxBody, "max-body-bytes", 16<<20, "Largest accepted request body (base64 images are large).")
 	webhooks.Namespace = envOr("POD_NAMESPACE", "videogen-system")
 	webhooks.BindFlags(flag.CommandLine)
@@ -106,21 +106,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	pointsLedger := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
-	var admitter *reservations.Admitter
-	if reserveTasks > 0 {
-		admitter = reservations.New(reservations.Config{Ledger: pointsLedger, Cache: mgr.GetClient(), Fresh: mgr.GetAPIReader(),
-			MaxTasks: reserveTasks, FenceWindow: fenceWindow, Logger: logger})
-		// Releases idle reservations, and all of them on shutdown.
-		if err := mgr.Add(runnableFunc(admitter.Run)); err != nil {
-			return err
-		}
-	}
 	srv := apiserver.New(apiserver.Config{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
-		Ledger:         pointsLedger,
-		Admitter:       admitter,
+		Ledger:         &ledger.Client{URL: strings.TrimSuffix(ledgerURL, "/"), TokenFile: ledgerTokenFile},
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
 		Blobs:          blobs,
 		URLPolicy:      netguard.Policy{Allow: allow},
@@ -202,6 +191,15 @@ func (f runnableFunc) Start(ctx context.Context) error { return f(ctx) }
 
 // The API server must serve on every replica, not only on a leader.
 func (f runnableFunc) NeedLeaderElection() bool { return false }
+
+// defaultTokenFile is the in-cluster service account token, if there is one.
+func defaultTokenFile() string {
+	const inCluster = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	if _, err := os.Stat(inCluster); err == nil {
+		return inCluster
+	}
+	return ""
+}
 
 func envOr(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"os"
@@ -10,6 +11,7 @@ import (
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -46,14 +48,20 @@ func main() {
 		"How long finished tasks are kept before they are deleted (0 keeps them forever).")
 	flag.DurationVar(&opts.Task.PollInterval, "backend-poll-interval", opts.Task.PollInterval, "How often a running stage is observed at its backend.")
 	flag.IntVar(&opts.Task.MaxConcurrentReconciles, "max-concurrent-tasks", opts.Task.MaxConcurrentReconciles, "How many tasks are reconciled in parallel.")
-	flag.IntVar(&opts.MaxUnsettledTasks, "max-unsettled-tasks", ledger.DefaultMaxHolds,
-		"Most tasks of one account that may hold points at once; tasks applied past it wait Pending (each is a hold in the PointAccount, whose object etcd caps at 1.5 MiB).")
 	flag.BoolVar(&opts.Task.TransitionEvents, "task-events", opts.Task.TransitionEvents,
 		"Emit a Normal event for each step of a task (points frozen, stage started, succeeded and charged); false keeps only the Warning events of failures, one apiserver write fewer per step on very busy clusters.")
-	flag.DurationVar(&opts.HoldGracePeriod, "hold-grace-period", opts.HoldGracePeriod,
-		"How long frozen points may wait for their task to appear (or stay after it was deleted) before they are refunded.")
-	flag.DurationVar(&opts.ReservationTTL, "reservation-ttl", opts.ReservationTTL,
-		"How long an apiserver replica's reservation of points may go unrenewed before it returns to the balance; keep it above the apiserver's --reservation-fence-window plus 10s.")
+	var (
+		ledgerAddr, ledgerKeySecret string
+		ledgerSecure                bool
+	)
+	flag.StringVar(&ledgerAddr, "ledger-bind-address", ":8084",
+		"Address of the ledger's HTTP endpoint, where the REST apiserver replicas admit tasks and read balances (0 to disable).")
+	flag.BoolVar(&ledgerSecure, "ledger-secure", true,
+		"Admit only callers that the kube-apiserver authenticates (TokenReview) and authorizes for the non-resource URL /ledger/v1/* (SubjectAccessReview).")
+	flag.StringVar(&ledgerKeySecret, "ledger-signing-key-secret", "videogen-ledger-signing-key",
+		"Secret (in --webhook-secret-namespace) holding the key that signs the admissions of tasks the ledger creates; made if missing.")
+	flag.DurationVar(&opts.Ledger.WriteInterval, "ledger-write-interval", opts.Ledger.WriteInterval,
+		"Least time between two writes of one PointAccount: charges and top-ups in the meantime share the next write.")
 	opts.PaymentEvents.BindFlags(flag.CommandLine)
 	var backendsConfig string
 	flag.StringVar(&backendsConfig, "backends-config", "",
@@ -122,13 +130,33 @@ func main() {
 		log.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
+	// The signing key is read before the caches start, with a direct client.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		log.Error(err, "unable to create a client")
+		os.Exit(1)
+	}
+	keyCtx, cancelKey := context.WithTimeout(context.Background(), time.Minute)
+	opts.Ledger.SigningKey, err = ledger.LoadOrCreateKey(keyCtx, direct, opts.Webhooks.SecretNamespace, ledgerKeySecret)
+	cancelKey()
+	if err != nil {
+		log.Error(err, "unable to load the ledger's signing key")
+		os.Exit(1)
+	}
 	if opts.Backends, err = backendFile.Routes(mgr.GetClient()); err != nil {
 		log.Error(err, "unable to build the generation backends")
 		os.Exit(1)
 	}
-	if _, err := controllers.Setup(mgr, opts); err != nil {
+	pointsLedger, err := controllers.Setup(mgr, opts)
+	if err != nil {
 		log.Error(err, "unable to set up controllers")
 		os.Exit(1)
+	}
+	if ledgerAddr != "0" {
+		if err := serveLedger(mgr, pointsLedger, ledgerAddr, ledgerSecure); err != nil {
+			log.Error(err, "unable to serve the ledger")
+			os.Exit(1)
+		}
 	}
 	for _, c := range videogenv1alpha1.Capabilities {
 		if name, _, ok := opts.Backends.Route(c); ok {

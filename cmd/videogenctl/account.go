@@ -5,15 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,30 +60,21 @@ func accountCreate(ctx context.Context, args []string, out io.Writer) error {
 
 // accountView is what `account show` prints.
 type accountView struct {
-	Account  string     `json:"account"`
-	Balance  int64      `json:"balance"`
-	Frozen   int64      `json:"frozen"`
-	Reserved int64      `json:"reserved"`
-	Spent    int64      `json:"spent"`
-	Credited int64      `json:"credited"`
-	Ready    string     `json:"ready"`
-	Holds    []holdView `json:"holds"`
-	// Reservations are blocks of points REST apiserver replicas hold to admit tasks (part of
-	// frozen); one that nobody renews returns to the balance after the manager's TTL.
-	Reservations []reservationView `json:"reservations"`
-	RecentTop    []topUpView       `json:"recentTopUps"`
+	Account  string `json:"account"`
+	Balance  int64  `json:"balance"`
+	Frozen   int64  `json:"frozen"`
+	Spent    int64  `json:"spent"`
+	Credited int64  `json:"credited"`
+	Ready    string `json:"ready"`
+	// Holds are the open tasks holding points (each task is its own hold).
+	Holds     []holdView `json:"holds"`
+	RecentTop []topUpView `json:"recentTopUps"`
 	// OlderTopUps counts the top-ups beyond the recentTopUps newest.
 	OlderTopUps int `json:"olderTopUps"`
 }
 
 // recentTopUps is how many top-ups `account show` lists.
 const recentTopUps = 10
-
-type reservationView struct {
-	Name      string    `json:"name"`
-	Points    int64     `json:"points"`
-	RenewedAt time.Time `json:"renewedAt"`
-}
 
 // holdView is one hold with what its task says about it ("missing": no such task, so the
 // manager refunds the hold after its grace period).
@@ -99,6 +91,24 @@ type topUpView struct {
 	Reference    string     `json:"reference"`
 	AppliedAt    *time.Time `json:"appliedAt,omitempty"`
 	BalanceAfter *int64     `json:"balanceAfter,omitempty"`
+	// Note says why, for a debit or a correction.
+	Note string `json:"note,omitempty"`
+	// Refused is the reason the top-up was never applied (DuplicateReference, DebitExceedsBalance).
+	Refused string `json:"refused,omitempty"`
+}
+
+// heldBy returns the points an open task holds: its status says Frozen, or the ledger created
+// it with its price and the controller has not written its status yet.
+func heldBy(t *videogenv1alpha1.VideoTask) (int64, bool) {
+	switch {
+	case t.Status.Phase.Terminal():
+		return 0, false
+	case t.Status.Charge == videogenv1alpha1.ChargeFrozen && t.Status.Cost != nil:
+		return *t.Status.Cost, true
+	case t.Status.Charge == "":
+		return t.AdmittedPrice()
+	}
+	return 0, false
 }
 
 func accountShow(ctx context.Context, args []string, out io.Writer) error {
@@ -127,29 +137,23 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 	if err := c.List(ctx, &topUps, client.InNamespace(pos[0])); err != nil {
 		return err
 	}
-	v := accountView{Account: pos[0], Balance: acct.Status.Balance, Frozen: acct.Status.Frozen, Reserved: acct.Status.Reserved,
-		Spent: acct.Status.Spent, Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}, Reservations: []reservationView{}}
-	for _, r := range acct.Status.Reservations {
-		v.Reservations = append(v.Reservations, reservationView{Name: r.Name, Points: r.Amount, RenewedAt: r.RenewedAt.Time})
-	}
-	if len(acct.Status.Holds) > 0 {
+	v := accountView{Account: pos[0], Balance: acct.Status.Balance, Frozen: acct.Status.Frozen,
+		Spent: acct.Status.Spent, Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}}
+	if acct.Status.Holds > 0 {
 		var tasks videogenv1alpha1.VideoTaskList
-		if err := c.List(ctx, &tasks, client.InNamespace(pos[0])); err != nil {
+		if err := c.List(ctx, &tasks, client.InNamespace(pos[0]), client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")}); err != nil {
 			return err
 		}
-		byName := map[string]*videogenv1alpha1.VideoTask{}
-		for i := range tasks.Items {
-			byName[tasks.Items[i].Name] = &tasks.Items[i]
-		}
-		holds := acct.Status.HoldsByTask()
-		for _, task := range slices.Sorted(maps.Keys(holds)) {
-			h := holdView{Task: task, Points: holds[task], TaskPhase: "missing"}
-			if t := byName[task]; t != nil {
-				created := t.CreationTimestamp.Time
-				h.TaskPhase, h.Since = string(t.Status.Phase), &created
-				if h.TaskPhase == "" {
-					h.TaskPhase = "Pending"
-				}
+		slices.SortFunc(tasks.Items, func(a, b videogenv1alpha1.VideoTask) int { return strings.Compare(a.Name, b.Name) })
+		for _, t := range tasks.Items {
+			points, ok := heldBy(&t)
+			if !ok {
+				continue
+			}
+			created := t.CreationTimestamp.Time
+			h := holdView{Task: t.Name, Points: points, TaskPhase: string(t.Status.Phase), Since: &created}
+			if h.TaskPhase == "" {
+				h.TaskPhase = "Pending"
 			}
 			v.Holds = append(v.Holds, h)
 		}
@@ -168,7 +172,10 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 	})
 	v.OlderTopUps = max(len(topUps.Items)-recentTopUps, 0)
 	for _, t := range topUps.Items[:len(topUps.Items)-v.OlderTopUps] {
-		tv := topUpView{Name: t.Name, Amount: t.Spec.Amount, Reference: t.Spec.Reference, BalanceAfter: t.Status.BalanceAfter}
+		tv := topUpView{Name: t.Name, Amount: t.Spec.Amount, Reference: t.Spec.Reference, Note: t.Spec.Note, BalanceAfter: t.Status.BalanceAfter}
+		if c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); c != nil && c.Status == metav1.ConditionFalse {
+			tv.Refused = c.Reason
+		}
 		if t.Status.AppliedAt != nil {
 			at := t.Status.AppliedAt.Time
 			tv.AppliedAt = &at
@@ -176,14 +183,8 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 		v.RecentTop = append(v.RecentTop, tv)
 	}
 	return g.print(out, v, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tRESERVED\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%d\t%s\n",
-			v.Account, v.Balance, v.Frozen, v.Reserved, v.Spent, v.Credited, v.Ready)
-		if len(v.Reservations) > 0 {
-			fmt.Fprintf(w, "\nRESERVATION\tPOINTS\tRENEWED\n")
-			for _, r := range v.Reservations {
-				fmt.Fprintf(w, "%s\t%d\t%s\n", r.Name, r.Points, r.RenewedAt.Format(time.RFC3339))
-			}
-		}
+		fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
+			v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, v.Ready)
 		if len(v.Holds) > 0 {
 			fmt.Fprintf(w, "\nHOLD (TASK)\tPOINTS\tTASK PHASE\tSINCE\n")
 			for _, h := range v.Holds {
@@ -195,13 +196,16 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 		if len(v.RecentTop) > 0 {
-			fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\n")
+			fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\tNOTE\n")
 			for _, t := range v.RecentTop {
 				applied := "pending"
-				if t.AppliedAt != nil {
+				switch {
+				case t.AppliedAt != nil:
 					applied = t.AppliedAt.Format(time.RFC3339)
+				case t.Refused != "":
+					applied = "refused: " + t.Refused
 				}
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", t.Name, t.Amount, t.Reference, applied)
+				fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\n", t.Name, t.Amount, t.Reference, applied, t.Note)
 			}
 			if v.OlderTopUps > 0 {
 				fmt.Fprintf(w, "(%d older: kubectl get pointtopups -n %s)\n", v.OlderTopUps, v.Account)

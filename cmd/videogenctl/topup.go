@@ -29,18 +29,21 @@ func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("topup", flag.ContinueOnError)
 	g.bind(fs)
 	fs.StringVar(&reference, "reference", "", "paperwork reference, e.g. an invoice number (required)")
-	fs.StringVar(&note, "note", "", "free text for the audit trail")
+	fs.StringVar(&note, "note", "", "free text for the audit trail; required for a debit (a negative AMOUNT)")
 	fs.BoolVar(&noWait, "no-wait", false, "do not wait for the credit")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 || strings.TrimSpace(reference) == "" {
-		return fmt.Errorf("usage: videogenctl topup ACCOUNT AMOUNT --reference REF [--note TEXT]")
+		return fmt.Errorf("usage: videogenctl topup ACCOUNT AMOUNT --reference REF [--note TEXT]  (a negative AMOUNT debits, after --: topup ACCOUNT --reference REF --note WHY -- -50)")
 	}
 	amount, err := strconv.ParseInt(pos[1], 10, 64)
-	if err != nil || amount <= 0 {
-		return fmt.Errorf("AMOUNT must be a positive whole number of points, not %q", pos[1])
+	if err != nil || amount == 0 {
+		return fmt.Errorf("AMOUNT must be a whole number of points other than 0 (negative to debit), not %q", pos[1])
+	}
+	if amount < 0 && strings.TrimSpace(note) == "" {
+		return fmt.Errorf("a debit needs --note saying why (it stays in the account's audit trail)")
 	}
 	c, err := g.kubeClient()
 	if err != nil {
@@ -59,15 +62,28 @@ func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "top-up %s created\n", t.Name)
 		return nil
 	}
-	spin := newSpinner(stderr, "waiting for the operator to credit "+pos[1]+" points")
+	verb := "credit"
+	if amount < 0 {
+		verb = "debit"
+	}
+	spin := newSpinner(stderr, fmt.Sprintf("waiting for the operator to %s %d points", verb, max(amount, -amount)))
+	var refusal string
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		spin.tick()
 		if err := c.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
 			return false, err
 		}
+		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); cond != nil &&
+			(cond.Reason == videogenv1alpha1.ReasonDuplicateReference || cond.Reason == videogenv1alpha1.ReasonDebitExceedsBalance) {
+			refusal = cond.Message
+			return true, nil
+		}
 		return t.Status.AppliedAt != nil, nil
 	})
 	spin.done()
+	if refusal != "" {
+		return fmt.Errorf("top-up %s refused: %s", t.Name, refusal)
+	}
 	if err != nil {
 		msg := "is the operator running?"
 		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); cond != nil {
@@ -77,7 +93,7 @@ func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	view := map[string]any{"topUp": t.Name, "account": pos[0], "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
 	return g.print(out, view, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "credited %d points to %s (reference %s); balance is now %d\n", amount, pos[0], reference, *t.Status.BalanceAfter)
+		fmt.Fprintf(w, "%sed %d points to %s (reference %s); balance is now %d\n", verb, max(amount, -amount), pos[0], reference, *t.Status.BalanceAfter)
 	})
 }
 

@@ -25,7 +25,6 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 func main() {
@@ -34,7 +33,6 @@ func main() {
 	conc := flag.Int("c", 32, "submission concurrency (and raw create concurrency)")
 	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
 	workers := flag.Int("workers", controllers.DefaultOptions().Task.MaxConcurrentReconciles, "concurrent VideoTask reconciles (the manager's --max-concurrent-tasks)")
-	flag.IntVar(&reserveTasks, "reservation-max-tasks", 1024, "the REST apiserver's --reservation-max-tasks (0: a compare-and-swap per task)")
 	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver over 10 s from the first submission here")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
 	flag.Parse()
@@ -47,10 +45,7 @@ func main() {
 	}
 }
 
-var (
-	kubeProfile  string
-	reserveTasks int
-)
+var kubeProfile string
 
 func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	fmt.Fprintln(os.Stderr, "starting the control plane…")
@@ -67,10 +62,6 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 		return err
 	}
 	counter := harness.NewCounter()
-	api, err := env.StartAPIServer(ctx, counter, conc, reserveTasks)
-	if err != nil {
-		return err
-	}
 
 	// The control plane's own write limit, before any controller runs: the same objects, the
 	// same concurrency, in a namespace of their own, deleted again before the controllers start.
@@ -111,15 +102,10 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 	if err := waitEmpty(ctx, env.Client, rawNS); err != nil {
 		return err
 	}
-	if err := api.WaitForKeys(ctx, accts); err != nil {
-		return err
-	}
-
-	// Milestones, from the manager's successful writes: when each task's status said Deducted
-	// and when the account write that deducted its points landed (the status is written
-	// first, the ledger applies it right after); a task is settled when both have.
+	// Milestones, from the manager's successful writes: when each task's status said Deducted.
+	// The ledger writes the charge into the account first, so a task is settled then.
 	var mu sync.Mutex
-	deducted, applied := map[string]time.Time{}, map[string]time.Time{}
+	deducted := map[string]time.Time{}
 	counter.OnWrite = func(_, verb string, obj client.Object) {
 		if verb != "status update" {
 			return
@@ -127,31 +113,27 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int) error {
 		now := time.Now()
 		mu.Lock()
 		defer mu.Unlock()
-		switch o := obj.(type) {
-		case *videogenv1alpha1.VideoTask:
+		if o, ok := obj.(*videogenv1alpha1.VideoTask); ok {
 			if _, seen := deducted[o.Name]; !seen && o.Status.Charge == videogenv1alpha1.ChargeDeducted {
 				deducted[o.Name] = now
-			}
-		case *videogenv1alpha1.PointAccount:
-			for _, st := range o.Status.Settlements {
-				if _, seen := applied[st.Task]; !seen && st.Outcome == videogenv1alpha1.SettlementDeducted {
-					applied[st.Task] = now
-				}
 			}
 		}
 	}
 	settledAt := func(name string) (time.Time, bool) {
-		d, ok1 := deducted[name]
-		a, ok2 := applied[name]
-		if a.After(d) {
-			d = a
-		}
-		return d, ok1 && ok2
+		d, ok := deducted[name]
+		return d, ok
 	}
 	opts := harness.ControllerOptions(harness.InstantBackend{})
 	opts.Task.MaxConcurrentReconciles = workers
-	_, err = env.StartControllers(ctx, counter, opts)
+	mgr, err := env.StartControllers(ctx, counter, opts)
 	if err != nil {
+		return err
+	}
+	api, err := env.StartAPIServer(ctx, counter, conc, mgr.Ledger)
+	if err != nil {
+		return err
+	}
+	if err := api.WaitForKeys(ctx, accts); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second) // let the first PointAccount reconciles (conditions) pass
@@ -296,8 +278,9 @@ func checkLedgers(ctx context.Context, c client.Client, accts []harness.Account,
 		if err := c.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
 			return err
 		}
-		if err := ledger.Check(&acct.Status); err != nil {
-			return err
+		st := acct.Status
+		if st.Credited != st.Balance+st.Frozen+st.Spent || st.Balance < 0 {
+			return fmt.Errorf("account %s does not add up: %+v", a.Namespace, st)
 		}
 		if acct.Status.Frozen != 0 {
 			return fmt.Errorf("account %s still has %d points frozen", a.Namespace, acct.Status.Frozen)

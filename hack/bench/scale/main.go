@@ -41,7 +41,6 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 // finishedOpen leaves the finished tasks without status.closed: a cluster upgraded from a
@@ -141,7 +140,6 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	}
 	fmt.Fprintf(os.Stderr, "creating %d active tasks (%s)…\n", nActive, activeState)
 	var mu sync.Mutex
-	byAccount := map[string][]ledger.Op{}
 	seededRV := map[string]string{} // running tasks: the resourceVersion the bench left them at
 	res = harness.Run(ctx, nActive, conc, func(ctx context.Context, i int) error {
 		task := harness.Task(accts[i%len(accts)].Namespace, "")
@@ -153,7 +151,6 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 			return err
 		}
 		mu.Lock()
-		byAccount[task.Namespace] = append(byAccount[task.Namespace], ledger.Freeze(task.Name, harness.TemplatePrice))
 		seededRV[task.Namespace+"/"+task.Name] = task.ResourceVersion
 		mu.Unlock()
 		return nil
@@ -161,13 +158,7 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	if err := res.Check("active tasks"); err != nil {
 		return err
 	}
-	// Running tasks hold their points, as after acceptance: one write per account.
-	l := ledger.New(env.Client, env.Client)
-	for ns, ops := range byAccount {
-		if _, err := l.Apply(ctx, ns, ops...); err != nil {
-			return err
-		}
-	}
+	// Running tasks hold their points by their status (charge Frozen), as after acceptance.
 	seeded := time.Since(t0)
 	listOpen, listAll, err := timeLists(ctx, env)
 	if err != nil {
@@ -203,7 +194,7 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		}()
 	}
 	args := append([]string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address=127.0.0.1:0", "--backends-config=" + backends, "--webhook-secret-namespace=" + harness.KeyNamespace},
+		"--health-probe-bind-address=127.0.0.1:0", "--backends-config=" + backends, "--webhook-secret-namespace=" + harness.KeyNamespace, "--ledger-bind-address=0"},
 		managerFlags...)
 	cmd := exec.Command(filepath.Join(dir, "manager"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))

@@ -36,7 +36,7 @@ func main() {
 	flag.IntVar(&rounds, "rounds", rounds, "alternating rounds (raw, REST) per level")
 	flag.BoolVar(&onlyHot, "only-hot", false, "measure only the hot-account scenario")
 	flag.BoolVar(&roundRequests, "round-requests", false, "print the kube-apiserver's requests and watch events of every REST round (stderr)")
-	modes := flag.String("modes", "reservations,per-task", "apiserver modes to measure, in order: reservations (--reservation-max-tasks=1024), per-task (0)")
+	modes := flag.String("modes", "ledger", "apiserver modes to measure (one: ledger, the REST apiserver asking the elected manager's ledger)")
 	flag.Parse()
 	defer harness.Profile(*profile)()
 	ctx, cancel := harness.Bounded(*limit)
@@ -67,12 +67,10 @@ type row struct {
 	rawCPU, apiCPU float64
 }
 
-var reserveTasks = map[string]int{"reservations": 1024, "per-task": 0}
-
 func run(ctx context.Context, sizes map[int]int, nAccounts int, modes []string) error {
 	for _, m := range modes {
-		if _, ok := reserveTasks[m]; !ok {
-			return fmt.Errorf("unknown mode %q (reservations, per-task)", m)
+		if m != "ledger" {
+			return fmt.Errorf("unknown mode %q (ledger)", m)
 		}
 	}
 	fmt.Fprintln(os.Stderr, "starting the control plane…")
@@ -106,8 +104,17 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 	if err != nil {
 		return err
 	}
+	// What one compare-and-swap of an account costs, below: made before the ledger starts.
+	empty, err := env.CreateAccount(ctx, mode+"-empty", balance, false)
+	if err != nil {
+		return err
+	}
 	counter := harness.NewCounter()
-	api, err := env.StartAPIServer(ctx, counter, 64, reserveTasks[mode])
+	lc, err := env.StartLedger(ctx, counter)
+	if err != nil {
+		return err
+	}
+	api, err := env.StartAPIServer(ctx, counter, 64, lc)
 	if err != nil {
 		return err
 	}
@@ -216,10 +223,6 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 	size, _ := json.Marshal(acct)
 	// What one compare-and-swap costs as holds accumulate: the same status update, one at a
 	// time, on an empty account and on the hot one.
-	empty, err := env.CreateAccount(ctx, mode+"-empty", balance, false)
-	if err != nil {
-		return err
-	}
 	costEmpty, err := updateCost(ctx, env.Client, empty.Namespace, 30)
 	if err != nil {
 		return err
@@ -230,7 +233,7 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 	}
 
 	fmt.Println()
-	fmt.Printf("#### Mode: %s (--reservation-max-tasks=%d)\n\n", mode, reserveTasks[mode])
+	fmt.Printf("#### Mode: %s\n\n", mode)
 	fmt.Println("| scenario | c | raw creates/s | raw p50 | raw p99 | REST req/s | REST p50 | REST p99 | REST ÷ raw | PointAccount writes per submission (conflicts) | reads per submission | CPU ms per raw create / per REST submission |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
@@ -244,9 +247,9 @@ func runMode(ctx context.Context, env *harness.Env, mode string, sizes map[int]i
 	fmt.Printf("Requests per level: c=1: %d, c=8: %d, c=64: %d, each side in %d alternating rounds (raw, REST, raw, …). "+
 		"At the end the hot account holds %d holds (tasks stay Pending) and its object is %d KiB of JSON, "+
 		"which every compare-and-swap on it sends whole.\n",
-		sizes[1], sizes[8], sizes[64], rounds, acct.Status.HoldCount(), len(size)/1024)
+		sizes[1], sizes[8], sizes[64], rounds, int(acct.Status.Holds), len(size)/1024)
 	fmt.Printf("\nOne PointAccount status update (get + update, c=1, 30 times): %s p50 with 0 holds, %s p50 with %d holds.\n",
-		harness.Ms(costEmpty), harness.Ms(costHot), acct.Status.HoldCount())
+		harness.Ms(costEmpty), harness.Ms(costHot), int(acct.Status.Holds))
 	hotRows := rows[len(rows)-3:]
 	ok := true
 	for _, r := range hotRows {

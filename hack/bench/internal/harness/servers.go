@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -31,7 +30,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/taskwebhooks"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
@@ -46,10 +44,10 @@ type APIServer struct {
 	HTTP *http.Client
 }
 
-// StartAPIServer runs the apiserver in-process until ctx ends; its client's writes are counted
-// under "apiserver" by counter (if not nil). Rate limiting per key is off. reserveTasks is
-// cmd/apiserver's --reservation-max-tasks (0: a compare-and-swap per task before its create).
-func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns, reserveTasks int) (*APIServer, error) {
+// StartAPIServer runs the apiserver in-process until ctx ends, asking the ledger l (a
+// *ledger.Client, as cmd/apiserver does); its client's writes are counted under "apiserver" by
+// counter (if not nil). Rate limiting per key is off.
+func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns int, l apiserver.Ledger) (*APIServer, error) {
 	mgr, err := ctrl.NewManager(e.Cfg, ctrl.Options{
 		Scheme: e.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
@@ -71,20 +69,10 @@ func (e *Env) StartAPIServer(ctx context.Context, counter *Counter, conns, reser
 	if err != nil {
 		return nil, err
 	}
-	l := ledger.New(c, mgr.GetAPIReader(), ledger.WithCache(mgr.GetClient()))
-	var admitter *reservations.Admitter
-	if reserveTasks > 0 {
-		admitter = reservations.New(reservations.Config{Ledger: l, Cache: mgr.GetClient(), Fresh: mgr.GetAPIReader(),
-			MaxTasks: reserveTasks, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err := mgr.Add(manager.RunnableFunc(admitter.Run)); err != nil {
-			return nil, err
-		}
-	}
 	srv := apiserver.New(apiserver.Config{
 		Client:         c,
 		APIReader:      mgr.GetAPIReader(),
 		Ledger:         l,
-		Admitter:       admitter,
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: KeyNamespace},
 		Blobs:          &blobstore.Dir{Root: blobDir},
 		URLPolicy:      Loopback,
@@ -151,7 +139,8 @@ func ControllerOptions(backend generation.Backend) controllers.Options {
 }
 
 // StartControllers runs controllers.Setup in an in-process manager until ctx ends, with every
-// client it hands out counted per controller.
+// client it hands out counted per controller, and serves its ledger on loopback as cmd/manager
+// does (without authentication): m.Ledger reaches it.
 func (e *Env) StartControllers(ctx context.Context, counter *Counter, opts controllers.Options) (*Manager, error) {
 	inner, err := ctrl.NewManager(e.Cfg, ctrl.Options{
 		Scheme: e.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
@@ -162,10 +151,71 @@ func (e *Env) StartControllers(ctx context.Context, counter *Counter, opts contr
 		return nil, err
 	}
 	m := &Manager{Manager: inner, Counter: counter}
-	if _, err := controllers.Setup(m, opts); err != nil {
+	if opts.Ledger.SigningKey == nil {
+		opts.Ledger.SigningKey = []byte("bench-signing-key-bench-signing-key")
+	}
+	l, err := controllers.Setup(m, opts)
+	if err != nil {
 		return nil, err
 	}
-	return m, startManager(ctx, inner)
+	if err := startManager(ctx, inner); err != nil {
+		return nil, err
+	}
+	m.Ledger, err = serveLedger(ctx, l)
+	return m, err
+}
+
+// StartLedger runs only the ledger (no controller) in an in-process manager until ctx ends, its
+// writes counted under "ledger", and returns a client of it served on loopback: tasks it
+// creates stay Pending.
+func (e *Env) StartLedger(ctx context.Context, counter *Counter) (*ledger.Client, error) {
+	mgr, err := ctrl.NewManager(e.Cfg, ctrl.Options{
+		Scheme: e.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{ByObject: controllers.CacheByObject()},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := mgr.GetClient()
+	if counter != nil {
+		c = counter.Wrap("ledger", c)
+	}
+	signer, err := ledger.NewSigner([]byte("bench-signing-key-bench-signing-key"))
+	if err != nil {
+		return nil, err
+	}
+	l := ledger.New(ledger.Config{Client: c, Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Signer: signer,
+		Identity: ledger.NewIdentity(), WriteInterval: time.Second})
+	if err := mgr.Add(l); err != nil {
+		return nil, err
+	}
+	if err := startManager(ctx, mgr); err != nil {
+		return nil, err
+	}
+	return serveLedger(ctx, l)
+}
+
+// serveLedger serves l on loopback until ctx ends, once it has built its books.
+func serveLedger(ctx context.Context, l *ledger.Ledger) (*ledger.Client, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: ledger.Handler(l), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = hs.Close()
+	}()
+	for !l.Ready() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return &ledger.Client{URL: "http://" + ln.Addr().String(), HTTP: LoopbackClient(64)}, nil
 }
 
 // InstantBackend completes every stage as soon as it is observed: a benchmark of the operator,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/videogen-dev/videogen-operator/ledger"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -151,8 +152,10 @@ func (c *Counter) Wrap(who string, cl client.Client) client.Client {
 type Manager struct {
 	ctrl.Manager
 	Counter *Counter
-	mu      sync.Mutex
-	Labels  []string // in the order GetClient was called, for the report
+	// Ledger reaches the manager's ledger, served on loopback.
+	Ledger *ledger.Client
+	mu     sync.Mutex
+	Labels []string // in the order GetClient was called, for the report
 }
 
 // GetClient implements ctrl.Manager.

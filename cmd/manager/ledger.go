@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+
+	"github.com/videogen-dev/videogen-operator/ledger"
+)
+
+// serveLedger serves the ledger to the REST apiserver replicas on every manager replica: the
+// elected one answers, the others say not_ready (and the replicas retry). With secure, a caller
+// must be authenticated by the kube-apiserver and allowed the non-resource URL /ledger/v1/*
+// (config/rbac/ledger_client_role.yaml), as kubebuilder's metrics endpoint does.
+func serveLedger(mgr ctrl.Manager, l *ledger.Ledger, addr string, secure bool) error {
+	handler := ledger.Handler(l)
+	if secure {
+		hc, err := rest.HTTPClientFor(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		filter, err := filters.WithAuthenticationAndAuthorization(mgr.GetConfig(), hc)
+		if err != nil {
+			return err
+		}
+		if handler, err = filter(mgr.GetLogger().WithName("ledger-auth"), handler); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	return mgr.Add(leaderless(func(ctx context.Context) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(ln) }()
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}
+	}))
+}
+
+// leaderless is a runnable that runs on every replica, elected or not.
+type leaderless func(context.Context) error
+
+func (f leaderless) Start(ctx context.Context) error { return f(ctx) }
+func (f leaderless) NeedLeaderElection() bool        { return false }

@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/catalog"
+	"github.com/videogen-dev/videogen-operator/generation"
+)
+
+// A task carries FinalizerCancelWork only while a stage of it runs at a backend: deleting the
+// task then cancels that work before the task goes. A task that runs no stage (queued, or ended)
+// has nothing to clean up and no finalizer, so most fast tasks never cost the writes.
+
+// guardWork puts the finalizer on a task that has a stage running at a backend. If the task is
+// being deleted already (no finalizer can be added then), the work is cancelled at once.
+func (r *VideoTaskReconciler) guardWork(ctx context.Context, task *videogenv1alpha1.VideoTask, b generation.Backend, tmpl catalog.Template) error {
+	if controllerutil.ContainsFinalizer(task, videogenv1alpha1.FinalizerCancelWork) || !runningStage(task) {
+		return nil
+	}
+	orig := task.DeepCopy()
+	controllerutil.AddFinalizer(task, videogenv1alpha1.FinalizerCancelWork)
+	err := r.Patch(ctx, task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		// Deleted (or being deleted) since the stage started: stop its work now.
+		for _, st := range task.Status.Stages {
+			if st.State == videogenv1alpha1.StageRunning && st.Handle != "" {
+				cancelWork(ctx, b, r.work(task, tmpl, st.Name), st.Handle)
+			}
+		}
+		return nil
+	}
+	return err
+}
+
+// releaseWork takes the finalizer off a task that has no stage running any more.
+func (r *VideoTaskReconciler) releaseWork(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
+	if !controllerutil.ContainsFinalizer(task, videogenv1alpha1.FinalizerCancelWork) {
+		return nil
+	}
+	orig := task.DeepCopy()
+	controllerutil.RemoveFinalizer(task, videogenv1alpha1.FinalizerCancelWork)
+	return client.IgnoreNotFound(r.Patch(ctx, task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// finalize cancels the backend work of a deleted task, then lets it go; its points were held by
+// the task itself, so its hold ends with it (a refund). A backend that cannot be reached holds
+// the deletion for at most CancelGrace: its work then runs to the backend's own deadline.
+func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(task, videogenv1alpha1.FinalizerCancelWork) {
+		return ctrl.Result{}, nil
+	}
+	log := logf.FromContext(ctx)
+	if name, b, ok := r.Backends.Route(task.Spec.Capability); ok && !task.Status.Phase.Terminal() {
+		var failed error
+		for _, st := range task.Status.Stages {
+			if st.State != videogenv1alpha1.StageRunning || st.Handle == "" {
+				continue
+			}
+			if err := b.Cancel(ctx, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
+				failed = err
+			}
+		}
+		if failed != nil {
+			waited := r.Clock.Since(task.DeletionTimestamp.Time)
+			if waited < r.Config.CancelGrace {
+				log.Info("cancelling a deleted task's work failed; retrying", "backend", name, "error", failed.Error())
+				return ctrl.Result{RequeueAfter: min(5*time.Second, r.Config.CancelGrace-waited)}, nil
+			}
+			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, "CancelFailed", "Delete",
+				"Could not cancel the work at %s within %s (%v); the task goes, its work runs to the backend's own deadline", name, r.Config.CancelGrace, failed)
+		}
+	}
+	return ctrl.Result{}, r.releaseWork(ctx, task)
+}
+
+// runningStage reports whether a stage of the task runs at a backend.
+func runningStage(task *videogenv1alpha1.VideoTask) bool {
+	for _, st := range task.Status.Stages {
+		if st.State == videogenv1alpha1.StageRunning && st.Handle != "" {
+			return true
+		}
+	}
+	return false
+}

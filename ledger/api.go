@@ -1,0 +1,385 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Standing is where a task stands in the books, as the VideoTask controller needs to know it.
+type Standing int
+
+const (
+	// Unadmitted: it holds nothing yet; the controller prices it and calls Admit.
+	Unadmitted Standing = iota
+	// Held: it holds its price; the controller runs it, and calls Charge when it succeeds.
+	Held
+	// Charging: its charge waits for the account's next write; the ledger requeues it after.
+	Charging
+	// Charged: its charge is in the account; the controller ends it Succeeded, Deducted.
+	Charged
+	// Settled: nothing is held for it any more.
+	Settled
+	// Overdrawn: it shows an admission the balance cannot cover; the controller refuses it.
+	Overdrawn
+)
+
+// View is what the books say of a copy of a task.
+type View struct {
+	Standing Standing
+	// Stale: the copy is older than what the books know; wait for the cache to catch up.
+	Stale bool
+	// Price the task holds (or held, or is charged).
+	Price int64
+	// Result recorded with a Charged task's charge: the task ends with it.
+	Result *videogenv1alpha1.TaskResult
+}
+
+// View returns what the books say of t. ErrNotReady: ask again later; ErrAccountNotFound: the
+// namespace has no account.
+func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
+	b, err := l.lockBook(t.Namespace)
+	if err != nil {
+		return View{}, err
+	}
+	defer b.mu.Unlock()
+	e := b.tasks[t.Name]
+	if e == nil || (e.uid != "" && e.uid != t.UID) {
+		if b.account == nil {
+			return View{}, ErrAccountNotFound
+		}
+		if e != nil && newer(e.rv, t.ResourceVersion) {
+			return View{Stale: true}, nil // a newer task of this name replaced this copy's
+		}
+		// Not seen yet (the ledger's events run behind the controller's): what the copy says.
+		e = b.observe(t, l.evidence(t))
+		if e == nil {
+			return View{Standing: Settled}, nil
+		}
+		l.schedule(b)
+	}
+	if e.rv != "" && newer(e.rv, t.ResourceVersion) {
+		return View{Stale: true}, nil
+	}
+	v := View{Price: e.price}
+	switch e.state {
+	case unadmitted:
+		v.Standing = Unadmitted
+	case pending, held:
+		v.Standing = Held
+	case charging:
+		v.Standing = Charging
+	case charged:
+		v.Standing = Charged
+		if j, ok := b.journalEntry(e.uid); ok {
+			v.Result = j.Result
+		}
+	case overdrawn:
+		v.Standing = Overdrawn
+	default:
+		v.Standing = Settled
+	}
+	return v, nil
+}
+
+// Admit counts the hold of a task made with kubectl at price, before the controller's status
+// write records it (charge Frozen). If that write certainly fails, call Unadmit; if it lands,
+// Observe. A task already counted is admitted again without counting twice.
+func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
+	b, err := l.lockBook(t.Namespace)
+	if err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	if err := b.accepting(); err != nil {
+		return err
+	}
+	e := b.tasks[t.Name]
+	if e != nil && e.uid == t.UID {
+		switch e.state {
+		case pending, held, charging, charged:
+			return nil
+		case settled:
+			return ErrSettled
+		}
+	}
+	if avail := b.available(); avail < price {
+		return &InsufficientBalanceError{Required: price, Available: max(avail, 0)}
+	}
+	if e == nil || e.uid != t.UID {
+		e = &entry{}
+		b.tasks[t.Name] = e
+	}
+	e.uid, e.rv, e.base, e.price = t.UID, t.ResourceVersion, t.ResourceVersion, price
+	b.set(e, pending)
+	l.schedule(b)
+	return nil
+}
+
+// accepting says why the account takes no new tasks (nil if it does). Call it with b.mu held.
+func (b *book) accepting() error {
+	switch {
+	case b.account == nil:
+		return fmt.Errorf("%w: namespace %q has no PointAccount %q", ErrAccountNotFound, b.namespace, videogenv1alpha1.PointAccountName)
+	case !b.account.DeletionTimestamp.IsZero():
+		return ErrAccountClosing
+	case b.account.Spec.Suspended:
+		return ErrAccountSuspended
+	}
+	return nil
+}
+
+// Unadmit takes back an Admit whose status write certainly did not land (a conflict).
+func (l *Ledger) Unadmit(t *videogenv1alpha1.VideoTask) {
+	b, err := l.lockBook(t.Namespace)
+	if err != nil {
+		return
+	}
+	defer b.mu.Unlock()
+	if e := b.tasks[t.Name]; e != nil && e.uid == t.UID && e.state == pending {
+		b.set(e, unadmitted)
+		l.schedule(b)
+	}
+}
+
+// Observe brings a copy of a task this process just wrote into the books (its events do the
+// same later; the older copy is then ignored).
+func (l *Ledger) Observe(t *videogenv1alpha1.VideoTask) {
+	b, err := l.lockBook(t.Namespace)
+	if err != nil {
+		return
+	}
+	defer b.mu.Unlock()
+	if e := b.observe(t, l.evidence(t)); e != nil && e.state == overdrawn {
+		l.requeueTask(t.Namespace, t.Name)
+	}
+	l.schedule(b)
+}
+
+// Charge records that a held task succeeded with result: its price is added to spent, with a
+// journal entry, in the account's next write. It reports whether that write has landed (the
+// controller then ends the task Succeeded, Deducted); until then the ledger requeues the task
+// when it lands.
+func (l *Ledger) Charge(t *videogenv1alpha1.VideoTask, result *videogenv1alpha1.TaskResult) (bool, error) {
+	b, err := l.lockBook(t.Namespace)
+	if err != nil {
+		return false, err
+	}
+	defer b.mu.Unlock()
+	e := b.tasks[t.Name]
+	if e == nil || e.uid != t.UID {
+		return false, fmt.Errorf("charging task %s/%s: %w", t.Namespace, t.Name, ErrSettled)
+	}
+	switch e.state {
+	case charged:
+		return true, nil
+	case charging:
+		return false, nil
+	case pending, held:
+		b.set(e, charging)
+		b.queued[e.uid] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalCharge, Name: t.Name, UID: t.UID,
+			Amount: e.price, Result: result.DeepCopy()}
+		l.schedule(b)
+		return false, nil
+	default:
+		return false, fmt.Errorf("charging task %s/%s (%s): %w", t.Namespace, t.Name, e.state, ErrSettled)
+	}
+}
+
+// CreateTask admits task at price and creates it, carrying the signed admission: the create is
+// the freeze. Nothing is created when the account cannot pay (InsufficientBalanceError), is
+// missing, suspended or closing, or a task of that name is open (ErrTaskExists).
+func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
+	if price < 0 {
+		return nil, fmt.Errorf("price %d is negative", price)
+	}
+	b, err := l.lockBook(task.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.accepting(); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	if _, ok := b.tasks[task.Name]; ok {
+		b.mu.Unlock()
+		return nil, ErrTaskExists
+	}
+	if avail := b.available(); avail < price {
+		b.mu.Unlock()
+		return nil, &InsufficientBalanceError{Required: price, Available: max(avail, 0)}
+	}
+	e := &entry{price: price}
+	b.tasks[task.Name] = e
+	b.set(e, pending)
+	l.schedule(b)
+	b.mu.Unlock()
+
+	task = task.DeepCopy()
+	l.cfg.Signer.Sign(task, price)
+	err = l.cfg.Client.Create(ctx, task)
+	if err != nil && !apierrors.IsAlreadyExists(err) && !createRefused(err) {
+		// The create may have landed: look before saying it did not. (If it lands after the
+		// look, the books count it then, as any admission they did not make: rule 2.)
+		fresh := &videogenv1alpha1.VideoTask{}
+		if gerr := l.cfg.Reader.Get(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task), fresh); gerr == nil {
+			if p, ok := l.cfg.Signer.Admitted(fresh); ok && p == price && fresh.Annotations[videogenv1alpha1.AnnotationAdmission] == task.Annotations[videogenv1alpha1.AnnotationAdmission] {
+				task, err = fresh, nil
+			}
+		}
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tasks[task.Name] != e {
+		// The books were rebuilt meanwhile; they count what exists.
+		if err != nil {
+			return nil, err
+		}
+		return task, nil
+	}
+	if err != nil {
+		if e.state == pending {
+			b.set(e, unadmitted)
+		}
+		if e.uid == "" {
+			delete(b.tasks, task.Name)
+		}
+		l.schedule(b)
+		if apierrors.IsAlreadyExists(err) {
+			return nil, ErrTaskExists
+		}
+		return nil, fmt.Errorf("creating task: %w", err)
+	}
+	if e.uid == "" || e.uid == task.UID {
+		if e.rv == "" || newer(task.ResourceVersion, e.rv) {
+			e.uid, e.rv = task.UID, task.ResourceVersion
+		}
+		if e.state == pending {
+			b.set(e, held)
+		}
+	}
+	return task, nil
+}
+
+// createRefused reports whether a create failed in a way that means nothing was stored.
+func createRefused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
+		apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) || apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsUnsupportedMediaType(err)
+}
+
+// Figures are an account's points as the books have them now.
+type Figures struct {
+	Balance  int64 `json:"balance"`
+	Frozen   int64 `json:"frozen"`
+	Spent    int64 `json:"spent"`
+	Credited int64 `json:"credited"`
+	Holds    int   `json:"holds"`
+}
+
+// Balance returns the account's figures: every task admitted so far counted, whichever REST
+// apiserver replica admitted it.
+func (l *Ledger) Balance(_ context.Context, namespace string) (Figures, error) {
+	b, err := l.lockBook(namespace)
+	if err != nil {
+		return Figures{}, err
+	}
+	defer b.mu.Unlock()
+	if b.account == nil {
+		return Figures{}, fmt.Errorf("%w: namespace %q", ErrAccountNotFound, namespace)
+	}
+	st := b.account.Status
+	return Figures{Balance: b.available(), Frozen: b.frozen, Spent: st.Spent, Credited: st.Credited - b.debits, Holds: b.holds}, nil
+}
+
+// TopUpOutcome is where a PointTopUp stands.
+type TopUpOutcome struct {
+	// Applied: the journal has it; the controller records BalanceAfter and AccountUID.
+	Applied      bool
+	BalanceAfter int64
+	AccountUID   string
+	// Queued: it waits for the account's next write; the ledger requeues it after.
+	Queued bool
+	// Refused, for good, with Reason (a PointTopUp condition reason) and Message.
+	Refused bool
+	Reason  string
+	Message string
+}
+
+// ApplyTopUp credits (or debits) a PointTopUp once: queued for the account's next write, with a
+// journal entry. A top-up whose reference another top-up of the account has is refused, and so
+// is a debit larger than the available balance. ErrAccountNotFound: it waits for the account.
+func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error) {
+	b, err := l.lockBook(t.Namespace)
+	if err != nil {
+		return TopUpOutcome{}, err
+	}
+	defer b.mu.Unlock()
+	if b.account == nil {
+		return TopUpOutcome{}, ErrAccountNotFound
+	}
+	if j, ok := b.journalEntry(t.UID); ok {
+		out := TopUpOutcome{Applied: true, AccountUID: string(b.account.UID)}
+		if j.BalanceAfter != nil {
+			out.BalanceAfter = *j.BalanceAfter
+		}
+		return out, nil
+	}
+	if _, ok := b.queued[t.UID]; ok {
+		return TopUpOutcome{Queued: true}, nil
+	}
+	if other, ok := b.references[t.Spec.Reference]; ok && other != t.UID {
+		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference,
+			Message: fmt.Sprintf("Refused: reference %q was already applied to this account by another PointTopUp; nothing was credited", t.Spec.Reference)}, nil
+	}
+	if t.Spec.Amount < 0 {
+		if avail := b.available(); avail < -t.Spec.Amount {
+			return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDebitExceedsBalance,
+				Message: fmt.Sprintf("Refused: the debit of %d points exceeds the %d points available; nothing was debited", -t.Spec.Amount, max(avail, 0))}, nil
+		}
+		b.debits -= t.Spec.Amount
+	}
+	b.references[t.Spec.Reference] = t.UID
+	b.queued[t.UID] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp, Name: t.Name, UID: t.UID, Amount: t.Spec.Amount}
+	l.schedule(b)
+	return TopUpOutcome{Queued: true}, nil
+}
+
+// ObserveTopUp tells the books that a top-up's status shows it applied: its journal entry may go.
+func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
+	b, err := l.lockBook(t.Namespace)
+	if err != nil {
+		return
+	}
+	defer b.mu.Unlock()
+	if b.account != nil && t.Status.AppliedAt != nil && t.Status.AccountUID == b.account.UID {
+		b.topUpsShown[t.UID] = true
+		b.references[t.Spec.Reference] = t.UID
+		l.schedule(b)
+	}
+}
+
+// Closable reports whether a deleted account may go: nothing available, held, queued or in
+// its journal, and its status written saying so. Otherwise the error says what keeps it.
+func (l *Ledger) Closable(namespace string) error {
+	b, err := l.lockBook(namespace)
+	if err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	if b.account == nil {
+		return ErrAccountNotFound
+	}
+	st := b.account.Status
+	if b.available() != 0 || b.holds != 0 || b.frozen != 0 || len(b.queued) != 0 || len(st.Journal) != 0 || b.dirty || b.flushing {
+		return errors.New(closingMessage(&videogenv1alpha1.PointAccountStatus{
+			Balance: b.available(), Holds: int32(b.holds), Frozen: b.frozen, Journal: st.Journal}))
+	}
+	return nil
+}

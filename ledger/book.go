@@ -1,0 +1,275 @@
+package ledger
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// state is where an open task stands in the books.
+type state int
+
+const (
+	// unadmitted: seen, holds nothing (a task made with kubectl, before the controller admits it).
+	unadmitted state = iota
+	// pending: admitted by this ledger; the create or status write that records it is on its way.
+	pending
+	// held: holds its price (a signed create, or status.charge Frozen).
+	held
+	// charging: its success was observed; its charge waits for the account's next write.
+	charging
+	// charged: its charge is in the account's journal; its status does not say Deducted yet.
+	charged
+	// settled: its status says Deducted or Refunded, or it ended without holding points.
+	settled
+	// overdrawn: it shows an admission this ledger did not make and the balance cannot cover
+	// (a late create of an earlier manager): the controller refuses it before it runs.
+	overdrawn
+)
+
+var stateNames = [...]string{"unadmitted", "pending", "held", "charging", "charged", "settled", "overdrawn"}
+
+func (s state) String() string { return stateNames[s] }
+
+// holds reports whether a task in this state counts in frozen.
+func (s state) holds() bool { return s == pending || s == held || s == charging }
+
+// entry is one open task in the books.
+type entry struct {
+	uid   types.UID
+	rv    string // the newest resourceVersion seen; older copies are stale
+	state state
+	price int64
+	// base is the resourceVersion a pending kubectl admission's status write starts from: a
+	// newer copy without the admission means the write did not land (and cannot any more).
+	base string
+	// refunded: its status says Refunded (for the metric).
+	refunded bool
+}
+
+// fate is what a charged task's status finally said, which decides its journal entry.
+type fate int
+
+const (
+	fateUnknown  fate = iota
+	fateDeducted      // its status says Deducted (or it is gone): the entry goes, the points stay spent
+	fateRefunded      // its status says Refunded after all: the entry goes, the points come back
+	fateGone          // it no longer exists: as fateDeducted
+	// fateCheck: it left the books (closed or deleted) before its final status was seen: read
+	// it before the entry is forgotten.
+	fateCheck
+)
+
+// book is one account's books: the account as last written or read, and every open task.
+// All of it is guarded by the ledger's lock of the account.
+type book struct {
+	mu        sync.Mutex
+	namespace string
+	account   *videogenv1alpha1.PointAccount // nil: there is no PointAccount
+	// built: the books were built (after the fence write); until then nothing is decided.
+	built    bool
+	building bool
+	fenced   bool // another manager took over the account: this one stops deciding for it
+	// listRV is the resourceVersion of the list the books were built from: a task not in the
+	// books whose copy is not newer was closed or deleted before it.
+	listRV string
+
+	tasks  map[string]*entry // by task name
+	frozen int64
+	holds  int
+
+	// queued are the journal entries waiting for the account's next write, by source UID.
+	queued map[types.UID]videogenv1alpha1.JournalEntry
+	// debits is the sum of queued negative top-ups: they count against the balance at once.
+	debits int64
+	// fates are what the journal's charges' tasks finally said, by task UID.
+	fates map[types.UID]fate
+	// topUpsShown are the top-ups whose status shows them applied: their journal entries may go.
+	topUpsShown map[types.UID]bool
+	// references maps the reference of every top-up applied to this account (or queued) to
+	// its UID: a second top-up with the same reference is refused.
+	references map[string]types.UID
+
+	dirty     bool // the status in the account is behind the books
+	flushing  bool // a writer goroutine runs for this account
+	lastWrite time.Time
+}
+
+// load replaces the books with fresh ones, built from the account and its tasks. The lock and
+// the writer's state stay.
+func (b *book) load(f *book) {
+	b.account, b.built, b.fenced, b.listRV = f.account, true, false, f.listRV
+	b.tasks, b.frozen, b.holds = f.tasks, f.frozen, f.holds
+	b.queued, b.debits, b.fates = f.queued, f.debits, f.fates
+	b.topUpsShown, b.references = f.topUpsShown, f.references
+	b.dirty = true
+}
+
+func newBook(namespace string) *book {
+	return &book{
+		namespace:     namespace,
+		tasks:         map[string]*entry{},
+		queued:        map[types.UID]videogenv1alpha1.JournalEntry{},
+		fates:         map[types.UID]fate{},
+		topUpsShown:   map[types.UID]bool{},
+		references:    map[string]types.UID{},
+	}
+}
+
+// available is what new freezes and debits may take: credited − spent − frozen − queued debits.
+func (b *book) available() int64 {
+	if b.account == nil {
+		return 0
+	}
+	return b.account.Status.Credited - b.account.Status.Spent - b.frozen - b.debits
+}
+
+// set moves e to s, keeping frozen and holds in step.
+func (b *book) set(e *entry, s state) {
+	if b.built && e.state != s {
+		// Counted as decided, not again when books are rebuilt.
+		switch {
+		case s == held && e.state != charging && e.state != charged:
+			pointsMoved.WithLabelValues(b.namespace, "freeze").Add(float64(e.price))
+		case s == settled && (e.state == held || e.state == pending) && e.refunded:
+			pointsMoved.WithLabelValues(b.namespace, "refund").Add(float64(e.price))
+		}
+	}
+	if e.state.holds() {
+		b.frozen -= e.price
+		b.holds--
+	}
+	if s.holds() {
+		b.frozen += e.price
+		b.holds++
+	}
+	if e.state != s {
+		b.dirty = true
+	}
+	e.state = s
+}
+
+// drop takes a task out of the books: it is gone, or closed (which means settled), and its
+// hold ends either way. A charge queued for it is still written: its work was done.
+func (b *book) drop(name string) {
+	e, ok := b.tasks[name]
+	if !ok {
+		return
+	}
+	if _, inJournal := b.journalEntry(e.uid); inJournal && b.fates[e.uid] == fateUnknown {
+		b.fates[e.uid] = fateCheck // it may have closed Refunded: read it before forgetting
+	}
+	b.set(e, settled)
+	delete(b.tasks, name)
+}
+
+// journalEntry returns the account's journal entry for uid, if any.
+func (b *book) journalEntry(uid types.UID) (videogenv1alpha1.JournalEntry, bool) {
+	if b.account == nil {
+		return videogenv1alpha1.JournalEntry{}, false
+	}
+	for _, j := range b.account.Status.Journal {
+		if j.UID == uid {
+			return j, true
+		}
+	}
+	return videogenv1alpha1.JournalEntry{}, false
+}
+
+// evidence is what a copy of a task says about its points.
+type evidence struct {
+	settledAs videogenv1alpha1.ChargeState // Deducted, Refunded, or "" with ended
+	ended     bool                         // terminal (or closed): it holds nothing any more
+	admitted  bool                         // it shows an admission (signed create or Frozen)
+	price     int64
+}
+
+// newer reports whether resourceVersion a is newer than b ("" is older than anything).
+func newer(a, b string) bool {
+	if b == "" {
+		return true
+	}
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c > 0
+}
+
+// observe brings a task's copy into the books: a copy this ledger wrote, or an informer event.
+// A copy older than what the books know is ignored. It returns the task's entry (nil if the
+// copy was stale for a task not in the books).
+func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
+	e := b.tasks[t.Name]
+	if e != nil && e.uid != "" && e.uid != t.UID {
+		if !newer(t.ResourceVersion, e.rv) {
+			return nil // an old copy of an earlier task of this name
+		}
+		b.drop(t.Name) // the earlier task of this name is gone
+		e = nil
+	}
+	if e == nil {
+		if !newer(t.ResourceVersion, b.listRV) {
+			return nil // closed or deleted before the books were built
+		}
+		e = &entry{state: unadmitted}
+		b.tasks[t.Name] = e
+	} else if e.rv != "" && !newer(t.ResourceVersion, e.rv) {
+		return e
+	}
+	e.uid, e.rv = t.UID, t.ResourceVersion
+	_, inJournal := b.journalEntry(t.UID)
+
+	switch {
+	case ev.ended:
+		if inJournal {
+			switch ev.settledAs {
+			case videogenv1alpha1.ChargeRefunded:
+				b.fates[t.UID] = fateRefunded
+			default:
+				b.fates[t.UID] = fateDeducted
+			}
+		}
+		if q, ok := b.queued[t.UID]; ok && q.Kind == videogenv1alpha1.JournalCharge {
+			// Refunded by an earlier manager's write that landed late: no charge after all.
+			delete(b.queued, t.UID)
+		}
+		e.refunded = ev.settledAs == videogenv1alpha1.ChargeRefunded
+		b.set(e, settled)
+	case inJournal:
+		e.price = max(e.price, ev.price)
+		b.set(e, charged)
+	case ev.admitted:
+		switch e.state {
+		case pending:
+			b.set(e, held)
+		case held, charging, charged, settled:
+			// already counted (or done: a settled task never holds again)
+		default:
+			// An admission this ledger did not count: counted now if the balance covers it.
+			e.price = ev.price
+			if b.account != nil && b.available() >= ev.price {
+				b.set(e, held)
+			} else {
+				b.set(e, overdrawn)
+			}
+		}
+	default:
+		if e.state == pending && e.base != "" && newer(t.ResourceVersion, e.base) {
+			b.set(e, unadmitted) // the status write that would admit it did not land
+		}
+	}
+	return e
+}
+
+// fateOf is what decides the journal entry j when the account is next written.
+func (b *book) fateOf(j videogenv1alpha1.JournalEntry) fate {
+	if j.Kind == videogenv1alpha1.JournalTopUp {
+		if b.topUpsShown[j.UID] {
+			return fateDeducted // its status shows it: the entry goes, the credit stays
+		}
+		return fateCheck
+	}
+	return b.fates[j.UID]
+}

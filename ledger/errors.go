@@ -1,0 +1,34 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrAccountNotFound: the namespace has no PointAccount.
+	ErrAccountNotFound = errors.New("point account not found")
+	// ErrAccountSuspended: the account takes no new tasks.
+	ErrAccountSuspended = errors.New("point account is suspended")
+	// ErrAccountClosing: the account is being deleted and takes no new tasks.
+	ErrAccountClosing = errors.New("point account is being deleted")
+	// ErrTaskExists: a task of that name exists (or is being created).
+	ErrTaskExists = errors.New("a task of that name exists")
+	// ErrNotReady: this ledger is not the elected one, or is still rebuilding its books; retry.
+	ErrNotReady = errors.New("the ledger is not ready")
+	// ErrSettled: the task's points were already settled (or it never held any).
+	ErrSettled = errors.New("the task's points are settled")
+	// ErrDuplicateReference: a top-up with the same reference was applied to the account.
+	ErrDuplicateReference = errors.New("a top-up with this reference was already applied to the account")
+)
+
+// InsufficientBalanceError refuses a freeze (or a debit) the account's available points do not
+// cover.
+type InsufficientBalanceError struct {
+	Required  int64
+	Available int64
+}
+
+func (e *InsufficientBalanceError) Error() string {
+	return fmt.Sprintf("insufficient balance: %d points required, %d available", e.Required, e.Available)
+}

@@ -1,0 +1,338 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// An account is written by one goroutine at a time (book.flushing), at most once per
+// WriteInterval: its queued journal entries (charges, top-ups), the entries whose sources show
+// them (forgotten), and the summary of the books.
+
+// schedule starts the account's writer if there is something to write and none runs. Call it
+// with b.mu held.
+func (l *Ledger) schedule(b *book) {
+	if b.flushing || !b.built || b.fenced || b.account == nil || l.ctx == nil {
+		return
+	}
+	if !b.dirty && len(b.queued) == 0 && len(b.account.Status.Journal) == 0 {
+		return
+	}
+	b.flushing = true
+	go l.writer(l.ctx, b)
+}
+
+// writer writes the account until nothing is left to write.
+func (l *Ledger) writer(ctx context.Context, b *book) {
+	defer func() {
+		b.mu.Lock()
+		b.flushing = false
+		l.schedule(b) // something came in after the last look
+		b.mu.Unlock()
+	}()
+	for ctx.Err() == nil {
+		b.mu.Lock()
+		wait := b.lastWrite.Add(l.cfg.WriteInterval).Sub(l.cfg.Clock.Now())
+		b.mu.Unlock()
+		if wait > 0 && sleep(ctx, l.cfg.Clock, wait) != nil {
+			return
+		}
+		b.mu.Lock()
+		if b.fenced || b.account == nil || !b.built ||
+			(!b.dirty && len(b.queued) == 0 && !l.forgettable(b)) {
+			b.flushing = false
+			b.mu.Unlock()
+			return
+		}
+		p := l.plan(b)
+		b.dirty = false
+		b.mu.Unlock()
+
+		l.resolveFates(ctx, b.namespace, p)
+		written, err := l.commit(ctx, b, p)
+
+		b.mu.Lock()
+		b.lastWrite = l.cfg.Clock.Now()
+		if err != nil {
+			b.dirty = true
+			if err == errFenced {
+				b.fenced = true
+				l.ready.Store(false)
+				l.cfg.Logger.Error(err, "stopping: another manager keeps this account's books", "namespace", b.namespace)
+			} else if ctx.Err() == nil {
+				l.cfg.Logger.Error(err, "writing the account; retrying", "namespace", b.namespace)
+			}
+		} else {
+			l.landed(b, p, written)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// plan is one write of an account: what it starts from and what it changes.
+type plan struct {
+	base    *videogenv1alpha1.PointAccount
+	entries []videogenv1alpha1.JournalEntry // queued, to add unless already in the journal
+	fates   map[types.UID]fate              // of the entries already in the journal
+	frozen  int64                           // the books' frozen, charges of entries included
+	holds   int32
+	now     metav1.Time
+}
+
+// forgettable reports whether a journal entry may go (so a write is worth it).
+func (l *Ledger) forgettable(b *book) bool {
+	for _, j := range b.account.Status.Journal {
+		if f := b.fateOf(j); f != fateUnknown {
+			return true
+		}
+	}
+	return false
+}
+
+// plan snapshots what the next write does. Call it with b.mu held.
+func (l *Ledger) plan(b *book) *plan {
+	p := &plan{
+		base:   b.account.DeepCopy(),
+		fates:  map[types.UID]fate{},
+		frozen: b.frozen,
+		holds:  int32(b.holds),
+		now:    metav1.NewTime(l.cfg.Clock.Now()),
+	}
+	for _, uid := range slices.Sorted(maps.Keys(b.queued)) {
+		p.entries = append(p.entries, b.queued[uid])
+	}
+	for _, j := range b.account.Status.Journal {
+		p.fates[j.UID] = b.fateOf(j)
+	}
+	return p
+}
+
+// resolveFates reads the sources of the entries whose fate the books do not know (they left
+// the books before their final status was seen).
+func (l *Ledger) resolveFates(ctx context.Context, namespace string, p *plan) {
+	for _, j := range p.base.Status.Journal {
+		if p.fates[j.UID] != fateCheck {
+			continue
+		}
+		key := client.ObjectKey{Namespace: namespace, Name: j.Name}
+		var obj client.Object = &videogenv1alpha1.VideoTask{}
+		if j.Kind == videogenv1alpha1.JournalTopUp {
+			obj = &videogenv1alpha1.PointTopUp{}
+		}
+		err := l.cfg.Reader.Get(ctx, key, obj)
+		switch {
+		case apierrors.IsNotFound(err), err == nil && obj.GetUID() != j.UID:
+			p.fates[j.UID] = fateGone
+		case err != nil:
+			p.fates[j.UID] = fateUnknown // keep it; the next write looks again
+		default:
+			p.fates[j.UID] = fateOfSource(obj)
+		}
+	}
+}
+
+// fateOfSource is what a source's fresh copy says about its journal entry.
+func fateOfSource(obj client.Object) fate {
+	switch o := obj.(type) {
+	case *videogenv1alpha1.VideoTask:
+		switch o.Status.Charge {
+		case videogenv1alpha1.ChargeDeducted:
+			return fateDeducted
+		case videogenv1alpha1.ChargeRefunded:
+			return fateRefunded
+		}
+	case *videogenv1alpha1.PointTopUp:
+		if o.Status.AppliedAt != nil {
+			return fateDeducted
+		}
+	}
+	return fateUnknown
+}
+
+// commit writes the plan, re-reading the account after a conflict or a doubtful error: an
+// entry already in the journal landed with an earlier attempt and is not added again.
+func (l *Ledger) commit(ctx context.Context, b *book, p *plan) (*videogenv1alpha1.PointAccount, error) {
+	base := p.base
+	for attempt := 0; ; attempt++ {
+		acct := base.DeepCopy()
+		apply(acct, p)
+		err := l.cfg.Client.Status().Update(ctx, acct)
+		if err == nil {
+			return acct, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !apierrors.IsConflict(err) {
+			// It may have landed, or not: the fresh copy tells (after a pause: the
+			// kube-apiserver may be struggling).
+			if sleep(ctx, l.cfg.Clock, min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)) != nil {
+				return nil, ctx.Err()
+			}
+		}
+		fresh := &videogenv1alpha1.PointAccount{}
+		if err := l.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(base), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("the account is gone: %w", err)
+			}
+			continue
+		}
+		if fresh.UID != base.UID {
+			return nil, fmt.Errorf("the account was replaced by a new one")
+		}
+		if fresh.Status.Authority != l.cfg.Identity {
+			return nil, errFenced
+		}
+		base = fresh
+		if attempt >= 20 {
+			return nil, fmt.Errorf("writing the account: %w", err)
+		}
+	}
+}
+
+// apply changes acct as the plan says: queued entries not already in the journal added (with
+// their amounts), entries whose source shows them removed (a refunded charge's points back),
+// the summary and conditions.
+func apply(acct *videogenv1alpha1.PointAccount, p *plan) {
+	st := &acct.Status
+	var kept []videogenv1alpha1.JournalEntry
+	for _, j := range st.Journal {
+		switch p.fates[j.UID] {
+		case fateDeducted, fateGone:
+		case fateRefunded:
+			st.Spent -= j.Amount
+		default:
+			kept = append(kept, j)
+		}
+	}
+	inJournal := map[types.UID]bool{}
+	for _, j := range st.Journal {
+		inJournal[j.UID] = true
+	}
+	frozen := p.frozen
+	var added []int
+	for _, e := range p.entries {
+		if e.Kind == videogenv1alpha1.JournalCharge {
+			frozen -= e.Amount // its hold becomes spent in this write
+		}
+		if inJournal[e.UID] {
+			continue // landed with an earlier attempt
+		}
+		e.At = p.now
+		switch e.Kind {
+		case videogenv1alpha1.JournalCharge:
+			st.Spent += e.Amount
+		case videogenv1alpha1.JournalTopUp:
+			st.Credited += e.Amount
+			added = append(added, len(kept))
+		}
+		kept = append(kept, e)
+	}
+	st.Journal = kept
+	st.Frozen = max(frozen, 0)
+	st.Holds = p.holds
+	st.Balance = st.Credited - st.Spent - st.Frozen
+	for _, i := range added {
+		balance := st.Balance
+		st.Journal[i].BalanceAfter = &balance
+	}
+	setConditions(acct)
+}
+
+// setConditions sets Ready and Funded from the account's spec and figures.
+func setConditions(acct *videogenv1alpha1.PointAccount) {
+	st := &acct.Status
+	ready := metav1.Condition{Type: videogenv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: videogenv1alpha1.ReasonActive, Message: "The account accepts new tasks"}
+	switch {
+	case st.Balance < 0 || st.Frozen < 0 || st.Spent < 0:
+		ready.Status, ready.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonInvariantViolated
+		ready.Message = fmt.Sprintf("The books do not add up: balance %d, frozen %d, spent %d, credited %d", st.Balance, st.Frozen, st.Spent, st.Credited)
+	case !acct.DeletionTimestamp.IsZero():
+		ready.Status, ready.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonClosing
+		ready.Message = closingMessage(st)
+	case acct.Spec.Suspended:
+		ready.Status, ready.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonSuspended
+		ready.Message = "The account is suspended: it accepts no new tasks"
+	}
+	funded := metav1.Condition{Type: videogenv1alpha1.ConditionFunded, Status: metav1.ConditionTrue,
+		Reason: videogenv1alpha1.ReasonHasBalance, Message: "Points are available for new tasks"}
+	if st.Balance <= 0 {
+		funded.Status, funded.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonDepleted
+		funded.Message = "No points available; ask an administrator for a top-up"
+	}
+	for _, c := range []metav1.Condition{ready, funded} {
+		c.ObservedGeneration = acct.Generation
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	st.ObservedGeneration = acct.Generation
+}
+
+// closingMessage says what keeps a deleted account, and what to do.
+func closingMessage(st *videogenv1alpha1.PointAccountStatus) string {
+	if st.Balance == 0 && st.Holds == 0 && st.Frozen == 0 && len(st.Journal) == 0 {
+		return "Deleting: the account is empty and goes now"
+	}
+	msg := fmt.Sprintf("Deleting: the account goes once it is empty; it has %d points available and %d tasks holding %d points.", st.Balance, st.Holds, st.Frozen)
+	if st.Balance > 0 {
+		msg += fmt.Sprintf(" Debit what is left with a PointTopUp of amount %d and a note (videogenctl topup).", -st.Balance)
+	}
+	if st.Holds > 0 {
+		msg += " Cancel its tasks or wait for them to end."
+	}
+	return msg
+}
+
+// landed brings a successful write into the books: the account as written, the charges and
+// top-ups in its journal, the entries it forgot. Call it with b.mu held.
+func (l *Ledger) landed(b *book, p *plan, written *videogenv1alpha1.PointAccount) {
+	b.account = written
+	inJournal := map[types.UID]bool{}
+	for _, j := range written.Status.Journal {
+		inJournal[j.UID] = true
+	}
+	for _, e := range p.entries {
+		q, ok := b.queued[e.UID]
+		if !ok || !inJournal[e.UID] {
+			continue
+		}
+		delete(b.queued, e.UID)
+		switch q.Kind {
+		case videogenv1alpha1.JournalCharge:
+			if t := b.tasks[q.Name]; t != nil && t.uid == q.UID && t.state == charging {
+				b.set(t, charged)
+			}
+			pointsMoved.WithLabelValues(b.namespace, "deduct").Add(float64(q.Amount))
+			l.requeueTask(b.namespace, q.Name)
+		case videogenv1alpha1.JournalTopUp:
+			if q.Amount < 0 {
+				b.debits += q.Amount // no longer queued: the journal has it
+				pointsMoved.WithLabelValues(b.namespace, "debit").Add(float64(-q.Amount))
+			} else {
+				pointsMoved.WithLabelValues(b.namespace, "topup").Add(float64(q.Amount))
+			}
+			l.requeueTopUp(b.namespace, q.Name)
+		}
+	}
+	for uid, f := range p.fates {
+		if f == fateUnknown || inJournal[uid] {
+			continue
+		}
+		delete(b.fates, uid)
+		delete(b.topUpsShown, uid)
+	}
+	if !written.DeletionTimestamp.IsZero() {
+		l.requeueAccount(b.namespace)
+	}
+}

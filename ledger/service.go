@@ -1,0 +1,240 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/transport"
+	"k8s.io/client-go/util/retry"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// The REST apiserver replicas reach the ledger in the elected manager over HTTP:
+//
+//	POST /ledger/v1/namespaces/{namespace}/tasks   {"price": n, "task": {VideoTask}} → 201 VideoTask
+//	GET  /ledger/v1/namespaces/{namespace}/balance → 200 Figures
+//
+// Errors are {"error": {"code", "message", "required", "available"}} with the codes below.
+const (
+	codeNotReady            = "not_ready"            // 503: not the elected manager, or still building its books
+	codeInsufficientBalance = "insufficient_balance" // 402
+	codeAccountNotFound     = "account_not_found"    // 404
+	codeAccountSuspended    = "account_suspended"    // 403
+	codeAccountClosing      = "account_closing"      // 403
+	codeTaskExists          = "task_exists"          // 409
+	codeInvalid             = "invalid_request"      // 400
+	codeInternal            = "internal_error"       // 500
+)
+
+// maxRequestBytes bounds a create request: a task object is a few KiB at most.
+const maxRequestBytes = 1 << 20
+
+type createRequest struct {
+	Price int64                       `json:"price"`
+	Task  *videogenv1alpha1.VideoTask `json:"task"`
+}
+
+type errorBody struct {
+	Error struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Required  int64  `json:"required,omitempty"`
+		Available int64  `json:"available,omitempty"`
+	} `json:"error"`
+}
+
+// Handler serves the ledger to the REST apiserver replicas. Put authentication in front of it
+// (the manager uses the kube-apiserver's TokenReview and SubjectAccessReview).
+func Handler(l *Ledger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /ledger/v1/namespaces/{namespace}/tasks", func(w http.ResponseWriter, r *http.Request) {
+		var req createRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil || req.Task == nil {
+			writeError(w, http.StatusBadRequest, codeInvalid, fmt.Sprintf("the body must be {\"price\": n, \"task\": {…}}: %v", err), nil)
+			return
+		}
+		if req.Task.Namespace != r.PathValue("namespace") {
+			writeError(w, http.StatusBadRequest, codeInvalid, "the task's namespace is not the path's", nil)
+			return
+		}
+		task, err := l.CreateTask(r.Context(), req.Task, req.Price)
+		if err != nil {
+			writeLedgerError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, task)
+	})
+	mux.HandleFunc("GET /ledger/v1/namespaces/{namespace}/balance", func(w http.ResponseWriter, r *http.Request) {
+		f, err := l.Balance(r.Context(), r.PathValue("namespace"))
+		if err != nil {
+			writeLedgerError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, f)
+	})
+	return mux
+}
+
+func writeLedgerError(w http.ResponseWriter, err error) {
+	var short *InsufficientBalanceError
+	switch {
+	case errors.As(err, &short):
+		writeError(w, http.StatusPaymentRequired, codeInsufficientBalance, err.Error(), short)
+	case errors.Is(err, ErrNotReady):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, codeNotReady, err.Error(), nil)
+	case errors.Is(err, ErrAccountNotFound):
+		writeError(w, http.StatusNotFound, codeAccountNotFound, err.Error(), nil)
+	case errors.Is(err, ErrAccountSuspended):
+		writeError(w, http.StatusForbidden, codeAccountSuspended, err.Error(), nil)
+	case errors.Is(err, ErrAccountClosing):
+		writeError(w, http.StatusForbidden, codeAccountClosing, err.Error(), nil)
+	case errors.Is(err, ErrTaskExists):
+		writeError(w, http.StatusConflict, codeTaskExists, err.Error(), nil)
+	default:
+		writeError(w, http.StatusInternalServerError, codeInternal, err.Error(), nil)
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string, short *InsufficientBalanceError) {
+	var body errorBody
+	body.Error.Code, body.Error.Message = code, msg
+	if short != nil {
+		body.Error.Required, body.Error.Available = short.Required, short.Available
+	}
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Client is the REST apiserver's way to the ledger. It retries while no manager answers as the
+// elected one (a failover takes seconds), for up to about 15 s. A create is safe to retry: its
+// task's name is fixed, so a repeat finds the task (ErrTaskExists) instead of making a second.
+type Client struct {
+	// URL of the ledger: the manager's --ledger-bind-address, or the Service in front of it.
+	URL string
+	// HTTP client (default: 10 s timeout).
+	HTTP *http.Client
+	// TokenFile, if set, holds the bearer token sent (a service account token; re-read as it rotates).
+	TokenFile string
+	// Backoff between attempts while the ledger is not ready or unreachable.
+	Backoff wait.Backoff
+
+	tokens transport.ResettableTokenSource
+}
+
+// DefaultBackoff retries for about 15 s.
+var DefaultBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 14, Cap: 2 * time.Second}
+
+// CreateTask asks the ledger to admit and create task at price (Ledger.CreateTask).
+func (c *Client) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
+	body, err := json.Marshal(createRequest{Price: price, Task: task})
+	if err != nil {
+		return nil, err
+	}
+	out := &videogenv1alpha1.VideoTask{}
+	return out, c.call(ctx, http.MethodPost, "/ledger/v1/namespaces/"+url.PathEscape(task.Namespace)+"/tasks", body, http.StatusCreated, out)
+}
+
+// Balance returns an account's figures as the ledger has them now.
+func (c *Client) Balance(ctx context.Context, namespace string) (Figures, error) {
+	var f Figures
+	return f, c.call(ctx, http.MethodGet, "/ledger/v1/namespaces/"+url.PathEscape(namespace)+"/balance", nil, http.StatusOK, &f)
+}
+
+func (c *Client) call(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	backoff := c.Backoff
+	if backoff.Steps == 0 {
+		backoff = DefaultBackoff
+	}
+	return retry.OnError(backoff, retriable, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return c.once(ctx, method, path, body, want, out)
+	})
+}
+
+func (c *Client) once(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.TokenFile != "" {
+		if c.tokens == nil {
+			c.tokens = transport.NewCachedFileTokenSource(c.TokenFile)
+		}
+		tok, err := c.tokens.Token()
+		if err != nil {
+			return fmt.Errorf("reading the ledger token: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return &unreachableError{err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRequestBytes))
+	if err != nil {
+		return &unreachableError{err}
+	}
+	if resp.StatusCode == want {
+		return json.Unmarshal(data, out)
+	}
+	var e errorBody
+	if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
+		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway {
+			return fmt.Errorf("%w: the ledger answered %s", ErrNotReady, resp.Status)
+		}
+		return fmt.Errorf("the ledger answered %s: %.200s", resp.Status, data)
+	}
+	switch e.Error.Code {
+	case codeInsufficientBalance:
+		return &InsufficientBalanceError{Required: e.Error.Required, Available: e.Error.Available}
+	case codeNotReady:
+		return fmt.Errorf("%w: %s", ErrNotReady, e.Error.Message)
+	case codeAccountNotFound:
+		return fmt.Errorf("%w: %s", ErrAccountNotFound, e.Error.Message)
+	case codeAccountSuspended:
+		return ErrAccountSuspended
+	case codeAccountClosing:
+		return ErrAccountClosing
+	case codeTaskExists:
+		return ErrTaskExists
+	}
+	return fmt.Errorf("the ledger answered %s: %s", resp.Status, e.Error.Message)
+}
+
+// unreachableError: no answer came (the manager is restarting, or a failover is under way).
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return "the ledger is unreachable: " + e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// retriable: the ledger is not ready or did not answer; a create is safe to send again. (When
+// the caller's context ends, the next attempt returns its error, which ends the retries.)
+func retriable(err error) bool {
+	var unreachable *unreachableError
+	return errors.As(err, &unreachable) || errors.Is(err, ErrNotReady)
+}
