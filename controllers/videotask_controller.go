@@ -101,6 +101,9 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		before = markProgress(&task.Status)
 	)
 	switch view.Standing {
+	case ledger.Unknown:
+		// The ledger's event for this task has not come yet (a moment: both watch the same).
+		return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
 	case ledger.Settled:
 		res, err = r.reconcileFinished(ctx, task)
 	case ledger.Overdrawn:

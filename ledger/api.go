@@ -15,8 +15,12 @@ import (
 type Standing int
 
 const (
+	// Unknown: the books have not seen this task yet (the ledger's events run behind the
+	// controller's, or the copy is of a task that replaced the one the books know): ask again
+	// shortly.
+	Unknown Standing = iota
 	// Unadmitted: it holds nothing yet; the controller prices it and calls Admit.
-	Unadmitted Standing = iota
+	Unadmitted
 	// Held: it holds its price; the controller runs it, and calls Charge when it succeeds.
 	Held
 	// Charging: its charge waits for the account's next write; the ledger requeues it after.
@@ -48,20 +52,17 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 		return View{}, err
 	}
 	defer b.mu.Unlock()
+	if b.account == nil {
+		return View{}, ErrAccountNotFound
+	}
 	e := b.tasks[t.Name]
 	if e == nil || (e.uid != "" && e.uid != t.UID) {
-		if b.account == nil {
-			return View{}, ErrAccountNotFound
-		}
+		// Only the ledger's own events add tasks to the books, in the order the kube-apiserver
+		// made them: a copy the controller holds cannot bring back a task that ended.
 		if e != nil && newer(e.rv, t.ResourceVersion) {
 			return View{Stale: true}, nil // a newer task of this name replaced this copy's
 		}
-		// Not seen yet (the ledger's events run behind the controller's): what the copy says.
-		e = b.observe(t, l.evidence(t))
-		if e == nil {
-			return View{Standing: Settled}, nil
-		}
-		l.schedule(b)
+		return View{Standing: Unknown}, nil
 	}
 	if e.rv != "" && newer(e.rv, t.ResourceVersion) {
 		return View{Stale: true}, nil
@@ -100,22 +101,22 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 		return err
 	}
 	e := b.tasks[t.Name]
-	if e != nil && e.uid == t.UID {
-		switch e.state {
-		case pending, held, charging, charged:
-			return nil
-		case settled:
-			return ErrSettled
-		}
+	if e == nil || e.uid != t.UID {
+		return ErrNotReady // not in the books yet: the ledger's event for it comes
+	}
+	switch e.state {
+	case pending, held, charging, charged:
+		return nil
+	case settled, overdrawn:
+		return ErrSettled
 	}
 	if avail := b.available(); avail < price {
 		return &InsufficientBalanceError{Required: price, Available: max(avail, 0)}
 	}
-	if e == nil || e.uid != t.UID {
-		e = &entry{}
-		b.tasks[t.Name] = e
+	if newer(t.ResourceVersion, e.rv) {
+		e.rv = t.ResourceVersion
 	}
-	e.uid, e.rv, e.base, e.price = t.UID, t.ResourceVersion, t.ResourceVersion, price
+	e.base, e.price = t.ResourceVersion, price
 	b.set(e, pending)
 	l.schedule(b)
 	return nil
@@ -155,6 +156,9 @@ func (l *Ledger) Observe(t *videogenv1alpha1.VideoTask) {
 		return
 	}
 	defer b.mu.Unlock()
+	if e := b.tasks[t.Name]; e == nil || (e.uid != "" && e.uid != t.UID) {
+		return // it left the books (closed, or deleted): nothing to bring back
+	}
 	if e := b.observe(t, l.evidence(t)); e != nil && e.state == overdrawn {
 		l.requeueTask(t.Namespace, t.Name)
 	}

@@ -26,7 +26,7 @@ func (l *Ledger) schedule(b *book) {
 	if b.flushing || !b.built || b.fenced || b.account == nil || l.ctx == nil {
 		return
 	}
-	if !b.dirty && len(b.queued) == 0 && len(b.account.Status.Journal) == 0 {
+	if !b.dirty && len(b.queued) == 0 && !l.forgettable(b, false) {
 		return
 	}
 	b.flushing = true
@@ -50,16 +50,24 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		}
 		b.mu.Lock()
 		if b.fenced || b.account == nil || !b.built ||
-			(!b.dirty && len(b.queued) == 0 && !l.forgettable(b)) {
+			(!b.dirty && len(b.queued) == 0 && !l.forgettable(b, true)) {
 			b.flushing = false
 			b.mu.Unlock()
 			return
 		}
 		p := l.plan(b)
+		work := b.dirty || len(b.queued) > 0
 		b.dirty = false
 		b.mu.Unlock()
 
-		l.resolveFates(ctx, b.namespace, p)
+		if !l.resolveFates(ctx, b.namespace, p) && !work {
+			// Only entries whose sources do not show them yet: nothing to write. The next
+			// change of the account looks again.
+			b.mu.Lock()
+			b.flushing = false
+			b.mu.Unlock()
+			return
+		}
 		written, err := l.commit(ctx, b, p)
 
 		b.mu.Lock()
@@ -90,10 +98,14 @@ type plan struct {
 	now     metav1.Time
 }
 
-// forgettable reports whether a journal entry may go (so a write is worth it).
-func (l *Ledger) forgettable(b *book) bool {
+// forgettable reports whether a journal entry may go, as far as the books know (so a write is
+// worth it); with check, also whether one's source must be read to know.
+func (l *Ledger) forgettable(b *book, check bool) bool {
+	if b.account == nil {
+		return false
+	}
 	for _, j := range b.account.Status.Journal {
-		if f := b.fateOf(j); f != fateUnknown {
+		if f := b.fateOf(j); f != fateUnknown && (check || f != fateCheck) {
 			return true
 		}
 	}
@@ -119,8 +131,8 @@ func (l *Ledger) plan(b *book) *plan {
 }
 
 // resolveFates reads the sources of the entries whose fate the books do not know (they left
-// the books before their final status was seen).
-func (l *Ledger) resolveFates(ctx context.Context, namespace string, p *plan) {
+// the books before their final status was seen). It reports whether any entry may go.
+func (l *Ledger) resolveFates(ctx context.Context, namespace string, p *plan) bool {
 	for _, j := range p.base.Status.Journal {
 		if p.fates[j.UID] != fateCheck {
 			continue
@@ -140,6 +152,12 @@ func (l *Ledger) resolveFates(ctx context.Context, namespace string, p *plan) {
 			p.fates[j.UID] = fateOfSource(obj)
 		}
 	}
+	for _, f := range p.fates {
+		if f != fateUnknown {
+			return true
+		}
+	}
+	return false
 }
 
 // fateOfSource is what a source's fresh copy says about its journal entry.
@@ -310,8 +328,12 @@ func (l *Ledger) landed(b *book, p *plan, written *videogenv1alpha1.PointAccount
 		delete(b.queued, e.UID)
 		switch q.Kind {
 		case videogenv1alpha1.JournalCharge:
-			if t := b.tasks[q.Name]; t != nil && t.uid == q.UID && t.state == charging {
-				b.set(t, charged)
+			if t := b.tasks[q.Name]; t != nil && t.uid == q.UID {
+				if t.state == charging {
+					b.set(t, charged)
+				}
+			} else {
+				b.fates[q.UID] = fateCheck // deleted while its charge waited: read it before forgetting
 			}
 			pointsMoved.WithLabelValues(b.namespace, "deduct").Add(float64(q.Amount))
 			l.requeueTask(b.namespace, q.Name)

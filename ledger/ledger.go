@@ -135,7 +135,7 @@ func (l *Ledger) build(ctx context.Context, namespace string) error {
 	}
 
 	fresh := newBook(namespace)
-	fresh.account, fresh.listRV = acct, listRV
+	fresh.account = acct
 	if acct != nil {
 		for i := range topUps.Items {
 			t := &topUps.Items[i]
@@ -160,6 +160,7 @@ func (l *Ledger) build(ctx context.Context, namespace string) error {
 	for i := range tasks {
 		fresh.observe(&tasks[i], l.evidence(&tasks[i]))
 	}
+	fresh.listRV = listRV // from now on, a task not in the books must be newer than the list
 	b.load(fresh)
 	l.schedule(b)
 	for name, e := range b.tasks {

@@ -1,0 +1,367 @@
+package ledger
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// The first double charge: a task ends in one write while the informer still shows its
+// old Pending copy, and another admission runs meanwhile. The books know the newer copy (their
+// own write), so the old one changes nothing, and a charge is never made twice.
+func TestALaggingInformerCannotBringBackAChargedTask(t *testing.T) {
+	h := newHarness(t, 100)
+	old := h.create(h.l, "y", 10) // the copy the informer will deliver late
+	h.charge(h.l, old)
+	done := h.writeStatus(h.l, old, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, true))
+	h.settle(h.l)
+
+	h.feed(h.l, old) // the lagging informer's Add of the Pending copy
+	if _, err := h.l.Charge(old, &videogenv1alpha1.TaskResult{URL: "x"}); !errors.Is(err, ErrSettled) {
+		t.Fatalf("charging the stale copy again: %v, want ErrSettled", err)
+	}
+	if v, _ := h.l.View(old); !v.Stale {
+		t.Fatalf("the stale copy is not seen as stale: %+v", v)
+	}
+	h.create(h.l, "x", 10) // another admission while the informer lags
+	h.feed(h.l, done)       // the informer catches up
+	h.feedDelete(h.l, done) // and the task leaves the open tasks' cache (closed)
+	// A reconcile still holding the old copy: the books do not take it back.
+	if v, _ := h.l.View(old); v.Standing != Unknown && !v.Stale {
+		t.Fatalf("a closed task came back into the books: %+v", v)
+	}
+	if _, err := h.l.Charge(old, &videogenv1alpha1.TaskResult{URL: "x"}); !errors.Is(err, ErrSettled) {
+		t.Fatalf("charging the closed task: %v, want ErrSettled", err)
+	}
+	h.books(h.settle(h.l), 100, 10, 10)
+	if f := h.figures(h.l); f.Frozen != 10 || f.Holds != 1 {
+		t.Fatalf("figures %+v: want only x frozen", f)
+	}
+}
+
+// The second double charge: the charge's account write lands but reports an error. The
+// retry finds the journal entry in the account and adds nothing.
+func TestAChargeWhoseWriteLandsButFailsIsCountedOnce(t *testing.T) {
+	h := newHarness(t, 100)
+	task := h.create(h.l, "t", 10)
+	h.faults.accountUpdates.Store(2) // the next two account writes land and report an error
+	h.charge(h.l, task)
+	a := h.settle(h.l)
+	h.books(a, 100, 10, 0)
+	if len(a.Status.Journal) != 1 || a.Status.Journal[0].UID != task.UID {
+		t.Fatalf("journal %+v: want one entry for the task", a.Status.Journal)
+	}
+	// The task's status shows the charge: its entry goes, the points stay spent.
+	h.writeStatus(h.l, task, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, true))
+	a = h.settle(h.l)
+	h.books(a, 100, 10, 0)
+	if len(a.Status.Journal) != 0 {
+		t.Fatalf("journal %+v: want it empty once the task shows Deducted", a.Status.Journal)
+	}
+}
+
+// A create that lands but reports an error is found by the ledger's look: one hold.
+func TestACreateThatLandsButFailsHoldsOnce(t *testing.T) {
+	h := newHarness(t, 100)
+	h.faults.creates.Store(1)
+	task, err := h.l.CreateTask(h.ctx, h.task("t"), 30)
+	if err != nil {
+		t.Fatalf("the create landed, so the ledger should say so: %v", err)
+	}
+	if _, ok := h.l.cfg.Signer.Admitted(task); !ok {
+		t.Fatal("the task found has no valid admission")
+	}
+	h.feed(h.l, task)
+	if f := h.figures(h.l); f.Frozen != 30 || f.Balance != 70 {
+		t.Fatalf("figures %+v: want 30 frozen once", f)
+	}
+	if _, err := h.l.CreateTask(h.ctx, h.task("t"), 30); !errors.Is(err, ErrTaskExists) {
+		t.Fatalf("a second create of the same name: %v, want ErrTaskExists", err)
+	}
+}
+
+// 402 is exact: concurrent admissions on an account that affords k of them admit exactly k,
+// and a balance read right after a create shows its freeze.
+func TestAdmissionIsExactUnderConcurrency(t *testing.T) {
+	h := newHarness(t, 130)
+	var admitted, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := h.l.CreateTask(h.ctx, h.task("c"+string(rune('a'+i%26))+string(rune('a'+i/26))), 10)
+			var short *InsufficientBalanceError
+			switch {
+			case err == nil:
+				admitted.Add(1)
+			case errors.As(err, &short):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted.Load() != 13 || refused.Load() != 27 {
+		t.Fatalf("admitted %d, refused %d; want 13 and 27", admitted.Load(), refused.Load())
+	}
+	f := h.figures(h.l)
+	if f.Frozen != 130 || f.Balance != 0 || f.Holds != 13 {
+		t.Fatalf("figures %+v", f)
+	}
+	h.books(h.settle(h.l), 130, 0, 130)
+}
+
+// A hold the books did not count (a create of a manager that lost its election, landing after
+// the new one built its books) is counted if the balance covers it, and overdrawn otherwise.
+func TestAHoldTheBooksDidNotMakeIsCountedOnlyIfItFits(t *testing.T) {
+	h := newHarness(t, 25)
+	old := h.l
+	late := h.create(old, "late", 10) // admitted by the old manager
+	// A new manager builds its books; the old one's create of "later" lands after that.
+	h.l = h.start(h.ctx, "ledger-2")
+	signer := old.cfg.Signer
+	later := h.task("later")
+	signer.Sign(later, 20)
+	must(t, k8s.Create(h.ctx, later))
+	h.feed(h.l, late)
+	h.feed(h.l, later)
+	if v, _ := h.l.View(late); v.Standing != Held {
+		t.Fatalf("the task in the books when they were built: %+v, want Held", v)
+	}
+	if v, _ := h.l.View(later); v.Standing != Overdrawn {
+		t.Fatalf("the late create that does not fit: %+v, want Overdrawn", v)
+	}
+	if f := h.figures(h.l); f.Frozen != 10 || f.Balance != 15 {
+		t.Fatalf("figures %+v: the overdrawn task must hold nothing", f)
+	}
+	// A forged admission (someone who may create tasks, but has no key) is no admission.
+	forged := h.task("forged")
+	forged.Annotations = map[string]string{videogenv1alpha1.AnnotationAdmission: "1:bm90LWEtc2lnbmF0dXJl"}
+	must(t, k8s.Create(h.ctx, forged))
+	h.feed(h.l, forged)
+	if v, _ := h.l.View(forged); v.Standing != Unadmitted {
+		t.Fatalf("a forged admission: %+v, want Unadmitted", v)
+	}
+}
+
+// A new manager writes its name into the account before anything else; the old one's writes
+// then fail, and it stops deciding for the account.
+func TestTheFenceStopsTheOldManager(t *testing.T) {
+	h := newHarness(t, 100)
+	old := h.l
+	task := h.create(old, "t", 10)
+	h.settle(old)
+	h.l = h.start(h.ctx, "ledger-2")
+	if a := h.account(); a.Status.Authority != "ledger-2" {
+		t.Fatalf("authority %q, want ledger-2", a.Status.Authority)
+	}
+	if _, err := old.Charge(task, &videogenv1alpha1.TaskResult{URL: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	b := old.book(h.ns)
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.fenced })
+	if old.Ready() {
+		t.Fatal("the fenced ledger still says it is ready")
+	}
+	if a := h.account(); a.Status.Spent != 0 || len(a.Status.Journal) != 0 {
+		t.Fatalf("the old manager's charge landed after the fence: %+v", a.Status)
+	}
+	// The new manager charges it, once.
+	h.feed(h.l, task)
+	h.charge(h.l, task)
+	h.books(h.settle(h.l), 100, 10, 0)
+}
+
+// A crash between the charge's account write and the task's status: the new manager's books
+// find the charge in the journal and finish the task from its result, without a second charge.
+func TestAChargeInTheJournalSurvivesACrash(t *testing.T) {
+	h := newHarness(t, 100)
+	task := h.create(h.l, "t", 10)
+	h.charge(h.l, task)
+	h.settle(h.l)
+	h.l = h.start(h.ctx, "ledger-2") // the manager died before writing the task's status
+	v, err := h.l.View(task)
+	must(t, err)
+	if v.Standing != Charged || v.Result == nil || v.Result.URL != "https://media.example/out/t.mp4" {
+		t.Fatalf("view %+v: want Charged with the recorded result", v)
+	}
+	if done, err := h.l.Charge(task, v.Result); !done || err != nil {
+		t.Fatalf("charging again: %v %v, want done without a second charge", done, err)
+	}
+	h.writeStatus(h.l, task, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, true))
+	a := h.settle(h.l)
+	h.books(a, 100, 10, 0)
+	if len(a.Status.Journal) != 0 {
+		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+	}
+}
+
+// An earlier manager's refund that lands after a new one charged the task: the task says
+// Refunded, so its charge is given back when the entry is forgotten.
+func TestAChargeWhoseTaskEndsRefundedIsGivenBack(t *testing.T) {
+	h := newHarness(t, 100)
+	task := h.create(h.l, "t", 10)
+	h.charge(h.l, task)
+	h.settle(h.l)
+	h.writeStatus(h.l, task, ended(videogenv1alpha1.ChargeRefunded, videogenv1alpha1.TaskFailed, false))
+	h.books(h.settle(h.l), 100, 0, 0)
+}
+
+// Deleting a task ends its hold (a refund); a charge already in the journal stays spent.
+func TestDeletedTasks(t *testing.T) {
+	h := newHarness(t, 100)
+	held := h.create(h.l, "held", 10)
+	charged := h.create(h.l, "charged", 20)
+	h.charge(h.l, charged)
+	h.settle(h.l)
+	for _, task := range []*videogenv1alpha1.VideoTask{held, charged} {
+		must(t, k8s.Delete(h.ctx, task))
+		h.feedDelete(h.l, task)
+	}
+	a := h.settle(h.l)
+	h.books(a, 100, 20, 0)
+	if len(a.Status.Journal) != 0 {
+		t.Fatalf("journal %+v: a deleted task's entry goes, its charge stays", a.Status.Journal)
+	}
+}
+
+// A kubectl task: Admit counts it before its status write; a write that certainly failed is
+// taken back, and a newer copy without the admission means it did not land.
+func TestAdmitOfATaskMadeWithKubectl(t *testing.T) {
+	h := newHarness(t, 15)
+	task := h.task("k")
+	must(t, k8s.Create(h.ctx, task))
+	if v, _ := h.l.View(task); v.Standing != Unknown {
+		t.Fatalf("before its event: %+v, want Unknown", v)
+	}
+	h.feed(h.l, task)
+	must(t, h.l.Admit(task, 10))
+	must(t, h.l.Admit(task, 10)) // again: counted once
+	if f := h.figures(h.l); f.Frozen != 10 {
+		t.Fatalf("figures %+v", f)
+	}
+	var short *InsufficientBalanceError
+	other := h.task("k2")
+	must(t, k8s.Create(h.ctx, other))
+	h.feed(h.l, other)
+	if err := h.l.Admit(other, 10); !errors.As(err, &short) || short.Available != 5 {
+		t.Fatalf("a second admission beyond the balance: %v", err)
+	}
+	// Someone annotates the task before the status write: the write conflicts, and the newer
+	// copy the informer brings has no admission: the hold is taken back.
+	patched := task.DeepCopy()
+	patched.Annotations = map[string]string{"note": "x"}
+	must(t, k8s.Update(h.ctx, patched))
+	h.feed(h.l, patched)
+	if f := h.figures(h.l); f.Frozen != 0 {
+		t.Fatalf("figures %+v: the admission that could not land still holds", f)
+	}
+}
+
+// Top-ups: credited once (even when the write lands but fails), a second top-up with the same
+// reference refused, a debit beyond the balance refused.
+func TestTopUps(t *testing.T) {
+	h := newHarness(t, 0)
+	topUp := func(name, ref string, amount int64) *videogenv1alpha1.PointTopUp {
+		t.Helper()
+		tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: ref, Note: "test"}}
+		must(t, k8s.Create(h.ctx, tu))
+		return tu
+	}
+	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
+		t.Helper()
+		var out TopUpOutcome
+		waitFor(t, func() bool {
+			var err error
+			out, err = h.l.ApplyTopUp(tu)
+			must(t, err)
+			return !out.Queued
+		})
+		return out
+	}
+	h.faults.accountUpdates.Store(1)
+	first := topUp("first", "INV-1", 100)
+	if out := apply(first); !out.Applied || out.BalanceAfter != 100 {
+		t.Fatalf("first top-up: %+v", out)
+	}
+	again := topUp("again", "INV-1", 100)
+	if out := apply(again); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Fatalf("a second top-up with the same reference: %+v", out)
+	}
+	debit := topUp("debit", "CORR-1", -150)
+	if out := apply(debit); !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+		t.Fatalf("a debit beyond the balance: %+v", out)
+	}
+	fine := topUp("fine", "CORR-2", -40)
+	if out := apply(fine); !out.Applied || out.BalanceAfter != 60 {
+		t.Fatalf("a debit: %+v", out)
+	}
+	h.books(h.settle(h.l), 60, 0, 0)
+}
+
+// A deleted account takes no new task and goes only when empty: no hold, no balance, nothing
+// in its journal.
+func TestAClosingAccountGoesOnlyWhenEmpty(t *testing.T) {
+	h := newHarness(t, 30)
+	task := h.create(h.l, "t", 10)
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		acct := h.account()
+		acct.Finalizers = []string{videogenv1alpha1.FinalizerLedger}
+		return k8s.Update(h.ctx, acct)
+	}))
+	must(t, k8s.Delete(h.ctx, h.account()))
+	h.l.accountEvent(h.ctx, h.account(), false)
+	if _, err := h.l.CreateTask(h.ctx, h.task("u"), 1); !errors.Is(err, ErrAccountClosing) {
+		t.Fatalf("a create on a closing account: %v, want ErrAccountClosing", err)
+	}
+	if err := h.l.Closable(h.ns); err == nil {
+		t.Fatal("an account with a hold and a balance is closable")
+	}
+	h.writeStatus(h.l, task, ended(videogenv1alpha1.ChargeRefunded, videogenv1alpha1.TaskFailed, true))
+	debit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "close"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -30, Reference: "CLOSE", Note: "account closed"}}
+	must(t, k8s.Create(h.ctx, debit))
+	waitFor(t, func() bool { out, err := h.l.ApplyTopUp(debit); must(t, err); return out.Applied })
+	a := h.settle(h.l)
+	if err := h.l.Closable(h.ns); err == nil {
+		t.Fatal("closable while the debit's journal entry waits for its top-up's status")
+	}
+	debit.Status.AppliedAt, debit.Status.AccountUID = ptrNow(), a.UID
+	must(t, k8s.Status().Update(h.ctx, debit))
+	h.l.ObserveTopUp(debit)
+	h.settle(h.l)
+	must(t, h.l.Closable(h.ns))
+	if c := a.Status.Conditions; len(c) == 0 || c[0].Reason != videogenv1alpha1.ReasonClosing {
+		t.Fatalf("conditions %+v: want Ready False, Closing", c)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("timed out")
+}
+
+func objectMeta(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
+
+func ptrNow() *metav1.Time {
+	now := metav1.Now()
+	return &now
+}
