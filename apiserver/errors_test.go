@@ -9,14 +9,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/time/rate"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
@@ -149,135 +147,32 @@ var _ = Describe("Errors", func() {
 		Expect(limited.get("/v1/balance", b.key).Status).To(Equal(http.StatusOK))
 	})
 
-	It("answers 429 too_many_active_tasks when the account has its most unsettled tasks, and moves nothing", func() {
-		capped := startAPIServer(rate.Inf, 1, nil, nil, ledger.WithMaxHolds(1))
-		// One hold, as a task being created elsewhere has (the orphan sweep waits 2s).
-		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, a.ns, ledger.Freeze("in-creation", 10))
-		Expect(err).NotTo(HaveOccurred())
+	It("answers 503 with Retry-After while no ledger answers, and creates nothing", func() {
+		// A replica whose ledger (the elected manager) is away: a failover, say.
+		away := startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: "http://127.0.0.1:1",
+			Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Steps: 3}})
 		body := map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"}
-		resp := capped.post("/v1/videos/short", a.key, body, "Idempotency-Key", "over-the-cap")
-		Expect(resp.Status).To(Equal(http.StatusTooManyRequests))
-		Expect(resp.ErrorCode()).To(Equal("too_many_active_tasks"))
+		resp := away.post("/v1/videos/short", a.key, body, "Idempotency-Key", "during-failover")
+		Expect(resp.Status).To(Equal(http.StatusServiceUnavailable), string(resp.Body))
+		Expect(resp.ErrorCode()).To(Equal("service_unavailable"))
 		Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
 		Expect(tasksIn(a.ns)).To(BeEmpty())
-		expectPoints(a.ns, 90, 10, 0)
-		// Room again: the same key goes through.
-		_, err = ledger.New(k8sClient, k8sClient).Do(ctx, a.ns, ledger.Release("in-creation"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(capped.post("/v1/videos/short", a.key, body, "Idempotency-Key", "over-the-cap").Status).To(Equal(http.StatusAccepted))
-	})
-
-	// failingCreates is an apiserver whose VideoTask creates fail with err.
-	failingCreates := func(start func(rate.Limit, int, prometheus.Registerer, func(client.Client) client.Client, ...ledger.Option) *apiClient, err error) *apiClient {
-		return start(rate.Inf, 1, nil, func(c client.Client) client.Client {
-			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
-				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
-						return err
-					}
-					return c.Create(ctx, obj, opts...)
-				},
-			})
-		})
-	}
-
-	It("releases the frozen points at once when the kube-apiserver refuses the task (per-task freeze)", func() {
-		failing := failingCreates(startPerTaskAPIServer, apierrors.NewForbidden(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(),
-			"x", errors.New("injected: etcd quota exceeded")))
-		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
-			"Idempotency-Key", "will-fail")
-		Expect(resp.Status).To(Equal(http.StatusInternalServerError))
-		Expect(resp.ErrorCode()).To(Equal("internal_error"))
-		Expect(resp.Message()).NotTo(ContainSubstring("etcd"), "internal details stay in the logs")
+		Expect(away.get("/v1/balance", a.key).Status).To(Equal(http.StatusServiceUnavailable))
 		expectPoints(a.ns, 100, 0, 0)
-		Expect(balanceOf(a.ns).Settlements).To(BeEmpty(), "released directly, not by the orphan sweep")
-		// The key is free: the same request through a healthy replica succeeds.
-		Expect(api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
-			"Idempotency-Key", "will-fail").Status).To(Equal(http.StatusAccepted))
+		// The key is free: the same request through a replica that reaches the ledger goes through.
+		Expect(api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "during-failover").Status).To(Equal(http.StatusAccepted))
 	})
 
-	It("leaves the hold to the orphan sweep when the create's outcome is unknown (per-task freeze)", func() {
-		// A timed-out create may still commit: releasing now could let the task run unpaid.
-		failing := failingCreates(startPerTaskAPIServer, apierrors.NewServerTimeout(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(), "create", 1))
-		resp := failing.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
-			"Idempotency-Key", "unknown-outcome")
-		Expect(resp.Status).To(Equal(http.StatusInternalServerError))
-		Expect(balanceOf(a.ns).HoldCount()).To(Equal(1), "not released by the apiserver")
-		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
-		Expect(tasksIn(a.ns)).To(BeEmpty())
-	})
-
-	It("does not strand points when the apiserver dies between the freeze and the create (per-task freeze)", func() {
-		dying := startPerTaskAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
-			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
-				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
-						panic(http.ErrAbortHandler) // the process is gone: no response, no cleanup
-					}
-					return c.Create(ctx, obj, opts...)
-				},
-			})
-		})
-		postCutShort(dying, a.key, tmpl)
-
-		Expect(balanceOf(a.ns).HoldCount()).To(Equal(1), "the freeze happened before the crash")
-		expectPoints(a.ns, 100, 0, 0) // the PointAccount controller refunds it after the grace period
-		Expect(tasksIn(a.ns)).To(BeEmpty())
-	})
-
-	It("gives a refused create's points back to the reservation, and the idle reservation back to the balance", func() {
-		failing := failingCreates(startAPIServer, apierrors.NewForbidden(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(),
-			"x", errors.New("injected: etcd quota exceeded")))
-		body := map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"}
-		for range 3 { // more than once: the price went back to the reservation each time
-			resp := failing.post("/v1/videos/short", a.key, body, "Idempotency-Key", "will-fail")
-			Expect(resp.Status).To(Equal(http.StatusInternalServerError))
-			Expect(resp.Message()).NotTo(ContainSubstring("etcd"), "internal details stay in the logs")
-		}
-		st := balanceOf(a.ns)
-		Expect(st.Reserved).To(Equal(int64(50)), "one reservation (8 tasks, at most half the balance), nothing taken from it")
-		Expect(st.HoldCount()).To(BeZero())
-		// Idle for 2s: the reservation returns to the balance; the key is free.
-		expectPoints(a.ns, 100, 0, 0)
-		Expect(balanceOf(a.ns).Reservations).To(BeEmpty())
-		Expect(api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "will-fail").Status).To(Equal(http.StatusAccepted))
-	})
-
-	It("returns a reservation whose apiserver died mid-create once it expires, and no task is left unpaid", func() {
-		noIdleRelease = true // a dead replica releases nothing
-		DeferCleanup(func() { noIdleRelease = false })
-		dying := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
-			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
-				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
-						// The task is stored, then the process is gone before it moves the
-						// task's points out of the reservation.
-						if err := c.Create(ctx, obj, opts...); err != nil {
-							return err
-						}
-						panic(http.ErrAbortHandler)
-					}
-					return c.Create(ctx, obj, opts...)
-				},
-			})
-		})
-		postCutShort(dying, a.key, tmpl)
-
-		// The controller moves the task's price out of the reservation itself; the rest comes
-		// back when the reservation expires (the suite's TTL is 3s). The task runs paid for.
-		Eventually(func(g Gomega) {
-			st := balanceOf(a.ns)
-			g.Expect(st.Reservations).To(BeEmpty())
-			g.Expect(st.Balance + st.Frozen + st.Spent).To(Equal(int64(100)))
-			g.Expect(st.Balance).To(Equal(int64(90)))
-		}).WithTimeout(30 * time.Second).Should(Succeed())
-		tasks := tasksIn(a.ns)
-		Expect(tasks).To(HaveLen(1))
-		Eventually(func(g Gomega) {
-			t := &videogenv1alpha1.VideoTask{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: tasks[0].Name}, t)).To(Succeed())
-			g.Expect(t.Status.Cost).To(HaveValue(Equal(int64(10))))
-		}).Should(Succeed())
+	It("leaves nothing half-made when a replica dies after the ledger created the task: the retry is a replay", func() {
+		dying := startAPIServerWith(rate.Inf, 1, nil, nil, dyingLedger{&ledger.Client{URL: ledgerURL}})
+		postCutShort(dying, a.key, tmpl, "replica-died")
+		Expect(tasksIn(a.ns)).To(HaveLen(1), "the ledger created the task before the replica died")
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
+			"Idempotency-Key", "replica-died")
+		Expect(resp.Status).To(Equal(http.StatusOK), string(resp.Body))
+		Expect(resp.Header.Get("Idempotent-Replayed")).To(Equal("true"))
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+		expectCharged(a.ns, 90, 10)
 	})
 
 	It("counts requests by route and status in Prometheus metrics", func() {
@@ -306,13 +201,24 @@ var _ = Describe("Errors", func() {
 	})
 })
 
+// dyingLedger is the way to the ledger of a replica that dies as soon as the ledger answered.
+type dyingLedger struct{ *ledger.Client }
+
+func (d dyingLedger) CreateTask(ctx context.Context, t *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
+	if _, err := d.Client.CreateTask(ctx, t, price); err != nil {
+		return nil, err
+	}
+	panic(http.ErrAbortHandler) // the process is gone: no response
+}
+
 // postCutShort posts a short video request to an apiserver that dies while it handles it.
-func postCutShort(dying *apiClient, key, tmpl string) {
+func postCutShort(dying *apiClient, key, tmpl, idempotencyKey string) {
 	GinkgoHelper()
 	body := `{"template_id":"` + tmpl + `","face":"https://cdn.example.com/f.jpg"}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dying.base+"/v1/videos/short", strings.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Idempotency-Key", idempotencyKey)
 	_, err = dying.http.Do(req)
 	Expect(err).To(HaveOccurred(), "the connection is cut")
 }

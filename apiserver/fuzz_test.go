@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/imageinput"
 	"github.com/videogen-dev/videogen-operator/ledger"
@@ -42,6 +43,15 @@ func (refusingClient) Create(_ context.Context, obj client.Object, _ ...client.C
 		field.ErrorList{field.Forbidden(field.NewPath("metadata"), "refusingClient: creates are refused")})
 }
 
+// refusingLedger admits nothing: the account is always short.
+type refusingLedger struct{}
+
+func (refusingLedger) CreateTask(_ context.Context, _ *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
+	return nil, &ledger.InsufficientBalanceError{Required: price}
+}
+
+func (refusingLedger) Balance(context.Context, string) (ledger.Figures, error) { return ledger.Figures{}, nil }
+
 // fuzzRoutes are the handlers that decode a body, by the byte that picks one.
 var fuzzRoutes = []struct {
 	method, path string
@@ -61,7 +71,7 @@ var fuzzRoutes = []struct {
 func fuzzServer() *Server {
 	c := refusingClient{}
 	return New(Config{
-		Client: c, APIReader: c, Ledger: ledger.New(c, c), DefaultPrice: 10,
+		Client: c, APIReader: c, Ledger: refusingLedger{}, DefaultPrice: 10,
 		MaxBodyBytes: 64 << 10,
 		ImageLimits:  imageinput.Limits{MaxBytes: 32 << 10, MaxSide: 256, MaxPixels: 1 << 14},
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),

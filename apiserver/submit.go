@@ -138,7 +138,7 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		}
 	case errors.Is(err, ledger.ErrNotReady):
 		w.Header().Set("Retry-After", "5")
-		httpjson.WriteError(w, r, http.StatusServiceUnavailable, "unavailable",
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
 			"the service is electing its points ledger; retry shortly (with the same Idempotency-Key)")
 	default:
 		s.internalError(w, r, err)

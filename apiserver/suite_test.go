@@ -20,17 +20,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -42,7 +43,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/ledger"
-	"github.com/videogen-dev/videogen-operator/reservations"
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
@@ -56,6 +56,8 @@ var (
 	cancel    context.CancelFunc
 	backend   *templateBackend
 	api       *apiClient
+	// ledgerURL reaches the ledger of the suite's manager.
+	ledgerURL string
 	registry  *prometheus.Registry
 )
 
@@ -78,17 +80,22 @@ var _ = BeforeSuite(func() {
 	backend = &templateBackend{Backend: testbackend.New()}
 	opts := controllers.DefaultOptions()
 	opts.Task.PollInterval = 50 * time.Millisecond
-	opts.HoldGracePeriod = 2 * time.Second
-	opts.ReservationTTL = 3 * time.Second
+	opts.Ledger.SigningKey = []byte("apiserver-test-signing-key-0123456789")
+	opts.Ledger.WriteInterval = 50 * time.Millisecond
 	routes := generation.Routes{}
 	for _, c := range videogenv1alpha1.Capabilities {
 		routes[c] = generation.Named{Name: "test-backend", Backend: backend}
 	}
 	opts.Backends = routes
-	controllerMgr := newManager(cache.Options{})
-	_, err = controllers.Setup(controllerMgr, opts)
+	controllerMgr := newManager(cache.Options{ByObject: controllers.CacheByObject()}, gatedClient)
+	pointsLedger, err := controllers.Setup(controllerMgr, opts)
 	Expect(err).NotTo(HaveOccurred())
 	start(controllerMgr)
+	// The manager serves its ledger to the apiserver replicas, as cmd/manager does.
+	ledgerServer := httptest.NewServer(ledger.Handler(pointsLedger))
+	DeferCleanup(ledgerServer.Close)
+	ledgerURL = ledgerServer.URL
+	Eventually(pointsLedger.Ready).Should(BeTrue())
 
 	registry = prometheus.NewRegistry()
 	api = startAPIServer(rate.Inf, 1, registry, nil)
@@ -125,13 +132,44 @@ func (b *templateBackend) Submit(ctx context.Context, w generation.Work) (string
 	return b.Backend.Submit(ctx, w)
 }
 
-func newManager(co cache.Options) ctrl.Manager {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+func newManager(co cache.Options, newClient ...client.NewClientFunc) ctrl.Manager {
+	mo := ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: co,
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	if len(newClient) > 0 {
+		mo.NewClient = newClient[0]
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
 	Expect(err).NotTo(HaveOccurred())
 	return mgr
+}
+
+// heldCreates holds the ledger's create of a VideoTask whose name is a key, until its channel
+// is closed: a request caught between its admission and its create.
+var heldCreates sync.Map // task name → chan struct{}
+
+// holdCreate makes the ledger's create of task name wait until release is called.
+func holdCreate(name string) (release func()) {
+	ch := make(chan struct{})
+	heldCreates.Store(name, ch)
+	return sync.OnceFunc(func() { close(ch); heldCreates.Delete(name) })
+}
+
+// gatedClient is the manager's client, with creates of VideoTasks in heldCreates held.
+func gatedClient(c *rest.Config, o client.Options) (client.Client, error) {
+	base, err := client.New(c, o)
+	if err != nil {
+		return nil, err
+	}
+	return interceptor.NewClient(noWatch{base}, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if ch, ok := heldCreates.Load(obj.GetName()); ok {
+				<-ch.(chan struct{})
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}), nil
 }
 
 func start(mgr ctrl.Manager) {
@@ -142,29 +180,21 @@ func start(mgr ctrl.Manager) {
 	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 }
 
-// startAPIServer runs the apiserver as cmd/apiserver wires it, behind a real HTTP server.
-// wrap, if set, wraps the manager's client (for fault injection).
-func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, ledgerOpts ...ledger.Option) *apiClient {
-	return startAPIServerWith(false, limit, burst, reg, wrap, ledgerOpts...)
+// startAPIServer runs an apiserver replica as cmd/apiserver wires it, behind a real HTTP
+// server, asking the suite's ledger. wrap, if set, wraps the replica's client (for fault
+// injection).
+func startAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client) *apiClient {
+	return startAPIServerWith(limit, burst, reg, wrap, &ledger.Client{URL: ledgerURL})
 }
 
-// startPerTaskAPIServer runs an apiserver without reservations (--reservation-max-tasks=0):
-// each submission freezes with a compare-and-swap of its own before the create.
-func startPerTaskAPIServer(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, ledgerOpts ...ledger.Option) *apiClient {
-	return startAPIServerWith(true, limit, burst, reg, wrap, ledgerOpts...)
-}
-
-// The two admission paths, for specs that must hold on both: the suite's apiserver, which
-// admits against its reservation, and a new one that freezes per task.
+// The specs that must hold whichever replica serves a request run on the suite's replica and
+// on a second one.
 var (
-	reservingServer = func() *apiClient { return api }
-	perTaskServer   = func() *apiClient { return startPerTaskAPIServer(rate.Inf, 1, nil, nil) }
+	firstReplica  = func() *apiClient { return api }
+	secondReplica = func() *apiClient { return startAPIServer(rate.Inf, 1, nil, nil) }
 )
 
-// noIdleRelease makes the next apiserver started keep its reservations, as a dead one does.
-var noIdleRelease bool
-
-func startAPIServerWith(perTaskFreeze bool, limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, ledgerOpts ...ledger.Option) *apiClient {
+func startAPIServerWith(limit rate.Limit, burst int, reg prometheus.Registerer, wrap func(client.Client) client.Client, l apiserver.Ledger) *apiClient {
 	mgr := newManager(cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {
 			Namespaces: map[string]cache.Config{keyNamespace: {}},
@@ -176,19 +206,10 @@ func startAPIServerWith(perTaskFreeze bool, limit rate.Limit, burst int, reg pro
 		c = wrap(c)
 	}
 	blobs := &blobstore.Dir{Root: GinkgoT().TempDir()}
-	l := ledger.New(c, mgr.GetAPIReader(), append([]ledger.Option{ledger.WithCache(mgr.GetClient())}, ledgerOpts...)...)
-	var admitter *reservations.Admitter
-	if !perTaskFreeze {
-		admitter = reservations.New(reservations.Config{Ledger: l, Cache: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Logger: slog.New(slog.NewTextHandler(GinkgoWriter, nil))})
-		if !noIdleRelease {
-			Expect(mgr.Add(manager.RunnableFunc(admitter.Run))).To(Succeed())
-		}
-	}
 	srv := apiserver.New(apiserver.Config{
 		Client:         c,
 		APIReader:      mgr.GetAPIReader(),
 		Ledger:         l,
-		Admitter:       admitter,
 		Keys:           &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
 		Blobs:          blobs,
 		DefaultPrice:   10,
@@ -321,9 +342,17 @@ func newAccount(balance int64) account {
 	return account{ns: ns, key: key}
 }
 
+// topUp credits amount to the account with a PointTopUp and waits until it is applied.
 func topUp(ns string, amount int64) {
-	_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.TopUp(unique("topup"), unique("uid"), amount))
-	Expect(err).NotTo(HaveOccurred())
+	GinkgoHelper()
+	t := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(unique("topup")),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: unique("INV"), Note: "test"}}
+	t.Namespace = ns
+	Expect(k8sClient.Create(ctx, t)).To(Succeed())
+	Eventually(func() *metav1.Time {
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(t), t)).To(Succeed())
+		return t.Status.AppliedAt
+	}).ShouldNot(BeNil())
 }
 
 func balanceOf(ns string) videogenv1alpha1.PointAccountStatus {
@@ -336,7 +365,7 @@ func expectPoints(ns string, balance, frozen, spent int64) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		st := balanceOf(ns)
-		g.Expect(ledger.Check(&st)).To(Succeed())
+		g.Expect(st.Credited).To(Equal(st.Balance+st.Frozen+st.Spent), "credited = balance + frozen + spent")
 		g.Expect([]int64{st.Balance, st.Frozen, st.Spent}).To(Equal([]int64{balance, frozen, spent}), "balance, frozen, spent")
 	}).Should(Succeed())
 }
@@ -347,7 +376,7 @@ func expectCharged(ns string, balance, charged int64) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		st := balanceOf(ns)
-		g.Expect(ledger.Check(&st)).To(Succeed())
+		g.Expect(st.Credited).To(Equal(st.Balance+st.Frozen+st.Spent), "credited = balance + frozen + spent")
 		g.Expect([]int64{st.Balance, st.Frozen + st.Spent}).To(Equal([]int64{balance, charged}), "balance, frozen+spent")
 	}).Should(Succeed())
 }

@@ -149,10 +149,10 @@ var _ = Describe("Generation endpoints", func() {
 	It("cancels a running task and refunds its points", func() {
 		a := newAccount(100)
 		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](40), nil)
+		backend.ScriptTemplate(tmpl, testbackend.Script{Analyze: testbackend.Hang})
 		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"},
 			"Idempotency-Key", "cancel-me")
 		id := resp.JSON()["id"].(string)
-		backend.Set(id, testbackend.Script{Analyze: testbackend.Hang})
 		waitTask(a, id, "running")
 		expectPoints(a.ns, 60, 40, 0)
 

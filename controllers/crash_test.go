@@ -16,7 +16,6 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 // faults makes a manager's status writes fail: some before they reach the apiserver, some after
@@ -132,13 +131,12 @@ var _ = Describe("Crash safety", func() {
 			}
 			Eventually(func(g Gomega) {
 				st := accountOf(ns).Status
-				g.Expect(ledger.Check(&st)).To(Succeed())
 				g.Expect(st.Credited).To(Equal(credited))
 				g.Expect(st.Frozen).To(BeZero())
-				g.Expect(st.Holds).To(BeEmpty())
+				g.Expect(st.Holds).To(BeZero())
 				g.Expect(st.Spent).To(Equal(spent), "spent must equal the cost of the succeeded tasks")
 				g.Expect(st.Balance).To(Equal(credited - spent))
-				g.Expect(st.Settlements).To(BeEmpty())
+				g.Expect(st.Journal).To(BeEmpty())
 			}).Should(Succeed())
 		}
 		GinkgoWriter.Printf("faults: first manager lost %d writes before and %d after sending; second %d and %d\n",

@@ -56,8 +56,8 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	case err != nil:
 		// The ledger writes what keeps the account into its Ready condition (reason Closing)
-		// and requeues it when its books change.
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+		// and requeues it with each write; this is the safety net.
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	orig := acct.DeepCopy()
 	controllerutil.RemoveFinalizer(acct, videogenv1alpha1.FinalizerLedger)

@@ -1,18 +1,14 @@
 package controllers_test
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 var _ = Describe("PointAccount", func() {
@@ -24,89 +20,20 @@ var _ = Describe("PointAccount", func() {
 	})
 	AfterEach(func() { stop() })
 
-	It("refunds a hold whose task never appears once the grace period has passed", func() {
-		ns := newAccount(100)
-		// As the REST apiserver does: freeze first, then (here: never) create the task.
-		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.Freeze("never-created", 35))
-		Expect(err).NotTo(HaveOccurred())
-		expectBalanced(ns, 65, 35, 0)
-		// Not before the 2s grace period of the test options (counted from when the controller
-		// first saw the hold without its task, so at least 2s after the freeze)...
-		Consistently(func() int64 { return accountOf(ns).Status.Frozen }, "1500ms").Should(Equal(int64(35)))
-		expectBalanced(ns, 100, 0, 0) // ...but soon after it
-		Eventually(func() []string { return eventReasons(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElement("HoldReleased"))
-		Eventually(func() int { return len(accountOf(ns).Status.Settlements) }).Should(BeZero())
-	})
-
-	It("keeps a hold whose task exists, even past the grace period", func() {
-		ns := newAccount(100)
-		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
-		b := aShortTask(ns, tmpl)
-		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
-		b.Create()
-		expectBalanced(ns, 80, 20, 0)
-		Consistently(func() int64 { return accountOf(ns).Status.Frozen }, "3s").Should(Equal(int64(20)))
-	})
-
-	It("refunds the points of a running task that is deleted, without waiting for the grace period", func() {
-		stop()
-		opts := testOptions(backend)
-		opts.HoldGracePeriod = time.Hour // a hold whose task is merely missing would wait this long
-		stop = startManager(opts)
-		ns := newAccount(100)
-		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
-		b := aShortTask(ns, tmpl)
-		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
-		task := b.Create()
-		expectBalanced(ns, 80, 20, 0)
-		Expect(k8sClient.Delete(ctx, task)).To(Succeed())
-		expectBalanced(ns, 100, 0, 0)
-	})
-
-	It("settles the hold of a task whose status says it ended, when the settle never reached the account", func() {
-		// As a manager that died right after a task's last status write leaves things: the
-		// status says where the points go, the hold is still in the account.
-		stop()
-		ns := newAccount(0)
-		l := ledger.New(k8sClient, k8sClient)
-		_, err := l.Do(ctx, ns, ledger.TopUp("seed", "seed-uid", 100))
-		Expect(err).NotTo(HaveOccurred())
-		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
-		ended := func(phase videogenv1alpha1.TaskPhase, charge videogenv1alpha1.ChargeState, held int64, webhook string) string {
-			b := aShortTask(ns, tmpl)
-			if webhook != "" {
-				b.t.Spec.WebhookURL = webhook
-			}
-			t := b.Create()
-			_, err := l.Do(ctx, ns, ledger.Freeze(t.Name, held))
-			Expect(err).NotTo(HaveOccurred())
-			at := metav1.Now()
-			t.Status.Phase, t.Status.Charge, t.Status.Cost, t.Status.CompletedAt = phase, charge, ptr.To(held), &at
-			t.Status.Closed = webhook == ""
-			Expect(k8sClient.Status().Update(ctx, t)).To(Succeed())
-			return t.Name
-		}
-		ended(videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, 20, "")
-		// Its completion webhook is still due, so it stays open (and cached).
-		ended(videogenv1alpha1.TaskFailed, videogenv1alpha1.ChargeRefunded, 30, "http://127.0.0.1:9/unreachable")
-		// Ended saying nothing was charged: a hold under its name is not its charge.
-		ended(videogenv1alpha1.TaskFailed, "", 15, "")
-		expectBalanced(ns, 35, 65, 0)
-
-		stop = startManager(testOptions(backend))
-		expectBalanced(ns, 80, 0, 20)
-		Eventually(func() []string { return eventReasons(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElements("HoldSettled", "HoldReleased"))
-		Eventually(func() int { return len(accountOf(ns).Status.Settlements) }).Should(BeZero())
-	})
-
-	It("trims settlement records once tasks show their settlement", func() {
+	It("shows a running task's hold, and empties its journal once tasks show their charge", func() {
 		ns := newAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(5).Create()
+		hang := aShortTask(ns, tmpl)
+		backend.Set(hang.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		hang.Create()
 		for range 5 {
 			aShortTask(ns, tmpl).Create()
 		}
-		expectBalanced(ns, 75, 0, 25)
-		Eventually(func() int { return len(accountOf(ns).Status.Settlements) }).Should(BeZero())
+		expectBalanced(ns, 70, 5, 25)
+		Eventually(func() []int64 {
+			st := accountOf(ns).Status
+			return []int64{int64(st.Holds), int64(len(st.Journal))}
+		}).Should(Equal([]int64{1, 0}))
 	})
 
 	It("reports Ready and Funded conditions, and Suspended accounts take no new tasks", func() {
@@ -144,5 +71,49 @@ var _ = Describe("PointAccount", func() {
 			}
 			return c.Reason
 		}).Should(Equal(videogenv1alpha1.ReasonDepleted))
+	})
+
+	It("refuses to delete an account with points or holds, and lets it go once emptied", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		task := b.Create()
+		expectBalanced(ns, 80, 20, 0)
+		Eventually(func() []string { return accountOf(ns).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerLedger))
+
+		// The admission policy says why at once.
+		err := k8sClient.Delete(ctx, accountOf(ns))
+		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("80 points available and 1 tasks holding 20 points"))
+		Expect(err.Error()).To(ContainSubstring("amount -80"))
+
+		// The finalizer keeps it even without the policy's figures (as when the summary lags):
+		// cancel the task, debit the balance, and it goes.
+		patch := client.MergeFrom(task.DeepCopy())
+		task.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
+		Expect(k8sClient.Patch(ctx, task, patch)).To(Succeed())
+		expectBalanced(ns, 100, 0, 0)
+		debit := topUp(ns, "close", -100)
+		Eventually(func() *int64 { return topUpOf(debit).Status.BalanceAfter }).ShouldNot(BeNil())
+		expectBalanced(ns, 0, 0, 0)
+		Eventually(func() int { return len(accountOf(ns).Status.Journal) }).Should(BeZero())
+		Expect(k8sClient.Delete(ctx, accountOf(ns))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}))
+		}).Should(BeTrue())
+	})
+
+	It("lets an empty account go at once; its namespace then takes no task", func() {
+		ns := newAccount(0)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		Eventually(func() []string { return accountOf(ns).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerLedger))
+		Expect(k8sClient.Delete(ctx, accountOf(ns))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}))
+		}).Should(BeTrue())
+		Eventually(func() []string { return eventReasons(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElement("Closed"))
+		done := finished(ns, aShortTask(ns, tmpl).Create().Name)
+		Expect(done.Status.Error.Code).To(Equal("account_not_found"))
 	})
 })

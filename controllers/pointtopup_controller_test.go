@@ -1,99 +1,109 @@
 package controllers_test
 
 import (
-	"sync"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
-// topUpReconciler is a PointTopUp reconciler of its own, as if in another manager process.
-func topUpReconciler() *controllers.PointTopUpReconciler {
-	return &controllers.PointTopUpReconciler{
-		Client: k8sClient, APIReader: k8sClient,
-		Ledger:   ledger.New(k8sClient, k8sClient),
-		Recorder: events.NewFakeRecorder(100),
-		Clock:    clocktesting.NewFakePassiveClock(timeNow()),
+func topUpOf(t *videogenv1alpha1.PointTopUp) *videogenv1alpha1.PointTopUp {
+	got := &videogenv1alpha1.PointTopUp{}
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(t), got)).To(Succeed())
+	return got
+}
+
+func appliedReason(t *videogenv1alpha1.PointTopUp) func() string {
+	return func() string {
+		if c := meta.FindStatusCondition(topUpOf(t).Status.Conditions, videogenv1alpha1.ConditionApplied); c != nil {
+			return c.Reason
+		}
+		return ""
 	}
 }
 
 var _ = Describe("PointTopUp", func() {
-	It("credits exactly once when reconciled many times, concurrently and again afterwards", func() {
+	var stop func()
+	BeforeEach(func() { stop = startManager(testOptions(testbackend.New())) })
+	AfterEach(func() { stop() })
+
+	It("credits once, records the account and the balance after it, and keeps the journal empty after", func() {
 		ns := newAccount(0)
 		t := topUp(ns, "inv-7", 500)
-		req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(t)}
-
-		var wg sync.WaitGroup
-		for range 5 {
-			r := topUpReconciler()
-			wg.Go(func() {
-				defer GinkgoRecover()
-				// A reconcile that loses the status-write race reports a conflict and would be
-				// retried; the credit itself must still happen once.
-				_, _ = r.Reconcile(ctx, req)
-			})
-		}
-		wg.Wait()
-		for range 2 {
-			_, err := topUpReconciler().Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-		}
-
-		st := accountOf(ns).Status
-		Expect(ledger.Check(&st)).To(Succeed())
-		Expect(st.Credited).To(Equal(int64(500)))
-		Expect(st.Balance).To(Equal(int64(500)))
-		applied := &videogenv1alpha1.PointTopUp{}
-		Expect(k8sClient.Get(ctx, req.NamespacedName, applied)).To(Succeed())
-		Expect(applied.Status.AppliedAt).NotTo(BeNil())
+		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonCredited))
+		applied := topUpOf(t)
 		Expect(*applied.Status.BalanceAfter).To(Equal(int64(500)))
-		Expect(meta.IsStatusConditionTrue(applied.Status.Conditions, videogenv1alpha1.ConditionApplied)).To(BeTrue())
+		Expect(applied.Status.AccountUID).To(Equal(accountOf(ns).UID))
+		expectBalanced(ns, 500, 0, 0)
+		Eventually(func() int { return len(accountOf(ns).Status.Journal) }).Should(BeZero())
+		Expect(accountOf(ns).Status.Credited).To(Equal(int64(500)))
 	})
 
-	It("finishes a credit interrupted before its status was written without crediting twice", func() {
+	It("refuses a second top-up with a reference already applied in the account", func() {
 		ns := newAccount(0)
-		t := topUp(ns, "inv-8", 300)
-		// The first reconcile credited the account and died before writing the top-up's status.
-		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.TopUp(t.Name, string(t.UID), t.Spec.Amount))
-		Expect(err).NotTo(HaveOccurred())
+		first := topUp(ns, "first", 100)
+		Eventually(appliedReason(first)).Should(Equal(videogenv1alpha1.ReasonCredited))
+		dup := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dup"},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: first.Spec.Reference}}
+		Expect(k8sClient.Create(ctx, dup)).To(Succeed())
+		Eventually(appliedReason(dup)).Should(Equal(videogenv1alpha1.ReasonDuplicateReference))
+		Expect(topUpOf(dup).Status.AppliedAt).To(BeNil())
+		Consistently(func() int64 { return accountOf(ns).Status.Credited }, "500ms").Should(Equal(int64(100)))
+	})
 
-		_, err = topUpReconciler().Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(t)})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(accountOf(ns).Status.Credited).To(Equal(int64(300)))
+	It("debits with a note, and refuses a debit beyond the balance or without a note", func() {
+		ns := newAccount(100)
+		noNote := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-note"},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -10, Reference: "CORR-0"}}
+		err := k8sClient.Create(ctx, noNote)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("a debit (negative amount) needs a note"))
+
+		tooMuch := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "too-much"},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -150, Reference: "CORR-1", Note: "refund of a double invoice"}}
+		Expect(k8sClient.Create(ctx, tooMuch)).To(Succeed())
+		Eventually(appliedReason(tooMuch)).Should(Equal(videogenv1alpha1.ReasonDebitExceedsBalance))
+
+		debit := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "debit"},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -40, Reference: "CORR-2", Note: "refund of a double invoice"}}
+		Expect(k8sClient.Create(ctx, debit)).To(Succeed())
+		Eventually(appliedReason(debit)).Should(Equal(videogenv1alpha1.ReasonDebited))
+		Expect(*topUpOf(debit).Status.BalanceAfter).To(Equal(int64(60)))
+		expectBalanced(ns, 60, 0, 0)
+		Expect(accountOf(ns).Status.Credited).To(Equal(int64(60)))
+	})
+
+	It("cannot be deleted or edited once applied", func() {
+		ns := newAccount(0)
+		t := topUp(ns, "kept", 70)
+		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonCredited))
+		err := k8sClient.Delete(ctx, topUpOf(t))
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("part of the account's audit trail"))
+		edited := topUpOf(t)
+		edited.Spec.Amount = 7000
+		Expect(apierrors.IsInvalid(k8sClient.Update(ctx, edited))).To(BeTrue())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(t), &videogenv1alpha1.PointTopUp{})).To(Succeed())
 	})
 
 	It("waits for the account and applies once it exists", func() {
-		backend := testbackend.New()
-		stop := startManager(testOptions(backend))
-		defer stop()
-
 		ns := newAccount(0)
 		Expect(k8sClient.Delete(ctx, accountOf(ns))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}))
+		}).Should(BeTrue())
 		t := topUp(ns, "early", 40)
-		Eventually(func() string {
-			got := &videogenv1alpha1.PointTopUp{}
-			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(t), got)).To(Succeed())
-			if c := meta.FindStatusCondition(got.Status.Conditions, videogenv1alpha1.ConditionApplied); c != nil {
-				return c.Reason
-			}
-			return ""
-		}).Should(Equal(videogenv1alpha1.ReasonAccountNotFound))
+		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonAccountNotFound))
 
 		acct := &videogenv1alpha1.PointAccount{}
 		acct.Namespace, acct.Name = ns, videogenv1alpha1.PointAccountName
 		Expect(k8sClient.Create(ctx, acct)).To(Succeed())
 		expectBalanced(ns, 40, 0, 0)
-		// The ledger's record of the credit is trimmed once the top-up shows it.
-		Eventually(func() int { return len(accountOf(ns).Status.TopUps) }).Should(BeZero())
+		Eventually(func() int { return len(accountOf(ns).Status.Journal) }).Should(BeZero())
 	})
 })

@@ -25,6 +25,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
 	"github.com/videogen-dev/videogen-operator/taskwebhooks"
 )
@@ -66,7 +67,8 @@ func testOptions(backend generation.Backend) controllers.Options {
 	opts.Task.PollInterval = 50 * time.Millisecond
 	opts.Task.DefaultTimeout = time.Minute
 	opts.Task.DefaultPrice = 10
-	opts.HoldGracePeriod = 2 * time.Second
+	opts.Ledger.SigningKey = []byte("controllers-test-signing-key-0123456789")
+	opts.Ledger.WriteInterval = 50 * time.Millisecond
 	routes := generation.Routes{}
 	for _, c := range videogenv1alpha1.Capabilities {
 		routes[c] = generation.Named{Name: "test-backend", Backend: backend}
@@ -110,4 +112,28 @@ func startManager(opts controllers.Options, newClient ...client.NewClientFunc) (
 		mcancel()
 		<-done
 	}
+}
+
+// startLedger runs only a ledger (no controller), as the elected manager would, until stopped.
+func startLedger() (*ledger.Ledger, func()) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{ByObject: controllers.CacheByObject()},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	signer, err := ledger.NewSigner(testOptions(nil).Ledger.SigningKey)
+	Expect(err).NotTo(HaveOccurred())
+	l := ledger.New(ledger.Config{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
+		Signer: signer, Identity: ledger.NewIdentity(), WriteInterval: 50 * time.Millisecond})
+	Expect(mgr.Add(l)).To(Succeed())
+	mctx, mcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+	Eventually(l.Ready).Should(BeTrue())
+	return l, func() { mcancel(); <-done }
 }

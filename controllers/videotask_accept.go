@@ -62,6 +62,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		admitted = true
 	}
 
+	view.Standing, view.Price = ledger.Held, price
 	task.Status.Phase = videogenv1alpha1.TaskQueued
 	task.Status.Cost = &price
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen

@@ -19,7 +19,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 var _ = Describe("VideoTask lifecycle", func() {
@@ -103,24 +102,61 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Consistently(func() []string { return eventNotes(ns, ok.Name) }, "1s").Should(BeEmpty())
 	})
 
-	It("says nothing was charged when a task ends and its hold is gone (released by someone else)", func() {
+	It("cancels the backend work of a running task that is deleted, and refunds it", func() {
 		ns := newAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
 		b := aShortTask(ns, tmpl)
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
-		b.Create()
-		expectBalanced(ns, 70, 30, 0)
-		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.Release(b.Name()))
-		Expect(err).NotTo(HaveOccurred())
-		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Succeed})
-
+		task := b.Create()
 		Eventually(func(g Gomega) {
-			t := taskOf(ns, b.Name())
-			g.Expect(t.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
-			g.Expect(t.Status.Charge).To(BeEmpty(), "the status first said Deducted, the ledger found no hold")
+			t := taskOf(ns, task.Name)
+			g.Expect(t.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork), "a stage runs at the backend")
+			g.Expect(t.Status.Stages).To(ContainElement(HaveField("State", videogenv1alpha1.StageRunning)))
 		}).Should(Succeed())
-		Eventually(func() []string { return eventReasons(ns, b.Name()) }).Should(ContainElement("NoHold"))
+		expectBalanced(ns, 70, 30, 0)
+
+		Expect(k8sClient.Delete(ctx, task)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}))
+		}).Should(BeTrue())
+		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender))).To(BeTrue())
 		expectBalanced(ns, 100, 0, 0)
+	})
+
+	It("lets a deleted task go after the cancel grace when its backend cannot be reached", func() {
+		stop()
+		opts := testOptions(backend)
+		opts.Task.CancelGrace = 2 * time.Second
+		stop = startManager(opts)
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
+		b := aShortTask(ns, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang, CancelFails: true})
+		task := b.Create()
+		Eventually(func() []string { return taskOf(ns, task.Name).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		Expect(k8sClient.Delete(ctx, task)).To(Succeed())
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+		}, "1s").Should(Succeed(), "it waits for the backend to cancel, within the grace")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}))
+		}).Should(BeTrue())
+		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement("CancelFailed"))
+		expectBalanced(ns, 100, 0, 0)
+	})
+
+	It("takes its finalizer off a task once no stage runs, and a fast task never gets one", func() {
+		ns := newAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		slow := aShortTask(ns, tmpl)
+		backend.Set(slow.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Succeed, Latency: time.Second})
+		slow.Create()
+		Eventually(func() []string { return taskOf(ns, slow.Name()).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		Expect(finished(ns, slow.Name()).Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		Eventually(func() []string { return taskOf(ns, slow.Name()).Finalizers }).Should(BeEmpty())
+		fast := aShortTask(ns, tmpl).Create()
+		Expect(finished(ns, fast.Name).Finalizers).To(BeEmpty())
+		expectBalanced(ns, 80, 0, 20)
 	})
 
 	DescribeTable("refunds the frozen points when a stage fails",
@@ -165,35 +201,6 @@ var _ = Describe("VideoTask lifecycle", func() {
 		expectBalanced(ns, 50, 0, 0)
 	})
 
-	It("keeps a task Pending while its account has as many unsettled tasks as it may, then runs it", func() {
-		stop()
-		opts := testOptions(backend)
-		opts.MaxUnsettledTasks = 1
-		stop = startManager(opts)
-		ns := newAccount(100)
-		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
-		first := aShortTask(ns, tmpl)
-		backend.Set(first.Name(), testbackend.Script{Analyze: testbackend.Hang})
-		first.Create()
-		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, first.Name()).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
-
-		second := aShortTask(ns, tmpl).Create()
-		Eventually(func(g Gomega) {
-			t := taskOf(ns, second.Name)
-			g.Expect(t.Status.Phase).To(Equal(videogenv1alpha1.TaskPending))
-			accepted := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionAccepted)
-			g.Expect(accepted).NotTo(BeNil())
-			g.Expect(accepted.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(accepted.Reason).To(Equal(videogenv1alpha1.ReasonTooManyUnsettled))
-		}).Should(Succeed())
-		expectBalanced(ns, 80, 20, 0) // the waiting task holds nothing
-
-		backend.Set(first.Name(), testbackend.Script{})
-		Expect(finished(ns, second.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
-		Eventually(func() int64 { return accountOf(ns).Status.Spent }).Should(Equal(int64(40)))
-		expectBalanced(ns, 60, 0, 40)
-	})
-
 	It("cancels on request and refunds", func() {
 		ns := newAccount(50)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
@@ -226,7 +233,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 			To(Equal(videogenv1alpha1.ReasonInsufficientBalance))
 		Consistently(func() []int64 {
 			st := accountOf(ns).Status
-			return []int64{st.Balance, st.Frozen, st.Spent, int64(st.HoldCount())}
+			return []int64{st.Balance, st.Frozen, st.Spent, int64(st.Holds)}
 		}, time.Second).Should(Equal([]int64{25, 0, 0, 0}))
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement(videogenv1alpha1.ReasonInsufficientBalance))
 	})

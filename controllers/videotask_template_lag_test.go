@@ -1,25 +1,31 @@
 package controllers_test
 
 import (
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 var _ = Describe("VideoTask acceptance", func() {
 	It("does not fail a task for a template its cache has not seen yet", func() {
-		ns := newAccount(0) // no manager runs here: the ledger tops up
-		_, err := ledger.New(k8sClient, k8sClient).Do(ctx, ns, ledger.TopUp("seed", "seed-uid", 100))
-		Expect(err).NotTo(HaveOccurred())
+		ns := newAccount(0) // no controller runs here, only a ledger (with the account's points)
+		acct := accountOf(ns)
+		acct.Status.Credited, acct.Status.Balance = 100, 100
+		Expect(k8sClient.Status().Update(ctx, acct)).To(Succeed())
+		l, stopLedger := startLedger()
+		defer stopLedger()
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		b := aShortTask(ns, tmpl)
 		backend := testbackend.New()
@@ -29,15 +35,34 @@ var _ = Describe("VideoTask acceptance", func() {
 		// A cache that has not seen the template yet (created a moment before the task).
 		lagging := without[*videogenv1alpha1.Template]("templates")
 		r := &controllers.VideoTaskReconciler{
-			Client: lagging, APIReader: k8sClient, Ledger: ledger.New(k8sClient, k8sClient),
+			Client: lagging, APIReader: k8sClient, Ledger: l,
 			Backends: generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "test-backend", Backend: backend}},
 			Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(timeNow()),
 			Config: controllers.DefaultOptions().Task,
 		}
-		_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
-		Expect(err).NotTo(HaveOccurred())
+		// Until the ledger has seen the task, the reconcile asks again shortly.
+		Eventually(func(g Gomega) {
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(taskOf(ns, task.Name).Status.Phase).NotTo(BeEmpty())
+		}).Should(Succeed())
 		got := taskOf(ns, task.Name)
 		Expect(got.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "accepted and dispatched, not failed with template_not_found")
 		Expect(got.Status.Charge).To(Equal(videogenv1alpha1.ChargeFrozen))
 	})
 })
+
+// without is a client of the test apiserver whose Gets of T answer NotFound, as a cache that
+// does not hold (or has not seen yet) an object of that kind.
+func without[T client.Object](resource string) client.Client {
+	base, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(T); ok {
+				return apierrors.NewNotFound(videogenv1alpha1.GroupVersion.WithResource(resource).GroupResource(), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+}

@@ -380,8 +380,10 @@ func (l *Ledger) Closable(namespace string) error {
 	if b.account == nil {
 		return ErrAccountNotFound
 	}
+	// Both the books and the status written say so: the status is what an auditor keeps.
 	st := b.account.Status
-	if b.available() != 0 || b.holds != 0 || b.frozen != 0 || len(b.queued) != 0 || len(st.Journal) != 0 || b.dirty || b.flushing {
+	if b.available() != 0 || b.holds != 0 || b.frozen != 0 || len(b.queued) != 0 ||
+		st.Balance != 0 || st.Holds != 0 || st.Frozen != 0 || len(st.Journal) != 0 {
 		return errors.New(closingMessage(&videogenv1alpha1.PointAccountStatus{
 			Balance: b.available(), Holds: int32(b.holds), Frozen: b.frozen, Journal: st.Journal}))
 	}

@@ -47,8 +47,8 @@ type entry struct {
 	// base is the resourceVersion a pending kubectl admission's status write starts from: a
 	// newer copy without the admission means the write did not land (and cannot any more).
 	base string
-	// refunded: its status says Refunded (for the metric).
-	refunded bool
+	// refunded: its status says Refunded; frozenCounted: its freeze was counted (the metric).
+	refunded, frozenCounted bool
 }
 
 // fate is what a charged task's status finally said, which decides its journal entry.
@@ -131,9 +131,10 @@ func (b *book) available() int64 {
 // set moves e to s, keeping frozen and holds in step.
 func (b *book) set(e *entry, s state) {
 	if b.built && e.state != s {
-		// Counted as decided, not again when books are rebuilt.
+		// Counted once decided, and not again when books are rebuilt.
 		switch {
-		case s == held && e.state != charging && e.state != charged:
+		case (s == held || s == charging) && !e.frozenCounted:
+			e.frozenCounted = true
 			pointsMoved.WithLabelValues(b.namespace, "freeze").Add(float64(e.price))
 		case s == settled && (e.state == held || e.state == pending) && e.refunded:
 			pointsMoved.WithLabelValues(b.namespace, "refund").Add(float64(e.price))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,10 +99,16 @@ func (l *Ledger) Start(ctx context.Context) error {
 	if err := l.cfg.Reader.List(ctx, accounts); err != nil {
 		return fmt.Errorf("ledger: listing accounts: %w", err)
 	}
+	// Accounts are independent: their books are built side by side (a failover with many
+	// accounts waits for the slowest, not the sum).
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
 	for i := range accounts.Items {
-		if err := l.build(ctx, accounts.Items[i].Namespace); err != nil {
-			return err
-		}
+		ns := accounts.Items[i].Namespace
+		g.Go(func() error { return l.build(gctx, ns) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if err := l.watch(ctx); err != nil {
 		return err

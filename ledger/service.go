@@ -162,12 +162,17 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 	if backoff.Steps == 0 {
 		backoff = DefaultBackoff
 	}
-	return retry.OnError(backoff, retriable, func() error {
+	err := retry.OnError(backoff, retriable, func() error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		return c.once(ctx, method, path, body, want, out)
 	})
+	var unreachable *unreachableError
+	if errors.As(err, &unreachable) && ctx.Err() == nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err) // no manager answered for the whole backoff
+	}
+	return err
 }
 
 func (c *Client) once(ctx context.Context, method, path string, body []byte, want int, out any) error {

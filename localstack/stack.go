@@ -150,8 +150,10 @@ func (s *Stack) startControlPlane() error {
 	if err := os.WriteFile(s.Kubeconfig, kubeconfig, 0o600); err != nil {
 		return err
 	}
-	s.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()})
-	return err
+	if s.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		return err
+	}
+	return testenv.InstallPolicies(context.Background(), s.Client)
 }
 
 // waitReady waits until the API answers the demo key and the worker its health check.

@@ -23,7 +23,6 @@ const (
 	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
 	CodeConflict             = "conflict"
 	CodeRateLimited          = "rate_limited"
-	CodeTooManyActiveTasks   = "too_many_active_tasks"
 	CodePayloadTooLarge      = "payload_too_large"
 	CodeUnsupportedMedia     = "unsupported_media_type"
 	CodeInvalidSignature     = "invalid_signature"

@@ -27,6 +27,8 @@ const (
 type Script struct {
 	Analyze, Render Step
 	Latency         time.Duration
+	// CancelFails makes Cancel fail, as an unreachable backend does.
+	CancelFails bool
 }
 
 // Backend is a generation.Backend whose outcomes each test controls, keyed by task name.
@@ -97,6 +99,9 @@ func (b *Backend) Observe(_ context.Context, w generation.Work, handle string) (
 func (b *Backend) Cancel(_ context.Context, w generation.Work, _ string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.scripts[w.Task].CancelFails {
+		return errors.New("test backend: unreachable")
+	}
 	b.canceled[w.Key] = true
 	return nil
 }

@@ -3,9 +3,17 @@
 package testenv
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -73,8 +81,8 @@ func New() (*envtest.Environment, error) {
 	}, nil
 }
 
-// Start starts a control plane with the project's CRDs and returns it with its config and a
-// direct client. Client-side rate limiting is off: tests measure the apiserver, not the client.
+// Start starts a control plane with the project's CRDs and admission policies and returns it
+// with its config and a direct client. Client-side rate limiting is off: tests measure the apiserver, not the client.
 func Start() (*envtest.Environment, *rest.Config, client.Client, error) {
 	env, err := New()
 	if err != nil {
@@ -86,9 +94,52 @@ func Start() (*envtest.Environment, *rest.Config, client.Client, error) {
 	}
 	cfg.QPS, cfg.Burst = -1, -1
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err == nil {
+		err = InstallPolicies(context.Background(), c)
+	}
 	if err != nil {
 		_ = env.Stop()
 		return nil, nil, nil, err
 	}
 	return env, cfg, c, nil
+}
+
+// InstallPolicies creates the ValidatingAdmissionPolicies of config/policies (and their
+// bindings), as `make deploy` does, so that tests and the local stack meet them too.
+func InstallPolicies(ctx context.Context, c client.Client) error {
+	root, err := ModuleRoot()
+	if err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(root, "config", "policies", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		base := filepath.Base(f)
+		if base == "kustomization.yaml" || base == "kustomizeconfig.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return fmt.Errorf("%s: %w", base, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("%s: creating %s %s: %w", base, obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+	return nil
 }
