@@ -16,7 +16,7 @@ func TestCostIsTheAdmittedPriceUntilTheControllerPricesTheTask(t *testing.T) {
 	task := func(admitted string, phase videogenv1alpha1.TaskPhase, cost *int64) *videogenv1alpha1.VideoTask {
 		vt := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Name: "vt-x"}}
 		if admitted != "" {
-			vt.Annotations = map[string]string{videogenv1alpha1.AnnotationAdmittedPrice: admitted}
+			vt.Annotations = map[string]string{videogenv1alpha1.AnnotationAdmission: admitted + ":signature"}
 		}
 		vt.Status.Phase, vt.Status.Cost = phase, cost
 		return vt

@@ -37,7 +37,6 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
-	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/localstack"
 )
 
@@ -497,7 +496,7 @@ func (r *run) unsettled(ctx context.Context) string {
 			return err.Error()
 		}
 		if acct.Status.Frozen != 0 {
-			return fmt.Sprintf("account %s still has %d points frozen in %d holds", a.name, acct.Status.Frozen, acct.Status.HoldCount())
+			return fmt.Sprintf("account %s still has %d points frozen in %d holds", a.name, acct.Status.Frozen, acct.Status.Holds)
 		}
 	}
 	return ""
@@ -575,14 +574,14 @@ func (r *run) verify(ctx context.Context, settled bool) {
 			continue
 		}
 		st := acct.Status
-		if err := ledger.Check(&st); err != nil {
-			r.fail("account %s: %v", a.name, err)
+		if len(st.Journal) != 0 {
+			r.fail("account %s: %d journal entries left after everything settled", a.name, len(st.Journal))
 		}
 		if st.Credited != st.Balance+st.Frozen+st.Spent {
 			r.fail("account %s: credited %d != balance %d + frozen %d + spent %d", a.name, st.Credited, st.Balance, st.Frozen, st.Spent)
 		}
 		if st.Frozen != 0 {
-			r.fail("account %s: %d points still frozen (%d holds)", a.name, st.Frozen, st.HoldCount())
+			r.fail("account %s: %d points still frozen (%d holds)", a.name, st.Frozen, st.Holds)
 		}
 		if st.Spent != spent {
 			r.fail("account %s: spent %d, but its succeeded tasks cost %d", a.name, st.Spent, spent)
