@@ -80,8 +80,15 @@ func (r *VideoTaskReconciler) endCharged(ctx context.Context, task *videogenv1al
 	return r.writeEnd(ctx, task, view.Price)
 }
 
-// writeEnd writes a task's terminal status, then lets the task go: no backend work is left.
+// writeEnd lets the task go (no backend work is left: its finalizer comes off first, so that
+// no write of ours follows the terminal status that the webhook controller acts on), then
+// writes its terminal status.
 func (r *VideoTaskReconciler) writeEnd(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) (ctrl.Result, error) {
+	status := task.Status.DeepCopy()
+	if err := r.releaseWork(ctx, task); err != nil {
+		return ctrl.Result{}, err
+	}
+	task.Status = *status // the patch's answer carries the stored status
 	task.Status.Closed = closable(task)
 	if err := r.writeStatus(ctx, task); err != nil {
 		return ctrl.Result{}, err
@@ -96,7 +103,7 @@ func (r *VideoTaskReconciler) writeEnd(ctx context.Context, task *videogenv1alph
 	taskDuration.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase)).
 		Observe(task.Status.CompletedAt.Sub(task.CreationTimestamp.Time).Seconds())
 	r.recordOutcome(task, price)
-	return ctrl.Result{}, r.releaseWork(ctx, task)
+	return ctrl.Result{}, nil
 }
 
 // reconcileFinished closes a terminal task when nothing else is to do (its webhook delivered or

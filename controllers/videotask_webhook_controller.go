@@ -4,13 +4,16 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -118,13 +121,31 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 				fmt.Sprintf("Gave up after %d attempts; last: %s", d.Attempts, d.LastError)
 		}
 	}
-	task.Status.Webhook = d
-	task.Status.Closed = closable(task)
-	// If this write is lost the attempt is made again with the same webhook-id: at least once.
-	if err := r.Status().Update(ctx, task); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	// Record the attempt. A conflict with a write that did not touch the delivery (a finalizer,
+	// an annotation) is retried on the newer copy, so that it does not cost a second delivery;
+	// if this write is lost anyway, the attempt is made again with the same webhook-id.
+	attempted := task.Status.Webhook.DeepCopy()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		task.Status.Webhook = d
+		task.Status.Closed = closable(task)
+		err := r.Status().Update(ctx, task)
+		if !apierrors.IsConflict(err) {
+			return err
 		}
+		fresh := &videogenv1alpha1.VideoTask{}
+		if gerr := r.APIReader.Get(ctx, req.NamespacedName, fresh); gerr != nil {
+			return gerr
+		}
+		if fresh.UID != task.UID || !equality.Semantic.DeepEqual(fresh.Status.Webhook, attempted) {
+			return errWebhookRaced // another attempt was recorded meanwhile: keep its record
+		}
+		task = fresh
+		return err
+	})
+	if errors.Is(err, errWebhookRaced) || apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// A first-attempt delivery gets no event (the status records it, and an event per task
@@ -152,6 +173,9 @@ func (r *VideoTaskWebhookReconciler) schedule() []time.Duration {
 
 // attemptOutcome names the attempt outcomes of videogen_task_webhook_attempts_total.
 var attemptOutcome = map[string]string{"WebhookDelivered": "delivered", "WebhookRetrying": "retry", "WebhookStopped": "gone", "WebhookFailed": "gave_up"}
+
+// errWebhookRaced: another attempt's record reached the task first.
+var errWebhookRaced = errors.New("another webhook attempt was recorded")
 
 // WebhookID is the webhook-id of a task's completion webhook: one terminal state per task, so
 // one id per task.
