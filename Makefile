@@ -54,6 +54,10 @@ lint: vet ## Check formatting and vet (fails on unformatted files instead of rew
 verify-generated: ## Fail if generated code or manifests are stale.
 	hack/verify-generated.sh
 
+.PHONY: verify-tidy
+verify-tidy: ## Fail if `go mod tidy` would change go.mod or go.sum (prints the diff).
+	go mod tidy -diff
+
 .PHONY: verify-proto
 verify-proto: ## Fail if the generated protobuf/connect code is stale (needs protoc 3.21, Debian protobuf-compiler).
 	hack/verify-proto.sh
@@ -75,7 +79,7 @@ verify-manifests: $(KUSTOMIZE) ## Check that every kustomization renders.
 	@for d in config/default config/crd config/rbac config/samples; do $(KUSTOMIZE) build $$d >/dev/null || { echo "kustomize build $$d failed"; exit 1; }; done
 
 .PHONY: test
-test: setup-envtest setup-versitygw verify-generated verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
+test: setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
 	go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
