@@ -66,6 +66,10 @@ verify-proto: ## Fail if the generated protobuf/connect code is stale (needs pro
 proto: ## Regenerate the protobuf/connect code of the Event Service.
 	hack/gen-proto.sh
 
+.PHONY: setup
+setup: ## Check the system packages make test needs; as root on Debian or Ubuntu, install the missing ones.
+	hack/setup.sh test
+
 .PHONY: setup-envtest
 setup-envtest: ## Build kube-apiserver and etcd for envtest into bin/k8s (cached; first build takes minutes).
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ENVTEST_ASSETS=$(ENVTEST_ASSETS) hack/setup-envtest.sh >/dev/null
@@ -79,7 +83,7 @@ verify-manifests: $(KUSTOMIZE) ## Check that every kustomization renders.
 	@for d in config/default config/crd config/rbac config/samples; do $(KUSTOMIZE) build $$d >/dev/null || { echo "kustomize build $$d failed"; exit 1; }; done
 
 .PHONY: test
-test: setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
+test: setup setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
 	go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
@@ -103,8 +107,11 @@ BINARIES := manager apiserver worker videogenctl videogen-local
 build-all: ## Build every binary into bin/.
 	@for b in $(BINARIES); do go build -o bin/$$b ./cmd/$$b || exit 1; done
 
+# hack/setup.sh first: a missing package stops the run before minutes of building, not after.
 .PHONY: run
-run: setup-envtest build-all ## Run the whole service locally (control plane, manager, apiserver, worker) with demo data.
+run: ## Set up what is missing, then run the whole service locally (control plane, manager, apiserver, worker) with demo data.
+	hack/setup.sh run
+	$(MAKE) --no-print-directory setup-envtest build-all
 	bin/videogen-local
 
 .PHONY: run-manager
@@ -113,7 +120,7 @@ run-manager: manifests generate ## Run only the manager against the cluster in y
 
 # The worker image (Dockerfile.worker: the reference worker with ffmpeg and facedetect).
 WORKER_IMG ?= videogen-worker:latest
-# Extra `docker build` flags for it, e.g. --build-arg EXTRA_PACKAGES=python-matplotlib-data.
+# Extra `docker build` flags for it, e.g. --build-arg EXTRA_PACKAGES=fonts-dejavu-core.
 WORKER_BUILD_ARGS ?=
 # Which kustomization deploy, undeploy and build-installer render: config/default, or an overlay
 # such as config/prometheus (adds a ServiceMonitor) or config/e2e (the kind test cluster).
