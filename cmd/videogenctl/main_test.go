@@ -239,9 +239,9 @@ func bindAdminRoles(t *testing.T, ctx context.Context, c client.Client, user, op
 	}
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
 	var cr rbacv1.ClusterRole
-	readYAML(t, filepath.Join(root, "config/rbac/videogen_admin_role.yaml"), &cr)
+	readYAML(t, filepath.Join(root, "config/rbac/platform_admin_role.yaml"), &cr)
 	var role rbacv1.Role
-	readYAML(t, filepath.Join(root, "config/rbac/videogen_admin_keys_role.yaml"), &role)
+	readYAML(t, filepath.Join(root, "config/rbac/platform_admin_keys_role.yaml"), &role)
 	role.Namespace = operatorNS
 	for _, obj := range []client.Object{&cr, &role,
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-admin"}, Subjects: subjects,
