@@ -82,8 +82,12 @@ setup-versitygw: ## Build the Versity S3 Gateway into bin/ for the S3 blob store
 verify-manifests: $(KUSTOMIZE) ## Check that every kustomization renders.
 	@for d in config/default config/crd config/rbac config/samples; do $(KUSTOMIZE) build $$d >/dev/null || { echo "kustomize build $$d failed"; exit 1; }; done
 
+.PHONY: verify-alerts
+verify-alerts: $(KUSTOMIZE) ## Parse every alert expression with Prometheus' PromQL parser (hack/promql, a module of its own).
+	$(KUSTOMIZE) build config/prometheus | go -C hack/promql run .
+
 .PHONY: test
-test: setup setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
+test: setup setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests verify-alerts ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
 	go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
