@@ -8,8 +8,11 @@ ENVTEST_ASSETS ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS = $(ENVTEST_ASSETS)
 
 CONTROLLER_GEN ?= go tool controller-gen
-# kustomize is pinned in its own tools module so its dependencies stay out of go.mod.
+# kustomize is pinned in its own tools module so its dependencies stay out of go.mod; helm in
+# a module of its own (hack/tools/helm), so its Kubernetes libraries do not move kustomize's.
 KUSTOMIZE ?= $(CURDIR)/bin/kustomize
+HELM ?= $(CURDIR)/bin/helm
+CHART := charts/videogen-operator
 KUBECTL ?= kubectl
 CONTAINER_TOOL ?= docker
 GO_TEST_FLAGS ?= -timeout 30m
@@ -30,8 +33,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRDs and the manager ClusterRole from the API types and RBAC markers.
+manifests: ## Generate CRDs and the manager ClusterRole from the API types and RBAC markers; copy them into the chart.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases
+	hack/sync-chart.sh
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods for the API types.
@@ -82,12 +86,18 @@ setup-versitygw: ## Build the Versity S3 Gateway into bin/ for the S3 blob store
 verify-manifests: $(KUSTOMIZE) ## Check that every kustomization renders.
 	@for d in config/default config/crd config/rbac config/samples; do $(KUSTOMIZE) build $$d >/dev/null || { echo "kustomize build $$d failed"; exit 1; }; done
 
+.PHONY: verify-chart
+verify-chart: $(HELM) ## Lint the Helm chart and render it with default and monitoring values (test/manifests compares it with kustomize).
+	$(HELM) lint --strict $(CHART)
+	$(HELM) template videogen $(CHART) -n videogen-system >/dev/null
+	$(HELM) template videogen $(CHART) -n videogen-system --set metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true >/dev/null
+
 .PHONY: verify-alerts
 verify-alerts: $(KUSTOMIZE) ## Parse every alert expression with Prometheus' PromQL parser (hack/promql, a module of its own).
 	$(KUSTOMIZE) build config/prometheus | go -C hack/promql run .
 
 .PHONY: test
-test: setup setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests verify-alerts ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
+test: setup setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests verify-alerts verify-chart ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
 	go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
@@ -185,6 +195,22 @@ test-e2e-kind: ## Run the e2e suite against a throwaway kind cluster (needs Dock
 
 $(KUSTOMIZE): hack/tools/go.mod hack/tools/go.sum
 	go build -modfile=hack/tools/go.mod -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+# Built from its Go module (no binary downloads here); about three minutes the first time.
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum
+	go build -C hack/tools/helm -o $@ helm.sh/helm/v4/cmd/helm
+
+##@ Release
+
+# make release VERSION=1.2.3 REGISTRY=registry.example.com/videogen: images are
+# $(REGISTRY)/videogen-operator:$(VERSION) and $(REGISTRY)/videogen-worker:$(VERSION).
+VERSION ?=
+REGISTRY ?=
+
+.PHONY: release
+release: $(KUSTOMIZE) $(HELM) ## Write dist/: install.yaml and the packaged Helm chart of VERSION, images under REGISTRY, and SHA256SUMS.
+	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=x.y.z [REGISTRY=registry.example.com/videogen]"; exit 1; }
+	HELM=$(HELM) hack/release.sh "$(VERSION)" "$(REGISTRY)"
 
 ##@ Chaos
 
