@@ -122,6 +122,18 @@ build-all: ## Build every binary into bin/.
 	@for b in $(BINARIES); do go build -o bin/$$b ./cmd/$$b || exit 1; done
 
 # hack/setup.sh first: a missing package stops the run before minutes of building, not after.
+# Where install-plugin puts kubectl-videogen: a directory on your PATH.
+PLUGIN_DIR ?= $(shell go env GOPATH)/bin
+
+.PHONY: install-plugin
+install-plugin: ## Install videogenctl as the kubectl plugin `kubectl videogen` (PLUGIN_DIR/kubectl-videogen).
+	mkdir -p $(PLUGIN_DIR)
+	go build -o $(PLUGIN_DIR)/kubectl-videogen ./cmd/videogenctl
+	@# kubectl (1.26+) completes a plugin's arguments through kubectl_complete-<plugin>.
+	printf '#!/bin/sh\nexec kubectl-videogen __complete "$$@"\n' > $(PLUGIN_DIR)/kubectl_complete-videogen
+	chmod +x $(PLUGIN_DIR)/kubectl_complete-videogen
+	@echo "installed $(PLUGIN_DIR)/kubectl-videogen: try kubectl videogen --help (it must be on PATH)"
+
 .PHONY: run
 run: ## Set up what is missing, then run the whole service locally (control plane, manager, apiserver, worker) with demo data.
 	hack/setup.sh run

@@ -4,14 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,45 +21,51 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// topUpCommand creates a PointTopUp and waits until the operator credited it.
-func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
+func newTopUpCommand(o *options) *cobra.Command {
 	var reference, note string
 	var noWait bool
-	fs := flag.NewFlagSet("topup", flag.ContinueOnError)
-	g.bind(fs)
-	fs.StringVar(&reference, "reference", "", "paperwork reference, e.g. an invoice number (required)")
-	fs.StringVar(&note, "note", "", "free text for the audit trail")
-	fs.BoolVar(&noWait, "no-wait", false, "do not wait for the credit")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:               "topup ACCOUNT AMOUNT --reference REF [--note TEXT] [--no-wait]",
+		Short:             "Credit points to an account (a PointTopUp) and wait until the operator applied it",
+		Args:              exactArgs(2),
+		ValidArgsFunction: firstArg(o.completeAccounts),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reference) == "" {
+				return fmt.Errorf("usage: %s topup ACCOUNT AMOUNT --reference REF [--note TEXT]", displayName())
+			}
+			return topUp(cmd.Context(), o, args[0], args[1], reference, note, noWait)
+		},
 	}
-	if len(pos) != 2 || strings.TrimSpace(reference) == "" {
-		return fmt.Errorf("usage: videogenctl topup ACCOUNT AMOUNT --reference REF [--note TEXT]")
-	}
-	amount, err := strconv.ParseInt(pos[1], 10, 64)
+	cmd.Flags().StringVar(&reference, "reference", "", "paperwork reference, e.g. an invoice number (required)")
+	cmd.Flags().StringVar(&note, "note", "", "free text for the audit trail")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "do not wait for the credit")
+	return cmd
+}
+
+// topUp creates a PointTopUp and waits until the operator credited it.
+func topUp(ctx context.Context, o *options, account, amountArg, reference, note string, noWait bool) error {
+	amount, err := strconv.ParseInt(amountArg, 10, 64)
 	if err != nil || amount <= 0 {
-		return fmt.Errorf("AMOUNT must be a positive whole number of points, not %q", pos[1])
+		return fmt.Errorf("AMOUNT must be a positive whole number of points, not %q", amountArg)
 	}
-	c, err := g.kubeClient()
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	t := &videogenv1alpha1.PointTopUp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pos[0], Name: fmt.Sprintf("topup-%s-%s", time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: account, Name: fmt.Sprintf("topup-%s-%s", time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))},
 		Spec:       videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: reference, Note: note},
 	}
 	if err := c.Create(ctx, t); err != nil {
 		return fmt.Errorf("creating the top-up: %w", err)
 	}
 	if noWait {
-		fmt.Fprintf(out, "top-up %s created\n", t.Name)
+		fmt.Fprintf(o.out, "top-up %s created\n", t.Name)
 		return nil
 	}
-	spin := newSpinner(stderr, "waiting for the operator to credit "+pos[1]+" points")
+	spin := newSpinner(stderr, "waiting for the operator to credit "+amountArg+" points")
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		spin.tick()
 		if err := c.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
@@ -75,9 +81,9 @@ func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return fmt.Errorf("top-up %s not applied yet: %s", t.Name, msg)
 	}
-	view := map[string]any{"topUp": t.Name, "account": pos[0], "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
-	return g.print(out, view, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "credited %d points to %s (reference %s); balance is now %d\n", amount, pos[0], reference, *t.Status.BalanceAfter)
+	view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
+	return o.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "credited %d points to %s (reference %s); balance is now %d\n", amount, account, reference, *t.Status.BalanceAfter)
 	})
 }
 
