@@ -67,7 +67,7 @@ var _ = Describe("OpenAPI document's completion webhook", func() {
 
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(schemaAt(hook + "/requestBody/content/application~1json/schema").Validate(inst)).To(Succeed(), "%s", body)
+		Expect(schemaAt(hook+"/requestBody/content/application~1json/schema").Validate(inst)).To(Succeed(), "%s", body)
 		params := spec["webhooks"].(map[string]any)["taskCompleted"].(map[string]any)["post"].(map[string]any)["parameters"].([]any)
 		Expect(params).NotTo(BeEmpty())
 		for i, p := range params {
