@@ -8,8 +8,11 @@ ENVTEST_ASSETS ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS = $(ENVTEST_ASSETS)
 
 CONTROLLER_GEN ?= go tool controller-gen
-# kustomize is pinned in its own tools module so its dependencies stay out of go.mod.
+# kustomize is pinned in its own tools module so its dependencies stay out of go.mod; helm in
+# a module of its own (hack/tools/helm), so its Kubernetes libraries do not move kustomize's.
 KUSTOMIZE ?= $(CURDIR)/bin/kustomize
+HELM ?= $(CURDIR)/bin/helm
+CHART := charts/videogen-operator
 KUBECTL ?= kubectl
 CONTAINER_TOOL ?= docker
 GO_TEST_FLAGS ?= -timeout 30m
@@ -30,8 +33,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRDs and the manager ClusterRole from the API types and RBAC markers.
+manifests: ## Generate CRDs and the manager ClusterRole from the API types and RBAC markers; copy them into the chart.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases
+	hack/sync-chart.sh
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods for the API types.
@@ -54,6 +58,10 @@ lint: vet ## Check formatting and vet (fails on unformatted files instead of rew
 verify-generated: ## Fail if generated code or manifests are stale.
 	hack/verify-generated.sh
 
+.PHONY: verify-tidy
+verify-tidy: ## Fail if `go mod tidy` would change go.mod or go.sum (prints the diff).
+	go mod tidy -diff
+
 .PHONY: verify-proto
 verify-proto: ## Fail if the generated protobuf/connect code is stale (needs protoc 3.21, Debian protobuf-compiler).
 	hack/verify-proto.sh
@@ -61,6 +69,10 @@ verify-proto: ## Fail if the generated protobuf/connect code is stale (needs pro
 .PHONY: proto
 proto: ## Regenerate the protobuf/connect code of the Event Service.
 	hack/gen-proto.sh
+
+.PHONY: setup
+setup: ## Check the system packages make test needs; as root on Debian or Ubuntu, install the missing ones.
+	hack/setup.sh test
 
 .PHONY: setup-envtest
 setup-envtest: ## Build kube-apiserver and etcd for envtest into bin/k8s (cached; first build takes minutes).
@@ -74,8 +86,18 @@ setup-versitygw: ## Build the Versity S3 Gateway into bin/ for the S3 blob store
 verify-manifests: $(KUSTOMIZE) ## Check that every kustomization renders.
 	@for d in config/default config/crd config/rbac config/samples; do $(KUSTOMIZE) build $$d >/dev/null || { echo "kustomize build $$d failed"; exit 1; }; done
 
+.PHONY: verify-chart
+verify-chart: $(HELM) ## Lint the Helm chart and render it with default and monitoring values (test/manifests compares it with kustomize).
+	$(HELM) lint --strict $(CHART)
+	$(HELM) template videogen $(CHART) -n videogen-system >/dev/null
+	$(HELM) template videogen $(CHART) -n videogen-system --set metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true >/dev/null
+
+.PHONY: verify-alerts
+verify-alerts: $(KUSTOMIZE) ## Parse every alert expression with Prometheus' PromQL parser (hack/promql, a module of its own).
+	$(KUSTOMIZE) build config/prometheus | go -C hack/promql run .
+
 .PHONY: test
-test: setup-envtest setup-versitygw verify-generated verify-proto lint verify-manifests ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
+test: setup setup-envtest setup-versitygw verify-generated verify-tidy verify-proto lint verify-manifests verify-alerts verify-chart ## Run all tests: units, envtest suites (real kube-apiserver and etcd), short fuzzing.
 	go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
@@ -99,8 +121,23 @@ BINARIES := manager apiserver worker videogenctl videogen-local
 build-all: ## Build every binary into bin/.
 	@for b in $(BINARIES); do go build -o bin/$$b ./cmd/$$b || exit 1; done
 
+# hack/setup.sh first: a missing package stops the run before minutes of building, not after.
+# Where install-plugin puts kubectl-videogen: a directory on your PATH.
+PLUGIN_DIR ?= $(shell go env GOPATH)/bin
+
+.PHONY: install-plugin
+install-plugin: ## Install videogenctl as the kubectl plugin `kubectl videogen` (PLUGIN_DIR/kubectl-videogen).
+	mkdir -p $(PLUGIN_DIR)
+	go build -o $(PLUGIN_DIR)/kubectl-videogen ./cmd/videogenctl
+	@# kubectl (1.26+) completes a plugin's arguments through kubectl_complete-<plugin>.
+	printf '#!/bin/sh\nexec kubectl-videogen __complete "$$@"\n' > $(PLUGIN_DIR)/kubectl_complete-videogen
+	chmod +x $(PLUGIN_DIR)/kubectl_complete-videogen
+	@echo "installed $(PLUGIN_DIR)/kubectl-videogen: try kubectl videogen --help (it must be on PATH)"
+
 .PHONY: run
-run: setup-envtest build-all ## Run the whole service locally (control plane, manager, apiserver, worker) with demo data.
+run: ## Set up what is missing, then run the whole service locally (control plane, manager, apiserver, worker) with demo data.
+	hack/setup.sh run
+	$(MAKE) --no-print-directory setup-envtest build-all
 	bin/videogen-local
 
 .PHONY: run-manager
@@ -109,7 +146,7 @@ run-manager: manifests generate ## Run only the manager against the cluster in y
 
 # The worker image (Dockerfile.worker: the reference worker with ffmpeg and facedetect).
 WORKER_IMG ?= videogen-worker:latest
-# Extra `docker build` flags for it, e.g. --build-arg EXTRA_PACKAGES=python-matplotlib-data.
+# Extra `docker build` flags for it, e.g. --build-arg EXTRA_PACKAGES=fonts-dejavu-core.
 WORKER_BUILD_ARGS ?=
 # Which kustomization deploy, undeploy and build-installer render: config/default, or an overlay
 # such as config/prometheus (adds a ServiceMonitor) or config/e2e (the kind test cluster).
@@ -170,6 +207,22 @@ test-e2e-kind: ## Run the e2e suite against a throwaway kind cluster (needs Dock
 
 $(KUSTOMIZE): hack/tools/go.mod hack/tools/go.sum
 	go build -modfile=hack/tools/go.mod -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+# Built from its Go module (no binary downloads here); about three minutes the first time.
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum
+	go build -C hack/tools/helm -o $@ helm.sh/helm/v4/cmd/helm
+
+##@ Release
+
+# make release VERSION=1.2.3 REGISTRY=registry.example.com/videogen: images are
+# $(REGISTRY)/videogen-operator:$(VERSION) and $(REGISTRY)/videogen-worker:$(VERSION).
+VERSION ?=
+REGISTRY ?=
+
+.PHONY: release
+release: $(KUSTOMIZE) $(HELM) ## Write dist/: install.yaml and the packaged Helm chart of VERSION, images under REGISTRY, and SHA256SUMS.
+	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=x.y.z [REGISTRY=registry.example.com/videogen]"; exit 1; }
+	HELM=$(HELM) hack/release.sh "$(VERSION)" "$(REGISTRY)"
 
 ##@ Chaos
 

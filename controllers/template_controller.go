@@ -67,8 +67,10 @@ func priceSummary(s videogenv1alpha1.TemplateSpec, defaultPrice int64) string {
 	return fmt.Sprintf("%d points a task", price)
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller, and exports which capabilities are served: the
+// routes are fixed for the manager's lifetime, like the Ready conditions written from them.
 func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	recordServedCapabilities(r.Backends)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.Template{}).
 		Named("template").

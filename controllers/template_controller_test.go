@@ -38,5 +38,8 @@ var _ = Describe("Templates", func() {
 		Eventually(ready(adjustable)).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", videogenv1alpha1.ReasonNoBackend),
 			HaveField("Message", ContainSubstring("no generation backend serves video.template"))))
+		// What the "tasks wait with no backend" alert reads.
+		Expect(metricValue("videogen_capability_served", map[string]string{"capability": "video.short"})).To(Equal(1.0))
+		Expect(metricValue("videogen_capability_served", map[string]string{"capability": "video.template"})).To(Equal(0.0))
 	})
 })

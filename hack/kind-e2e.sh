@@ -112,9 +112,7 @@ if [ "${minor:-0}" -lt 32 ]; then
 fi
 
 log "building $img and $worker_img"
-# The worker image gets a public-domain portrait for the demo media (config/e2e).
-make --no-print-directory docker-build IMG="$img" WORKER_IMG="$worker_img" \
-  WORKER_BUILD_ARGS="--build-arg EXTRA_PACKAGES=python-matplotlib-data"
+make --no-print-directory docker-build IMG="$img" WORKER_IMG="$worker_img"
 make --no-print-directory kind-load KIND_CLUSTER="$cluster" IMG="$img" WORKER_IMG="$worker_img"
 
 log "deploying config/e2e"
@@ -161,7 +159,7 @@ E2E_HOST_ADDRESS=$host_address \
 E2E_SHORT_TEMPLATE=demo-portrait \
 E2E_TEMPLATE_TEMPLATE=demo-countdown \
 E2E_POSE_TEMPLATE=demo-pose \
-E2E_FACE_URL=$worker_public/v1/blobs/540d5c8d27b7a3b254253ba7934516f6.jpg \
+E2E_FACE_URL=$worker_public/v1/blobs/a13976ff7481a7c6df53dab8e96245d9.jpg \
 E2E_VIDEO_URL=$worker_public/v1/blobs/8ef5e7e8348da325f029fcaca3e59e3f.mp4 \
 E2E_WORKER_URL=http://127.0.0.1:$worker_port \
 E2E_WORKER_PUBLIC_URL=$worker_public \

@@ -18,17 +18,44 @@ CACHE=${ENVTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/videogen-operator/envtest
 
 log() { printf 'setup-envtest: %s\n' "$*" >&2; }
 
+# progress NAME TOTAL: counts the package names `go build -v` prints on stdin and shows how far
+# the build is: a line rewritten in place on a terminal, a line per tenth elsewhere (CI logs).
+# TOTAL counts every dependency; cached ones are not printed, so the count may end below it.
+progress() {
+  local name=$1 total=$2 n=0 step=0 start=$SECONDS line
+  while IFS= read -r line; do
+    n=$((n + 1))
+    [ "$n" -le "$total" ] || continue
+    if [ -t 2 ]; then
+      printf '\rsetup-envtest: building %s: %d/%d packages, %ds ' "$name" "$n" "$total" $((SECONDS - start)) >&2
+    elif [ $((n * 10 / total)) -gt "$step" ]; then
+      step=$((n * 10 / total))
+      log "building $name: $n/$total packages, $((SECONDS - start))s"
+    fi
+  done
+  if [ -t 2 ]; then printf '\n' >&2; fi
+  log "built $name in $((SECONDS - start))s ($n packages compiled, the rest cached)"
+}
+
 # build_in_module NAME OUTPUT GO_MOD_BODY PACKAGE: builds PACKAGE inside a throwaway module.
 build_in_module() {
-  local name=$1 out=$2 gomod=$3 pkg=$4 tmp
+  local name=$1 out=$2 gomod=$3 pkg=$4 tmp total
   tmp=$(mktemp -d)
   printf '%s\n' "$gomod" >"$tmp/go.mod"
   printf 'package tools\n\nimport _ "%s"\n' "$pkg" >"$tmp/tools.go"
-  log "building $name (first time only; kube-apiserver takes several minutes)"
+  log "building $name from Go modules (first time only; kube-apiserver takes about six minutes on two cores)"
   (
     cd "$tmp"
+    log "downloading the modules of $name"
     GOFLAGS=-mod=mod go mod tidy >&2
-    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$out.tmp" "$pkg" >&2
+    total=$(GOFLAGS=-mod=mod go list -deps "$pkg" | wc -l)
+    # -v names each package as it is compiled: that is the progress. The log is shown on failure.
+    if ! CGO_ENABLED=0 GOFLAGS=-mod=mod go build -v -trimpath -ldflags='-s -w' -o "$out.tmp" "$pkg" 2>&1 </dev/null |
+      tee "$tmp/build.log" | progress "$name" "$total"; then
+      log "building $name failed:"
+      tail -n 40 "$tmp/build.log" >&2
+      exit 1
+    fi
   )
   rm -rf "$tmp"
   mv "$out.tmp" "$out"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Fails when generated files (deepcopy, CRDs, RBAC) were stale: it fingerprints them, runs the
+# Fails when generated files (deepcopy, CRDs, RBAC, the chart's copies of config/) were stale: it fingerprints them, runs the
 # generators (`make manifests generate`), and compares. Works in a dirty tree too, so a developer
 # who edited api/ without regenerating is told so before the tests run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 fingerprint() {
-  find api config/crd/bases config/rbac/role.yaml -type f \( -name 'zz_generated*.go' -o -name '*.yaml' \) -print0 |
+  find api config/crd/bases config/rbac/role.yaml charts/videogen-operator/files -type f \( -name 'zz_generated*.go' -o -name '*.yaml' \) -print0 |
     sort -z | xargs -0 sha256sum
 }
 

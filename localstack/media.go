@@ -8,11 +8,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+
+	"github.com/videogen-dev/videogen-operator/internal/portraits"
 )
 
-// FacePhoto is a public-domain portrait (Grace Hopper) that Debian's python-matplotlib-data
-// package ships; the demo templates are made from it so that face detection finds a face.
-const FacePhoto = "/usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg"
+// Placeholders in the recipes for the two public-domain portraits (internal/portraits): the
+// templates are made from one person, and the demo face is another, so a face swap shows.
+const (
+	templatePortrait = "{template-portrait}"
+	facePortrait     = "{face-portrait}"
+)
 
 type demoMedia struct {
 	portrait, portraitCover, face, countdown, countdownCover, watermarked, poseImage string
@@ -30,17 +36,17 @@ var demoRecipes = []struct {
 	name string
 	args []string
 }{
-	{"portrait.mp4", []string{"-loop", "1", "-framerate", "15", "-i", FacePhoto, "-f", "lavfi", "-i", "sine=frequency=440:duration=3",
+	{"portrait.mp4", []string{"-loop", "1", "-framerate", "15", "-i", templatePortrait, "-f", "lavfi", "-i", "sine=frequency=440:duration=3",
 		"-vf", demoFit + ",zoompan=z='1+0.0015*on':d=1:s=320x240:fps=15", "-t", "3",
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"}},
-	{"portrait-cover.jpg", []string{"-i", FacePhoto, "-vf", demoFit, "-frames:v", "1"}},
-	{"face.jpg", []string{"-i", FacePhoto, "-vf", "hflip,hue=h=25:s=1.1", "-frames:v", "1"}},
+	{"portrait-cover.jpg", []string{"-i", templatePortrait, "-vf", demoFit, "-frames:v", "1"}},
+	{"face-eileen-collins.jpg", []string{"-i", facePortrait, "-frames:v", "1"}},
 	{"countdown.mp4", []string{"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=15:duration=4", "-f", "lavfi", "-i", "sine=frequency=330:duration=4",
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"}},
 	{"countdown-cover.png", []string{"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=1:duration=1", "-frames:v", "1"}},
 	{"watermarked.mp4", []string{"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=15:duration=3", "-f", "lavfi", "-i", "sine=frequency=550:duration=3",
 		"-vf", "scroll=h=0.01:v=0.007," + demoWatermark, "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"}},
-	{"pose.png", []string{"-i", FacePhoto, "-vf", "scale=320:-2", "-frames:v", "1"}},
+	{"pose.png", []string{"-i", templatePortrait, "-vf", "scale=320:-2", "-frames:v", "1"}},
 }
 
 // DemoMedia lists the demo media recipes by name.
@@ -63,11 +69,12 @@ func DemoBlobName(recipe string) string {
 // makeMedia renders the demo media with ffmpeg into the worker's blob directory (once), so the
 // worker serves them like any other blob and the demo needs nothing from the internet.
 func (s *Stack) makeMedia(ctx context.Context) (demoMedia, error) {
-	if _, err := os.Stat(FacePhoto); err != nil {
-		return demoMedia{}, fmt.Errorf("%s is missing: apt-get install python-matplotlib-data", FacePhoto)
-	}
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		return demoMedia{}, fmt.Errorf("ffmpeg is missing: apt-get install ffmpeg")
+	}
+	template, face, err := portraits.WriteTo(s.path("portraits"))
+	if err != nil {
+		return demoMedia{}, err
 	}
 	dir := s.path("worker-blobs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -80,7 +87,16 @@ func (s *Stack) makeMedia(ctx context.Context) (demoMedia, error) {
 		out := filepath.Join(dir, name)
 		if _, err := os.Stat(out); err != nil {
 			tmp := filepath.Join(dir, ".tmp-"+r.name)
-			args := append(append([]string{"-hide_banner", "-loglevel", "error", "-y"}, r.args...), tmp)
+			args := slices.Clone(r.args)
+			for j, a := range args {
+				switch a {
+				case templatePortrait:
+					args[j] = template
+				case facePortrait:
+					args[j] = face
+				}
+			}
+			args = append(append([]string{"-hide_banner", "-loglevel", "error", "-y"}, args...), tmp)
 			if b, err := exec.CommandContext(ctx, "ffmpeg", args...).CombinedOutput(); err != nil {
 				return demoMedia{}, fmt.Errorf("making demo media %s: %v\n%s", r.name, err, b)
 			}

@@ -135,6 +135,7 @@ Try it:
   curl -s %[7]s '%[1]s/v1/templates?capability=video.short'
   curl -s %[7]s -H 'Idempotency-Key: first-video' \
        -d '{"template_id":"%[8]s","face":"%[9]s"}' %[1]s/v1/videos/short
+                                          # Eileen Collins' face into Grace Hopper's portrait
   curl -s %[7]s %[1]s/v1/tasks            # poll; result.video_url opens the video
   curl -s %[7]s %[1]s/v1/balance
   curl -s %[7]s -d '{"video":"%[10]s"}' %[1]s/v1/videos/eraser

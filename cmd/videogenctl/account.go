@@ -2,44 +2,66 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/fields"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// accountCreate makes the namespace (if missing) and its PointAccount.
-func accountCreate(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
+func newAccountCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{Use: "account", Short: "Create accounts and show their points"}
 	var description string
-	fs := flag.NewFlagSet("account create", flag.ContinueOnError)
-	g.bind(fs)
-	fs.StringVar(&description, "description", "", "whose account this is")
-	pos, err := parse(fs, args)
+	create := &cobra.Command{
+		Use:   "create NAME [--description TEXT]",
+		Short: "Create an account: its namespace (if missing) and its PointAccount, with 0 points",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return accountCreate(cmd.Context(), o, args[0], description)
+		},
+	}
+	create.Flags().StringVar(&description, "description", "", "whose account this is")
+	show := &cobra.Command{
+		Use:               "show NAME",
+		Short:             "Show an account's points, holds and newest top-ups",
+		Args:              exactArgs(1),
+		ValidArgsFunction: firstArg(o.completeAccounts),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return accountShow(cmd.Context(), o, args[0])
+		},
+	}
+	cmd.AddCommand(create, show)
+	return cmd
+}
+
+// firstArg completes the first positional argument with complete, and nothing after it.
+func firstArg(complete cobra.CompletionFunc) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return complete(cmd, args, toComplete)
+	}
+}
+
+// accountCreate makes the namespace (if missing) and its PointAccount.
+func accountCreate(ctx context.Context, o *options, name, description string) error {
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("usage: videogenctl account create NAME [--description TEXT]")
-	}
-	c, err := g.kubeClient()
-	if err != nil {
-		return err
-	}
-	name := pos[0]
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"videogen.dev/account": "true"}}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %q: %w", name, err)
@@ -54,7 +76,7 @@ func accountCreate(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return fmt.Errorf("creating the PointAccount: %w", err)
 	}
-	fmt.Fprintf(out, "account %q created with 0 points; top it up with: videogenctl topup %s AMOUNT --reference REF\n", name, name)
+	fmt.Fprintf(o.out, "account %q created with 0 points; top it up with: %s topup %s AMOUNT --reference REF\n", name, displayName(), name)
 	return nil
 }
 
@@ -67,7 +89,8 @@ type accountView struct {
 	Credited int64  `json:"credited"`
 	Ready    string `json:"ready"`
 	// Holds are the open tasks holding points (each task is its own hold).
-	Holds     []holdView `json:"holds"`
+	Holds []holdView `json:"holds"`
+	// RecentTop are the newest top-ups, debits and corrections included.
 	RecentTop []topUpView `json:"recentTopUps"`
 	// OlderTopUps counts the top-ups beyond the recentTopUps newest.
 	OlderTopUps int `json:"olderTopUps"`
@@ -76,8 +99,7 @@ type accountView struct {
 // recentTopUps is how many top-ups `account show` lists.
 const recentTopUps = 10
 
-// holdView is one hold with what its task says about it ("missing": no such task, so the
-// manager refunds the hold after its grace period).
+// holdView is an open task holding points, with its phase and age.
 type holdView struct {
 	Task      string     `json:"task"`
 	Points    int64      `json:"points"`
@@ -111,37 +133,28 @@ func heldBy(t *videogenv1alpha1.VideoTask) (int64, bool) {
 	return 0, false
 }
 
-func accountShow(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
-	fs := flag.NewFlagSet("account show", flag.ContinueOnError)
-	g.bind(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("usage: videogenctl account show NAME")
-	}
-	c, err := g.kubeClient()
+func accountShow(ctx context.Context, o *options, name string) error {
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
 	acct := &videogenv1alpha1.PointAccount{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: pos[0], Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: name, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no account %q", pos[0])
+			return fmt.Errorf("no account %q", name)
 		}
 		return err
 	}
 	var topUps videogenv1alpha1.PointTopUpList
-	if err := c.List(ctx, &topUps, client.InNamespace(pos[0])); err != nil {
+	if err := c.List(ctx, &topUps, client.InNamespace(name)); err != nil {
 		return err
 	}
-	v := accountView{Account: pos[0], Balance: acct.Status.Balance, Frozen: acct.Status.Frozen,
+	v := accountView{Account: name, Balance: acct.Status.Balance, Frozen: acct.Status.Frozen,
 		Spent: acct.Status.Spent, Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}}
 	if acct.Status.Holds > 0 {
 		var tasks videogenv1alpha1.VideoTaskList
-		if err := c.List(ctx, &tasks, client.InNamespace(pos[0]), client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")}); err != nil {
+		if err := c.List(ctx, &tasks, client.InNamespace(name),
+			client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")}); err != nil {
 			return err
 		}
 		slices.SortFunc(tasks.Items, func(a, b videogenv1alpha1.VideoTask) int { return strings.Compare(a.Name, b.Name) })
@@ -182,34 +195,49 @@ func accountShow(ctx context.Context, args []string, out io.Writer) error {
 		}
 		v.RecentTop = append(v.RecentTop, tv)
 	}
-	return g.print(out, v, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
-			v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, v.Ready)
-		if len(v.Holds) > 0 {
-			fmt.Fprintf(w, "\nHOLD (TASK)\tPOINTS\tTASK PHASE\tSINCE\n")
-			for _, h := range v.Holds {
-				since := "-"
-				if h.Since != nil {
-					since = h.Since.Format(time.RFC3339)
-				}
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", h.Task, h.Points, h.TaskPhase, since)
-			}
+	return o.print(v, v.table)
+}
+
+// table prints the account's balances, then one section per kind of record: add a section for
+// a new kind of record here and a field for it in accountView.
+func (v accountView) table(w io.Writer) {
+	fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
+		v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, v.Ready)
+	for _, section := range []func(io.Writer){v.holdsTable, v.topUpsTable} {
+		section(w)
+	}
+}
+
+func (v accountView) holdsTable(w io.Writer) {
+	if len(v.Holds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nHOLD (TASK)\tPOINTS\tTASK PHASE\tSINCE\n")
+	for _, h := range v.Holds {
+		since := "-"
+		if h.Since != nil {
+			since = h.Since.Format(time.RFC3339)
 		}
-		if len(v.RecentTop) > 0 {
-			fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\tNOTE\n")
-			for _, t := range v.RecentTop {
-				applied := "pending"
-				switch {
-				case t.AppliedAt != nil:
-					applied = t.AppliedAt.Format(time.RFC3339)
-				case t.Refused != "":
-					applied = "refused: " + t.Refused
-				}
-				fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\n", t.Name, t.Amount, t.Reference, applied, t.Note)
-			}
-			if v.OlderTopUps > 0 {
-				fmt.Fprintf(w, "(%d older: kubectl get pointtopups -n %s)\n", v.OlderTopUps, v.Account)
-			}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", h.Task, h.Points, h.TaskPhase, since)
+	}
+}
+
+func (v accountView) topUpsTable(w io.Writer) {
+	if len(v.RecentTop) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\tNOTE\n")
+	for _, t := range v.RecentTop {
+		applied := "pending"
+		switch {
+		case t.AppliedAt != nil:
+			applied = t.AppliedAt.Format(time.RFC3339)
+		case t.Refused != "":
+			applied = "refused: " + t.Refused
 		}
-	})
+		fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\n", t.Name, t.Amount, t.Reference, applied, t.Note)
+	}
+	if v.OlderTopUps > 0 {
+		fmt.Fprintf(w, "(%d older: kubectl get pointtopups -n %s)\n", v.OlderTopUps, v.Account)
+	}
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,59 +15,79 @@ import (
 	"github.com/videogen-dev/videogen-operator/apikeys"
 )
 
-func apiKeyCreate(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
+func newAPIKeyCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{Use: "apikey", Short: "Issue, list and revoke API keys of the REST API"}
 	var account, description string
-	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
-	g.bind(fs)
-	fs.StringVar(&account, "account", "", "account (namespace) the key acts for")
-	fs.StringVar(&description, "description", "", "what the key is for")
-	if _, err := parse(fs, args); err != nil {
-		return err
+	create := &cobra.Command{
+		Use:   "create --account NAME [--description TEXT]",
+		Short: "Issue an API key for an account; the key is shown once",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if account == "" {
+				return fmt.Errorf("usage: %s apikey create --account NAME [--description TEXT]", displayName())
+			}
+			return apiKeyCreate(cmd.Context(), o, account, description)
+		},
 	}
-	if account == "" {
-		return fmt.Errorf("usage: videogenctl apikey create --account NAME [--description TEXT]")
+	create.Flags().StringVar(&account, "account", "", "account (namespace) the key acts for")
+	create.Flags().StringVar(&description, "description", "", "what the key is for")
+	_ = create.RegisterFlagCompletionFunc("account", o.completeAccounts)
+	var only string
+	list := &cobra.Command{
+		Use:   "list [--account NAME]",
+		Short: "List API keys (never the keys themselves)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return apiKeyList(cmd.Context(), o, only)
+		},
 	}
-	c, err := g.kubeClient()
+	list.Flags().StringVar(&only, "account", "", "only this account's keys")
+	_ = list.RegisterFlagCompletionFunc("account", o.completeAccounts)
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke an API key; requests with it are refused within seconds",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return apiKeyRevoke(cmd.Context(), o, args[0])
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+func apiKeyCreate(ctx context.Context, o *options, account, description string) error {
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
 	// Refuse keys for accounts that do not exist: such a key could only ever answer errors.
 	if err := c.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no account %q: create it first with videogenctl account create %s", account, account)
+			return fmt.Errorf("no account %q: create it first with %s account create %s", account, displayName(), account)
 		}
 		return err
 	}
-	key, info, err := apikeys.Issue(ctx, c, g.keyNamespace, account, description)
+	key, info, err := apikeys.Issue(ctx, c, o.keyNamespace, account, description)
 	if err != nil {
 		return err
 	}
 	view := map[string]string{"id": info.ID, "account": account, "key": key}
-	return g.print(out, view, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "API key %s for account %q (shown once; store it now):\n\n  %s\n\nRevoke with: videogenctl apikey revoke %s\n",
-			info.ID, account, key, info.ID)
+	return o.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "API key %s for account %q (shown once; store it now):\n\n  %s\n\nRevoke with: %s apikey revoke %s\n",
+			info.ID, account, key, displayName(), info.ID)
 	})
 }
 
-func apiKeyList(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
-	var account string
-	fs := flag.NewFlagSet("apikey list", flag.ContinueOnError)
-	g.bind(fs)
-	fs.StringVar(&account, "account", "", "only this account's keys")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	c, err := g.kubeClient()
+func apiKeyList(ctx context.Context, o *options, account string) error {
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
-	keys, err := apikeys.List(ctx, c, g.keyNamespace, account)
+	keys, err := apikeys.List(ctx, c, o.keyNamespace, account)
 	if err != nil {
 		return err
 	}
-	return g.print(out, keys, func(w *tabwriter.Writer) {
+	return o.print(keys, func(w io.Writer) {
 		fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tDESCRIPTION")
 		for _, k := range keys {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), k.Description)
@@ -75,24 +95,14 @@ func apiKeyList(ctx context.Context, args []string, out io.Writer) error {
 	})
 }
 
-func apiKeyRevoke(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
-	fs := flag.NewFlagSet("apikey revoke", flag.ContinueOnError)
-	g.bind(fs)
-	pos, err := parse(fs, args)
+func apiKeyRevoke(ctx context.Context, o *options, id string) error {
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("usage: videogenctl apikey revoke ID")
-	}
-	c, err := g.kubeClient()
-	if err != nil {
+	if err := apikeys.Revoke(ctx, c, o.keyNamespace, id); err != nil {
 		return err
 	}
-	if err := apikeys.Revoke(ctx, c, g.keyNamespace, pos[0]); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "API key %s revoked; requests with it are refused within seconds\n", pos[0])
+	fmt.Fprintf(o.out, "API key %s revoked; requests with it are refused within seconds\n", id)
 	return nil
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,20 +24,25 @@ type connectorRow struct {
 	Problem        string   `json:"problem,omitempty"`
 }
 
-// connectorsCommand shows, per connector, the Secrets that hold its webhook secrets.
-func connectorsCommand(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
-	fs := flag.NewFlagSet("connectors", flag.ContinueOnError)
-	g.bind(fs)
-	if _, err := parse(fs, args); err != nil {
-		return err
+func newConnectorsCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "connectors",
+		Short: "Show, per payment connector, the Secrets that hold its webhook secrets (never the secrets)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return connectors(cmd.Context(), o)
+		},
 	}
-	c, err := g.kubeClient()
+}
+
+// connectors shows, per connector, the Secrets that hold its webhook secrets.
+func connectors(ctx context.Context, o *options) error {
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
 	var secrets corev1.SecretList
-	if err := c.List(ctx, &secrets, client.InNamespace(g.keyNamespace), client.HasLabels{connectorsecrets.LabelConnector}); err != nil {
+	if err := c.List(ctx, &secrets, client.InNamespace(o.keyNamespace), client.HasLabels{connectorsecrets.LabelConnector}); err != nil {
 		return err
 	}
 	var rows []connectorRow
@@ -57,11 +62,11 @@ func connectorsCommand(ctx context.Context, args []string, out io.Writer) error 
 		row.Ready = row.SigningSecrets > 0
 		if !row.Ready {
 			row.Problem = fmt.Sprintf("no Secret labelled %s=%s with a %q key in namespace %s: webhooks from %s get 401",
-				connectorsecrets.LabelConnector, conn.Name(), connectorsecrets.KeySecret, g.keyNamespace, conn.Name())
+				connectorsecrets.LabelConnector, conn.Name(), connectorsecrets.KeySecret, o.keyNamespace, conn.Name())
 		}
 		rows = append(rows, row)
 	}
-	return g.print(out, rows, func(w *tabwriter.Writer) {
+	return o.print(rows, func(w io.Writer) {
 		fmt.Fprintln(w, "CONNECTOR\tREADY\tSECRETS\tSIGNING SECRETS")
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s\t%v\t%s\t%d\n", r.Connector, r.Ready, orDash(strings.Join(r.Secrets, ",")), r.SigningSecrets)

@@ -1,105 +1,87 @@
-// Command videogenctl is the administrators' tool: accounts, API keys and top-ups, against the
-// cluster in your kubeconfig (or --kubeconfig).
+// Command videogenctl is the administrators' tool: accounts, top-ups, API keys, payment
+// connectors and tasks, against the cluster in your kubeconfig with kubectl's flags (--context,
+// --namespace, --as, ...). Installed as kubectl-videogen it is the kubectl plugin
+// `kubectl videogen` (make install-plugin).
 package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
-
-const usage = `videogenctl manages videogen accounts, API keys and points.
-
-Usage:
-  videogenctl account create NAME [--description TEXT]
-  videogenctl account show NAME
-  videogenctl apikey create --account NAME [--description TEXT]
-  videogenctl apikey list [--account NAME]
-  videogenctl apikey revoke ID
-  videogenctl topup ACCOUNT AMOUNT --reference REF [--note TEXT] [--no-wait]
-  videogenctl tasks [--account NAME] [--limit N]
-  videogenctl connectors                       payment connectors and their webhook secrets
-
-Global flags (before or after the command):
-  --kubeconfig PATH        kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)
-  --context NAME           kubeconfig context to use (default: its current context)
-  --key-namespace NAME     the operator's namespace: API key and connector Secrets (default videogen-system)
-  -o, --output FORMAT      table (default), json or yaml
-`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "videogenctl:", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", displayName(), err)
 		os.Exit(1)
 	}
 }
 
-// globals are the flags every command takes.
-type globals struct {
-	kubeconfig   string
-	context      string
-	keyNamespace string
-	output       string
-}
-
-func (g *globals) bind(fs *flag.FlagSet) {
-	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file")
-	fs.StringVar(&g.context, "context", "", "kubeconfig context")
-	fs.StringVar(&g.keyNamespace, "key-namespace", "videogen-system", "namespace of the API key Secrets")
-	fs.StringVar(&g.output, "output", "table", "table, json or yaml")
-	fs.StringVar(&g.output, "o", "table", "table, json or yaml (shorthand)")
-}
-
+// run executes one command line, writing its output to out (tests call it).
 func run(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(out, usage)
-		return nil
-	}
-	cmd := args[0]
-	switch cmd {
-	case "topup":
-		return topUpCommand(ctx, args[1:], out)
-	case "tasks":
-		return tasksCommand(ctx, args[1:], out)
-	case "connectors":
-		return connectorsCommand(ctx, args[1:], out)
-	}
-	if len(args) < 2 {
-		return fmt.Errorf("%q needs a subcommand; see videogenctl help", cmd)
-	}
-	switch cmd + " " + args[1] {
-	case "account create":
-		return accountCreate(ctx, args[2:], out)
-	case "account show":
-		return accountShow(ctx, args[2:], out)
-	case "apikey create":
-		return apiKeyCreate(ctx, args[2:], out)
-	case "apikey list":
-		return apiKeyList(ctx, args[2:], out)
-	case "apikey revoke":
-		return apiKeyRevoke(ctx, args[2:], out)
-	}
-	return fmt.Errorf("unknown command %q; see videogenctl help", strings.Join(args[:2], " "))
+	root := newRootCommand(out)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
 }
 
-// parse parses flags that may come before or after the positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+// displayName is how the user called us: "kubectl videogen" when kubectl runs us as its
+// plugin kubectl-videogen, else "videogenctl".
+func displayName() string {
+	if name, ok := strings.CutPrefix(filepath.Base(os.Args[0]), "kubectl-"); ok {
+		return "kubectl " + strings.ReplaceAll(name, "_", "-")
+	}
+	return "videogenctl"
+}
+
+func newRootCommand(out io.Writer) *cobra.Command {
+	o := &options{config: genericclioptions.NewConfigFlags(true), out: out}
+	root := &cobra.Command{
+		Use:   "videogenctl",
+		Short: "Manage videogen accounts, points, API keys, payment connectors and tasks",
+		Long: displayName() + ` manages videogen accounts, points, API keys, payment connectors and
+tasks in the cluster of your kubeconfig, with kubectl's connection flags (--context,
+--namespace, --as, ...). An account is a namespace with a PointAccount named default.`,
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: displayName()},
+		// Errors are printed once by main, without the usage text.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(out)
+	flags := root.PersistentFlags()
+	o.config.AddFlags(flags)
+	flags.StringVar(&o.keyNamespace, "key-namespace", "videogen-system", "the operator's namespace: API key and payment connector Secrets")
+	flags.StringVarP(&o.output, "output", "o", "", "output format: table (default), json or yaml; task commands also name, jsonpath=…, go-template=…")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("namespace", o.completeAccounts)
+
+	root.AddGroup(&cobra.Group{ID: "admin", Title: "Accounts and points:"}, &cobra.Group{ID: "tasks", Title: "Tasks:"})
+	for _, c := range []*cobra.Command{newAccountCommand(o), newTopUpCommand(o), newAPIKeyCommand(o), newConnectorsCommand(o)} {
+		c.GroupID = "admin"
+		root.AddCommand(c)
+	}
+	for _, c := range newTaskCommands(o) {
+		c.GroupID = "tasks"
+		root.AddCommand(c)
+	}
+	root.AddCommand(newVersionCommand(o))
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with the usage line in the error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("usage: %s", cmd.UseLine())
 		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+		return nil
 	}
 }

@@ -159,11 +159,14 @@ func TestAdministratorWorkflow(t *testing.T) {
 		!regexp.MustCompile(`(?m)^acme\s+490\s+10\s+0\s+500\s`).MatchString(showOut) {
 		t.Fatalf("account show with a hold: %v\n%s", err, showOut)
 	}
+	if _, err := cli("topup", "acme", "5", "--debit", "--reference", "CORR-0"); err == nil || !strings.Contains(err.Error(), "needs --note") {
+		t.Fatalf("a debit without a note: %v", err)
+	}
 	// A debit, with its note, shows in the account's top-ups.
-	if out, err := cli("topup", "acme", "--reference", "CORR-1", "--note", "double invoice", "--", "-90"); err != nil || !strings.Contains(out, "balance is now 400") {
+	if out, err := cli("topup", "acme", "90", "--debit", "--reference", "CORR-1", "--note", "double invoice"); err != nil || !strings.Contains(out, "balance is now 400") {
 		t.Fatalf("debit: %v\n%s", err, out)
 	}
-	if out, err := cli("account", "show", "acme"); err != nil || !regexp.MustCompile(`(?m)^topup-\S+\s+-90\s+CORR-1\s+\d{4}-\S+\s+double invoice$`).MatchString(out) {
+	if out, err := cli("account", "show", "acme"); err != nil || !regexp.MustCompile(`(?m)^topup-\S+\s+-90\s+CORR-1\s+\d{4}-\S+\s+double invoice\s*$`).MatchString(out) {
 		t.Fatalf("account show with a debit: %v\n%s", err, out)
 	}
 	stripeSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: "stripe",
@@ -244,9 +247,9 @@ func bindAdminRoles(t *testing.T, ctx context.Context, c client.Client, user, op
 	}
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
 	var cr rbacv1.ClusterRole
-	readYAML(t, filepath.Join(root, "config/rbac/videogen_admin_role.yaml"), &cr)
+	readYAML(t, filepath.Join(root, "config/rbac/platform_admin_role.yaml"), &cr)
 	var role rbacv1.Role
-	readYAML(t, filepath.Join(root, "config/rbac/videogen_admin_keys_role.yaml"), &role)
+	readYAML(t, filepath.Join(root, "config/rbac/platform_admin_keys_role.yaml"), &role)
 	role.Namespace = operatorNS
 	for _, obj := range []client.Object{&cr, &role,
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-admin"}, Subjects: subjects,

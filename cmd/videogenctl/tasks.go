@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,73 +21,363 @@ import (
 	"github.com/videogen-dev/videogen-operator/taskview"
 )
 
-// taskRow is what `tasks` prints per task.
-type taskRow struct {
-	Account    string `json:"account"`
-	ID         string `json:"id"`
-	Capability string `json:"capability"`
-	Status     string `json:"status"`
-	// Phase is the generation stage the task is in (analyze, render) or ended in.
-	Phase     string    `json:"phase,omitempty"`
-	Progress  int32     `json:"progress"`
-	Cost      *int64    `json:"cost"`
-	Charge    string    `json:"charge"`
-	Reason    string    `json:"reason,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+// newTaskCommands returns `task` (list, get, watch, cancel) and `tasks`, the list under the
+// name it had before the task commands.
+func newTaskCommands(o *options) []*cobra.Command {
+	task := &cobra.Command{Use: "task", Short: "List, show, watch and cancel tasks (VideoTasks)"}
+	complete := firstArg(o.completeTasks)
+	get := &cobra.Command{
+		Use:               "get NAME [-n ACCOUNT]",
+		Short:             "Show a task: phase, stages, cost, result or error",
+		Args:              exactArgs(1),
+		ValidArgsFunction: complete,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return taskGet(cmd.Context(), o, args[0])
+		},
+	}
+	watchCmd := &cobra.Command{
+		Use:   "watch [NAME] [-n ACCOUNT]",
+		Short: "Print tasks as they change; with NAME, until it ends (exit status 1 if it did not succeed)",
+		Args:  cobra.MaximumNArgs(1),
+		Long: `Print a line (or, with -o, the object) each time a task changes. With NAME, watch that
+task until it ends, and exit non-zero unless it succeeded: usable in scripts. Without it, watch
+the tasks of -n ACCOUNT (of every account when no namespace is given) until interrupted.`,
+		ValidArgsFunction: complete,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return taskWatch(cmd.Context(), o, name)
+		},
+	}
+	cancel := &cobra.Command{
+		Use:               "cancel NAME [-n ACCOUNT]",
+		Short:             "Ask the operator to stop a queued or running task; its points are refunded",
+		Args:              exactArgs(1),
+		ValidArgsFunction: complete,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return taskCancel(cmd.Context(), o, args[0])
+		},
+	}
+	task.AddCommand(newTaskListCommand(o, "list"), get, watchCmd, cancel)
+	tasks := newTaskListCommand(o, "tasks")
+	tasks.Short = "List tasks, newest first (task list)"
+	return []*cobra.Command{task, tasks}
 }
 
-// tasksCommand lists tasks, newest first, with their phase and cost.
-func tasksCommand(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
+func newTaskListCommand(o *options, use string) *cobra.Command {
 	var account string
 	var limit int
-	fs := flag.NewFlagSet("tasks", flag.ContinueOnError)
-	g.bind(fs)
-	fs.StringVar(&account, "account", "", "only this account's tasks (default: all accounts)")
-	fs.IntVar(&limit, "limit", 50, "at most this many tasks")
-	if _, err := parse(fs, args); err != nil {
+	cmd := &cobra.Command{
+		Use:   use + " [-n ACCOUNT] [--limit N]",
+		Short: "List tasks, newest first, of one account (-n) or of all",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return taskList(cmd.Context(), o, account, limit)
+		},
+	}
+	cmd.Flags().StringVar(&account, "account", "", "only this account's tasks, like -n (default: all accounts)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many tasks")
+	_ = cmd.RegisterFlagCompletionFunc("account", o.completeAccounts)
+	return cmd
+}
+
+// taskRow is what the task commands print per task in a table.
+type taskRow struct {
+	Account    string
+	ID         string
+	Capability string
+	Status     string
+	// Phase is the generation stage the task is in (analyze, render) or ended in.
+	Phase     string
+	Progress  int32
+	Cost      *int64
+	Charge    string
+	Reason    string
+	CreatedAt time.Time
+}
+
+func rowOf(t *videogenv1alpha1.VideoTask) taskRow {
+	v := taskview.Of(t)
+	return taskRow{Account: t.Namespace, ID: t.Name, Capability: v.Capability, Status: v.Status, Phase: ptr.Deref(v.Phase, ""),
+		Progress: v.Progress, Cost: v.Cost, Charge: string(t.Status.Charge), Reason: reasonOf(t), CreatedAt: t.CreationTimestamp.Time}
+}
+
+// reasonOf is why the task ended, from its conditions.
+func reasonOf(t *videogenv1alpha1.VideoTask) string {
+	if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionComplete); cond != nil {
+		return cond.Reason
+	}
+	return ""
+}
+
+const taskHeader = "ACCOUNT\tID\tCAPABILITY\tSTATUS\tPHASE\tPROGRESS\tCOST\tCHARGE\tREASON\tAGE\n"
+
+func (r taskRow) write(w io.Writer) {
+	cost := "-"
+	if r.Cost != nil {
+		cost = fmt.Sprint(*r.Cost)
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d%%\t%s\t%s\t%s\t%s\n", r.Account, r.ID, r.Capability, r.Status, orDash(r.Phase), r.Progress,
+		cost, orDash(r.Charge), orDash(r.Reason), time.Since(r.CreatedAt).Round(time.Second))
+}
+
+// listNamespace is the account a listing is limited to: --account, else an explicit
+// --namespace; empty (every account) when neither is given.
+func listNamespace(o *options, account string) (string, error) {
+	if account != "" {
+		return account, nil
+	}
+	ns, explicit, err := o.namespace()
+	if err != nil || !explicit {
+		return "", err
+	}
+	return ns, nil
+}
+
+// taskList lists tasks, newest first, with their phase and cost.
+func taskList(ctx context.Context, o *options, account string, limit int) error {
+	printer, err := o.objectPrinter()
+	if err != nil {
 		return err
 	}
-	c, err := g.kubeClient()
+	ns, err := listNamespace(o, account)
+	if err != nil {
+		return err
+	}
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
 	var list videogenv1alpha1.VideoTaskList
-	var opts []client.ListOption
-	if account != "" {
-		opts = append(opts, client.InNamespace(account))
-	}
-	if err := c.List(ctx, &list, opts...); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return err
 	}
-	sort.Slice(list.Items, func(i, j int) bool {
+	sort.SliceStable(list.Items, func(i, j int) bool {
 		return list.Items[i].CreationTimestamp.After(list.Items[j].CreationTimestamp.Time)
 	})
-	rows := []taskRow{}
-	for i := range list.Items {
-		if len(rows) == limit {
-			break
-		}
-		t := &list.Items[i]
-		v := taskview.Of(t)
-		row := taskRow{Account: t.Namespace, ID: t.Name, Capability: v.Capability, Status: v.Status, Phase: ptr.Deref(v.Phase, ""),
-			Progress: v.Progress, Cost: v.Cost, Charge: string(t.Status.Charge), CreatedAt: t.CreationTimestamp.Time}
-		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionComplete); cond != nil {
-			row.Reason = cond.Reason
-		}
-		rows = append(rows, row)
+	if limit >= 0 && len(list.Items) > limit {
+		list.Items = list.Items[:limit]
 	}
-	return g.print(out, rows, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "ACCOUNT\tID\tCAPABILITY\tSTATUS\tPHASE\tPROGRESS\tCOST\tCHARGE\tREASON\tAGE")
-		for _, r := range rows {
-			cost := "-"
-			if r.Cost != nil {
-				cost = fmt.Sprint(*r.Cost)
+	if printer != nil && o.output == "name" {
+		// As kubectl: one name per task, not the list's.
+		for i := range list.Items {
+			if err := printer.PrintObj(&list.Items[i], o.out); err != nil {
+				return err
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d%%\t%s\t%s\t%s\t%s\n", r.Account, r.ID, r.Capability, r.Status, orDash(r.Phase), r.Progress,
-				cost, orDash(r.Charge), orDash(r.Reason), time.Since(r.CreatedAt).Round(time.Second))
 		}
-	})
+		return nil
+	}
+	if printer != nil {
+		return printer.PrintObj(&list, o.out)
+	}
+	tw := printers.GetNewTabWriter(o.out)
+	fmt.Fprint(tw, taskHeader)
+	for i := range list.Items {
+		rowOf(&list.Items[i]).write(tw)
+	}
+	return tw.Flush()
+}
+
+// getTask reads one task of the namespace the flags name.
+func getTask(ctx context.Context, o *options, c client.Client, name string) (*videogenv1alpha1.VideoTask, error) {
+	ns, _, err := o.namespace()
+	if err != nil {
+		return nil, err
+	}
+	t := &videogenv1alpha1.VideoTask{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no task %q in account %q (-n ACCOUNT names another)", name, ns)
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+func taskGet(ctx context.Context, o *options, name string) error {
+	printer, err := o.objectPrinter()
+	if err != nil {
+		return err
+	}
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	t, err := getTask(ctx, o, c, name)
+	if err != nil {
+		return err
+	}
+	if printer != nil {
+		return printer.PrintObj(t, o.out)
+	}
+	tw := printers.GetNewTabWriter(o.out)
+	fmt.Fprint(tw, taskHeader)
+	rowOf(t).write(tw)
+	if len(t.Status.Stages) > 0 {
+		fmt.Fprint(tw, "\nSTAGE\tSTATE\tPROGRESS\tBACKEND\tMESSAGE\n")
+		for _, s := range t.Status.Stages {
+			fmt.Fprintf(tw, "%s\t%s\t%d%%\t%s\t%s\n", s.Name, s.State, s.Progress, orDash(s.Backend), orDash(s.Message))
+		}
+	}
+	if r := t.Status.Result; r != nil {
+		fmt.Fprintf(tw, "\nRESULT\t%s\n", r.URL)
+	}
+	if e := t.Status.Error; e != nil {
+		fmt.Fprintf(tw, "\nERROR\t%s: %s\n", e.Code, e.Message)
+	}
+	return tw.Flush()
+}
+
+func taskCancel(ctx context.Context, o *options, name string) error {
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	t, err := getTask(ctx, o, c, name)
+	if err != nil {
+		return err
+	}
+	if t.Status.Phase.Terminal() {
+		return fmt.Errorf("task %s already %s and cannot be canceled", t.Name, taskview.Status(t))
+	}
+	// A merge patch of the annotation, as the REST API cancels: no read-modify-write race.
+	patch := []byte(`{"metadata":{"annotations":{"` + videogenv1alpha1.AnnotationCancelRequested + `":"true"}}}`)
+	if err := c.Patch(ctx, t, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		return fmt.Errorf("canceling task %s: %w", t.Name, err)
+	}
+	fmt.Fprintf(o.out, "cancel requested for task %s; its points are refunded when it stops (%s task watch %s -n %s)\n",
+		t.Name, displayName(), t.Name, t.Namespace)
+	return nil
+}
+
+// errTaskDidNotSucceed makes `task watch NAME` exit non-zero for a task that failed.
+var errTaskDidNotSucceed = errors.New("did not succeed")
+
+// taskWatch prints tasks as they change: one task until it ends, or a namespace's (every
+// account's) until the context ends.
+func taskWatch(ctx context.Context, o *options, name string) error {
+	printer, err := o.objectPrinter()
+	if err != nil {
+		return err
+	}
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	var opts []client.ListOption
+	if name != "" {
+		t, err := getTask(ctx, o, c, name)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, client.InNamespace(t.Namespace), client.MatchingFields{"metadata.name": name})
+	} else {
+		ns, err := listNamespace(o, "")
+		if err != nil {
+			return err
+		}
+		opts = append(opts, client.InNamespace(ns))
+	}
+	tw := printers.GetNewTabWriter(o.out)
+	if printer == nil {
+		fmt.Fprint(tw, taskHeader)
+	}
+	shown := map[string]taskRow{}
+	// show prints t if its row changed, and says whether the watched task has ended.
+	show := func(t *videogenv1alpha1.VideoTask) (bool, error) {
+		row := rowOf(t)
+		key := t.Namespace + "/" + t.Name
+		if last, ok := shown[key]; ok && sameRow(last, row) {
+			return false, nil
+		}
+		shown[key] = row
+		if printer != nil {
+			if err := printer.PrintObj(t, o.out); err != nil {
+				return false, err
+			}
+		} else {
+			row.write(tw)
+			if err := tw.Flush(); err != nil {
+				return false, err
+			}
+		}
+		return name != "" && t.Status.Phase.Terminal(), nil
+	}
+	for {
+		var list videogenv1alpha1.VideoTaskList
+		if err := c.List(ctx, &list, opts...); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if done, err := show(&list.Items[i]); err != nil || done {
+				return outcome(&list.Items[i], err)
+			}
+		}
+		w, err := c.Watch(ctx, &videogenv1alpha1.VideoTaskList{},
+			append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})...)
+		if err != nil {
+			return err
+		}
+		for ev := range w.ResultChan() {
+			t, ok := ev.Object.(*videogenv1alpha1.VideoTask)
+			if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				if name != "" {
+					w.Stop()
+					return fmt.Errorf("task %s was deleted", name)
+				}
+				delete(shown, t.Namespace+"/"+t.Name)
+				continue
+			}
+			if done, err := show(t); err != nil || done {
+				w.Stop()
+				return outcome(t, err)
+			}
+		}
+		// The watch ended: the context is done, or the apiserver closed it; list again.
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// outcome is nil for a task that succeeded, and says why for one that did not.
+func outcome(t *videogenv1alpha1.VideoTask, err error) error {
+	if err != nil || t.Status.Phase == videogenv1alpha1.TaskSucceeded {
+		return err
+	}
+	why := reasonOf(t)
+	if e := t.Status.Error; e != nil {
+		why = e.Code + ": " + e.Message
+	}
+	return fmt.Errorf("task %s %s (%s): %w", t.Name, taskview.Status(t), why, errTaskDidNotSucceed)
+}
+
+func sameRow(a, b taskRow) bool {
+	return a.Status == b.Status && a.Phase == b.Phase && a.Progress == b.Progress && ptr.Equal(a.Cost, b.Cost) &&
+		a.Charge == b.Charge && a.Reason == b.Reason
+}
+
+// completeTasks completes the names of the tasks in the namespace the flags name.
+func (o *options) completeTasks(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	ns, _, err := o.namespace()
+	c, cerr := o.client()
+	if err != nil || cerr != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var list videogenv1alpha1.VideoTaskList
+	if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []string
+	for _, t := range list.Items {
+		names = append(names, t.Name)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 func orDash(s string) string {

@@ -4,14 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,45 +21,61 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// topUpCommand creates a PointTopUp and waits until the operator credited it.
-func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
-	var g globals
+func newTopUpCommand(o *options) *cobra.Command {
 	var reference, note string
-	var noWait bool
-	fs := flag.NewFlagSet("topup", flag.ContinueOnError)
-	g.bind(fs)
-	fs.StringVar(&reference, "reference", "", "paperwork reference, e.g. an invoice number (required)")
-	fs.StringVar(&note, "note", "", "free text for the audit trail; required for a debit (a negative AMOUNT)")
-	fs.BoolVar(&noWait, "no-wait", false, "do not wait for the credit")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+	var noWait, debit bool
+	cmd := &cobra.Command{
+		Use:   "topup ACCOUNT AMOUNT --reference REF [--note TEXT] [--debit] [--no-wait]",
+		Short: "Credit (or, with a negative AMOUNT and a note, debit) an account's points and wait until the operator applied it",
+		Long: `Creates a PointTopUp, the account's audit record of the change, and waits until the
+operator applied it. --debit takes AMOUNT from the account instead (a correction, or what is
+left when it is closed) and needs --note saying why, e.g. topup acme 50 --debit --reference
+CORR-1 --note "double invoice". A reference is unique in the account: a second top-up with a
+reference already applied is refused.`,
+		Args:              exactArgs(2),
+		ValidArgsFunction: firstArg(o.completeAccounts),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reference) == "" {
+				return fmt.Errorf("usage: %s topup ACCOUNT AMOUNT --reference REF [--note TEXT]", displayName())
+			}
+			amount := args[1]
+			if debit {
+				amount = "-" + strings.TrimPrefix(amount, "-")
+			}
+			return topUp(cmd.Context(), o, args[0], amount, reference, note, noWait)
+		},
 	}
-	if len(pos) != 2 || strings.TrimSpace(reference) == "" {
-		return fmt.Errorf("usage: videogenctl topup ACCOUNT AMOUNT --reference REF [--note TEXT]  (a negative AMOUNT debits, after --: topup ACCOUNT --reference REF --note WHY -- -50)")
-	}
-	amount, err := strconv.ParseInt(pos[1], 10, 64)
+	cmd.Flags().StringVar(&reference, "reference", "", "paperwork reference, e.g. an invoice number (required)")
+	cmd.Flags().StringVar(&note, "note", "", "free text for the audit trail; required for a debit (a negative AMOUNT)")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "do not wait for the credit")
+	cmd.Flags().BoolVar(&debit, "debit", false, "take AMOUNT from the account (needs --note)")
+	return cmd
+}
+
+// topUp creates a PointTopUp and waits until the operator credited it.
+func topUp(ctx context.Context, o *options, account, amountArg, reference, note string, noWait bool) error {
+	amount, err := strconv.ParseInt(amountArg, 10, 64)
 	if err != nil || amount == 0 {
-		return fmt.Errorf("AMOUNT must be a whole number of points other than 0 (negative to debit), not %q", pos[1])
+		return fmt.Errorf("AMOUNT must be a whole number of points other than 0 (negative to debit), not %q", amountArg)
 	}
 	if amount < 0 && strings.TrimSpace(note) == "" {
 		return fmt.Errorf("a debit needs --note saying why (it stays in the account's audit trail)")
 	}
-	c, err := g.kubeClient()
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	t := &videogenv1alpha1.PointTopUp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pos[0], Name: fmt.Sprintf("topup-%s-%s", time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: account, Name: fmt.Sprintf("topup-%s-%s", time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))},
 		Spec:       videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: reference, Note: note},
 	}
 	if err := c.Create(ctx, t); err != nil {
 		return fmt.Errorf("creating the top-up: %w", err)
 	}
 	if noWait {
-		fmt.Fprintf(out, "top-up %s created\n", t.Name)
+		fmt.Fprintf(o.out, "top-up %s created\n", t.Name)
 		return nil
 	}
 	verb := "credit"
@@ -91,9 +107,9 @@ func topUpCommand(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return fmt.Errorf("top-up %s not applied yet: %s", t.Name, msg)
 	}
-	view := map[string]any{"topUp": t.Name, "account": pos[0], "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
-	return g.print(out, view, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "%sed %d points to %s (reference %s); balance is now %d\n", verb, max(amount, -amount), pos[0], reference, *t.Status.BalanceAfter)
+	view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
+	return o.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "%sed %d points to %s (reference %s); balance is now %d\n", verb, max(amount, -amount), account, reference, *t.Status.BalanceAfter)
 	})
 }
 

@@ -5,10 +5,10 @@ package testmedia
 import (
 	"context"
 	"image"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/videogen-dev/videogen-operator/internal/portraits"
 	"github.com/videogen-dev/videogen-operator/worker/ffmpeg"
 	"github.com/videogen-dev/videogen-operator/worker/raster"
 )
@@ -19,17 +19,15 @@ const (
 	Rate          = 15
 )
 
-// FacePhoto is a real portrait shipped by Debian's python-matplotlib-data package
-// (Grace Hopper, public domain); OpenCV's Haar cascade finds her face.
-const FacePhoto = "/usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg"
-
-// FacePhotoPath returns FacePhoto, failing the test with the package to install if it is missing.
+// FacePhotoPath writes a real portrait (Grace Hopper, public domain; internal/portraits) into a
+// temporary directory of the test and returns its path; OpenCV's Haar cascade finds her face.
 func FacePhotoPath(t testing.TB) string {
 	t.Helper()
-	if _, err := os.Stat(FacePhoto); err != nil {
-		t.Fatalf("%s is missing: apt-get install python-matplotlib-data", FacePhoto)
+	path, _, err := portraits.WriteTo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return FacePhoto
+	return path
 }
 
 var tools ffmpeg.Tools
@@ -67,7 +65,7 @@ func WatermarkedVideo(t testing.TB, dir string, seconds float64) string {
 	return MovingVideo(t, dir, seconds, logo)
 }
 
-// FaceVideo is a moving test pattern with FacePhoto, scaled to 180 px wide, drifting right
+// FaceVideo is a moving test pattern with FacePhotoPath's portrait, scaled to 180 px wide, drifting right
 // by 10 px a second from (40, 20), and a sine tone.
 func FaceVideo(t testing.TB, dir string, seconds float64) string {
 	t.Helper()
@@ -78,7 +76,7 @@ func FaceVideo(t testing.TB, dir string, seconds float64) string {
 	return out
 }
 
-// OtherFace is FacePhoto mirrored and recoloured: a face the detector finds that is clearly
+// OtherFace is FacePhotoPath's portrait mirrored and recoloured: a face the detector finds that is clearly
 // different from the one in FaceVideo.
 func OtherFace(t testing.TB, dir string) string {
 	t.Helper()

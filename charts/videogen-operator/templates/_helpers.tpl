@@ -1,0 +1,127 @@
+{{/* Prefix of every object name; config/default's namePrefix is "videogen-". */}}
+{{- define "videogen.prefix" -}}
+{{- .Values.fullnameOverride | default "videogen" | trunc 40 | trimSuffix "-" -}}
+{{- end }}
+
+{{/* Labels of every object; app.kubernetes.io/name is added per component. */}}
+{{- define "videogen.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/part-of: videogen-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "videogen.operatorLabels" -}}
+{{ include "videogen.labels" . }}
+app.kubernetes.io/name: videogen-operator
+{{- end }}
+
+{{- define "videogen.workerLabels" -}}
+{{ include "videogen.labels" . }}
+app.kubernetes.io/name: videogen-worker
+{{- end }}
+
+{{/* The manager pods (manager and apiserver containers). */}}
+{{- define "videogen.managerSelector" -}}
+control-plane: controller-manager
+app.kubernetes.io/name: videogen-operator
+{{- end }}
+
+{{- define "videogen.workerSelector" -}}
+app.kubernetes.io/name: videogen-worker
+{{- end }}
+
+{{- define "videogen.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{- define "videogen.workerImage" -}}
+{{ .Values.worker.image.repository }}:{{ .Values.worker.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* Cluster DNS base of a Service of this release: http://<prefix>-<name>.<namespace>.svc */}}
+{{- define "videogen.serviceURL" -}}
+http://{{ include "videogen.prefix" .root }}-{{ .name }}.{{ .root.Release.Namespace }}.svc
+{{- end }}
+
+{{- define "videogen.apiserverPublicURL" -}}
+{{ .Values.apiserver.publicURL | default (include "videogen.serviceURL" (dict "root" . "name" "api")) }}
+{{- end }}
+
+{{- define "videogen.workerPublicURL" -}}
+{{ .Values.worker.publicURL | default (printf "%s:8080" (include "videogen.serviceURL" (dict "root" . "name" "worker"))) }}
+{{- end }}
+
+{{- define "videogen.webhookNamespace" -}}
+{{ .Values.apiserver.webhookNamespace | default .Release.Namespace }}
+{{- end }}
+
+{{/* The manager's --backends-config file. */}}
+{{- define "videogen.backends" -}}
+{{- if .Values.backends }}
+{{- toYaml (dict "backends" .Values.backends) }}
+{{- else if .Values.worker.enabled }}
+backends:
+- name: reference-worker
+  capabilities: [video.short, video.eraser, video.template, image.pose]
+  http:
+    # The worker Service of this release.
+    url: {{ include "videogen.serviceURL" (dict "root" . "name" "worker") }}:8080
+    # After creating the {{ include "videogen.prefix" . }}-worker-token Secret (docs/deploy.md), add:
+    # tokenFile: /etc/videogen/worker/token
+    requestTimeout: 15s
+{{- else }}
+{{- fail "worker.enabled is false and backends is empty: no backend would serve any capability" }}
+{{- end }}
+{{- end }}
+
+{{/* An object of config/ (a copy in files/) as this release installs it: what kustomize's
+namePrefix and namespace do to config/default (names prefixed, references to other objects of
+the release included, the release namespace for namespaced objects) and this release's labels.
+Arguments: root (the chart's context) and obj. */}}
+{{- define "videogen.adopt" -}}
+{{- $root := .root }}
+{{- $prefix := include "videogen.prefix" $root }}
+{{- $obj := .obj }}
+{{- $meta := $obj.metadata }}
+{{- $_ := set $meta "name" (printf "%s-%s" $prefix $meta.name) }}
+{{- $own := include "videogen.operatorLabels" $root | fromYaml }}
+{{- if eq (get (default dict $meta.labels) "app.kubernetes.io/name") "videogen-worker" }}
+{{- $own = include "videogen.workerLabels" $root | fromYaml }}
+{{- end }}
+{{- $_ := set $meta "labels" (merge $own (default dict $meta.labels)) }}
+{{- if $meta.namespace }}
+{{- $_ := set $meta "namespace" $root.Release.Namespace }}
+{{- end }}
+{{- if $obj.roleRef }}
+{{- $_ := set $obj.roleRef "name" (printf "%s-%s" $prefix $obj.roleRef.name) }}
+{{- range $obj.subjects }}
+{{- if eq .kind "ServiceAccount" }}
+{{- $_ := set . "name" (printf "%s-%s" $prefix .name) }}
+{{- $_ := set . "namespace" $root.Release.Namespace }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- /* kustomize does not prefix annotations, so config/ writes the account's final name. */}}
+{{- $sa := get (default dict $meta.annotations) "kubernetes.io/service-account.name" }}
+{{- if $sa }}
+{{- $_ := set $meta.annotations "kubernetes.io/service-account.name" (printf "%s-%s" $prefix (trimPrefix "videogen-" $sa)) }}
+{{- end }}
+{{- toYaml $obj }}
+{{- end }}
+
+{{/* Every object of the files matching glob, adopted (see videogen.adopt); files may hold
+several documents. */}}
+{{- define "videogen.adoptFiles" -}}
+{{- $root := .root }}
+{{- range $path, $_ := $root.Files.Glob .glob }}
+{{- range $doc := regexSplit "(?m)^---\\s*$" ($root.Files.Get $path) -1 }}
+{{- $obj := fromYaml $doc }}
+{{- if $obj.kind }}
+---
+{{ include "videogen.adopt" (dict "root" $root "obj" $obj) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+)
+
+// options are what every command shares: kubectl's connection flags, the operator's namespace
+// and the output format.
+type options struct {
+	config       *genericclioptions.ConfigFlags
+	keyNamespace string
+	output       string
+	out          io.Writer
+}
+
+// client connects as kubectl would with the same flags: --kubeconfig, $KUBECONFIG or
+// ~/.kube/config, --context, --as, --token, ...
+func (o *options) client() (client.WithWatch, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+}
+
+// namespace is --namespace, or the kubeconfig context's namespace; explicit says whether the
+// user chose one (commands that span accounts use all of them otherwise).
+func (o *options) namespace() (ns string, explicit bool, err error) {
+	ns, explicit, err = o.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", false, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return ns, explicit, nil
+}
+
+// print writes a view (not a Kubernetes object) as JSON or YAML, or calls table for the
+// default format.
+func (o *options) print(v any, table func(w io.Writer)) error {
+	switch o.output {
+	case "json":
+		enc := json.NewEncoder(o.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = o.out.Write(b)
+		return err
+	case "table", "":
+		tw := printers.GetNewTabWriter(o.out)
+		table(tw)
+		return tw.Flush()
+	}
+	return fmt.Errorf("unknown output format %q: use table, json or yaml", o.output)
+}
+
+// objectPrinter prints VideoTasks as kubectl prints objects (json, yaml, name, jsonpath=…,
+// go-template=…); table is nil for the default format, which the caller draws.
+func (o *options) objectPrinter() (printers.ResourcePrinter, error) {
+	if o.output == "" || o.output == "table" {
+		return nil, nil
+	}
+	flags := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.New())
+	flags.OutputFormat = &o.output
+	p, err := flags.ToPrinter()
+	if err != nil {
+		return nil, fmt.Errorf("unknown output format %q: use table, %s", o.output, strings.Join(flags.AllowedFormats(), ", "))
+	}
+	return p, nil
+}
+
+// completeAccounts completes account names: the namespaces that hold a PointAccount.
+func (o *options) completeAccounts(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	c, err := o.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var list videogenv1alpha1.PointAccountList
+	if err := c.List(cmd.Context(), &list); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []string
+	for _, a := range list.Items {
+		names = append(names, a.Namespace)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}

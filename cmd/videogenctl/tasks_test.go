@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+// The task commands, kubectl's flags (--namespace, --as, -o jsonpath), completions, version and
+// the kubectl plugin name, against a real kube-apiserver as a platform administrator.
+func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
+	env, err := testenv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	mustCreateNamespace(t, ctx, c, "acme")
+	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	kubeconfig := func(u envtest.User) string {
+		user, err := env.AddUser(u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := user.KubeConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	asAdmin := kubeconfig(envtest.User{Name: "platform-admin"})
+	// A cluster administrator, who may impersonate.
+	asRoot := kubeconfig(envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	cli := func(kubeconfig string, args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	cost := int64(10)
+	task.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskRunning, Cost: &cost, Charge: videogenv1alpha1.ChargeFrozen,
+		Progress: 20, Stages: []videogenv1alpha1.StageStatus{{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageRunning,
+			Progress: 40, Backend: "reference-worker"}, {Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StagePending}}}
+	if err := c.Status().Update(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := cli(asAdmin, "task", "get", "vt-1", "-n", "acme")
+	if err != nil || !regexp.MustCompile(`acme\s+vt-1\s+video.eraser\s+running\s+analyze\s+20%\s+10\s+Frozen`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^analyze\s+Running\s+40%\s+reference-worker`).MatchString(out) {
+		t.Fatalf("task get: %v\n%s", err, out)
+	}
+	if out, err := cli(asAdmin, "task", "get", "vt-1", "-n", "acme", "-o", "jsonpath={.status.phase}"); err != nil || out != "Running" {
+		t.Errorf("task get -o jsonpath: %q %v", out, err)
+	}
+	if out, err := cli(asAdmin, "task", "list", "--namespace", "acme", "-o", "name"); err != nil || out != "videotask.videogen.dev/vt-1\n" {
+		t.Errorf("task list -o name: %q %v", out, err)
+	}
+	if _, err := cli(asAdmin, "task", "get", "vt-1", "-n", "globex"); err == nil || !strings.Contains(err.Error(), `no task "vt-1" in account "globex"`) {
+		t.Errorf("task get in another account: %v", err)
+	}
+
+	// --as: kubectl's impersonation, checked by the kube-apiserver.
+	if out, err := cli(asRoot, "task", "list", "--as", "platform-admin"); err != nil || !strings.Contains(out, "vt-1") {
+		t.Errorf("task list --as platform-admin: %v\n%s", err, out)
+	}
+	if _, err := cli(asRoot, "task", "list", "--as", "nobody"); err == nil || !strings.Contains(err.Error(), `"nobody" cannot list`) {
+		t.Errorf("task list --as nobody: %v", err)
+	}
+
+	// watch NAME follows the task until it ends and exits with its outcome.
+	watched := make(chan error, 1)
+	var watchOut bytes.Buffer
+	go func() {
+		watched <- run(ctx, []string{"task", "watch", "vt-1", "-n", "acme", "--kubeconfig", asAdmin}, &watchOut)
+	}()
+	time.Sleep(500 * time.Millisecond)
+	task.Status.Progress, task.Status.Stages[0].Progress = 60, 100
+	if err := c.Status().Update(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli(asAdmin, "task", "cancel", "vt-1", "-n", "acme"); err != nil || !strings.Contains(out, "cancel requested for task vt-1") {
+		t.Fatalf("task cancel: %v\n%s", err, out)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(task), task); err != nil || task.Annotations[videogenv1alpha1.AnnotationCancelRequested] != "true" {
+		t.Fatalf("cancel did not set the annotation: %v %v", err, task.Annotations)
+	}
+	// What the controller does with a cancel request.
+	task.Status.Phase, task.Status.Charge = videogenv1alpha1.TaskFailed, videogenv1alpha1.ChargeRefunded
+	task.Status.Error = &videogenv1alpha1.TaskError{Code: "canceled", Message: "canceled on request"}
+	task.Status.Conditions = []metav1.Condition{{Type: videogenv1alpha1.ConditionComplete, Status: metav1.ConditionTrue,
+		Reason: videogenv1alpha1.ReasonCanceled, Message: "canceled on request", LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-watched:
+		if !errors.Is(err, errTaskDidNotSucceed) || !strings.Contains(err.Error(), "canceled on request") {
+			t.Errorf("watch of a canceled task ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("task watch did not end when the task did")
+	}
+	if rows := regexp.MustCompile(`(?m)^acme\s+vt-1\s`).FindAllString(watchOut.String(), -1); len(rows) != 3 {
+		t.Errorf("watch printed %d rows, want 3 (running 20%%, running 60%%, canceled):\n%s", len(rows), watchOut.String())
+	}
+	if _, err := cli(asAdmin, "task", "cancel", "vt-1", "-n", "acme"); err == nil || !strings.Contains(err.Error(), "already canceled") {
+		t.Errorf("cancel of an ended task: %v", err)
+	}
+
+	// Shell completion of task and account names, from the cluster.
+	// (The word being completed comes last, so --kubeconfig goes first.)
+	var completed bytes.Buffer
+	if err := run(ctx, []string{"__complete", "--kubeconfig", asAdmin, "task", "get", "-n", "acme", ""}, &completed); err != nil ||
+		!strings.Contains(completed.String(), "vt-1\n") {
+		t.Errorf("completing task names: %v\n%s", err, completed.String())
+	}
+	if out, err := cli(asAdmin, "completion", "bash"); err != nil || !strings.Contains(out, "__start_videogenctl") {
+		t.Errorf("completion bash: %v", err)
+	}
+	if out, err := cli(asAdmin, "version"); err != nil || !regexp.MustCompile(`(?m)^Client:\s+\S+\nKubernetes:\s+v`).MatchString(out) {
+		t.Errorf("version: %v\n%s", err, out)
+	}
+
+	// As kubectl's plugin, help and messages say `kubectl videogen`.
+	argv0 := os.Args[0]
+	os.Args[0] = "/usr/local/bin/kubectl-videogen"
+	t.Cleanup(func() { os.Args[0] = argv0 })
+	var help bytes.Buffer
+	if err := run(ctx, []string{"--help"}, &help); err != nil || !strings.Contains(help.String(), "kubectl videogen [command]") {
+		t.Errorf("help as a kubectl plugin: %v\n%s", err, help.String())
+	}
+}

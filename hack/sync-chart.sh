@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Copies into charts/videogen-operator/files the parts of config/ that the chart renders as they
+# are: the generated CRDs and RBAC (so a change of the API types or RBAC markers reaches the
+# chart with `make manifests`), the static roles, Services and NetworkPolicies, and the alerts.
+# A chart cannot read files outside its directory, hence copies; hack/verify-generated.sh
+# fails when they are stale.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+files=charts/videogen-operator/files
+rm -rf "$files"
+mkdir -p "$files"/{crds,rbac,services,network-policy,prometheus}
+cp config/crd/bases/*.yaml "$files/crds/"
+for dir in rbac network-policy; do
+  for f in config/$dir/*.yaml; do
+    [ "$(basename "$f")" = kustomization.yaml ] || cp "$f" "$files/$dir/"
+  done
+done
+cp config/default/*_service.yaml "$files/services/"
+cp config/prometheus/alerts.yaml "$files/prometheus/"
