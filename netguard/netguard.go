@@ -97,6 +97,10 @@ func (p Policy) AllowedAddr(addr netip.Addr) bool {
 func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // without the URL, which the caller has
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("not a valid URL: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
