@@ -5,12 +5,12 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
 
 	"github.com/videogen-dev/videogen-operator/filereload"
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
 )
 
 // TokenAuth admits only callers that send "Authorization: Bearer <token>"
@@ -91,7 +91,7 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 }
 
 func (a *TokenAuth) authenticate(h http.Header) *connect.Error {
-	token, ok := bearerToken(h.Get("Authorization"))
+	token, ok := bearer.Token(h.Get("Authorization"))
 	if !ok {
 		return unauthenticated("missing bearer service token")
 	}
@@ -114,17 +114,6 @@ func (a *TokenAuth) accepts(token string) bool {
 		match |= subtle.ConstantTimeCompare(got[:], want[:])
 	}
 	return match == 1
-}
-
-// bearerToken extracts the token from an Authorization value. The scheme is
-// case-insensitive (RFC 9110, section 11.1).
-func bearerToken(value string) (string, bool) {
-	scheme, token, found := strings.Cut(strings.TrimSpace(value), " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
 }
 
 func unauthenticated(msg string) *connect.Error {
