@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
 	"github.com/videogen-dev/videogen-operator/filereload"
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
 )
@@ -26,6 +27,9 @@ type TokenAuth struct {
 }
 
 var errNoToken = errors.New("eventservice: no service token configured")
+
+// CodeInvalidServiceToken is the error code of a 401 to a request that is not an RPC.
+const CodeInvalidServiceToken = "invalid_service_token"
 
 const wwwAuthenticate = `Bearer realm="videogen-events"`
 
@@ -78,9 +82,9 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 	errWriter := connect.NewErrorWriter()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := a.authenticate(r.Header); err != nil {
-			if !errWriter.IsSupported(r) { // not an RPC at all
+			if !errWriter.IsSupported(r) { // not an RPC at all: the apiserver's error envelope
 				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
-				http.Error(w, err.Message(), http.StatusUnauthorized)
+				httpjson.WriteError(w, r, http.StatusUnauthorized, CodeInvalidServiceToken, err.Message())
 				return
 			}
 			_ = errWriter.Write(w, r, err) // the caller hung up if this fails
