@@ -49,9 +49,8 @@ var _ = Describe("A suspended account", func() {
 		id := created.JSON()["id"].(string)
 		setSuspended(a.ns, true)
 
-		Eventually(func() int {
-			return api.post("/v1/short-templates", a.key, map[string]any{"name": "During", "target_url": "https://cdn.example.com/t.mp4"}).Status
-		}).Should(Equal(http.StatusForbidden))
+		// Suspension is checked before the body: an empty one probes without creating anything.
+		Eventually(func() int { return api.post("/v1/short-templates", a.key, map[string]any{}).Status }).Should(Equal(http.StatusForbidden))
 		refused := api.post("/v1/short-templates", a.key, map[string]any{"name": "During", "target_url": "https://cdn.example.com/t.mp4"})
 		Expect(refused.ErrorCode()).To(Equal("account_suspended"))
 		patch := api.do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key, body: map[string]any{"name": "Renamed"}})

@@ -75,7 +75,11 @@ func (s *Server) listShortTemplates(w http.ResponseWriter, r *http.Request, p ap
 
 func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	var req shortTemplateRequest
-	err := decodeJSON(w, r, 64<<10, &req)
+	// A suspended account is refused whatever it sends, before the body is read.
+	err := s.refuseSuspended(r.Context(), p.Account)
+	if err == nil {
+		err = decodeJSON(w, r, 64<<10, &req)
+	}
 	if err == nil {
 		var c fieldChecker
 		c.required("name", req.Name)
@@ -86,9 +90,6 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 	spec := videogenv1alpha1.ShortTemplateSpec{}
 	if err == nil {
 		err = s.applyShortTemplate(&spec, &req)
-	}
-	if err == nil {
-		err = s.refuseSuspended(r.Context(), p.Account)
 	}
 	if err != nil {
 		if !writeRequestError(w, r, err) {
@@ -124,7 +125,10 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 		return
 	}
 	var req shortTemplateRequest
-	err := decodeJSON(w, r, 64<<10, &req)
+	err := s.refuseSuspended(r.Context(), p.Account)
+	if err == nil {
+		err = decodeJSON(w, r, 64<<10, &req)
+	}
 	if err == nil {
 		var c fieldChecker
 		c.optional("name", req.Name)
@@ -137,9 +141,6 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 	}
 	if err == nil {
 		err = s.applyShortTemplate(&st.Spec, &req)
-	}
-	if err == nil {
-		err = s.refuseSuspended(r.Context(), p.Account)
 	}
 	if err != nil {
 		if !writeRequestError(w, r, err) {
