@@ -68,7 +68,7 @@ func checkURL(policy netguard.Policy, field, raw string) (string, error) {
 
 // displayName checks a name shown to people: no control characters (a NUL, a newline, an
 // escape sequence for a terminal) and no bidirectional overrides, which can make a name read
-// differently from what it is ("invoice‮gpj.exe").
+// differently from what it is ("invoice" U+202E "gpj.exe" shows as "invoiceexe.jpg").
 func displayName(name string) error {
 	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || isBidiControl(r) }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(name[i:])
