@@ -105,6 +105,10 @@ test: setup setup-envtest setup-versitygw verify-generated verify-tidy verify-pr
 test-e2e: setup-envtest ## Run the end-to-end suite against the local stack (real processes); part of make test.
 	go test ./test/e2e/ -count=1 -timeout 20m -ginkgo.v
 
+.PHONY: test-hostile
+test-hostile: setup-envtest ## Run the hostile-client suite against the local stack (real processes); part of make test.
+	go test ./test/hostile/ -count=1 -timeout 10m -ginkgo.v
+
 .PHONY: test-fuzz
 test-fuzz: ## Run every fuzz target for FUZZTIME (an exec count like 200000x, or a duration).
 	hack/fuzz.sh $(FUZZTIME)

@@ -1,12 +1,16 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
@@ -35,44 +39,94 @@ func writeRequestError(w http.ResponseWriter, r *http.Request, err error) bool {
 	return false
 }
 
-// decodeJSON reads a JSON object into v strictly: a JSON content type, a size cap, no unknown
-// fields, no trailing data, and error messages that name the offending field.
+// decodeJSON reads a JSON object into v strictly: a JSON content type in UTF-8, a size cap,
+// field names exactly as documented and each at most once, no unknown fields, no trailing
+// data, and error messages that name the offending field.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		// curl -d labels bodies application/x-www-form-urlencoded unless told otherwise; the
-		// body is still parsed as JSON, so copy-pasted examples work.
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json") && mt != "application/x-www-form-urlencoded") {
-			return &requestError{status: http.StatusUnsupportedMediaType, code: httpjson.CodeUnsupportedMedia,
-				message: fmt.Sprintf("Content-Type must be application/json, not %q", ct)}
-		}
+	form, err := jsonContentType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		return describeReadError(err, limit)
+	}
+	if err := checkEncoding(body, form); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return describeDecodeError(err, limit)
+		return describeDecodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("the body must hold exactly one JSON object")
 	}
+	return checkFieldNames(body, v)
+}
+
+// jsonContentType accepts JSON in UTF-8 (no Content-Type at all counts as JSON) and curl -d's
+// default label, application/x-www-form-urlencoded, reporting the latter: such a body is read
+// as JSON only if it is a JSON object.
+func jsonContentType(ct string) (form bool, err error) {
+	if ct == "" {
+		return false, nil
+	}
+	mt, params, perr := mime.ParseMediaType(ct)
+	form = mt == "application/x-www-form-urlencoded"
+	if perr != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json") && !form) {
+		return false, unsupportedMedia("Content-Type must be application/json, not %s", httpjson.Echo(ct))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return false, unsupportedMedia("JSON bodies must be UTF-8, not charset=%s", httpjson.Echo(cs))
+	}
+	return form, nil
+}
+
+// checkEncoding refuses bodies that are not UTF-8 JSON from the first byte: a byte order mark
+// or the NULs of UTF-16, and a real form (a=b&c=d) sent with curl -d's label.
+func checkEncoding(body []byte, form bool) error {
+	if bytes.HasPrefix(body, []byte{0xef, 0xbb, 0xbf}) || bytes.HasPrefix(body, []byte{0xfe, 0xff}) ||
+		bytes.HasPrefix(body, []byte{0xff, 0xfe}) || (len(body) > 1 && (body[0] == 0 || body[1] == 0)) {
+		return unsupportedMedia("the body must be JSON in UTF-8, without a byte order mark")
+	}
+	if form && !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
+		return unsupportedMedia("the body must be a JSON object; a form (a=b&c=d) is not accepted: send Content-Type: application/json (curl --json)")
+	}
 	return nil
 }
 
-func describeDecodeError(err error, limit int64) error {
-	var (
-		maxErr    *http.MaxBytesError
-		typeErr   *json.UnmarshalTypeError
-		syntaxErr *json.SyntaxError
-	)
+func unsupportedMedia(format string, args ...any) *requestError {
+	return &requestError{status: http.StatusUnsupportedMediaType, code: httpjson.CodeUnsupportedMedia, message: fmt.Sprintf(format, args...)}
+}
+
+// describeReadError answers a body that could not be read: too large, or too slow (the
+// server's read deadline).
+func describeReadError(err error, limit int64) error {
+	var maxErr *http.MaxBytesError
+	var netErr net.Error
 	switch {
 	case errors.As(err, &maxErr):
 		return &requestError{status: http.StatusRequestEntityTooLarge, code: httpjson.CodePayloadTooLarge,
 			message: fmt.Sprintf("the body is larger than %d bytes", limit)}
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return &requestError{status: http.StatusRequestTimeout, code: httpjson.CodeRequestTimeout,
+			message: "the body was not received in time"}
+	}
+	return badRequest("reading the body: %v", err)
+}
+
+func describeDecodeError(err error) error {
+	var (
+		typeErr   *json.UnmarshalTypeError
+		syntaxErr *json.SyntaxError
+	)
+	switch {
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
 			return badRequest("the body must be a JSON object")
 		}
-		return badRequest("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		return describeTypeError(typeErr)
 	case errors.As(err, &syntaxErr):
 		return badRequest("malformed JSON at byte %d: %v", syntaxErr.Offset, err)
 	case errors.Is(err, io.EOF):
@@ -80,22 +134,65 @@ func describeDecodeError(err error, limit int64) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("malformed JSON: the body ends too early")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return badRequest("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return badRequest("unknown field %s", httpjson.Echo(name))
 	}
 	return badRequest("malformed JSON: %v", err)
 }
 
-func jsonKind(goKind string) string {
-	switch goKind {
+// describeTypeError says what the field must be and what was sent, without echoing a long value.
+func describeTypeError(e *json.UnmarshalTypeError) error {
+	field := httpjson.Echo(e.Field)
+	number, isNumber := strings.CutPrefix(e.Value, "number ")
+	switch kind := e.Type.Kind(); {
+	case kind >= reflect.Int && kind <= reflect.Uint64 && isNumber && !strings.ContainsAny(number, ".eE"):
+		// An integer that does not fit the field's type.
+		return badRequest("field %s is out of range: %s", field, shorten(number))
+	case kind >= reflect.Int && kind <= reflect.Uint64:
+		return badRequest("field %s must be an integer, not %s", field, sentValue(e.Value))
+	}
+	return badRequest("field %s must be %s, not %s", field, jsonKind(e.Type.Kind()), sentValue(e.Value))
+}
+
+// sentValue names what encoding/json found: "a string", "true or false", or the number itself.
+func sentValue(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return shorten(n)
+	}
+	switch v {
 	case "string":
 		return "a string"
-	case "int", "int32", "int64", "uint", "uint32", "uint64", "float64":
-		return "a number"
 	case "bool":
 		return "true or false"
-	case "map", "struct":
+	case "array":
+		return "an array"
+	case "object":
 		return "an object"
-	case "slice", "array":
+	case "number":
+		return "a number"
+	}
+	return v
+}
+
+// shorten cuts a number literal to a readable length.
+func shorten(n string) string {
+	if len(n) <= 32 {
+		return n
+	}
+	return n[:32] + "… (" + strconv.Itoa(len(n)) + " digits)"
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
 		return "an array"
 	}
 	return "of another type"

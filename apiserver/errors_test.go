@@ -73,7 +73,7 @@ var _ = Describe("Errors", func() {
 		Entry("missing template_id", "/v1/videos/short", map[string]any{"face": "https://cdn.example.com/f.jpg"}, `"template_id" is required`),
 		Entry("empty face", "/v1/videos/short", map[string]any{"template_id": "x", "face": " "}, `"face" must not be empty`),
 		Entry("unknown field", "/v1/videos/short", map[string]any{"template_id": "x", "face": "https://cdn.example.com/f.jpg", "speed": 2}, `unknown field "speed"`),
-		Entry("wrong type", "/v1/videos/template", map[string]any{"template_id": "x", "duration": "ten"}, `field "duration" must be a number`),
+		Entry("wrong type", "/v1/videos/template", map[string]any{"template_id": "x", "duration": "ten"}, `field "duration" must be an integer, not a string`),
 		Entry("negative duration", "/v1/videos/template", map[string]any{"template_id": "x", "duration": -3}, `"template_id"`),
 		Entry("malformed JSON", "/v1/videos/short", `{"template_id": "x",`, "malformed JSON"),
 		Entry("two objects", "/v1/videos/short", `{"template_id":"x"} {}`, "exactly one JSON object"),

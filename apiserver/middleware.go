@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,18 +15,19 @@ import (
 
 	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
 )
 
 // authenticate resolves the bearer key to an account and applies the key's rate limit.
 func (s *Server) authenticate(h func(http.ResponseWriter, *http.Request, apikeys.Principal)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
+		token, ok := bearer.Token(r.Header.Get("Authorization"))
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen"`)
 			httpjson.WriteError(w, r, http.StatusUnauthorized, httpjson.CodeInvalidAPIKey, "missing API key: send Authorization: Bearer <API_KEY>")
 			return
 		}
-		p, err := s.cfg.Keys.Authenticate(r.Context(), strings.TrimSpace(token))
+		p, err := s.cfg.Keys.Authenticate(r.Context(), token)
 		if errors.Is(err, apikeys.ErrInvalidKey) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen", error="invalid_token"`)
 			httpjson.WriteError(w, r, http.StatusUnauthorized, httpjson.CodeInvalidAPIKey, "invalid API key")

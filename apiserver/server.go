@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -104,7 +105,36 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 
 // Handler is the whole API with request ids, metrics, logging and panic recovery around it.
 func (s *Server) Handler() http.Handler {
-	return httpjson.WithRequestID(s.observe(s.recoverPanics(s.mux)))
+	return httpjson.WithRequestID(s.observe(s.recoverPanics(refuseUncleanPaths(s.mux))))
+}
+
+// refuseUncleanPaths answers 404 for a path with "." or ".." segments or a doubled slash. The
+// mux would redirect it to the cleaned path with an HTML body; no resource has such a path,
+// and a client that sent one is confused or probing.
+func refuseUncleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
+			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound,
+				"no such endpoint: "+httpjson.Echo(r.Method+" "+r.URL.Path)+" (paths have no . or .. segments and no //)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is the path the mux routes p as (net/http's cleanPath).
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	clean := path.Clean(p)
+	if p[len(p)-1] == '/' && clean != "/" {
+		clean += "/"
+	}
+	return clean
 }
 
 func (s *Server) routes() {
@@ -134,8 +164,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc(catchAll, s.noRoute)
 }
 
-// catchAll takes every /v1 request that no route took.
-const catchAll = "/v1/"
+// catchAll takes every request that no route took, so that it too gets the error envelope.
+const catchAll = "/"
 
 // probeMethods are the methods a path is tried with to find those it allows.
 var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
@@ -145,12 +175,12 @@ var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	allow := s.allowedMethods(r)
 	if len(allow) == 0 {
-		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no such endpoint: "+httpjson.Echo(r.Method+" "+r.URL.Path))
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	httpjson.WriteError(w, r, http.StatusMethodNotAllowed, httpjson.CodeMethodNotAllowed,
-		r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allow, ", "))
+		httpjson.Echo(r.Method)+" is not allowed on "+httpjson.Echo(r.URL.Path)+"; allowed: "+strings.Join(allow, ", "))
 }
 
 // allowedMethods lists the methods some route other than catchAll serves r's path with, as

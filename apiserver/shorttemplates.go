@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -76,7 +75,11 @@ func (s *Server) listShortTemplates(w http.ResponseWriter, r *http.Request, p ap
 
 func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	var req shortTemplateRequest
-	err := decodeJSON(w, r, 64<<10, &req)
+	// A suspended account is refused whatever it sends, before the body is read.
+	err := s.refuseSuspended(r.Context(), p.Account)
+	if err == nil {
+		err = decodeJSON(w, r, 64<<10, &req)
+	}
 	if err == nil {
 		var c fieldChecker
 		c.required("name", req.Name)
@@ -122,7 +125,10 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 		return
 	}
 	var req shortTemplateRequest
-	err := decodeJSON(w, r, 64<<10, &req)
+	err := s.refuseSuspended(r.Context(), p.Account)
+	if err == nil {
+		err = decodeJSON(w, r, 64<<10, &req)
+	}
 	if err == nil {
 		var c fieldChecker
 		c.optional("name", req.Name)
@@ -161,7 +167,7 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 	if err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
-			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+strconv.Quote(r.PathValue("id")))
+			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+httpjson.Echo(r.PathValue("id")))
 		case apierrors.IsInvalid(err):
 			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Error())
 		case apierrors.IsConflict(err):
@@ -195,7 +201,7 @@ func (s *Server) findShortTemplate(w http.ResponseWriter, r *http.Request, p api
 	}
 	switch {
 	case errors.Is(err, catalog.ErrTemplateNotFound):
-		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+strconv.Quote(id))
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+httpjson.Echo(id))
 		return nil, false
 	case err != nil:
 		s.internalError(w, r, err)
@@ -208,22 +214,25 @@ func (s *Server) findShortTemplate(w http.ResponseWriter, r *http.Request, p api
 func (s *Server) applyShortTemplate(spec *videogenv1alpha1.ShortTemplateSpec, req *shortTemplateRequest) error {
 	if req.Name != nil {
 		name := strings.TrimSpace(*req.Name)
-		if len(name) > 128 {
-			return badRequest("field \"name\" must be at most 128 characters")
+		if err := lengthError("name", name, maxNameLength); err != nil {
+			return err
+		}
+		if err := displayName(name); err != nil {
+			return err
 		}
 		spec.DisplayName = name
 	}
 	if req.TargetURL != nil {
-		u := strings.TrimSpace(*req.TargetURL)
-		if _, err := s.cfg.URLPolicy.CheckURL(u); err != nil {
-			return badRequest("field \"target_url\": %v", err)
+		u, err := checkURL(s.cfg.URLPolicy, "target_url", strings.TrimSpace(*req.TargetURL))
+		if err != nil {
+			return err
 		}
 		spec.TargetURL = u
 	}
 	if req.CoverURL != nil {
-		u := strings.TrimSpace(*req.CoverURL)
-		if _, err := s.cfg.URLPolicy.CheckURL(u); err != nil {
-			return badRequest("field \"cover_url\": %v", err)
+		u, err := checkURL(s.cfg.URLPolicy, "cover_url", strings.TrimSpace(*req.CoverURL))
+		if err != nil {
+			return err
 		}
 		spec.CoverURL = u
 	}

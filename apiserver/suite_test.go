@@ -224,7 +224,10 @@ func startAPIServerWith(limit rate.Limit, burst int, reg prometheus.Registerer, 
 	hs := httptest.NewServer(srv.Handler())
 	DeferCleanup(hs.Close)
 	blobs.BaseURL = hs.URL + "/v1/blobs/"
-	return &apiClient{base: hs.URL, http: hs.Client()}
+	// Redirects are answers to check, not to follow: the API never redirects.
+	hc := hs.Client()
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &apiClient{base: hs.URL, http: hc}
 }
 
 // --- HTTP client helpers -------------------------------------------------------------

@@ -39,7 +39,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p apikeys.Princ
 func (s *Server) findTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) (*videogenv1alpha1.VideoTask, bool) {
 	key := client.ObjectKey{Namespace: p.Account, Name: r.PathValue("id")}
 	if len(validation.IsDNS1123Subdomain(key.Name)) > 0 { // ".." or a '/' can name no task
-		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(key.Name))
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+httpjson.Echo(key.Name))
 		return nil, false
 	}
 	task := &videogenv1alpha1.VideoTask{}
@@ -49,7 +49,7 @@ func (s *Server) findTask(w http.ResponseWriter, r *http.Request, p apikeys.Prin
 	}
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
-		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(key.Name))
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+httpjson.Echo(key.Name))
 		return nil, false
 	case err != nil:
 		s.internalError(w, r, err)
@@ -88,7 +88,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 		}
 		if start < 0 {
 			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
-				"query parameter \"after\": no task with id "+strconv.Quote(after))
+				"query parameter \"after\": no task with id "+httpjson.Echo(after))
 			return
 		}
 	}

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"net/http"
 	"sort"
-	"strconv"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +31,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys
 	capability := videogenv1alpha1.Capability(r.URL.Query().Get("capability"))
 	if capability != "" && !capability.Valid() {
 		httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
-			"query parameter \"capability\": unknown capability "+strconv.Quote(string(capability))+
+			"query parameter \"capability\": unknown capability "+httpjson.Echo(string(capability))+
 				"; use one of video.short, video.eraser, video.template, image.pose")
 		return
 	}

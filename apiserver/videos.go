@@ -53,6 +53,7 @@ func (s *Server) createShort(w http.ResponseWriter, r *http.Request, p apikeys.P
 		c.required("template_id", req.TemplateID)
 		c.required("face", req.Face)
 		c.optional("webhook_url", req.WebhookURL)
+		c.maxLength("template_id", req.TemplateID, maxTemplateIDLength)
 		if err := c.result(); err != nil {
 			return taskInput{}, err
 		}
@@ -68,6 +69,7 @@ func (s *Server) createPose(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		c.required("template_id", req.TemplateID)
 		c.required("face", req.Face)
 		c.optional("webhook_url", req.WebhookURL)
+		c.maxLength("template_id", req.TemplateID, maxTemplateIDLength)
 		if err := c.result(); err != nil {
 			return taskInput{}, err
 		}
@@ -89,8 +91,9 @@ func (s *Server) createEraser(w http.ResponseWriter, r *http.Request, p apikeys.
 		if !looksLikeURL(video) {
 			return taskInput{}, badRequest("field \"video\" must be a public http(s) URL; base64 video is not accepted, upload it somewhere public first")
 		}
-		if _, err := s.cfg.URLPolicy.CheckURL(video); err != nil {
-			return taskInput{}, badRequest("field \"video\": %v", err)
+		video, err := checkURL(s.cfg.URLPolicy, "video", video)
+		if err != nil {
+			return taskInput{}, err
 		}
 		in := taskInput{capability: videogenv1alpha1.CapabilityEraser, videoURL: video}
 		return in, s.webhook(&in, req.WebhookURL)
@@ -106,6 +109,7 @@ func (s *Server) createTemplateVideo(w http.ResponseWriter, r *http.Request, p a
 			c.fail("field \"duration\" is required")
 		}
 		c.optional("webhook_url", req.WebhookURL)
+		c.maxLength("template_id", req.TemplateID, maxTemplateIDLength)
 		if err := c.result(); err != nil {
 			return taskInput{}, err
 		}
@@ -118,10 +122,11 @@ func (s *Server) createTemplateVideo(w http.ResponseWriter, r *http.Request, p a
 func (s *Server) faceAndWebhook(in *taskInput, face string, webhookURL *string) error {
 	face = strings.TrimSpace(face)
 	if looksLikeURL(face) {
-		if _, err := s.cfg.URLPolicy.CheckURL(face); err != nil {
-			return badRequest("field \"face\": %v", err)
+		u, err := checkURL(s.cfg.URLPolicy, "face", face)
+		if err != nil {
+			return err
 		}
-		in.faceURL = face
+		in.faceURL = u
 	} else {
 		img, err := imageinput.DecodeBase64(face, s.cfg.ImageLimits)
 		if err != nil {
@@ -136,9 +141,9 @@ func (s *Server) webhook(in *taskInput, webhookURL *string) error {
 	if webhookURL == nil {
 		return nil
 	}
-	u := strings.TrimSpace(*webhookURL)
-	if _, err := s.cfg.URLPolicy.CheckURL(u); err != nil {
-		return badRequest("field \"webhook_url\": %v", err)
+	u, err := checkURL(s.cfg.URLPolicy, "webhook_url", strings.TrimSpace(*webhookURL))
+	if err != nil {
+		return err
 	}
 	in.webhookURL = u
 	return nil

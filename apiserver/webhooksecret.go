@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -38,6 +39,11 @@ func (s *Server) getWebhookSecret(w http.ResponseWriter, r *http.Request, p apik
 // rotateWebhookSecret makes a new secret; the old one keeps signing (alongside) for the overlap.
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	sec, err := s.cfg.WebhookSecrets.Rotate(r.Context(), p.Account, s.cfg.WebhookSecretOverlap)
+	if errors.Is(err, webhooksecrets.ErrConcurrentRotation) {
+		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
+			"another rotation of this account's webhook secret won the race; GET /v1/webhook-secret shows the secret in force")
+		return
+	}
 	if err != nil {
 		s.internalError(w, r, err)
 		return

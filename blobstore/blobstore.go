@@ -9,11 +9,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
 )
 
 // Store saves blobs and returns the URL they can be fetched from.
@@ -69,15 +72,40 @@ var validName = regexp.MustCompile(`^[0-9a-f]{32}(\.[a-z0-9]{2,5})?$`)
 var ErrNotFound = errors.New("blob not found")
 
 // Handler serves GET {prefix}{name}; names are unguessable, so knowing one is the permission.
+// Errors are in the API's envelope ({"error":{"code","message","request_id"}}).
 func (d *Dir) Handler(prefix string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, prefix)
+		notFound := func() {
+			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no blob "+httpjson.Echo(name))
+		}
 		if !validName.MatchString(name) {
-			http.NotFound(w, r)
+			notFound()
+			return
+		}
+		f, err := os.Open(filepath.Join(d.Root, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			notFound()
+			return
+		}
+		var info fs.FileInfo
+		if err == nil {
+			defer f.Close()
+			info, err = f.Stat()
+		}
+		if err != nil {
+			httpjson.WriteError(w, r, http.StatusInternalServerError, httpjson.CodeInternal, "the blob cannot be read")
 			return
 		}
 		w.Header().Set("Cache-Control", "private, max-age=86400, immutable")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		http.ServeFile(w, r, filepath.Join(d.Root, name))
+		http.ServeContent(w, r, name, info.ModTime(), f)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpjson.RequestID(r.Context()) == "" { // served on its own (the worker)
+			httpjson.WithRequestID(serve).ServeHTTP(w, r)
+			return
+		}
+		serve.ServeHTTP(w, r)
 	})
 }

@@ -34,9 +34,10 @@ func (r *ShortTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, st); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// A template deleted since the cache saw it is gone for good: nothing to assign or mirror.
 	id, err := r.keepID(ctx, st)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := st.Status.DeepCopy()
 	cond := metav1.Condition{Type: videogenv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "IDAssigned",
@@ -52,7 +53,7 @@ func (r *ShortTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if equality.Semantic.DeepEqual(before, &st.Status) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.Status().Update(ctx, st)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Status().Update(ctx, st))
 }
 
 // keepID returns the template's id after making its label say it: the id in status once one

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/videogen-dev/videogen-operator/httpserver"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
@@ -80,6 +81,10 @@ func (p *process) stop(grace time.Duration) {
 }
 
 func (s *Stack) startProcesses(ctx context.Context) error {
+	workerToken, err := s.secretFile("worker-token", "wkr_", &s.WorkerToken)
+	if err != nil {
+		return err
+	}
 	backends := s.path("backends.yaml")
 	config := fmt.Sprintf(`# Written by the local stack: every capability runs on the reference worker.
 backends:
@@ -87,12 +92,13 @@ backends:
   capabilities: [video.short, video.eraser, video.template, image.pose]
   http:
     url: %s
-`, s.WorkerURL)
+    tokenFile: %q
+`, s.WorkerURL, workerToken)
 	if err := os.WriteFile(backends, []byte(config), 0o644); err != nil {
 		return err
 	}
 	loopback := "--allow-private-urls=127.0.0.0/8,::1/128"
-	tokens, err := s.eventServiceToken()
+	tokens, err := s.secretFile("event-service-tokens", "evs_", &s.EventServiceToken)
 	if err != nil {
 		return err
 	}
@@ -104,19 +110,23 @@ backends:
 	if err != nil {
 		return err
 	}
+	var deadlines []string
+	if t := s.cfg.Timeouts; t != (httpserver.Timeouts{}) {
+		deadlines = []string{"--read-header-timeout=" + t.ReadHeader.String(), "--read-timeout=" + t.Read.String()}
+	}
 	steps := []struct {
 		name string
 		args []string
 	}{
-		{"worker", []string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
-			"--blob-dir=" + s.path("worker-blobs"), loopback}},
+		{"worker", append([]string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
+			"--blob-dir=" + s.path("worker-blobs"), "--token-file=" + workerToken, loopback}, deadlines...)},
 		{"manager", append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
 			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback,
 			"--ledger-bind-address=" + ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, s.cfg.ManagerArgs...)},
-		{"apiserver", []string{"--bind-address=" + s.cfg.APIAddress, "--metrics-bind-address=0",
+		{"apiserver", append([]string{"--bind-address=" + s.cfg.APIAddress, "--metrics-bind-address=0",
 			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + s.path("api-blobs"),
 			"--public-url=" + s.APIURL, "--event-service-tokens-file=" + tokens, loopback,
-			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}},
+			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}, deadlines...)},
 	}
 	for _, st := range steps {
 		if st.name == "worker" && s.cfg.Backend != "" {
@@ -160,13 +170,14 @@ func (s *Stack) Wait(ctx context.Context) error {
 	}
 }
 
-// eventServiceToken makes (once) the service token file of the EventService.Handle RPC, kept in
-// the data directory like the demo key so a second run keeps it.
-func (s *Stack) eventServiceToken() (path string, err error) {
-	path = s.path("event-service-tokens")
+// secretFile makes (once) a file in the data directory holding a random token with prefix,
+// kept like the demo key so a second run reuses it, and stores the token in *token. The
+// worker's bearer token and the EventService.Handle service token are made this way.
+func (s *Stack) secretFile(name, prefix string, token *string) (path string, err error) {
+	path = s.path(name)
 	if raw, err := os.ReadFile(path); err == nil {
 		if tok := strings.TrimSpace(string(raw)); tok != "" {
-			s.EventServiceToken = tok
+			*token = tok
 			return path, nil
 		}
 	}
@@ -174,6 +185,6 @@ func (s *Stack) eventServiceToken() (path string, err error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	s.EventServiceToken = "evs_" + hex.EncodeToString(b[:])
-	return path, os.WriteFile(path, []byte(s.EventServiceToken+"\n"), 0o600)
+	*token = prefix + hex.EncodeToString(b[:])
+	return path, os.WriteFile(path, []byte(*token+"\n"), 0o600)
 }

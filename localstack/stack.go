@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/videogen-dev/videogen-operator/httpserver"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
@@ -37,6 +38,9 @@ type Config struct {
 	Backend string
 	// ManagerArgs are extra manager flags, after the stack's own (the last of a flag wins).
 	ManagerArgs []string
+	// Timeouts, if set, are the read deadlines of the apiserver's and the worker's listeners
+	// (their defaults otherwise); tests shorten them to see slow clients cut off.
+	Timeouts httpserver.Timeouts
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -75,8 +79,10 @@ type Stack struct {
 	DemoKey   string
 	// EventServiceToken is a service token for the EventService.Handle RPC on the API port.
 	EventServiceToken string
-	Demo              Demo
-	procs             []*process
+	// WorkerToken is the reference worker's bearer token (the manager reads it from a file).
+	WorkerToken string
+	Demo        Demo
+	procs       []*process
 }
 
 // Start brings the stack up; Stop takes it down. A second Start with the same DataDir reuses

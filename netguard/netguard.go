@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/idna"
 )
 
 // ErrForbiddenDestination is wrapped by every refusal of an address.
@@ -88,11 +90,17 @@ func (p Policy) AllowedAddr(addr netip.Addr) bool {
 	return true
 }
 
-// CheckURL parses raw and refuses anything but an absolute http(s) URL whose host is not a
-// forbidden literal address or a name that always means this machine.
+// CheckURL parses raw and refuses anything but an absolute http(s) URL with a valid port whose
+// host is not a forbidden literal address or a name that always means this machine. The URL it
+// returns has its host in the ASCII form a resolver uses (IDNA): store that one, so what was
+// checked is what is fetched.
 func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // without the URL, which the caller has
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("not a valid URL: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
@@ -101,11 +109,11 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	if u.User != nil {
 		return nil, errors.New("must not carry credentials")
 	}
-	host := u.Hostname()
-	if host == "" {
-		return nil, errors.New("has no host")
+	if err := normaliseHost(u); err != nil {
+		return nil, err
 	}
-	if addr, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+	host := u.Hostname()
+	if addr, err := netip.ParseAddr(host); err == nil {
 		if !p.AllowedAddr(addr) {
 			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, host)
 		}
@@ -119,13 +127,45 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 		}
 		return u, nil
 	}
-	lower := strings.ToLower(strings.TrimSuffix(host, "."))
+	lower := strings.TrimSuffix(host, ".")
 	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
 		if !p.AllowedAddr(netip.MustParseAddr("127.0.0.1")) {
 			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, host)
 		}
 	}
 	return u, nil
+}
+
+// hostNames maps a host name as resolvers do (UTS #46: "。" is a dot, full-width and
+// circled characters fold to ASCII, letters to lower case). Underscores stay allowed: real
+// hosts have them, and the result is only checked, not registered.
+var hostNames = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.StrictDomainName(false))
+
+// normaliseHost rewrites u.Host into the form that will be resolved, and refuses ports
+// outside 1–65535 (or written with leading zeros, which parsers read differently).
+func normaliseHost(u *url.URL) error {
+	host, port := u.Hostname(), u.Port()
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 || port[0] == '0' {
+			return fmt.Errorf("has an invalid port %q: use 1 to 65535", port)
+		}
+	}
+	if strings.HasPrefix(u.Host, "[") { // an IPv6 literal; url.Parse checked its form
+		return nil
+	}
+	ascii, err := hostNames.ToASCII(host)
+	if err != nil {
+		return fmt.Errorf("has an invalid host name: %v", err)
+	}
+	if strings.Trim(ascii, ".") == "" {
+		return errors.New("has no host")
+	}
+	if port != "" {
+		ascii += ":" + port
+	}
+	u.Host = ascii
+	return nil
 }
 
 // parseInetAton reads the IPv4 forms inet_aton accepts: one to four dot-separated parts, each

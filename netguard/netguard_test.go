@@ -109,3 +109,54 @@ func TestParseInetAton(t *testing.T) {
 		}
 	}
 }
+
+// Hosts are read the way a resolver reads them (IDNA, UTS #46) before they are checked: an
+// ideographic full stop is a dot and full-width letters fold to ASCII, so these are the
+// addresses and names they look like.
+func TestCheckURLNormalisesHostsBeforeChecking(t *testing.T) {
+	p := Policy{}
+	for _, raw := range []string{
+		"http://169。254。169。254/x.jpg", // ideographic full stops
+		"http://169．254．169．254/x.jpg", // full-width full stops
+		"http://%E3%80%82/x",           // a host that is only a dot
+		"http://ＬＯＣＡＬＨＯＳＴ/x",
+		"http://①②⑦.0.0.1/x",
+		"http://１２７.0.0.1/x",
+		"http://api.ｌｏｃａｌｈｏｓｔ/x",
+	} {
+		if _, err := p.CheckURL(raw); err == nil {
+			t.Errorf("CheckURL(%q) accepted a URL it must refuse", raw)
+		}
+	}
+	for raw, want := range map[string]string{
+		"https://bücher.example/cover.jpg":      "https://xn--bcher-kva.example/cover.jpg",
+		"https://CDN.Example.com:8443/f.jpg":    "https://cdn.example.com:8443/f.jpg",
+		"https://cdn.example.com/a%2Fb.jpg?x=1": "https://cdn.example.com/a%2Fb.jpg?x=1",
+		"https://my_host.example.com/f.jpg":     "https://my_host.example.com/f.jpg",
+		"https://[2606:4700::1]:443/x":          "https://[2606:4700::1]:443/x",
+	} {
+		u, err := p.CheckURL(raw)
+		if err != nil {
+			t.Errorf("CheckURL(%q) = %v, want accepted", raw, err)
+			continue
+		}
+		if u.String() != want {
+			t.Errorf("CheckURL(%q) = %q, want %q", raw, u.String(), want)
+		}
+	}
+}
+
+func TestCheckURLRefusesInvalidPorts(t *testing.T) {
+	p := Policy{}
+	for _, raw := range []string{"https://cdn.example.com:0/f.jpg", "https://cdn.example.com:99999/f.jpg",
+		"https://cdn.example.com:65536/f.jpg", "https://cdn.example.com:00000000000000000080/f.jpg", "https://[2606:4700::1]:0/x"} {
+		if _, err := p.CheckURL(raw); err == nil {
+			t.Errorf("CheckURL(%q) accepted an invalid port", raw)
+		}
+	}
+	for _, raw := range []string{"https://cdn.example.com:1/f.jpg", "https://cdn.example.com:65535/f.jpg", "https://cdn.example.com:/f.jpg"} {
+		if _, err := p.CheckURL(raw); err != nil {
+			t.Errorf("CheckURL(%q) = %v, want accepted", raw, err)
+		}
+	}
+}

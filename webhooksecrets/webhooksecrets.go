@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/standardwebhooks"
@@ -92,35 +91,36 @@ func (s *Store) Ensure(ctx context.Context, account string) (Secrets, error) {
 	return decode(sec)
 }
 
-// Rotate makes a new current secret and keeps the old one valid for overlap.
+// ErrConcurrentRotation means another rotation of the account's secret won: retrying would
+// replace the secret that one just handed out, so the caller is told instead.
+var ErrConcurrentRotation = errors.New("the webhook secret was rotated by another request at the same time")
+
+// Rotate makes a new current secret and keeps the old one valid for overlap. It is one
+// compare-and-swap on the Secret: of concurrent rotations one wins and the others get
+// ErrConcurrentRotation, so every secret Rotate returns was in force when it returned and the
+// previous one is what callers had before.
 func (s *Store) Rotate(ctx context.Context, account string, overlap time.Duration) (Secrets, error) {
 	if _, err := s.Ensure(ctx, account); err != nil {
 		return Secrets{}, err
 	}
-	var out Secrets
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		sec := &corev1.Secret{}
-		if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: SecretName(account)}, sec); err != nil {
-			return err
+	sec := &corev1.Secret{}
+	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: SecretName(account)}, sec); err != nil {
+		return Secrets{}, fmt.Errorf("reading the webhook secret of account %q: %w", account, err)
+	}
+	expires := s.now().Add(overlap).UTC().Truncate(time.Second)
+	sec.Data[keyPrevious] = sec.Data[keyCurrent]
+	sec.Data[keyCurrent] = []byte(standardwebhooks.NewSecret())
+	if sec.Annotations == nil {
+		sec.Annotations = map[string]string{}
+	}
+	sec.Annotations[AnnotationPreviousExpiresAt] = expires.Format(time.RFC3339)
+	if err := s.Client.Update(ctx, sec); err != nil {
+		if apierrors.IsConflict(err) {
+			return Secrets{}, fmt.Errorf("account %q: %w", account, ErrConcurrentRotation)
 		}
-		expires := s.now().Add(overlap).UTC().Truncate(time.Second)
-		sec.Data[keyPrevious] = sec.Data[keyCurrent]
-		sec.Data[keyCurrent] = []byte(standardwebhooks.NewSecret())
-		if sec.Annotations == nil {
-			sec.Annotations = map[string]string{}
-		}
-		sec.Annotations[AnnotationPreviousExpiresAt] = expires.Format(time.RFC3339)
-		if err := s.Client.Update(ctx, sec); err != nil {
-			return err
-		}
-		var err error
-		out, err = decode(sec)
-		return err
-	})
-	if err != nil {
 		return Secrets{}, fmt.Errorf("rotating the webhook secret of account %q: %w", account, err)
 	}
-	return out, nil
+	return decode(sec)
 }
 
 func decode(sec *corev1.Secret) (Secrets, error) {

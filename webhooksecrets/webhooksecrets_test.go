@@ -2,10 +2,15 @@ package webhooksecrets
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // During a rotation both secrets sign; once the overlap ends only the new one does.
@@ -67,5 +72,35 @@ func TestSigningUsesThePreviousSecretOnlyDuringTheOverlap(t *testing.T) {
 		if sec == first.Current {
 			t.Error("the secret of two rotations ago still signs")
 		}
+	}
+}
+
+// A rotation that loses the compare-and-swap is not retried: a retry would replace the secret
+// the winner just handed out.
+func TestARotationThatLosesTheRaceIsRefusedNotRetried(t *testing.T) {
+	ctx := context.Background()
+	base := fake.NewClientBuilder().Build()
+	updates := 0
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates++
+			// Another rotation wrote first.
+			return apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, obj.GetName(), errors.New("the object has been modified"))
+		},
+	})
+	s := &Store{Client: c, Reader: base, Namespace: "videogen-system"}
+	before, err := s.Ensure(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rotate(ctx, "acme", time.Hour); !errors.Is(err, ErrConcurrentRotation) {
+		t.Fatalf("Rotate = %v, want ErrConcurrentRotation", err)
+	}
+	if updates != 1 {
+		t.Fatalf("Rotate tried %d updates, want 1", updates)
+	}
+	after, err := s.Ensure(ctx, "acme")
+	if err != nil || after.Current != before.Current || after.Previous != "" {
+		t.Fatalf("the secret changed: %+v (%v), want %+v", after, err, before)
 	}
 }

@@ -14,19 +14,23 @@ const (
 
 // ShortTemplateSpec is an account's own template for video.short.
 type ShortTemplateSpec struct {
-	// DisplayName is the name the owner gave the template.
+	// DisplayName is the name the owner gave the template: no control characters and no
+	// bidirectional overrides, which could make it read as something else.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{202A}-\x{202E}\x{2066}-\x{2069}]*$`
 	// +required
 	DisplayName string `json:"displayName"`
 
 	// TargetURL is the template video the face is swapped into.
 	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
 	// +required
 	TargetURL string `json:"targetURL"`
 
 	// CoverURL is an image shown for the template.
 	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	CoverURL string `json:"coverURL,omitempty"`
 

@@ -5,12 +5,13 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
 
+	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
 	"github.com/videogen-dev/videogen-operator/filereload"
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
 )
 
 // TokenAuth admits only callers that send "Authorization: Bearer <token>"
@@ -26,6 +27,9 @@ type TokenAuth struct {
 }
 
 var errNoToken = errors.New("eventservice: no service token configured")
+
+// CodeInvalidServiceToken is the error code of a 401 to a request that is not an RPC.
+const CodeInvalidServiceToken = "invalid_service_token"
 
 const wwwAuthenticate = `Bearer realm="videogen-events"`
 
@@ -78,9 +82,9 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 	errWriter := connect.NewErrorWriter()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := a.authenticate(r.Header); err != nil {
-			if !errWriter.IsSupported(r) { // not an RPC at all
+			if !errWriter.IsSupported(r) { // not an RPC at all: the apiserver's error envelope
 				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
-				http.Error(w, err.Message(), http.StatusUnauthorized)
+				httpjson.WriteError(w, r, http.StatusUnauthorized, CodeInvalidServiceToken, err.Message())
 				return
 			}
 			_ = errWriter.Write(w, r, err) // the caller hung up if this fails
@@ -91,7 +95,7 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 }
 
 func (a *TokenAuth) authenticate(h http.Header) *connect.Error {
-	token, ok := bearerToken(h.Get("Authorization"))
+	token, ok := bearer.Token(h.Get("Authorization"))
 	if !ok {
 		return unauthenticated("missing bearer service token")
 	}
@@ -114,17 +118,6 @@ func (a *TokenAuth) accepts(token string) bool {
 		match |= subtle.ConstantTimeCompare(got[:], want[:])
 	}
 	return match == 1
-}
-
-// bearerToken extracts the token from an Authorization value. The scheme is
-// case-insensitive (RFC 9110, section 11.1).
-func bearerToken(value string) (string, bool) {
-	scheme, token, found := strings.Cut(strings.TrimSpace(value), " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
 }
 
 func unauthenticated(msg string) *connect.Error {

@@ -153,9 +153,16 @@ func TestNonRPCRequestWithoutToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("status %d, WWW-Authenticate %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	// Not an RPC, so the answer is the apiserver's error envelope, not plain text.
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Error.Code != "invalid_service_token" || e.Error.Message == "" {
+		t.Fatalf("body %+v (%v), want the error envelope", e, err)
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Stable error codes. Clients branch on these, so they never change meaning.
@@ -26,6 +28,9 @@ const (
 	CodePayloadTooLarge      = "payload_too_large"
 	CodeUnsupportedMedia     = "unsupported_media_type"
 	CodeInvalidSignature     = "invalid_signature"
+	CodeAccountSuspended     = "account_suspended"
+	CodeRequestTimeout       = "request_timeout"
+	CodeHeadersTooLarge      = "request_header_fields_too_large"
 	CodeInternal             = "internal_error"
 	CodeUnavailable          = "service_unavailable"
 )
@@ -84,9 +89,46 @@ type errorBody struct {
 	Error Error `json:"error"`
 }
 
-// WriteError writes {"error":{…}} with status.
+// WriteError writes {"error":{…}} with status. A message longer than MaxMessageBytes is cut:
+// whatever a caller sent, an answer never carries it back in full.
 func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	WriteJSON(w, status, errorBody{Error: Error{Code: code, Message: message, RequestID: RequestID(r.Context())}})
+	WriteJSON(w, status, ErrorBody(code, cut(message, MaxMessageBytes), RequestID(r.Context())))
+}
+
+// ErrorBody is the error envelope, for writers that cannot use WriteError.
+func ErrorBody(code, message, requestID string) any {
+	return errorBody{Error: Error{Code: code, Message: message, RequestID: requestID}}
+}
+
+// MaxMessageBytes bounds an error message.
+const MaxMessageBytes = 1024
+
+// maxEchoBytes bounds a value quoted back to the caller inside a message.
+const maxEchoBytes = 64
+
+// Echo quotes a caller's value for an error message, cut to a few dozen bytes with its full
+// length said, so that a 15 MB id is not sent back.
+func Echo(v string) string {
+	if len(v) <= maxEchoBytes {
+		return strconv.Quote(v)
+	}
+	return strconv.Quote(cut(v, maxEchoBytes)) + " (" + strconv.Itoa(len(v)) + " bytes)"
+}
+
+// cut shortens s to at most n bytes, without splitting a character, marking the cut with "…".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-len("…")]
+	// Drop the bytes of a character cut in half.
+	for range utf8.UTFMax - 1 {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s + "…"
 }
 
 // WriteJSON writes v as JSON with status.

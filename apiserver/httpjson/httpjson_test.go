@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestErrorsCarryTheRequestID(t *testing.T) {
@@ -41,5 +42,29 @@ func TestIncomingRequestIDIsKeptOnlyWhenWellFormed(t *testing.T) {
 		if got := rec.Header().Get(HeaderRequestID); (got == in) != keep {
 			t.Errorf("incoming %q: response id %q, keep=%v", in, got, keep)
 		}
+	}
+}
+
+func TestEchoAndMessagesAreBounded(t *testing.T) {
+	if got := Echo("vt-abc"); got != `"vt-abc"` {
+		t.Errorf("Echo of a short value = %s", got)
+	}
+	long := strings.Repeat("é", 1<<20)
+	got := Echo(long)
+	if len(got) > 100 || !strings.HasSuffix(got, `…" (2097152 bytes)`) || !utf8.ValidString(got) {
+		t.Errorf("Echo of 2 MB = %s", got)
+	}
+
+	h := WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, http.StatusBadRequest, CodeInvalidRequest, "bad: "+long)
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	var body errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Error.Message) > MaxMessageBytes || !strings.HasPrefix(body.Error.Message, "bad: é") || !utf8.ValidString(body.Error.Message) {
+		t.Errorf("a 2 MB message was written as %d bytes", len(body.Error.Message))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -153,6 +154,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &tooLarge) {
 			h.reject(w, r, start, name, outcomePayloadTooLarge, http.StatusRequestEntityTooLarge, httpjson.CodePayloadTooLarge,
 				fmt.Sprintf("%s webhook body exceeds %d bytes", name, h.opts.MaxBodyBytes))
+			return
+		}
+		// The server's read deadline passed: the body came too slowly.
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			h.reject(w, r, start, name, outcomeInvalidRequest, http.StatusRequestTimeout, httpjson.CodeRequestTimeout,
+				fmt.Sprintf("the %s webhook body was not received in time", name))
 			return
 		}
 		h.reject(w, r, start, name, outcomeInvalidRequest, http.StatusBadRequest, httpjson.CodeInvalidRequest,

@@ -29,6 +29,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/apiserver"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
 	"github.com/videogen-dev/videogen-operator/blobstore"
+	"github.com/videogen-dev/videogen-operator/httpserver"
 	"github.com/videogen-dev/videogen-operator/imageinput"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/ledger"
@@ -56,6 +57,7 @@ func run() error {
 		webhooks                         webhookingress.Config
 		blobFlags                        blobstore.Flags
 		eventTokensFile                  string
+		timeouts                         = httpserver.DefaultTimeouts()
 	)
 	flag.StringVar(&bindAddr, "bind-address", ":8080", "Address the /v1 API listens on.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus metrics endpoint (0 to disable).")
@@ -76,7 +78,11 @@ func run() error {
 	webhooks.BindFlags(flag.CommandLine)
 	flag.StringVar(&eventTokensFile, "event-service-tokens-file", "",
 		"File with the service tokens (one per line) accepted by the EventService.Handle RPC; empty disables the RPC.")
+	timeouts.Bind(flag.CommandLine)
 	flag.Parse()
+	if err := timeouts.Check(); err != nil {
+		return err
+	}
 
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	ctrl.SetLogger(toLogr(logger))
@@ -148,7 +154,9 @@ func run() error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
-	httpServer := &http.Server{Addr: bindAddr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, Protocols: &protocols}
+	// One listener for REST, webhooks, the Event Service and blobs: every one gets the deadlines.
+	httpServer := httpserver.New(bindAddr, srv.Handler(), timeouts)
+	httpServer.Protocols = &protocols
 	if err := mgr.Add(serve(httpServer, logger)); err != nil {
 		return err
 	}
@@ -172,7 +180,7 @@ func run() error {
 func serve(s *http.Server, logger *slog.Logger) runnableFunc {
 	return func(ctx context.Context) error {
 		errc := make(chan error, 1)
-		go func() { errc <- s.ListenAndServe() }()
+		go func() { errc <- httpserver.ListenAndServe(s) }()
 		select {
 		case err := <-errc:
 			return err

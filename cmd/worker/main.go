@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/videogen-dev/videogen-operator/httpserver"
 )
 
 func main() {
@@ -34,10 +36,16 @@ func run() error {
 	flag.IntVar(&cfg.MaxQueued, "max-queued", cfg.MaxQueued, "Stages that may wait; beyond that submissions get 503 busy.")
 	flag.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
 	flag.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download.")
-	flag.StringVar(&cfg.Token, "token", cfg.Token, "Bearer token the protocol endpoints require (default $VIDEOGEN_WORKER_TOKEN; empty disables auth).")
+	flag.StringVar(&cfg.Token, "token", cfg.Token, "Bearer token the protocol endpoints require (default $VIDEOGEN_WORKER_TOKEN; prefer it or --token-file: flags show in ps).")
+	flag.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "File holding the bearer token the protocol endpoints require.")
+	flag.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", cfg.InsecureNoAuth, "Serve /v1/stages without a token, for a worker nothing else can reach (local use only).")
+	cfg.Timeouts.Bind(flag.CommandLine)
 	flag.DurationVar(&cfg.ResultTTL, "result-ttl", cfg.ResultTTL, "How long a finished stage's status is kept (its result stays in the blob store).")
 	flag.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
 	flag.Parse()
+	if err := cfg.Timeouts.Check(); err != nil {
+		return err
+	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	for _, bin := range []string{"ffmpeg", "ffprobe"} {
@@ -55,10 +63,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: cfg.BindAddress, Handler: w.handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserver.New(cfg.BindAddress, w.handler, cfg.Timeouts)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("worker listening", "address", cfg.BindAddress, "public-url", cfg.PublicURL, "blob-store", cfg.Blobs.Kind, "auth", cfg.Token != "")
+	go func() { errc <- httpserver.ListenAndServe(srv) }()
+	log.Info("worker listening", "address", cfg.BindAddress, "public-url", cfg.PublicURL, "blob-store", cfg.Blobs.Kind, "auth", !cfg.InsecureNoAuth)
+	if cfg.InsecureNoAuth {
+		log.Warn("--insecure-no-auth: anyone who reaches this port can run stages")
+	}
 
 	select {
 	case err := <-errc:

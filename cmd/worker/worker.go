@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/blobstore"
+	"github.com/videogen-dev/videogen-operator/httpserver"
 	"github.com/videogen-dev/videogen-operator/netguard"
 	"github.com/videogen-dev/videogen-operator/worker/capability"
 	"github.com/videogen-dev/videogen-operator/worker/face"
@@ -27,6 +29,11 @@ type config struct {
 	MaxInputBytes              int64
 	FetchTimeout, ResultTTL    time.Duration
 	Token, FaceDetect, TempDir string
+	// TokenFile holds the token instead of Token (a mounted Secret, the local stack's file).
+	TokenFile string
+	// InsecureNoAuth serves /v1/stages to anyone: only where nothing else can reach the port.
+	InsecureNoAuth bool
+	Timeouts       httpserver.Timeouts
 }
 
 func defaults() config {
@@ -41,7 +48,36 @@ func defaults() config {
 		ResultTTL:     time.Hour,
 		Token:         os.Getenv("VIDEOGEN_WORKER_TOKEN"),
 		FaceDetect:    "facedetect",
+		Timeouts:      httpserver.DefaultTimeouts(),
 	}
+}
+
+// auth is who may call /v1/stages: the holders of the token, or anyone with --insecure-no-auth.
+// Without either the worker does not start, rather than serve everyone by omission.
+func (cfg config) auth() (server.Auth, error) {
+	token := cfg.Token
+	if cfg.TokenFile != "" {
+		if token != "" {
+			return server.Auth{}, errors.New("set the token once: --token (or $VIDEOGEN_WORKER_TOKEN) or --token-file, not both")
+		}
+		raw, err := os.ReadFile(cfg.TokenFile)
+		if err != nil {
+			return server.Auth{}, fmt.Errorf("--token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(raw)); token == "" {
+			return server.Auth{}, fmt.Errorf("--token-file %s is empty", cfg.TokenFile)
+		}
+	}
+	switch {
+	case cfg.InsecureNoAuth && token != "":
+		return server.Auth{}, errors.New("--insecure-no-auth and a token contradict each other: drop one")
+	case cfg.InsecureNoAuth:
+		return server.Auth{Disabled: true}, nil
+	case token == "":
+		return server.Auth{}, errors.New("no bearer token for /v1/stages: set $VIDEOGEN_WORKER_TOKEN or --token-file " +
+			"(the manager sends it from tokenFile in its backends config), or pass --insecure-no-auth where nothing else can reach this worker")
+	}
+	return server.Auth{Token: token}, nil
 }
 
 // blobsPath is where the worker serves its results.
@@ -59,6 +95,10 @@ func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, erro
 	allow, err := netguard.ParseAllowList(cfg.AllowPrivateURLs)
 	if err != nil {
 		return nil, fmt.Errorf("--allow-private-urls: %w", err)
+	}
+	auth, err := cfg.auth()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxInputBytes <= 0 || cfg.FetchTimeout <= 0 {
 		return nil, fmt.Errorf("--max-input-bytes and --fetch-timeout must be positive")
@@ -81,7 +121,7 @@ func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, erro
 		mux.Handle(blobsPath, dir.Handler(blobsPath))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	api := server.New(pipelines, table, cfg.Token, log).Handler()
+	api := server.New(pipelines, table, auth, log).Handler()
 	mux.Handle("/v1/stages", api)
 	mux.Handle("/v1/stages/", api)
 	return &worker{handler: mux, table: table}, nil

@@ -265,3 +265,53 @@ func TestCancelThroughTheProtocolFailsTheStage(t *testing.T) {
 		t.Errorf("after cancel: %+v", obs)
 	}
 }
+
+// The worker runs stages for whoever may call /v1/stages, so it does not start without a
+// token unless told explicitly that nothing else can reach it.
+func TestTheWorkerRefusesToServeWithoutATokenUnlessToldToForLocalUse(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := defaults()
+	cfg.Token, cfg.Blobs.Dir, cfg.TempDir = "", t.TempDir(), t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := newWorker(ctx, cfg, log); err == nil || !strings.Contains(err.Error(), "--insecure-no-auth") {
+		t.Fatalf("newWorker without a token = %v, want a refusal naming --insecure-no-auth", err)
+	}
+
+	status := func(cfg config, authorization string) int {
+		t.Helper()
+		w, err := newWorker(ctx, cfg, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/v1/stages/stg_x/cancel", nil)
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		rec := httptest.NewRecorder()
+		w.handler.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("file-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := cfg
+	fromFile.TokenFile = tokenFile
+	if got := status(fromFile, ""); got != http.StatusUnauthorized {
+		t.Errorf("no credentials with --token-file: %d, want 401", got)
+	}
+	if got := status(fromFile, "bearer file-token"); got != http.StatusNoContent {
+		t.Errorf("the file's token: %d, want 204", got)
+	}
+	insecure := cfg
+	insecure.InsecureNoAuth = true
+	if got := status(insecure, ""); got != http.StatusNoContent {
+		t.Errorf("no credentials with --insecure-no-auth: %d, want 204", got)
+	}
+	both := fromFile
+	both.Token = "env-token"
+	if _, err := newWorker(ctx, both, log); err == nil {
+		t.Error("a token from the environment and from a file were both accepted")
+	}
+}

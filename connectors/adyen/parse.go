@@ -1,6 +1,8 @@
 package adyen
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/videogen-dev/videogen-operator/connectors"
@@ -40,6 +42,12 @@ func toEvent(it *item) (connectors.Event, error) {
 		// pspReference alone repeats across a payment's events (e.g.
 		// AUTHORISATION then CAPTURE with the same reference), hence the code.
 		ev.MerchantEventID = it.PSPReference + ":" + it.EventCode
+	} else {
+		// Without one, only the signed fields may say which event this is: a
+		// hash of the body would make a resend with an unsigned field changed
+		// (eventDate, reason, additionalData) a second event.
+		sum := sha256.Sum256([]byte(it.signingString()))
+		ev.MerchantEventID = "signed:sha256:" + hex.EncodeToString(sum[:])
 	}
 	var amount int64
 	if v := it.Amount.Value.String(); v != "" {

@@ -149,3 +149,38 @@ func TestHandleBatch(t *testing.T) {
 		t.Fatalf("item 0 id = %q", ev.Items[0].MerchantEventID)
 	}
 }
+
+// Only the signed fields say which event an item is: an item without a pspReference resent
+// with an unsigned field changed (eventDate, reason, additionalData) is the same event, alone
+// or in a batch, and must not become a second PaymentEvent.
+func TestAnItemWithoutPSPReferenceIsIdentifiedByItsSignedFields(t *testing.T) {
+	const key = phpAuthKey
+	item := signItem(key, "", "", "AUTHORISATION", "true", "500", "EUR", "")
+	resent := strings.NewReplacer(`"eventDate":"2024-03-01T10:00:00+01:00"`, `"eventDate":"2024-03-02T11:00:00+01:00"`,
+		`"reason":""`, `"reason":"changed in transit"`).Replace(signItem(key, "", "", "AUTHORISATION", "true", "500", "EUR", `,"extra":"x"`))
+	if resent == item {
+		t.Fatal("the resent item is not different")
+	}
+	other := signItem(key, "", "", "AUTHORISATION", "true", "501", "EUR", "")
+	handle := func(body []byte) *connectors.Event {
+		t.Helper()
+		ev, err := connectors.HandleWith(context.Background(), adyen.New(), request(body), connectors.SecretsFromStrings(key), "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+
+	first, again, different := handle(batch(item)), handle(batch(resent)), handle(batch(other))
+	if first.MerchantEventID == "" || first.MerchantEventID != again.MerchantEventID {
+		t.Fatalf("ids %q and %q: a change of unsigned fields made another event", first.MerchantEventID, again.MerchantEventID)
+	}
+	if different.MerchantEventID == first.MerchantEventID {
+		t.Fatalf("a different signed amount has the same id %q", first.MerchantEventID)
+	}
+
+	inBatch, againInBatch := handle(batch(phpAuthItem, item)), handle(batch(phpAuthItem, resent))
+	if inBatch.Items[1].MerchantEventID != againInBatch.Items[1].MerchantEventID || inBatch.Items[1].MerchantEventID != first.MerchantEventID {
+		t.Fatalf("batch item ids %q and %q, alone %q", inBatch.Items[1].MerchantEventID, againInBatch.Items[1].MerchantEventID, first.MerchantEventID)
+	}
+}

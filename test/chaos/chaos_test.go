@@ -18,7 +18,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -36,6 +35,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/stacktest"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/localstack"
 )
@@ -709,16 +709,8 @@ func (r *run) call(ctx context.Context, method, path, key string, body []byte, h
 }
 
 func buildBinaries(t *testing.T, names ...string) string {
-	root, err := testenv.ModuleRoot()
-	must(t, err)
 	dir := t.TempDir()
-	for _, b := range names {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b), "./cmd/"+b)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b, err, out)
-		}
-	}
+	must(t, stacktest.Build(dir, names...))
 	return dir
 }
 

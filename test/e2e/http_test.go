@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +8,8 @@ import (
 	"strings"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/videogen-dev/videogen-operator/internal/stacktest"
 )
 
 type reply struct {
@@ -36,33 +37,9 @@ func call(method, path, key string, body any, headers ...string) reply {
 
 // callAt is call against the REST API at base.
 func callAt(base, method, path, key string, body any, headers ...string) reply {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = bytes.NewBufferString(b)
-	default:
-		raw, err := json.Marshal(b)
-		Expect(err).NotTo(HaveOccurred())
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	r, err := stacktest.Call(ctx, http.DefaultClient, base, method, path, key, body, headers...)
 	Expect(err).NotTo(HaveOccurred())
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
+	return reply{status: r.Status, header: r.Header, body: r.Body}
 }
 
 func balance(key string) map[string]any {

@@ -14,7 +14,7 @@ import (
 	"github.com/onsi/gomega/gbytes"
 	"github.com/onsi/gomega/gexec"
 
-	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/internal/stacktest"
 )
 
 // `make run` is bin/videogen-local: this drives that binary as a newcomer does, twice on the
@@ -28,13 +28,8 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		if sys.mode != "local" {
 			Skip("drives the local stack binary; nothing to do against a kind cluster")
 		}
-		root, err := testenv.ModuleRoot()
-		Expect(err).NotTo(HaveOccurred())
+		Expect(stacktest.Build(sys.binDir, "videogen-local")).To(Succeed())
 		bin = filepath.Join(sys.binDir, "videogen-local")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/videogen-local")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build videogen-local: %s", out)
 		dataDir, apiAddr, workerAddr = GinkgoT().TempDir(), freeAddr(), freeAddr()
 	})
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/internal/stacktest"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/localstack"
 )
@@ -57,23 +58,15 @@ func startTarget(ctx context.Context) (*target, func()) {
 	if t.mode == "" {
 		t.mode = "local"
 	}
-	root, err := testenv.ModuleRoot()
-	Expect(err).NotTo(HaveOccurred())
 	t.binDir = GinkgoT().TempDir()
 	By("building the binaries")
-	for _, b := range []string{"manager", "apiserver", "worker", "videogenctl"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(t.binDir, b), "./cmd/"+b)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build %s: %s", b, out)
-	}
+	Expect(stacktest.Build(t.binDir, "manager", "apiserver", "worker", "videogenctl")).To(Succeed())
 	stop := func() {}
 	switch t.mode {
 	case "local":
 		By("starting the local stack")
-		s, err := localstack.Start(ctx, localstack.Config{
-			DataDir: GinkgoT().TempDir(), BinDir: t.binDir,
-			APIAddress: freeAddr(), WorkerAddress: freeAddr(), DemoPoints: 1000, Log: GinkgoWriter,
+		s, err := stacktest.Start(ctx, localstack.Config{
+			DataDir: GinkgoT().TempDir(), BinDir: t.binDir, DemoPoints: 1000, Log: GinkgoWriter,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		stop = s.Stop

@@ -206,6 +206,17 @@ func checkBackendsAndURLs(t *testing.T, objs []*unstructured.Unstructured) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The token files are mounted in the pod (TestTheManagerSendsTheTokenTheWorkerRequires);
+	// here any file will do.
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range file.Backends {
+		if e.HTTP != nil && e.HTTP.TokenFile != "" {
+			e.HTTP.TokenFile = token
+		}
+	}
 	routes, err := file.Routes(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -302,4 +313,88 @@ func run(t *testing.T, cmd *exec.Cmd) []*unstructured.Unstructured {
 		t.Fatalf("%s rendered nothing", what)
 	}
 	return objs
+}
+
+// The worker refuses to start without a token, and the manager must send the same one: its
+// backends config names a tokenFile that the manager container mounts from the Secret the
+// worker reads VIDEOGEN_WORKER_TOKEN from, neither of them optional.
+func TestTheManagerSendsTheTokenTheWorkerRequires(t *testing.T) {
+	for _, dir := range []string{"config/default", "config/e2e"} {
+		t.Run(dir, func(t *testing.T) {
+			var config string
+			var manager, worker *appsv1.Deployment
+			for _, u := range renderFrom(t, dir) {
+				switch {
+				case u.GetKind() == "ConfigMap" && strings.HasSuffix(u.GetName(), "backends"):
+					config, _, _ = unstructured.NestedString(u.Object, "data", "backends.yaml")
+				case u.GetKind() == "Deployment":
+					d := &appsv1.Deployment{}
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
+						t.Fatal(err)
+					}
+					if strings.HasSuffix(d.Name, "controller-manager") {
+						manager = d
+					} else if strings.HasSuffix(d.Name, "worker") {
+						worker = d
+					}
+				}
+			}
+			if config == "" || manager == nil || worker == nil {
+				t.Fatal("the render lacks the backends ConfigMap, the manager or the worker")
+			}
+			path := filepath.Join(t.TempDir(), "backends.yaml")
+			if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			file, err := backends.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			workerCtr := container(t, worker, "worker")
+			for _, a := range workerCtr.Args {
+				if strings.HasPrefix(a, "--insecure-no-auth") {
+					t.Errorf("the worker runs with %s", a)
+				}
+			}
+			var fromEnv *corev1.SecretKeySelector
+			for _, e := range workerCtr.Env {
+				if e.Name == "VIDEOGEN_WORKER_TOKEN" && e.ValueFrom != nil {
+					fromEnv = e.ValueFrom.SecretKeyRef
+				}
+			}
+			if fromEnv == nil || (fromEnv.Optional != nil && *fromEnv.Optional) {
+				t.Fatalf("the worker's VIDEOGEN_WORKER_TOKEN is not from a required Secret: %+v", fromEnv)
+			}
+			for _, e := range file.Backends {
+				if e.HTTP == nil {
+					continue
+				}
+				if e.HTTP.TokenFile == "" {
+					t.Errorf("backend %s has no tokenFile", e.Name)
+					continue
+				}
+				vol := volumeAt(manager.Spec.Template.Spec, container(t, manager, "manager"), filepath.Dir(e.HTTP.TokenFile))
+				switch {
+				case vol == nil || vol.Secret == nil:
+					t.Errorf("backend %s: the manager mounts no Secret at %s", e.Name, filepath.Dir(e.HTTP.TokenFile))
+				case vol.Secret.SecretName != fromEnv.Name || filepath.Base(e.HTTP.TokenFile) != fromEnv.Key:
+					t.Errorf("backend %s: the manager reads %s/%s, the worker %s/%s", e.Name,
+						vol.Secret.SecretName, filepath.Base(e.HTTP.TokenFile), fromEnv.Name, fromEnv.Key)
+				case vol.Secret.Optional != nil && *vol.Secret.Optional:
+					t.Errorf("backend %s: the manager's token volume is optional", e.Name)
+				}
+			}
+		})
+	}
+}
+
+func container(t *testing.T, d *appsv1.Deployment, name string) corev1.Container {
+	t.Helper()
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("deployment %s has no container %s", d.Name, name)
+	return corev1.Container{}
 }

@@ -1,17 +1,18 @@
 // Package server is the reference worker's HTTP side of the backend protocol
-// (docs/backend-protocol.md): submit, observe and cancel stages, with optional bearer-token
-// authentication and the protocol's one error shape.
+// (docs/backend-protocol.md): submit, observe and cancel stages, behind a bearer token, with
+// the protocol's one error shape.
 package server
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/videogen-dev/videogen-operator/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
 	"github.com/videogen-dev/videogen-operator/worker/capability"
 	"github.com/videogen-dev/videogen-operator/worker/jobs"
 )
@@ -25,16 +26,25 @@ type Preparer interface {
 type Server struct {
 	prep  Preparer
 	table *jobs.Table
-	token string
+	auth  Auth
 	log   *slog.Logger
 }
 
-// New returns a server running prepared stages in table; an empty token disables auth.
-func New(prep Preparer, table *jobs.Table, token string, log *slog.Logger) *Server {
+// Auth says who may call the protocol. The zero value refuses everyone: a worker runs stages
+// that fetch URLs and fill disks, so it serves no caller it cannot tell from another.
+type Auth struct {
+	// Token is the bearer token callers must send ("" accepts none).
+	Token string
+	// Disabled serves every caller, for a worker nothing else can reach (local use).
+	Disabled bool
+}
+
+// New returns a server running prepared stages in table for the callers auth admits.
+func New(prep Preparer, table *jobs.Table, auth Auth, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{prep: prep, table: table, token: token, log: log}
+	return &Server{prep: prep, table: table, auth: auth, log: log}
 }
 
 // maxRequestBytes bounds a submission: it carries URLs and small analyze outputs only.
@@ -100,13 +110,15 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
-	if s.token == "" {
+	if s.auth.Disabled {
 		return next
 	}
-	want := []byte("Bearer " + s.token)
+	// Digests compare in constant time without revealing the token's length.
+	want := sha256.Sum256([]byte(s.auth.Token))
 	return func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(strings.TrimSpace(r.Header.Get("Authorization")))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		token, ok := bearer.Token(r.Header.Get("Authorization"))
+		got := sha256.Sum256([]byte(token))
+		if !ok || s.auth.Token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen-worker"`)
 			writeError(w, http.StatusUnauthorized, httpbackend.CodeUnauthorized, "a valid bearer token is required")
 			return

@@ -35,10 +35,16 @@ func (instant) Prepare(req httpbackend.StageRequest) (jobs.Func, error) {
 	return nil, fmt.Errorf("%w: %s", capability.ErrUnsupported, req.Capability)
 }
 
+// newServer serves the protocol; an empty token turns auth off.
 func newServer(t *testing.T, token string) *httptest.Server {
 	t.Helper()
+	return newServerWith(t, Auth{Token: token, Disabled: token == ""})
+}
+
+func newServerWith(t *testing.T, auth Auth) *httptest.Server {
+	t.Helper()
 	table := jobs.New(context.Background(), jobs.Config{MaxConcurrent: 2, MaxQueued: 4, TTL: time.Hour})
-	srv := httptest.NewServer(New(instant{}, table, token, nil).Handler())
+	srv := httptest.NewServer(New(instant{}, table, auth, nil).Handler())
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -135,5 +141,38 @@ func TestATokenIsRequiredWhenConfigured(t *testing.T) {
 	}
 	if code, _ := call(t, "POST", srv.URL+"/v1/stages", "s3cret", body); code != 201 {
 		t.Errorf("right token: %d", code)
+	}
+}
+
+// Without a token and without auth turned off explicitly, nobody gets in.
+func TestAServerWithoutATokenRefusesEveryone(t *testing.T) {
+	srv := newServerWith(t, Auth{})
+	body := `{"key":"k","capability":"video.template","stage":"analyze"}`
+	for _, token := range []string{"", "anything"} {
+		if code, b := call(t, "POST", srv.URL+"/v1/stages", token, body); code != 401 || errorCode(b) != "unauthorized" {
+			t.Errorf("submit with token %q: %d %v", token, code, b)
+		}
+		if code, _ := call(t, "POST", srv.URL+"/v1/stages/stg_x/cancel", token, ""); code != 401 {
+			t.Errorf("cancel with token %q: %d", token, code)
+		}
+		if code, _ := call(t, "GET", srv.URL+"/v1/stages/stg_x", token, ""); code != 401 {
+			t.Errorf("observe with token %q: %d", token, code)
+		}
+	}
+}
+
+func TestTheBearerSchemeIsCaseInsensitive(t *testing.T) {
+	srv := newServer(t, "s3cret")
+	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/stages/stg_nope", nil)
+		req.Header.Set("Authorization", scheme+" s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("%s: %d, want 404 (authenticated, no such stage)", scheme, resp.StatusCode)
+		}
 	}
 }

@@ -68,8 +68,8 @@ backends:
   http:
     # The worker Service of this release.
     url: {{ include "videogen.serviceURL" (dict "root" . "name" "worker") }}:8080
-    # After creating the {{ include "videogen.prefix" . }}-worker-token Secret (docs/deploy.md), add:
-    # tokenFile: /etc/videogen/worker/token
+    # The worker's bearer token, from the {{ include "videogen.prefix" . }}-worker-token Secret (docs/deploy.md).
+    tokenFile: /etc/videogen/worker/token
     requestTimeout: 15s
 {{- else }}
 {{- fail "worker.enabled is false and backends is empty: no backend would serve any capability" }}
