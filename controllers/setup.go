@@ -16,6 +16,9 @@ import (
 	"github.com/videogen-dev/videogen-operator/webhooksecrets"
 )
 
+// The elected manager points the ledger's Service at itself (ledger.Endpoint, --ledger-service).
+// +kubebuilder:rbac:groups=discovery.k8s.io,namespace=videogen-system,resources=endpointslices,verbs=get;create;update
+
 // Options configures every controller.
 type Options struct {
 	Task          TaskConfig

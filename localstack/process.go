@@ -123,10 +123,19 @@ backends:
 		{"manager", append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
 			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback,
 			"--ledger-bind-address=" + ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, s.cfg.ManagerArgs...)},
-		{"apiserver", append([]string{"--bind-address=" + s.cfg.APIAddress, "--metrics-bind-address=0",
-			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + s.path("api-blobs"),
-			"--public-url=" + s.APIURL, "--event-service-tokens-file=" + tokens, loopback,
-			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}, deadlines...)},
+	}
+	for i, url := range s.APIURLs {
+		name, blobs := "apiserver", s.path("api-blobs")
+		if i > 0 {
+			name, blobs = fmt.Sprintf("apiserver-%d", i+1), s.path(fmt.Sprintf("api-blobs-%d", i+1))
+		}
+		steps = append(steps, struct {
+			name string
+			args []string
+		}{name, append([]string{"--bind-address=" + strings.TrimPrefix(url, "http://"), "--metrics-bind-address=0",
+			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + blobs,
+			"--public-url=" + url, "--event-service-tokens-file=" + tokens, loopback,
+			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}, deadlines...)})
 	}
 	for _, st := range steps {
 		if st.name == "worker" && s.cfg.Backend != "" {

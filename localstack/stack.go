@@ -28,8 +28,11 @@ type Config struct {
 	// BinDir holds the manager, apiserver and worker binaries (default bin).
 	BinDir string
 	// APIAddress, WorkerAddress: loopback host:port of the REST API and the worker.
-	APIAddress    string
-	WorkerAddress string
+	APIAddress string
+	// MoreAPIAddresses start more REST apiserver replicas (apiserver-2, apiserver-3, …) on these
+	// addresses, beside the first; all ask the one ledger in the manager.
+	MoreAPIAddresses []string
+	WorkerAddress    string
 	// DemoPoints is the demo account's initial balance.
 	DemoPoints int64
 	// Backend, if set, is the base URL of the generation backend that serves every capability
@@ -74,7 +77,9 @@ type Stack struct {
 	Client     client.Client
 	Kubeconfig string
 	// APIURL is the REST API's base URL; DemoKey the demo account's API key.
-	APIURL    string
+	APIURL string
+	// APIURLs are the base URLs of every REST apiserver replica, APIURL first.
+	APIURLs   []string
 	WorkerURL string
 	DemoKey   string
 	// EventServiceToken is a service token for the EventService.Handle RPC on the API port.
@@ -97,6 +102,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		*p = abs
 	}
 	s := &Stack{cfg: cfg, APIURL: "http://" + cfg.APIAddress, WorkerURL: "http://" + cfg.WorkerAddress}
+	for _, addr := range append([]string{cfg.APIAddress}, cfg.MoreAPIAddresses...) {
+		s.APIURLs = append(s.APIURLs, "http://"+addr)
+	}
 	if cfg.Backend != "" {
 		s.WorkerURL = strings.TrimSuffix(cfg.Backend, "/")
 	}
@@ -186,7 +194,11 @@ func (s *Stack) waitReady(ctx context.Context) error {
 // ready: the worker is healthy, the API knows the demo key, and the manager has credited the
 // demo account's welcome top-up (so the first request a newcomer sends can be paid for).
 func (s *Stack) ready(ctx context.Context) bool {
-	for _, probe := range []struct{ url, key string }{{s.WorkerURL + "/healthz", ""}, {s.APIURL + "/v1/balance", s.DemoKey}} {
+	probes := []struct{ url, key string }{{s.WorkerURL + "/healthz", ""}}
+	for _, u := range s.APIURLs {
+		probes = append(probes, struct{ url, key string }{u + "/v1/balance", s.DemoKey})
+	}
+	for _, probe := range probes {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, probe.url, nil)
 		if probe.key != "" {
 			req.Header.Set("Authorization", "Bearer "+probe.key)

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -60,3 +63,21 @@ type leaderless func(context.Context) error
 
 func (f leaderless) Start(ctx context.Context) error { return f(ctx) }
 func (f leaderless) NeedLeaderElection() bool        { return false }
+
+// publishLedger has the elected manager point the ledger's Service at its own pod ($POD_IP).
+func publishLedger(mgr ctrl.Manager, namespace, service, addr string) error {
+	podIP := os.Getenv("POD_IP")
+	if podIP == "" {
+		return errors.New("--ledger-service needs POD_IP (the downward API's status.podIP)")
+	}
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--ledger-bind-address %q: %w", addr, err)
+	}
+	port, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return fmt.Errorf("--ledger-bind-address %q: %w", addr, err)
+	}
+	return mgr.Add(&ledger.Endpoint{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: namespace, Service: service,
+		PodIP: podIP, Port: int32(port)})
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/generation/backends"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/internal/watchlag"
 	"github.com/videogen-dev/videogen-operator/ledger"
 	"github.com/videogen-dev/videogen-operator/netguard"
 	"github.com/videogen-dev/videogen-operator/taskwebhooks"
@@ -51,17 +52,22 @@ func main() {
 	flag.BoolVar(&opts.Task.TransitionEvents, "task-events", opts.Task.TransitionEvents,
 		"Emit a Normal event for each step of a task (points frozen, stage started, succeeded and charged); false keeps only the Warning events of failures, one apiserver write fewer per step on very busy clusters.")
 	var (
-		ledgerAddr, ledgerKeySecret string
-		ledgerSecure                bool
+		ledgerAddr, ledgerKeySecret, ledgerService string
+		ledgerSecure                               bool
 	)
 	flag.StringVar(&ledgerAddr, "ledger-bind-address", ":8084",
 		"Address of the ledger's HTTP endpoint, where the REST apiserver replicas admit tasks and read balances (0 to disable).")
 	flag.BoolVar(&ledgerSecure, "ledger-secure", true,
 		"Admit only callers that the kube-apiserver authenticates (TokenReview) and authorizes for the non-resource URL /ledger/v1/* (SubjectAccessReview).")
+	flag.StringVar(&ledgerService, "ledger-service", "",
+		"Service (without a selector, in --webhook-secret-namespace) that the elected manager points at itself ($POD_IP), so that every REST apiserver replica reaches the ledger; empty: none (one replica, the apiserver asks the manager beside it).")
 	flag.StringVar(&ledgerKeySecret, "ledger-signing-key-secret", "videogen-ledger-signing-key",
 		"Secret (in --webhook-secret-namespace) holding the key that signs the admissions of tasks the ledger creates; made if missing.")
 	flag.DurationVar(&opts.Ledger.WriteInterval, "ledger-write-interval", opts.Ledger.WriteInterval,
 		"Least time between two writes of one PointAccount: charges and top-ups in the meantime share the next write.")
+	var watchDelay time.Duration
+	flag.DurationVar(&watchDelay, "debug-watch-delay", 0,
+		"Fault injection for tests only: deliver every watch event to the manager's caches this late (the chaos test's lagging cache).")
 	opts.PaymentEvents.BindFlags(flag.CommandLine)
 	var backendsConfig string
 	flag.StringVar(&backendsConfig, "backends-config", "",
@@ -116,9 +122,14 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	cacheOpts := cache.Options{ByObject: controllers.MergeCacheByObject(controllers.CacheByObject(), backendFile.CacheByObject())}
+	if watchDelay > 0 {
+		log.Info("every watch event reaches the caches late (--debug-watch-delay): for tests only", "delay", watchDelay)
+		cacheOpts.NewInformer = watchlag.NewInformer(watchDelay)
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		// Only open VideoTasks are cached; Job backends watch only the Jobs and Pods they create.
-		Cache:                         cache.Options{ByObject: controllers.MergeCacheByObject(controllers.CacheByObject(), backendFile.CacheByObject())},
+		Cache:                         cacheOpts,
 		Scheme:                        scheme.New(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,
@@ -155,6 +166,12 @@ func main() {
 	if ledgerAddr != "0" {
 		if err := serveLedger(mgr, pointsLedger, ledgerAddr, ledgerSecure); err != nil {
 			log.Error(err, "unable to serve the ledger")
+			os.Exit(1)
+		}
+	}
+	if ledgerService != "" {
+		if err := publishLedger(mgr, opts.Webhooks.SecretNamespace, ledgerService, ledgerAddr); err != nil {
+			log.Error(err, "unable to point the ledger Service at the elected manager")
 			os.Exit(1)
 		}
 	}

@@ -1,12 +1,15 @@
-// Package chaos runs the whole system as real processes (the local stack) against a
-// fault-injecting generation backend, submits many tasks with replayed Idempotency-Keys and
-// payment webhooks while it SIGKILLs and restarts the manager and the apiserver and takes the
-// backend down, and then checks that nothing was lost or done twice: every task ended, every
-// account balances to the point, every key made one task, every ended task was announced by a
-// signed webhook, and every payment event was stored once.
+// Package chaos runs the whole system as real processes (the local stack, with two REST
+// apiserver replicas and a manager whose cache lags behind the kube-apiserver) against a
+// fault-injecting generation backend, submits many tasks with replayed Idempotency-Keys (each
+// send through either replica) and payment webhooks while it SIGKILLs and restarts the manager
+// and the replicas and takes the backend down, and then checks that nothing was lost or done
+// twice: every task ended, every account balances to the point (spent is the cost of its
+// succeeded tasks), every key made one task, every ended task was announced by a signed
+// webhook, and every payment event was stored once.
 //
 // The default is a short run for `go test ./...`; `make test-chaos` with CHAOS_TASKS and
-// CHAOS_DURATION runs a long one (e.g. CHAOS_TASKS=3000 CHAOS_DURATION=10m).
+// CHAOS_DURATION runs a long one (e.g. CHAOS_TASKS=3000 CHAOS_DURATION=10m). CHAOS_WATCH_DELAY
+// sets how late the manager's cache sees every change (default 300ms; 0: no lag).
 package chaos
 
 import (
@@ -28,7 +31,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,11 +52,19 @@ type settings struct {
 	copies        int // deliveries of each payment event
 	taskTimeout   time.Duration
 	settleTimeout time.Duration
+	watchDelay    time.Duration // how late the manager's cache sees every change
 }
 
 func loadSettings(t *testing.T) settings {
 	s := settings{tasks: 240, duration: 60 * time.Second, accounts: 3, submitters: 12, copies: 3,
-		taskTimeout: 8 * time.Second}
+		taskTimeout: 8 * time.Second, watchDelay: 300 * time.Millisecond}
+	if v := os.Getenv("CHAOS_WATCH_DELAY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			t.Fatalf("CHAOS_WATCH_DELAY=%q: want a duration", v)
+		}
+		s.watchDelay = d
+	}
 	if v := os.Getenv("CHAOS_TASKS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -139,13 +149,11 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(hooks.srv.Close)
 
 	stack, err := localstack.Start(ctx, localstack.Config{
-		DataDir: t.TempDir(), BinDir: binDir, APIAddress: freeAddr(t), Backend: backend.URL(),
+		DataDir: t.TempDir(), BinDir: binDir, APIAddress: freeAddr(t), MoreAPIAddresses: []string{freeAddr(t)},
+		Backend: backend.URL(),
 		ManagerArgs: []string{
 			"--task-timeout=" + set.taskTimeout.String(),
-			// An apiserver killed between the freeze and the create strands a hold this long.
-			"--hold-grace-period=10s",
-			// An apiserver killed while it holds a reservation strands it this long.
-			"--reservation-ttl=15s",
+			"--debug-watch-delay=" + set.watchDelay.String(),
 			"--webhook-retry-schedule=500ms,1s,1s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s",
 			"--webhook-timeout=5s",
 			"--max-concurrent-tasks=16",
@@ -390,19 +398,20 @@ func (r *run) sendPayments(ctx context.Context, until time.Time) {
 	wg.Wait()
 }
 
-// killLoop SIGKILLs the manager, the apiserver or both at random moments and restarts them
-// after a random pause. The stack's process control is used from this goroutine only.
+// killLoop SIGKILLs the manager, an apiserver replica or both at random moments and restarts
+// them after a random pause. The stack's process control is used from this goroutine only.
 func (r *run) killLoop(ctx context.Context, until time.Time) {
 	for time.Now().Before(until) && ctx.Err() == nil {
 		_ = sleep(ctx, time.Duration(2000+rand.IntN(4000))*time.Millisecond)
+		replica := []string{"apiserver", "apiserver-2"}[rand.IntN(2)]
 		var victims []string
 		switch rand.IntN(5) {
 		case 0, 1:
 			victims = []string{"manager"}
 		case 2, 3:
-			victims = []string{"apiserver"}
+			victims = []string{replica}
 		default:
-			victims = []string{"manager", "apiserver"}
+			victims = []string{"manager", replica}
 		}
 		for _, v := range victims {
 			if err := r.stack.Kill(v); err != nil {
@@ -448,7 +457,7 @@ func (r *run) backendOutages(ctx context.Context, until time.Time) {
 
 // heal makes sure every component runs again once the faults stop.
 func (r *run) heal() {
-	for _, name := range []string{"manager", "apiserver"} {
+	for _, name := range []string{"manager", "apiserver", "apiserver-2"} {
 		if !r.stack.Running(name) {
 			if err := r.stack.Restart(name); err != nil {
 				r.t.Fatalf("restarting %s: %v", name, err)
@@ -561,6 +570,9 @@ func (r *run) verify(ctx context.Context, settled bool) {
 			if task.Status.Phase == videogenv1alpha1.TaskSucceeded && task.Status.Cost != nil {
 				spent += *task.Status.Cost
 			}
+			if e := task.Status.Error; e != nil && e.Code == "insufficient_balance" {
+				r.fail("task %s/%s was refused for its balance, on an account of a million points", a.name, task.Name)
+			}
 			r.verifyWebhook(a.name, &task)
 		}
 		for id, j := range named {
@@ -641,22 +653,8 @@ func (r *run) verifyWebhook(acct string, task *videogenv1alpha1.VideoTask) {
 }
 
 func (r *run) summary(ctx context.Context, took time.Duration) string {
-	var tasks, succeeded, failed, expired, released, settledFromStatus int
+	var tasks, succeeded, failed, refusedLate int
 	for _, a := range r.accounts {
-		var evs eventsv1.EventList
-		if err := r.stack.Client.List(ctx, &evs, client.InNamespace(a.name)); err == nil {
-			for _, e := range evs.Items {
-				switch e.Reason {
-				case "ReservationExpired":
-					expired++
-				case "HoldReleased":
-					released++
-				case "HoldSettled":
-					// a manager died between a task's last write and its settle
-					settledFromStatus++
-				}
-			}
-		}
 		var l videogenv1alpha1.VideoTaskList
 		if err := r.stack.Client.List(ctx, &l, client.InNamespace(a.name)); err != nil {
 			continue
@@ -668,6 +666,9 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 				succeeded++
 			case videogenv1alpha1.TaskFailed:
 				failed++
+				if t.Status.Error != nil && t.Status.Error.Code == "insufficient_balance" {
+					refusedLate++ // never here: the accounts hold a million points
+				}
 			}
 		}
 	}
@@ -676,10 +677,10 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	c := &r.count
 	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d direct=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
 		"requests=%d replays=%d retries=%d in-use-409=%d deliveries=%d (refused=%d) payment-events=%d (deliveries=%d) "+
-		"reservations-expired=%d orphan-holds-released=%d holds-settled-from-status=%d took=%s",
+		"insufficient-balance=%d watch-delay=%s took=%s",
 		tasks, succeeded, failed, c.directTasks.Load(), c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
 		c.apiserverKills.Load(), c.backendOutages.Load(), c.sends.Load(), c.replays.Load(), c.retries.Load(), c.inUse.Load(),
-		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), expired, released, settledFromStatus, took.Round(time.Second))
+		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), refusedLate, r.set.watchDelay, took.Round(time.Second))
 }
 
 // call sends one REST request; a transport error is returned, not retried.
@@ -688,7 +689,9 @@ func (r *run) call(ctx context.Context, method, path, key string, body []byte, h
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, r.stack.APIURL+path, rd)
+	// Either replica: both ask the one ledger, so the books cannot tell them apart.
+	api := r.stack.APIURLs[rand.IntN(len(r.stack.APIURLs))]
+	req, err := http.NewRequestWithContext(ctx, method, api+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}

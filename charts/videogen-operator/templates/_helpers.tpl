@@ -94,6 +94,9 @@ Arguments: root (the chart's context) and obj. */}}
 {{- if $meta.namespace }}
 {{- $_ := set $meta "namespace" $root.Release.Namespace }}
 {{- end }}
+{{- if and $obj.spec $obj.spec.policyName }}
+{{- $_ := set $obj.spec "policyName" (printf "%s-%s" $prefix $obj.spec.policyName) }}
+{{- end }}
 {{- if $obj.roleRef }}
 {{- $_ := set $obj.roleRef "name" (printf "%s-%s" $prefix $obj.roleRef.name) }}
 {{- range $obj.subjects }}

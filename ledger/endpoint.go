@@ -1,0 +1,71 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Endpoint points the ledger's Service at the elected manager: the REST apiserver replicas ask
+// the Service (config/manager/ledger_service.yaml), and each manager that is elected writes its
+// own pod address into the Service's one EndpointSlice, replacing its predecessor's. A replica
+// that reaches a manager no longer elected gets not_ready and asks again.
+type Endpoint struct {
+	// Client writes the EndpointSlice; Reader reads it (around any cache: one Get at election).
+	Client client.Client
+	Reader client.Reader
+	// Namespace and Service name the ledger's Service (a Service without a selector).
+	Namespace, Service string
+	// PodIP is this manager's address; Port the ledger's port.
+	PodIP string
+	Port  int32
+}
+
+// NeedLeaderElection: only the elected manager points the Service at itself.
+func (e *Endpoint) NeedLeaderElection() bool { return true }
+
+// Start writes the EndpointSlice and returns (there is nothing to keep: the next elected
+// manager overwrites it).
+func (e *Endpoint) Start(ctx context.Context) error {
+	name := e.Service + "-elected"
+	ip := net.ParseIP(e.PodIP)
+	if ip == nil {
+		return fmt.Errorf("the ledger's address %q is not an IP address", e.PodIP)
+	}
+	addrType := discoveryv1.AddressTypeIPv4
+	if ip.To4() == nil {
+		addrType = discoveryv1.AddressTypeIPv6
+	}
+	want := discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name, Labels: map[string]string{
+			discoveryv1.LabelServiceName: e.Service,
+			discoveryv1.LabelManagedBy:   "videogen-operator.videogen.dev",
+		}},
+		AddressType: addrType,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{e.PodIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("ledger"), Port: ptr.To(e.Port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	got := &discoveryv1.EndpointSlice{}
+	err := e.Reader.Get(ctx, client.ObjectKeyFromObject(&want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := e.Client.Create(ctx, &want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("pointing the ledger Service at this manager: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the ledger's EndpointSlice: %w", err)
+	}
+	got.Labels, got.AddressType, got.Endpoints, got.Ports = want.Labels, want.AddressType, want.Endpoints, want.Ports
+	if err := e.Client.Update(ctx, got); err != nil {
+		return fmt.Errorf("pointing the ledger Service at this manager: %w", err)
+	}
+	return nil
+}
