@@ -124,9 +124,13 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 			})
 			Expect(statuses).To(Equal(map[int]int{http.StatusAccepted: 40, http.StatusPaymentRequired: 60}))
 			Expect(tasksIn(a.ns)).To(HaveLen(40))
-			st := balanceOf(a.ns)
-			Expect(st.Balance).To(BeZero())
-			Expect(st.Frozen + st.Spent).To(Equal(int64(1200)))
+			// The balance, on any replica, at once; the PointAccount's status within a second.
+			for _, r := range []*apiClient{srv, api} {
+				b := r.get("/v1/balance", a.key).JSON()
+				Expect(b["balance"]).To(BeNumerically("==", 0))
+				Expect(b["frozen"].(float64) + b["spent"].(float64)).To(BeNumerically("==", 1200))
+			}
+			expectCharged(a.ns, 0, 1200)
 		},
 		Entry("through one replica", firstReplica),
 		Entry("through another replica", secondReplica),

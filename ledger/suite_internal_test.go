@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -29,6 +30,10 @@ import (
 var k8s client.WithWatch
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run()) // the fuzz target needs no control plane
+	}
 	env, cfg, _, err := testenv.Start()
 	if err == nil {
 		k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})

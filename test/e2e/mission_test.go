@@ -155,6 +155,39 @@ var _ = Describe("The service, from outside", func() {
 		Expect(view).To(HaveKeyWithValue("spent", BeNumerically("==", 30)))
 	})
 
+	It("shows a submission's freeze at once in GET /v1/balance, and in the PointAccount within a second", func() {
+		a := newAccount(0)
+		out, err := cli("topup", a.name, "1000", "--reference", "E2E-RYW-1")
+		Expect(err).NotTo(HaveOccurred(), out)
+		// A template that keeps its tasks running: nothing settles while we look.
+		stall := receiver(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}))
+		body := func(i int) map[string]any {
+			return map[string]any{"template_id": sys.demo.ShortTemplate, "face": fmt.Sprintf("%s/face-%d.jpg", stall, i)}
+		}
+		for i := range 10 {
+			r := call("POST", "/v1/videos/short", a.key, body(i))
+			Expect(r.status).To(Equal(http.StatusAccepted), "%s", r.body)
+			cost := int64(r.json()["cost"].(float64))
+			// Read your writes: the very next read, not an eventual one.
+			b := balance(a.key)
+			Expect(b["frozen"]).To(BeNumerically("==", int64(i+1)*cost), "after the %d. 202", i+1)
+			Expect(b["balance"]).To(BeNumerically("==", 1000-int64(i+1)*cost))
+			Expect(b["credited"]).To(BeNumerically("==", 1000))
+		}
+		// The PointAccount (kubectl get pointaccount) follows within a second of the last change.
+		Eventually(func() int64 {
+			acct := &videogenv1alpha1.PointAccount{}
+			Expect(sys.k8s.Get(ctx, client.ObjectKey{Namespace: a.name, Name: videogenv1alpha1.PointAccountName}, acct)).To(Succeed())
+			return acct.Status.Frozen
+		}).WithTimeout(1500 * time.Millisecond).WithPolling(50 * time.Millisecond).Should(Equal(int64(300)))
+		for _, t := range call("GET", "/v1/tasks", a.key, nil).json()["data"].([]any) {
+			Expect(call("POST", "/v1/tasks/"+t.(map[string]any)["id"].(string)+"/cancel", a.key, nil).status).To(Equal(http.StatusAccepted))
+		}
+		Eventually(func() int64 { return points(a.key, "balance") }).Should(Equal(int64(1000)))
+	})
+
 	It("refunds a task that times out", func() {
 		// A face URL that never answers: the worker waits, the task's timeout fires first.
 		stall := receiver(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
