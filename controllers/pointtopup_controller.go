@@ -67,6 +67,8 @@ func (r *PointTopUpReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	case out.Queued:
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil // the ledger wakes it when applied
+	case out.AlreadyApplied:
+		return ctrl.Result{}, nil // the cache has not caught up with its status yet
 	case out.Refused:
 		r.setApplied(topUp, metav1.ConditionFalse, out.Reason, out.Message)
 		if err := r.Status().Update(ctx, topUp); err != nil {

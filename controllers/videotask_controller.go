@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -158,14 +157,4 @@ func (r *VideoTaskReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.Ledger.TaskEvents(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.MaxConcurrentReconciles)}).
 		Complete(r)
-}
-
-// pendingEnd returns the terminal status prepared for a task whose charge was waiting, if this
-// process prepared one.
-func (r *VideoTaskReconciler) pendingEnd(uid types.UID) (*videogenv1alpha1.VideoTaskStatus, bool) {
-	v, ok := r.ends.LoadAndDelete(uid)
-	if !ok {
-		return nil, false
-	}
-	return v.(*videogenv1alpha1.VideoTaskStatus), true
 }

@@ -310,6 +310,8 @@ type TopUpOutcome struct {
 	AccountUID   string
 	// Queued: it waits for the account's next write; the ledger requeues it after.
 	Queued bool
+	// AlreadyApplied: its status says so on the kube-apiserver; the copy asked about is older.
+	AlreadyApplied bool
 	// Refused, for good, with Reason (a PointTopUp condition reason) and Message.
 	Refused bool
 	Reason  string
@@ -337,6 +339,11 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	}
 	if _, ok := b.queued[t.UID]; ok {
 		return TopUpOutcome{Queued: true}, nil
+	}
+	if other, ok := b.references[t.Spec.Reference]; ok && other == t.UID {
+		// Applied, and its journal entry already gone: this is a copy from before its status
+		// said so (a cache that lags). Never credited again.
+		return TopUpOutcome{AlreadyApplied: true}, nil
 	}
 	if other, ok := b.references[t.Spec.Reference]; ok && other != t.UID {
 		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference,

@@ -18,8 +18,6 @@ var (
 	ErrNotReady = errors.New("the ledger is not ready")
 	// ErrSettled: the task's points were already settled (or it never held any).
 	ErrSettled = errors.New("the task's points are settled")
-	// ErrDuplicateReference: a top-up with the same reference was applied to the account.
-	ErrDuplicateReference = errors.New("a top-up with this reference was already applied to the account")
 )
 
 // InsufficientBalanceError refuses a freeze (or a debit) the account's available points do not

@@ -99,40 +99,95 @@ func (l *Ledger) Start(ctx context.Context) error {
 	if err := l.cfg.Reader.List(ctx, accounts); err != nil {
 		return fmt.Errorf("ledger: listing accounts: %w", err)
 	}
-	// Accounts are independent: their books are built side by side (a failover with many
-	// accounts waits for the slowest, not the sum).
+	// Every account's books are kept from here, so events and requests wait for them.
+	for i := range accounts.Items {
+		b := l.book(accounts.Items[i].Namespace)
+		b.mu.Lock()
+		b.building = true
+		b.mu.Unlock()
+	}
+	// First the fence writes, side by side (a failover with many accounts waits for the slowest
+	// write, not the sum); then one list of all open tasks and top-ups, which sees every write
+	// an earlier manager made before its fence.
+	fenced := make([]*videogenv1alpha1.PointAccount, len(accounts.Items))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := range accounts.Items {
-		ns := accounts.Items[i].Namespace
-		g.Go(func() error { return l.build(gctx, ns) })
+		g.Go(func() (err error) {
+			fenced[i], err = l.takeOver(gctx, &accounts.Items[i])
+			if err != nil {
+				return fmt.Errorf("ledger: taking over account %q: %w", accounts.Items[i].Namespace, err)
+			}
+			return nil
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	tasks, listRV, err := l.openTasks(ctx)
+	if err != nil {
+		return err
+	}
+	topUps := &videogenv1alpha1.PointTopUpList{}
+	if err := l.cfg.Reader.List(ctx, topUps); err != nil {
+		return fmt.Errorf("ledger: listing top-ups: %w", err)
+	}
+	tasksOf, topUpsOf := map[string][]videogenv1alpha1.VideoTask{}, map[string][]videogenv1alpha1.PointTopUp{}
+	for _, t := range tasks {
+		tasksOf[t.Namespace] = append(tasksOf[t.Namespace], t)
+	}
+	for _, t := range topUps.Items {
+		topUpsOf[t.Namespace] = append(topUpsOf[t.Namespace], t)
+	}
+	for _, acct := range fenced {
+		if acct == nil {
+			continue // deleted meanwhile: its event rebuilds the namespace's books
+		}
+		b := l.book(acct.Namespace)
+		b.mu.Lock()
+		l.install(b, acct, tasksOf[acct.Namespace], topUpsOf[acct.Namespace], listRV)
+		b.building = false
+		b.mu.Unlock()
+	}
+	for i := range accounts.Items {
+		b := l.book(accounts.Items[i].Namespace)
+		b.mu.Lock()
+		b.building = false
+		b.mu.Unlock()
 	}
 	if err := l.watch(ctx); err != nil {
 		return err
 	}
 	l.ready.Store(true)
-	log.Info("ledger books built", "accounts", len(accounts.Items), "identity", l.cfg.Identity)
+	log.Info("ledger books built", "accounts", len(accounts.Items), "openTasks", len(tasks), "identity", l.cfg.Identity)
 	<-ctx.Done()
 	l.ready.Store(false)
 	return nil
 }
 
-// build (re)builds one account's books: first the fence write, then the account's open tasks
-// and top-ups, read from the kube-apiserver.
+// build (re)builds one account's books, for an account that appears while the ledger runs:
+// first the fence write, then the account's open tasks and top-ups, read from the
+// kube-apiserver.
 func (l *Ledger) build(ctx context.Context, namespace string) error {
 	b := l.book(namespace)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.building = true
 	defer func() { b.building = false }()
-	acct, err := l.takeOver(ctx, namespace)
+	current := &videogenv1alpha1.PointAccount{}
+	err := l.cfg.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}, current)
+	if apierrors.IsNotFound(err) {
+		l.install(b, nil, nil, nil, "")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	acct, err := l.takeOver(ctx, current)
 	if err != nil {
 		return fmt.Errorf("ledger: taking over account %q: %w", namespace, err)
 	}
-	tasks, listRV, err := l.openTasks(ctx, namespace)
+	tasks, listRV, err := l.openTasks(ctx, client.InNamespace(namespace))
 	if err != nil {
 		return err
 	}
@@ -140,12 +195,19 @@ func (l *Ledger) build(ctx context.Context, namespace string) error {
 	if err := l.cfg.Reader.List(ctx, topUps, client.InNamespace(namespace)); err != nil {
 		return fmt.Errorf("ledger: listing top-ups of %q: %w", namespace, err)
 	}
+	l.install(b, acct, tasks, topUps.Items, listRV)
+	return nil
+}
 
-	fresh := newBook(namespace)
+// install puts books built from an account (fenced, nil if there is none), its open tasks and
+// its top-ups, listed at listRV, in place. Call it with b.mu held.
+func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []videogenv1alpha1.VideoTask,
+	topUps []videogenv1alpha1.PointTopUp, listRV string) {
+	fresh := newBook(b.namespace)
 	fresh.account = acct
 	if acct != nil {
-		for i := range topUps.Items {
-			t := &topUps.Items[i]
+		for i := range topUps {
+			t := &topUps[i]
 			if t.Status.AppliedAt != nil && t.Status.AccountUID == acct.UID {
 				fresh.references[t.Spec.Reference] = t.UID
 				fresh.topUpsShown[t.UID] = true
@@ -153,7 +215,7 @@ func (l *Ledger) build(ctx context.Context, namespace string) error {
 		}
 		for _, j := range acct.Status.Journal {
 			if j.Kind == videogenv1alpha1.JournalTopUp {
-				if t := findTopUp(topUps.Items, j.UID); t != nil {
+				if t := findTopUp(topUps, j.UID); t != nil {
 					fresh.references[t.Spec.Reference] = t.UID
 				}
 			}
@@ -172,10 +234,9 @@ func (l *Ledger) build(ctx context.Context, namespace string) error {
 	l.schedule(b)
 	for name, e := range b.tasks {
 		if e.state == overdrawn || e.state == charged {
-			l.requeueTask(namespace, name)
+			l.requeueTask(b.namespace, name)
 		}
 	}
-	return nil
 }
 
 func findTopUp(items []videogenv1alpha1.PointTopUp, uid types.UID) *videogenv1alpha1.PointTopUp {
@@ -187,33 +248,34 @@ func findTopUp(items []videogenv1alpha1.PointTopUp, uid types.UID) *videogenv1al
 	return nil
 }
 
-// takeOver reads the account and writes this manager's name into it (a compare-and-swap): from
-// then on no write of an earlier manager can land. It returns nil if there is no account.
-func (l *Ledger) takeOver(ctx context.Context, namespace string) (*videogenv1alpha1.PointAccount, error) {
+// takeOver writes this manager's name into the account (a compare-and-swap, from the copy given
+// and then from fresh reads): from then on no write of an earlier manager can land. It returns
+// the account as written, or nil if it is gone.
+func (l *Ledger) takeOver(ctx context.Context, acct *videogenv1alpha1.PointAccount) (*videogenv1alpha1.PointAccount, error) {
+	acct = acct.DeepCopy()
+	key := client.ObjectKeyFromObject(acct)
 	for {
-		acct := &videogenv1alpha1.PointAccount{}
-		err := l.cfg.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}, acct)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
 		if acct.Status.Authority == l.cfg.Identity {
 			return acct, nil
 		}
 		acct.Status.Authority = l.cfg.Identity
-		err = l.cfg.Client.Status().Update(ctx, acct)
+		err := l.cfg.Client.Status().Update(ctx, acct)
 		switch {
 		case err == nil:
 			return acct, nil
-		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-			continue
-		default:
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case !apierrors.IsConflict(err):
 			// The write may have landed: read again, and write again if it did not.
 			if err := sleep(ctx, l.cfg.Clock, 100*time.Millisecond); err != nil {
 				return nil, err
 			}
+		}
+		acct = &videogenv1alpha1.PointAccount{}
+		if err := l.cfg.Reader.Get(ctx, key, acct); apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
 		}
 	}
 }
@@ -221,17 +283,16 @@ func (l *Ledger) takeOver(ctx context.Context, namespace string) (*videogenv1alp
 // openTasksSelector selects the tasks that are not closed: a closed task is settled.
 var openTasksSelector = fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")
 
-// openTasks lists the namespace's open tasks from the kube-apiserver, page by page, and the
-// resourceVersion of the list.
-func (l *Ledger) openTasks(ctx context.Context, namespace string) ([]videogenv1alpha1.VideoTask, string, error) {
+// openTasks lists the open tasks (of a namespace, with client.InNamespace) from the
+// kube-apiserver, page by page, and the resourceVersion of the list.
+func (l *Ledger) openTasks(ctx context.Context, scope ...client.ListOption) ([]videogenv1alpha1.VideoTask, string, error) {
 	var out []videogenv1alpha1.VideoTask
 	var rv string
-	opts := []client.ListOption{client.InNamespace(namespace), client.Limit(500),
-		client.MatchingFieldsSelector{Selector: openTasksSelector}}
+	opts := append([]client.ListOption{client.Limit(500), client.MatchingFieldsSelector{Selector: openTasksSelector}}, scope...)
 	for cont := ""; ; {
 		page := &videogenv1alpha1.VideoTaskList{}
 		if err := l.cfg.Reader.List(ctx, page, append(opts, client.Continue(cont))...); err != nil {
-			return nil, "", fmt.Errorf("ledger: listing tasks of %q: %w", namespace, err)
+			return nil, "", fmt.Errorf("ledger: listing open tasks: %w", err)
 		}
 		if rv == "" {
 			rv = page.ResourceVersion

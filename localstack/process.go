@@ -26,7 +26,9 @@ type process struct {
 }
 
 func (s *Stack) spawn(name string, args ...string) (*process, error) {
-	bin := filepath.Join(s.cfg.BinDir, name)
+	// apiserver-2, apiserver-3, …: more replicas of one binary.
+	program, _, _ := strings.Cut(name, "-")
+	bin := filepath.Join(s.cfg.BinDir, program)
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s is missing: build it with make build-all (make run does)", bin)
 	}

@@ -25,17 +25,15 @@ if [[ $what == scale ]]; then
 	exit 0
 fi
 
-run submit go run ./hack/bench/submit -n1 "${SUBMIT_N1:-400}" -n8 "${SUBMIT_N8:-1200}" -n64 "${SUBMIT_N64:-1200}" -accounts 64
-run holdformats go run ./hack/bench/holdformats -holds 1404
+run submit go run ./hack/bench/submit -runs "${BENCH_RUNS:-5}" -n1 "${SUBMIT_N1:-400}" -n8 "${SUBMIT_N8:-1200}" -n64 "${SUBMIT_N64:-1600}"
 run statuscost go run ./hack/bench/statuscost -n 500
-run lifecycle go run ./hack/bench/lifecycle -tasks "${LIFECYCLE_TASKS:-500}" -accounts 16 -c 32
+run lifecycle go run ./hack/bench/lifecycle -runs "${BENCH_RUNS:-5}" -tasks "${LIFECYCLE_TASKS:-500}" -accounts 16 -c 32
 run connectors go test -run '^$' -bench . -benchmem ./connectors/...
 run stripecompare go -C hack/bench/stripecompare run .
 run webhooks go run ./hack/bench/webhooks -tasks "${WEBHOOK_TASKS:-300}" -accounts 4 -c 16
 
 echo "==> summary (tables above; kept in $out/)"
 grep -h '^Goal' "$out"/submit.md "$out"/lifecycle.md "$out"/stripecompare.md
-sed -n '/^| format/,/^$/p' "$out"/holdformats.md
 grep -h '^| Benchmark' "$out"/connectors.md || true
 grep -h '^Benchmark' "$out"/connectors.md | awk '{printf "  %-32s %10s ns/op %8s allocs/op\n", $1, $3, $(NF-1)}'
 sed -n '/^| deliveries/,/^$/p' "$out"/webhooks.md
