@@ -41,7 +41,7 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	if acct.DeletionTimestamp.IsZero() {
 		if controllerutil.ContainsFinalizer(acct, videogenv1alpha1.FinalizerLedger) {
-			return ctrl.Result{}, nil
+			return r.tidy(acct), nil
 		}
 		orig := acct.DeepCopy()
 		controllerutil.AddFinalizer(acct, videogenv1alpha1.FinalizerLedger)
@@ -50,6 +50,7 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !controllerutil.ContainsFinalizer(acct, videogenv1alpha1.FinalizerLedger) {
 		return ctrl.Result{}, nil
 	}
+	r.tidy(acct)
 	err := r.Ledger.Closable(acct.Namespace)
 	switch {
 	case errors.Is(err, ledger.ErrNotReady):
@@ -66,6 +67,16 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "Closed", "Close", "The account is empty: its books are closed")
 	return ctrl.Result{}, nil
+}
+
+// tidy asks the ledger to resolve the journal entries whose source left its books unseen, while
+// there are any: an idle account's journal empties too.
+func (r *PointAccountReconciler) tidy(acct *videogenv1alpha1.PointAccount) ctrl.Result {
+	if len(acct.Status.Journal) == 0 {
+		return ctrl.Result{}
+	}
+	r.Ledger.Tidy(acct.Namespace)
+	return ctrl.Result{RequeueAfter: 10 * time.Second}
 }
 
 // SetupWithManager registers the controller; the ledger wakes an account whose books changed.

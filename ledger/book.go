@@ -95,6 +95,7 @@ type book struct {
 	references map[string]types.UID
 
 	dirty     bool // the status in the account is behind the books
+	check     bool // the next write reads the sources of entries whose fate is unknown (Tidy)
 	flushing  bool // a writer goroutine runs for this account
 	lastWrite time.Time
 }

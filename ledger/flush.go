@@ -26,7 +26,7 @@ func (l *Ledger) schedule(b *book) {
 	if b.flushing || !b.built || b.fenced || b.account == nil || l.ctx == nil {
 		return
 	}
-	if !b.dirty && len(b.queued) == 0 && !l.forgettable(b, false) {
+	if !b.dirty && len(b.queued) == 0 && !l.forgettable(b, b.check) {
 		return
 	}
 	b.flushing = true
@@ -50,20 +50,21 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		}
 		b.mu.Lock()
 		if b.fenced || b.account == nil || !b.built ||
-			(!b.dirty && len(b.queued) == 0 && !l.forgettable(b, true)) {
+			(!b.dirty && len(b.queued) == 0 && !l.forgettable(b, b.check)) {
 			b.flushing = false
 			b.mu.Unlock()
 			return
 		}
 		p := l.plan(b)
 		work := b.dirty || len(b.queued) > 0
-		b.dirty = false
+		b.dirty, b.check = false, false
 		b.mu.Unlock()
 
 		if !l.resolveFates(ctx, b.namespace, p) && !work {
 			// Only entries whose sources do not show them yet: nothing to write. The next
-			// change of the account looks again.
+			// change of the account looks again, one interval later at the soonest.
 			b.mu.Lock()
+			b.lastWrite = l.cfg.Clock.Now()
 			b.flushing = false
 			b.mu.Unlock()
 			return
@@ -96,6 +97,21 @@ type plan struct {
 	frozen  int64                           // the books' frozen, charges of entries included
 	holds   int32
 	now     metav1.Time
+}
+
+// Tidy has the account's next write read the sources of journal entries whose fate the books do
+// not know (they left the books unseen), so that the journal empties when the account is idle
+// too. The PointAccount controller calls it while the journal is not empty.
+func (l *Ledger) Tidy(namespace string) {
+	b, err := l.lockBook(namespace)
+	if err != nil {
+		return
+	}
+	defer b.mu.Unlock()
+	if b.account != nil && len(b.account.Status.Journal) > 0 {
+		b.check = true
+		l.schedule(b)
+	}
 }
 
 // forgettable reports whether a journal entry may go, as far as the books know (so a write is

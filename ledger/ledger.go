@@ -205,7 +205,16 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 	topUps []videogenv1alpha1.PointTopUp, listRV string) {
 	fresh := newBook(b.namespace)
 	fresh.account = acct
+	open := map[types.UID]bool{}
+	for i := range tasks {
+		open[tasks[i].UID] = true
+	}
 	if acct != nil {
+		for _, j := range acct.Status.Journal {
+			if j.Kind == videogenv1alpha1.JournalCharge && !open[j.UID] {
+				fresh.fates[j.UID] = fateCheck // closed or gone since: read it before forgetting
+			}
+		}
 		for i := range topUps {
 			t := &topUps[i]
 			if t.Status.AppliedAt != nil && t.Status.AccountUID == acct.UID {

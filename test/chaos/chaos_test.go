@@ -507,6 +507,9 @@ func (r *run) unsettled(ctx context.Context) string {
 		if acct.Status.Frozen != 0 {
 			return fmt.Sprintf("account %s still has %d points frozen in %d holds", a.name, acct.Status.Frozen, acct.Status.Holds)
 		}
+		if n := len(acct.Status.Journal); n != 0 {
+			return fmt.Sprintf("account %s still has %d journal entries", a.name, n)
+		}
 	}
 	return ""
 }
