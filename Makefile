@@ -35,6 +35,7 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: ## Generate CRDs and the manager ClusterRole from the API types and RBAC markers; copy them into the chart.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crddoc config/crd/bases/*.yaml
 	hack/sync-chart.sh
 
 .PHONY: generate

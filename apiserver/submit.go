@@ -145,7 +145,8 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 	}
 }
 
-// quote resolves the template and prices the task. A fixed template ignores a duration.
+// quote resolves the template and prices the task. A fixed-price template ignores a duration
+// in the price; a video.template task keeps it all the same, since the duration is what it renders.
 func (s *Server) quote(ctx context.Context, account string, in *taskInput) (catalog.Template, int64, error) {
 	tmpl, err := catalog.Resolve(ctx, s.cfg.Client, account, in.capability, in.templateID)
 	if errors.Is(err, catalog.ErrTemplateNotFound) && in.templateID != "" {
@@ -160,7 +161,7 @@ func (s *Server) quote(ctx context.Context, account string, in *taskInput) (cata
 	case err != nil:
 		return tmpl, 0, err
 	}
-	if !tmpl.Terms.Adjustable {
+	if !tmpl.Terms.Adjustable && in.capability != videogenv1alpha1.CapabilityTemplate {
 		in.duration = nil
 	}
 	price, err := pricing.Quote(tmpl.Terms, in.duration, s.cfg.DefaultPrice)

@@ -128,6 +128,16 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(resp.JSON()).To(HaveKeyWithValue("duration", BeNil()))
 	})
 
+	It("renders a fixed-price video.template at the asked duration, for its flat price", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityTemplate, ptr.To[int64](30), nil)
+		resp := api.post("/v1/videos/template", a.key, map[string]any{"template_id": tmpl, "duration": 12})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		Expect(resp.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 30)))
+		Expect(resp.JSON()).To(HaveKeyWithValue("duration", BeNumerically("==", 12)))
+		expectCharged(a.ns, 70, 30)
+	})
+
 	It("makes a pose image and reports it as image_url", func() {
 		a := newAccount(100)
 		tmpl := template(videogenv1alpha1.CapabilityPose, ptr.To[int64](8), nil)

@@ -1,5 +1,6 @@
-// Package catalog resolves a task's template reference (an official Template name or a
-// ShortTemplate's ushort_ id) to the media and pricing terms the task uses. The controller and
+// Package catalog resolves a task's template reference (an official Template name, a
+// ShortTemplate's ushort_ id, or the object name of a ShortTemplate in the task's namespace) to
+// the media and pricing terms the task uses. The controller and
 // the REST apiserver resolve the same way, so a price quoted at submission is the price frozen.
 package catalog
 
@@ -40,7 +41,9 @@ type Template struct {
 }
 
 // Resolve finds the template ref for a task of capability c in namespace. An empty ref is
-// allowed only for video.eraser, which is priced at the default price.
+// allowed only for video.eraser, which is priced at the default price. A ref that is not an
+// official Template's name may name a ShortTemplate of the namespace, as kubectl users refer to
+// objects; an official Template of the same name comes first.
 func Resolve(ctx context.Context, r client.Reader, namespace string, c videogenv1alpha1.Capability, ref string) (Template, error) {
 	if ref == "" {
 		if c == videogenv1alpha1.CapabilityEraser {
@@ -59,7 +62,7 @@ func Resolve(ctx context.Context, r client.Reader, namespace string, c videogenv
 	var t videogenv1alpha1.Template
 	if err := r.Get(ctx, client.ObjectKey{Name: ref}, &t); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Template{}, fmt.Errorf("%w: %q", ErrTemplateNotFound, ref)
+			return resolveShortByName(ctx, r, namespace, c, ref)
 		}
 		return Template{}, fmt.Errorf("reading template %q: %w", ref, err)
 	}
@@ -123,4 +126,22 @@ func resolveShort(ctx context.Context, r client.Reader, namespace string, c vide
 		return Template{}, err
 	}
 	return Template{ID: id, MediaURL: st.Spec.TargetURL}, nil
+}
+
+// resolveShortByName finds the namespace's ShortTemplate whose object name is name.
+func resolveShortByName(ctx context.Context, r client.Reader, namespace string, c videogenv1alpha1.Capability, name string) (Template, error) {
+	var st videogenv1alpha1.ShortTemplate
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &st); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Template{}, fmt.Errorf("%w: %q", ErrTemplateNotFound, name)
+		}
+		return Template{}, fmt.Errorf("reading short template %q: %w", name, err)
+	}
+	if !st.DeletionTimestamp.IsZero() {
+		return Template{}, fmt.Errorf("%w: %q", ErrTemplateNotFound, name)
+	}
+	if c != videogenv1alpha1.CapabilityShort {
+		return Template{}, &WrongCapabilityError{ID: name, Template: videogenv1alpha1.CapabilityShort, Requested: c}
+	}
+	return Template{ID: name, MediaURL: st.Spec.TargetURL}, nil
 }

@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +28,9 @@ type finishedTaskCollector struct {
 
 // collectorPage bounds one list response, and so the memory of a sweep.
 const collectorPage = 500
+
+// collectorDeletes bounds the deletes a sweep has in flight.
+const collectorDeletes = 8
 
 // NeedLeaderElection: only the elected manager deletes.
 func (c *finishedTaskCollector) NeedLeaderElection() bool { return true }
@@ -76,6 +81,10 @@ func (c *finishedTaskCollector) sweep(ctx context.Context) (int, time.Duration, 
 		if err := c.reader.List(ctx, &page, append(opts, client.Continue(cont))...); err != nil {
 			return deleted, next, err
 		}
+		// Deletes of one page run side by side: a sweep after a long pause may find thousands.
+		var n atomic.Int64
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(collectorDeletes)
 		for i := range page.Items {
 			t := &page.Items[i]
 			if t.Status.CompletedAt == nil || !t.DeletionTimestamp.IsZero() {
@@ -87,15 +96,25 @@ func (c *finishedTaskCollector) sweep(ctx context.Context) (int, time.Duration, 
 				}
 				continue
 			}
-			// Preconditions: delete exactly the object whose TTL was checked.
-			uid, rv := t.UID, t.ResourceVersion
-			if err := c.client.Delete(ctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
-				if apierrors.IsConflict(err) {
-					continue // changed since the list; the next sweep looks again
+			g.Go(func() error {
+				// Preconditions: delete exactly the object whose TTL was checked.
+				uid, rv := t.UID, t.ResourceVersion
+				err := c.client.Delete(gctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+				switch {
+				case err == nil:
+					n.Add(1)
+				case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+					// gone already, or changed since the list: the next sweep looks again
+				default:
+					return err
 				}
-				return deleted, next, err
-			}
-			deleted++
+				return nil
+			})
+		}
+		err := g.Wait()
+		deleted += int(n.Load())
+		if err != nil {
+			return deleted, next, err
 		}
 		if cont = page.Continue; cont == "" {
 			return deleted, next, nil

@@ -83,7 +83,7 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 	task.Status.Charge = ""
 	task.Status.Error = &videogenv1alpha1.TaskError{Code: code, Message: message}
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionFalse, reason, message)
-	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, reason, message)
+	r.setCondition(task, videogenv1alpha1.ConditionFailed, metav1.ConditionTrue, reason, message)
 	task.Status.Closed = closable(task)
 	if err := r.writeStatus(ctx, task); err != nil {
 		return err

@@ -50,9 +50,11 @@ var _ = Describe("VideoTask lifecycle", func() {
 			Expect(st.Backend).To(Equal("test-backend"))
 		}
 		Expect(meta.IsStatusConditionTrue(done.Status.Conditions, videogenv1alpha1.ConditionAccepted)).To(BeTrue())
-		complete := meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionComplete)
-		Expect(complete.Reason).To(Equal(videogenv1alpha1.ReasonSucceeded))
-		Expect(complete.ObservedGeneration).To(Equal(done.Generation))
+		succeeded := meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionSucceeded)
+		Expect(succeeded.Status).To(Equal(metav1.ConditionTrue))
+		Expect(succeeded.Reason).To(Equal(videogenv1alpha1.ReasonSucceeded))
+		Expect(succeeded.ObservedGeneration).To(Equal(done.Generation))
+		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionFailed)).To(BeNil())
 		expectBalanced(ns, 70, 0, 30)
 		Expect(metricValue("videogen_points_moved_total", map[string]string{"namespace": ns, "operation": "deduct"})).To(Equal(30.0))
 		Expect(metricValue("videogen_points_moved_total", map[string]string{"namespace": ns, "operation": "freeze"})).To(Equal(30.0))
@@ -171,8 +173,10 @@ var _ = Describe("VideoTask lifecycle", func() {
 			Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
 			Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 			Expect(done.Status.Error.Code).To(Equal(code))
-			Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionComplete).Reason).
+			Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionFailed).Reason).
 				To(Equal(videogenv1alpha1.ReasonStageFailed))
+			Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionSucceeded)).To(BeNil(),
+				"kubectl wait --for=condition=Succeeded must never end for a failed task")
 			Expect(done.Status.Result).To(BeNil())
 			expectBalanced(ns, 100, 0, 0)
 			Eventually(func() []string { return eventNotes(ns, b.Name()) }).Should(ContainElement(
@@ -194,8 +198,9 @@ var _ = Describe("VideoTask lifecycle", func() {
 		done := finished(ns, task.Name)
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
 		Expect(done.Status.Error.Code).To(Equal("timed_out"))
-		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionComplete).Reason).
+		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionFailed).Reason).
 			To(Equal(videogenv1alpha1.ReasonTimedOut))
+		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionSucceeded)).To(BeNil())
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageRender))).To(BeTrue())
 		expectBalanced(ns, 50, 0, 0)
@@ -281,10 +286,17 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
 		expectBalanced(ns, 90, 0, 10)
 
-		// Another account cannot use it: ids do not cross namespaces.
+		// Its object name works as well, as kubectl users refer to objects.
+		byName := finished(ns, aShortTask(ns, st.Name).Create().Name)
+		Expect(byName.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", byName.Status.Error)
+		expectBalanced(ns, 80, 0, 20)
+
+		// Another account cannot use it, by id or by name: they do not cross namespaces.
 		other := newAccount(100)
-		foreign := finished(other, aShortTask(other, id).Create().Name)
-		Expect(foreign.Status.Error.Code).To(Equal("template_not_found"))
+		for _, ref := range []string{id, st.Name} {
+			foreign := finished(other, aShortTask(other, ref).Create().Name)
+			Expect(foreign.Status.Error.Code).To(Equal("template_not_found"))
+		}
 		expectBalanced(other, 100, 0, 0)
 	})
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -25,8 +24,8 @@ func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1
 	task.Status.CompletedAt = &now
 	price := view.Price
 	task.Status.Cost = &price
-	r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, end.reason, end.message)
 	if !end.success {
+		r.setCondition(task, videogenv1alpha1.ConditionFailed, metav1.ConditionTrue, end.reason, end.message)
 		task.Status.Phase = videogenv1alpha1.TaskFailed
 		task.Status.Error = &videogenv1alpha1.TaskError{Code: end.code, Message: end.message}
 		task.Status.Charge = videogenv1alpha1.ChargeRefunded
@@ -37,6 +36,7 @@ func (r *VideoTaskReconciler) finish(ctx context.Context, task *videogenv1alpha1
 	task.Status.Progress = 100
 	task.Status.Error = nil
 	task.Status.Charge = videogenv1alpha1.ChargeDeducted
+	r.setCondition(task, videogenv1alpha1.ConditionSucceeded, metav1.ConditionTrue, end.reason, end.message)
 	charged, err := r.Ledger.Charge(task, end.result)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -75,7 +75,7 @@ func (r *VideoTaskReconciler) endCharged(ctx context.Context, task *videogenv1al
 		task.Status.Charge = videogenv1alpha1.ChargeDeducted
 		price := view.Price
 		task.Status.Cost = &price
-		r.setCondition(task, videogenv1alpha1.ConditionComplete, metav1.ConditionTrue, videogenv1alpha1.ReasonSucceeded, "Generation finished")
+		r.setCondition(task, videogenv1alpha1.ConditionSucceeded, metav1.ConditionTrue, videogenv1alpha1.ReasonSucceeded, "Generation finished")
 	}
 	return r.writeEnd(ctx, task, view.Price)
 }
@@ -94,7 +94,7 @@ func (r *VideoTaskReconciler) writeEnd(ctx context.Context, task *videogenv1alph
 		return ctrl.Result{}, err
 	}
 	r.ends.Delete(task.UID)
-	c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionComplete)
+	c := task.Status.Ending()
 	reason := ""
 	if c != nil {
 		reason = c.Reason
@@ -133,7 +133,7 @@ func (r *VideoTaskReconciler) recordOutcome(task *videogenv1alpha1.VideoTask, pr
 		return
 	}
 	reason, message := string(task.Status.Phase), "The task did not succeed"
-	if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionComplete); c != nil {
+	if c := task.Status.Ending(); c != nil {
 		reason, message = c.Reason, c.Message
 	}
 	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Settle", "%s; refunded %d points", strings.TrimSuffix(message, "."), price)

@@ -146,7 +146,7 @@ var _ = Describe("Completion webhooks", func() {
 	It("retries an attempt that times out, under the same id, and shows when the next one is due", func() {
 		stop() // this spec's own manager: a short attempt timeout and a retry 3 s later
 		opts := testOptions(backend)
-		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 300*time.Millisecond)
+		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Second)
 		opts.Webhooks.Schedule = []time.Duration{3 * time.Second}
 		stop = startManager(opts)
 
@@ -160,7 +160,7 @@ var _ = Describe("Completion webhooks", func() {
 			first := len(ids) == 1
 			mu.Unlock()
 			if first {
-				time.Sleep(time.Second) // past the sender's timeout
+				time.Sleep(3 * time.Second) // past the sender's timeout
 			}
 			w.WriteHeader(http.StatusOK)
 		}))

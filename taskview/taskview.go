@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -167,7 +166,7 @@ func Status(t *videogenv1alpha1.VideoTask) string {
 	case videogenv1alpha1.TaskSucceeded:
 		return StatusSucceeded
 	case videogenv1alpha1.TaskFailed:
-		if c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionComplete); c != nil && c.Reason == videogenv1alpha1.ReasonCanceled {
+		if c := t.Status.Ending(); c != nil && c.Reason == videogenv1alpha1.ReasonCanceled {
 			return StatusCanceled
 		}
 		return StatusFailed

@@ -205,7 +205,9 @@ type PaymentEventStatus struct {
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Processed, Forwarded.
+	// Conditions: Processed (the event was recorded and its deliveries planned) and Forwarded
+	// (every sink that takes it acknowledged it; reason Delivered, DeliveryPending,
+	// DeliveryFailed or NoSinks).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

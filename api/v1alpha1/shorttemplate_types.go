@@ -51,7 +51,8 @@ type ShortTemplateStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions of the template.
+	// Conditions: Ready (True with reason IDAssigned once the template has its ushort_ id, the
+	// template_id to use; False with reason InvalidID when its id label is not one).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

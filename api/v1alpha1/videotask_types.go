@@ -85,8 +85,13 @@ const (
 	ConditionAccepted = "Accepted"
 	// ConditionDispatched: a backend accepted the current stage.
 	ConditionDispatched = "Dispatched"
-	// ConditionComplete: the task reached a terminal phase.
-	ConditionComplete = "Complete"
+	// ConditionSucceeded is True once the task succeeded: its result is there and its price
+	// deducted. It is never set on a task that did not succeed, so that
+	// `kubectl wait --for=condition=Succeeded` waits for a result only (as Job's Complete).
+	ConditionSucceeded = "Succeeded"
+	// ConditionFailed is True once the task ended without a result (rejected, failed, timed
+	// out or cancelled); its reason says which, and any frozen points were refunded.
+	ConditionFailed = "Failed"
 
 	ReasonFrozen              = "PointsFrozen"
 	ReasonInsufficientBalance = "InsufficientBalance"
@@ -129,8 +134,8 @@ type VideoTaskSpec struct {
 	// +required
 	Capability Capability `json:"capability"`
 
-	// TemplateRef is an official Template's name or the id (ushort_…) of a ShortTemplate in this
-	// namespace.
+	// TemplateRef is an official Template's name, or a ShortTemplate of this namespace: its id
+	// (ushort_…) or its object name. An official Template of the same name comes first.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
@@ -300,14 +305,14 @@ type VideoTaskStatus struct {
 	Webhook *WebhookDelivery `json:"webhook,omitempty"`
 	// Closed is true once nothing is left to do for the task but its deletion after the
 	// finished-task TTL: it is terminal, its points are settled, and its completion webhook was
-	// delivered or given up. The manager watches only tasks that are not closed (a field
-	// selector on status.closed), so finished tasks cost it neither memory nor startup time.
+	// delivered or given up. Select such tasks with --field-selector status.closed=true.
 	// +optional
 	Closed bool `json:"closed,omitempty"`
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Accepted and Complete.
+	// Conditions: Accepted (priced and frozen), Dispatched (a backend took the current stage),
+	// and at the end either Succeeded or Failed, whose reason says why the task failed.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -323,7 +328,7 @@ type VideoTaskStatus struct {
 // +kubebuilder:printcolumn:name="Progress",type=integer,JSONPath=`.status.progress`
 // +kubebuilder:printcolumn:name="Cost",type=integer,JSONPath=`.status.cost`
 // +kubebuilder:printcolumn:name="Charge",type=string,JSONPath=`.status.charge`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Complete")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].reason`
 // +kubebuilder:printcolumn:name="Webhook",type=string,JSONPath=`.status.webhook.state`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:selectablefield:JSONPath=`.status.closed`
@@ -363,4 +368,16 @@ func (t *VideoTask) AdmittedPrice() (int64, bool) {
 	}
 	p, err := strconv.ParseInt(price, 10, 64)
 	return p, err == nil && p >= 0
+}
+
+// Ending is the condition that ended the task (Succeeded or Failed, whichever is True), or nil
+// while it runs.
+func (s *VideoTaskStatus) Ending() *metav1.Condition {
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if (c.Type == ConditionSucceeded || c.Type == ConditionFailed) && c.Status == metav1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -106,7 +105,7 @@ func rowOf(t *videogenv1alpha1.VideoTask) taskRow {
 
 // reasonOf is why the task ended, from its conditions.
 func reasonOf(t *videogenv1alpha1.VideoTask) string {
-	if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionComplete); cond != nil {
+	if cond := t.Status.Ending(); cond != nil {
 		return cond.Reason
 	}
 	return ""

@@ -121,7 +121,7 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	// What the controller does with a cancel request.
 	task.Status.Phase, task.Status.Charge = videogenv1alpha1.TaskFailed, videogenv1alpha1.ChargeRefunded
 	task.Status.Error = &videogenv1alpha1.TaskError{Code: "canceled", Message: "canceled on request"}
-	task.Status.Conditions = []metav1.Condition{{Type: videogenv1alpha1.ConditionComplete, Status: metav1.ConditionTrue,
+	task.Status.Conditions = []metav1.Condition{{Type: videogenv1alpha1.ConditionFailed, Status: metav1.ConditionTrue,
 		Reason: videogenv1alpha1.ReasonCanceled, Message: "canceled on request", LastTransitionTime: metav1.Now()}}
 	if err := c.Status().Update(ctx, task); err != nil {
 		t.Fatal(err)

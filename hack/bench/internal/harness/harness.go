@@ -333,7 +333,7 @@ func FinishedStatus(name string, closed bool, at time.Time) videogenv1alpha1.Vid
 		},
 		Conditions: []metav1.Condition{
 			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: t},
-			{Type: videogenv1alpha1.ConditionComplete, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonSucceeded, Message: "Generation finished", LastTransitionTime: t},
+			{Type: videogenv1alpha1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonSucceeded, Message: "Generation finished", LastTransitionTime: t},
 		},
 	}
 }
