@@ -50,7 +50,9 @@ func (refusingLedger) CreateTask(_ context.Context, _ *videogenv1alpha1.VideoTas
 	return nil, &ledger.InsufficientBalanceError{Required: price}
 }
 
-func (refusingLedger) Balance(context.Context, string) (ledger.Figures, error) { return ledger.Figures{}, nil }
+func (refusingLedger) Balance(context.Context, string) (ledger.Figures, error) {
+	return ledger.Figures{}, nil
+}
 
 // fuzzRoutes are the handlers that decode a body, by the byte that picks one.
 var fuzzRoutes = []struct {

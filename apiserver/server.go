@@ -33,7 +33,7 @@ type Config struct {
 	// reached with a ledger.Client.
 	Ledger Ledger
 	Keys   *apikeys.Authenticator
-	Blobs    blobstore.Store
+	Blobs  blobstore.Store
 	// URLPolicy decides which caller-supplied URLs are acceptable (no private addresses).
 	URLPolicy netguard.Policy
 	// DefaultPrice is the system default price (keep it equal to the manager's --default-price).

@@ -183,9 +183,9 @@ func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *
 	}
 	return &videogenv1alpha1.VideoTask{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: account,
-			Name:      name,
-			Labels:    map[string]string{LabelCreatedBy: "apiserver"},
+			Namespace:   account,
+			Name:        name,
+			Labels:      map[string]string{LabelCreatedBy: "apiserver"},
 			Annotations: map[string]string{AnnotationRequestHash: hash},
 		},
 		Spec: videogenv1alpha1.VideoTaskSpec{

@@ -112,12 +112,12 @@ func (b *book) load(f *book) {
 
 func newBook(namespace string) *book {
 	return &book{
-		namespace:     namespace,
-		tasks:         map[string]*entry{},
-		queued:        map[types.UID]videogenv1alpha1.JournalEntry{},
-		fates:         map[types.UID]fate{},
-		topUpsShown:   map[types.UID]bool{},
-		references:    map[string]types.UID{},
+		namespace:   namespace,
+		tasks:       map[string]*entry{},
+		queued:      map[types.UID]videogenv1alpha1.JournalEntry{},
+		fates:       map[types.UID]fate{},
+		topUpsShown: map[types.UID]bool{},
+		references:  map[string]types.UID{},
 	}
 }
 

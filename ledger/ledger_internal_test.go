@@ -30,7 +30,7 @@ func TestALaggingInformerCannotBringBackAChargedTask(t *testing.T) {
 	if v, _ := h.l.View(old); !v.Stale {
 		t.Fatalf("the stale copy is not seen as stale: %+v", v)
 	}
-	h.create(h.l, "x", 10) // another admission while the informer lags
+	h.create(h.l, "x", 10)  // another admission while the informer lags
 	h.feed(h.l, done)       // the informer catches up
 	h.feedDelete(h.l, done) // and the task leaves the open tasks' cache (closed)
 	// A reconcile still holding the old copy: the books do not take it back.

@@ -119,7 +119,9 @@ func (h *harness) start(ctx context.Context, identity string) *Ledger {
 func (h *harness) feed(l *Ledger, t *videogenv1alpha1.VideoTask) { l.taskEvent(t.DeepCopy(), false) }
 
 // feedDelete delivers a delete event (a deletion, or the task leaving the open tasks' cache).
-func (h *harness) feedDelete(l *Ledger, t *videogenv1alpha1.VideoTask) { l.taskEvent(t.DeepCopy(), true) }
+func (h *harness) feedDelete(l *Ledger, t *videogenv1alpha1.VideoTask) {
+	l.taskEvent(t.DeepCopy(), true)
+}
 
 func (h *harness) task(name string) *videogenv1alpha1.VideoTask {
 	return &videogenv1alpha1.VideoTask{
