@@ -143,6 +143,10 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	seededRV := map[string]string{} // running tasks: the resourceVersion the bench left them at
 	res = harness.Run(ctx, nActive, conc, func(ctx context.Context, i int) error {
 		task := harness.Task(accts[i%len(accts)].Namespace, "")
+		if activeState == "running" {
+			// A running stage is guarded by the manager's finalizer (deleting the task cancels it).
+			task.Finalizers = []string{videogenv1alpha1.FinalizerCancelWork}
+		}
 		if err := env.Client.Create(ctx, task); err != nil || activeState == "pending" {
 			return err
 		}
