@@ -254,11 +254,12 @@ func apply(acct *videogenv1alpha1.PointAccount, p *plan) {
 	for _, j := range st.Journal {
 		inJournal[j.UID] = true
 	}
-	frozen := p.frozen
+	frozen, holds := p.frozen, p.holds
 	var added []int
 	for _, e := range p.entries {
 		if e.Kind == videogenv1alpha1.JournalCharge {
 			frozen -= e.Amount // its hold becomes spent in this write
+			holds--
 		}
 		if inJournal[e.UID] {
 			continue // landed with an earlier attempt
@@ -275,7 +276,7 @@ func apply(acct *videogenv1alpha1.PointAccount, p *plan) {
 	}
 	st.Journal = kept
 	st.Frozen = max(frozen, 0)
-	st.Holds = p.holds
+	st.Holds = max(holds, 0)
 	st.Balance = st.Credited - st.Spent - st.Frozen
 	for _, i := range added {
 		balance := st.Balance

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,6 +55,21 @@ type faults struct {
 	// landThenFail counts down: while positive, matching writes land and return an error.
 	accountUpdates atomic.Int32
 	creates        atomic.Int32
+
+	mu       sync.Mutex
+	mismatch []string // account summaries written that do not add up
+}
+
+// check records a written account summary whose figures disagree: every test's tasks cost
+// more than 0, so tasks hold points exactly when points are frozen.
+func (f *faults) check(a *videogenv1alpha1.PointAccount) {
+	st := a.Status
+	if st.Balance != st.Credited-st.Spent-st.Frozen || (st.Holds == 0) != (st.Frozen == 0) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.mismatch = append(f.mismatch, fmt.Sprintf("balance %d credited %d spent %d frozen %d holds %d",
+			st.Balance, st.Credited, st.Spent, st.Frozen, st.Holds))
+	}
 }
 
 var errLost = errors.New("the connection was lost after the request was sent")
@@ -69,8 +85,11 @@ func (f *faults) client() client.Client {
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			err := c.SubResource(sub).Update(ctx, obj, opts...)
-			if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && err == nil && f.accountUpdates.Add(-1) >= 0 {
-				return errLost
+			if a, ok := obj.(*videogenv1alpha1.PointAccount); ok && err == nil {
+				f.check(a)
+				if f.accountUpdates.Add(-1) >= 0 {
+					return errLost
+				}
 			}
 			return err
 		},
@@ -99,6 +118,13 @@ func newHarness(t *testing.T, credited int64) *harness {
 		must(t, k8s.Status().Update(ctx, acct))
 	}
 	h := &harness{t: t, ctx: ctx, ns: ns, faults: &faults{}}
+	t.Cleanup(func() {
+		h.faults.mu.Lock()
+		defer h.faults.mu.Unlock()
+		for _, m := range h.faults.mismatch {
+			t.Errorf("the ledger wrote an account summary that does not add up: %s", m)
+		}
+	})
 	h.l = h.start(ctx, "ledger-1")
 	return h
 }
