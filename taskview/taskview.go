@@ -92,6 +92,10 @@ func Of(t *videogenv1alpha1.VideoTask) Task {
 	if t.Status.Charge != "" {
 		c := string(t.Status.Charge)
 		v.Charge = &c
+	} else if _, admitted := t.AdmittedPrice(); admitted && !t.Status.Phase.Terminal() {
+		// Admitted at its create: its price is frozen before the controller writes any status.
+		c := string(videogenv1alpha1.ChargeFrozen)
+		v.Charge = &c
 	}
 	for _, name := range videogenv1alpha1.Stages {
 		ph := TaskPhase{Name: string(name), Status: "pending"}

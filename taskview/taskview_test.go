@@ -12,7 +12,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-func TestCostIsTheAdmittedPriceUntilTheControllerPricesTheTask(t *testing.T) {
+func TestCostAndChargeAreTheAdmittedPriceUntilTheControllerPricesTheTask(t *testing.T) {
 	task := func(admitted string, phase videogenv1alpha1.TaskPhase, cost *int64) *videogenv1alpha1.VideoTask {
 		vt := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Name: "vt-x"}}
 		if admitted != "" {
@@ -22,19 +22,26 @@ func TestCostIsTheAdmittedPriceUntilTheControllerPricesTheTask(t *testing.T) {
 		return vt
 	}
 	cases := map[string]struct {
-		task *videogenv1alpha1.VideoTask
-		want *int64
+		task   *videogenv1alpha1.VideoTask
+		want   *int64
+		charge string // "": none shown
 	}{
-		"just created: the admitted price":           {task("30", "", nil), ptr.To[int64](30)},
-		"accepted: status.cost":                      {task("30", videogenv1alpha1.TaskQueued, ptr.To[int64](25)), ptr.To[int64](25)},
-		"created with kubectl, not yet priced":       {task("", "", nil), nil},
-		"unreadable annotation":                      {task("thirty", "", nil), nil},
-		"ended before it was priced: never held any": {task("30", videogenv1alpha1.TaskFailed, nil), nil},
+		"just created: the admitted price, frozen":   {task("30", "", nil), ptr.To[int64](30), "Frozen"},
+		"accepted: status.cost":                      {task("30", videogenv1alpha1.TaskQueued, ptr.To[int64](25)), ptr.To[int64](25), "Frozen"},
+		"created with kubectl, not yet priced":       {task("", "", nil), nil, ""},
+		"unreadable annotation":                      {task("thirty", "", nil), nil, ""},
+		"ended before it was priced: never held any": {task("30", videogenv1alpha1.TaskFailed, nil), nil, ""},
 	}
 	for name, c := range cases {
-		got := Of(c.task).Cost
-		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+		if c.task.Status.Phase == videogenv1alpha1.TaskQueued {
+			c.task.Status.Charge = videogenv1alpha1.ChargeFrozen
+		}
+		v := Of(c.task)
+		if got := v.Cost; (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
 			t.Errorf("%s: cost = %v, want %v", name, ptr.Deref(got, -1), ptr.Deref(c.want, -1))
+		}
+		if got := ptr.Deref(v.Charge, ""); got != c.charge {
+			t.Errorf("%s: charge = %q, want %q", name, got, c.charge)
 		}
 	}
 }
