@@ -87,6 +87,7 @@ var _ = Describe("PointAccount", func() {
 		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("80 points available and 1 tasks holding 20 points"))
 		Expect(err.Error()).To(ContainSubstring("amount -80"))
+		Expect(err.Error()).To(ContainSubstring("videogenctl topup " + ns + " 80 --debit --reference REF --note WHY"))
 
 		// The finalizer keeps it even without the policy's figures (as when the summary lags):
 		// cancel the task, debit the balance, and it goes.

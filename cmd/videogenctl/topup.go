@@ -36,7 +36,7 @@ reference already applied is refused.`,
 		ValidArgsFunction: firstArg(o.completeAccounts),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reference) == "" {
-				return fmt.Errorf("usage: %s topup ACCOUNT AMOUNT --reference REF [--note TEXT]", displayName())
+				return fmt.Errorf("--reference is required (an invoice number, a ticket: it is unique in the account); usage: %s", cmd.UseLine())
 			}
 			amount := args[1]
 			if debit {
