@@ -188,7 +188,7 @@ func TestAChargeInTheJournalSurvivesACrash(t *testing.T) {
 	task := h.create(h.l, "t", 10)
 	h.charge(h.l, task)
 	h.books(h.settle(h.l), 100, 10, 0) // the write that charges it ends its hold (every write is checked)
-	h.l = h.start(h.ctx, "ledger-2") // the manager died before writing the task's status
+	h.l = h.start(h.ctx, "ledger-2")   // the manager died before writing the task's status
 	v, err := h.l.View(task)
 	must(t, err)
 	if v.Standing != Charged || v.Result == nil || v.Result.URL != "https://media.example/out/t.mp4" {
