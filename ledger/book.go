@@ -240,8 +240,9 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		e.refunded = ev.settledAs == videogenv1alpha1.ChargeRefunded
 		b.set(e, settled)
 	case inJournal:
-		e.price = max(e.price, ev.price)
 		b.set(e, charged)
+		// After set: a price changed while the entry holds would unbalance frozen.
+		e.price = max(e.price, ev.price)
 	case ev.admitted:
 		switch e.state {
 		case pending:

@@ -17,6 +17,9 @@ import (
 func FuzzBooksKeepTheirSums(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{1, 17, 33, 2, 18, 3, 4, 20, 5, 6, 7})
+	// Charged, dropped, admitted again at 10 under the same UID, then a copy in the journal
+	// showing 30: the price once changed while the entry held, and frozen went to -20.
+	f.Add([]byte{0, 9, 5, 9, 6, 9, 7, 9, 0, 9, 1, 15})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		b := newBook("fuzz")
 		b.built = true
