@@ -99,7 +99,7 @@ func startManager(opts controllers.Options, newClient ...client.NewClientFunc) (
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	Expect(err).NotTo(HaveOccurred())
-	_, err = controllers.Setup(mgr, opts)
+	l, err := controllers.Setup(mgr, opts)
 	Expect(err).NotTo(HaveOccurred())
 	mctx, mcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -108,6 +108,11 @@ func startManager(opts controllers.Options, newClient ...client.NewClientFunc) (
 		defer close(done)
 		Expect(mgr.Start(mctx)).To(Succeed())
 	}()
+	// A spec starts once the ledger keeps the books, so that a slow start (many accounts left by
+	// earlier specs, a loaded machine, injected write faults) does not eat the spec's own timeouts.
+	started := time.Now()
+	Eventually(l.Ready, time.Minute).Should(BeTrue(), "the ledger builds its books")
+	GinkgoWriter.Printf("ledger ready after %v\n", time.Since(started).Round(time.Millisecond))
 	return func() {
 		mcancel()
 		<-done
