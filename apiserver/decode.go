@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // requestError is a 4xx answer with a stable code.

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // checkFieldNames refuses what encoding/json forgives in a body it already decoded: a field

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/apikeys"
-	"github.com/videogen-dev/videogen-operator/imageinput"
-	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
 // refusingClient stands in for the cluster behind the validation: nothing exists and nothing

@@ -5,7 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/videogen-dev/videogen-operator/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
 )
 
 // Longest values of request fields, in characters: the maxLength of the CRD field each is

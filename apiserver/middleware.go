@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/videogen-dev/videogen-operator/apikeys"
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // authenticate resolves the bearer key to an account and applies the key's rate limit.

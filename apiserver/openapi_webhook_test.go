@@ -21,10 +21,10 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
-	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/standardwebhooks"
-	"github.com/videogen-dev/videogen-operator/taskview"
-	"github.com/videogen-dev/videogen-operator/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/taskview"
+	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 )
 
 var _ = Describe("OpenAPI document's completion webhook", func() {

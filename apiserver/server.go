@@ -14,14 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/apikeys"
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
 	"github.com/videogen-dev/videogen-operator/apiserver/openapi"
-	"github.com/videogen-dev/videogen-operator/blobstore"
-	"github.com/videogen-dev/videogen-operator/imageinput"
-	"github.com/videogen-dev/videogen-operator/ledger"
-	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // Config is what a Server needs. Client reads from an informer cache and writes to the

@@ -35,15 +35,15 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/apiserver"
-	"github.com/videogen-dev/videogen-operator/blobstore"
 	"github.com/videogen-dev/videogen-operator/controllers"
-	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
-	"github.com/videogen-dev/videogen-operator/ledger"
-	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 const keyNamespace = "videogen-system"

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/apikeys"
-	"github.com/videogen-dev/videogen-operator/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/imageinput"
 )
 
 // Request bodies. Pointers tell a missing field from an empty one.

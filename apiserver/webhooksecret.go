@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/videogen-dev/videogen-operator/apikeys"
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
-	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // WebhookSecret is the account's signing secret for completion webhooks.

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/generation"
-	"github.com/videogen-dev/videogen-operator/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
 	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 )
 

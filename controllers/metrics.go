@@ -12,7 +12,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Metrics a platform team watches (dashboards/videogen.json). Accounts are namespaces, a
+// Metrics a platform team watches (config/grafana/videogen.json). Accounts are namespaces, a
 // bounded set chosen by administrators, so they are safe as a label. Point movements are
 // counted by the ledger itself (videogen_points_moved_total).
 var (

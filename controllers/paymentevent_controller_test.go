@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/connectors"
 	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/paymentevents"
-	"github.com/videogen-dev/videogen-operator/standardwebhooks"
 )
 
 // receiver is a sink that verifies every delivery with the Standard Webhooks reference library

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 )
 
 // forward makes every delivery that is due, records the results in status, and requeues for

@@ -9,11 +9,11 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/videogen-dev/videogen-operator/generation"
-	"github.com/videogen-dev/videogen-operator/ledger"
-	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/taskwebhooks"
-	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // The elected manager points the ledger's Service at itself (ledger.Endpoint, --ledger-service).

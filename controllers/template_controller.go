@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/catalog"
-	"github.com/videogen-dev/videogen-operator/generation"
-	"github.com/videogen-dev/videogen-operator/pricing"
+	"github.com/videogen-dev/videogen-operator/internal/catalog"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/pricing"
 )
 
 // ReasonServed: a generation backend serves the template's capability.

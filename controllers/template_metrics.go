@@ -5,7 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
 // capabilityServed says per capability whether --backends-config routes it to a backend, so an

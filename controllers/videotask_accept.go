@@ -12,9 +12,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/catalog"
-	"github.com/videogen-dev/videogen-operator/ledger"
-	"github.com/videogen-dev/videogen-operator/pricing"
+	"github.com/videogen-dev/videogen-operator/internal/catalog"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/pricing"
 )
 
 // accept records a task's hold in its status (charge Frozen, cost) and dispatches its first

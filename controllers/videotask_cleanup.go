@@ -12,8 +12,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/catalog"
-	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/internal/catalog"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
 // A task carries FinalizerCancelWork only while a stage of it runs at a backend: deleting the

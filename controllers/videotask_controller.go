@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/generation"
-	"github.com/videogen-dev/videogen-operator/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
 // TaskConfig holds the manager flags that shape a task's life.

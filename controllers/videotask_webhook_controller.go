@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/taskview"
-	"github.com/videogen-dev/videogen-operator/taskwebhooks"
-	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+	"github.com/videogen-dev/videogen-operator/internal/taskview"
+	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // WebhookConfig configures completion webhooks.

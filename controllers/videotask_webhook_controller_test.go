@@ -15,10 +15,10 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/taskwebhooks"
-	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // taskReceiver is a webhook endpoint that verifies every delivery with the Standard Webhooks

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generates the Go code for proto/ into the work tree (or into OUT_DIR).
+# Generates the Go code for api/proto/ into the work tree (or into OUT_DIR).
 #
 # protoc comes from Debian (protobuf-compiler, plus libprotobuf-dev for the
 # well-known types such as google/protobuf/timestamp.proto). The plugins are
@@ -36,7 +36,7 @@ trap 'rm -rf "$BIN"' EXIT
 	connectrpc.com/connect/cmd/protoc-gen-connect-go)
 
 mkdir -p "$OUT"
-cd "$ROOT/proto"
+cd "$ROOT/api/proto"
 mapfile -t protos < <(find . -name '*.proto' | sed 's|^\./||' | LC_ALL=C sort)
 "$PROTOC" \
 	--proto_path=. --proto_path="$INCLUDE" \

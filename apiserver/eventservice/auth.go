@@ -9,9 +9,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
-	"github.com/videogen-dev/videogen-operator/filereload"
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
+	"github.com/videogen-dev/videogen-operator/internal/filereload"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // TokenAuth admits only callers that send "Authorization: Bearer <token>"

@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
-	"github.com/videogen-dev/videogen-operator/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
 )
 
 func toHandleResponse(ev *connectors.Event) *eventsv1.HandleResponse {

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
-	"github.com/videogen-dev/videogen-operator/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
 )
 
 // TestEventTypesMatchConnectors guards the naming contract toEventType
 // relies on: every EventType constant in connectors/event.go has a proto
 // value of the same name, and the proto enum has nothing else.
 func TestEventTypesMatchConnectors(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../../connectors/event.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../internal/connectors/event.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

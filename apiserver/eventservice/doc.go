@@ -1,4 +1,4 @@
-// Package eventservice serves EventService.Handle (proto/videogen/events/v1):
+// Package eventservice serves EventService.Handle (api/proto/videogen/events/v1):
 // it verifies and normalizes payment webhooks with the connectors package.
 //
 // [NewHandler] mounts the service on one http.Handler that answers gRPC,

@@ -6,7 +6,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/videogen-dev/videogen-operator/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
 )
 
 var (

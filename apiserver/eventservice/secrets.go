@@ -1,6 +1,6 @@
 package eventservice
 
-import "github.com/videogen-dev/videogen-operator/connectors"
+import "github.com/videogen-dev/videogen-operator/internal/connectors"
 
 // SecretSource yields the webhook secrets configured for a connector: every
 // secret currently accepted, so the new and the old one during a rotation.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/videogen-dev/videogen-operator/connectors"
-	"github.com/videogen-dev/videogen-operator/connectors/all"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/all"
 )
 
 // Service verifies and normalizes webhooks. It is safe for concurrent use.

@@ -20,7 +20,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1/eventsv1connect"
-	"github.com/videogen-dev/videogen-operator/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
 )
 
 func TestHandleWebhook(t *testing.T) {

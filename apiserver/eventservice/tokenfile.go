@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/videogen-dev/videogen-operator/filereload"
+	"github.com/videogen-dev/videogen-operator/internal/filereload"
 )
 
 // TokenFileAuth returns a TokenAuth that accepts the tokens listed in path (one per line; blank

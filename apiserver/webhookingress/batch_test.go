@@ -19,7 +19,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
-	"github.com/videogen-dev/videogen-operator/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 )
 
 // adyenKey is an Adyen HMAC key as the merchant configures it: hex.

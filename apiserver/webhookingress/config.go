@@ -12,13 +12,13 @@ import (
 
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
-	"github.com/videogen-dev/videogen-operator/connectors"
-	"github.com/videogen-dev/videogen-operator/connectors/adyen"
-	"github.com/videogen-dev/videogen-operator/connectors/authorizenet"
-	"github.com/videogen-dev/videogen-operator/connectors/checkout"
-	"github.com/videogen-dev/videogen-operator/connectors/razorpay"
-	"github.com/videogen-dev/videogen-operator/connectors/square"
-	"github.com/videogen-dev/videogen-operator/connectors/stripe"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/adyen"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/authorizenet"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/checkout"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/razorpay"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/square"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/stripe"
 )
 
 // Config is what a server needs to run the ingress, settable by flags.

@@ -24,9 +24,9 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
-	"github.com/videogen-dev/videogen-operator/connectors"
-	"github.com/videogen-dev/videogen-operator/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 )
 
 // Pattern is the route the handler serves on an http.ServeMux.

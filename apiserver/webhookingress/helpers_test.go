@@ -20,8 +20,8 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
-	"github.com/videogen-dev/videogen-operator/apiserver/httpjson"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 const stripeSecret = "whsec_ingress_test"

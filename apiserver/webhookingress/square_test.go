@@ -18,7 +18,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
-	"github.com/videogen-dev/videogen-operator/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 )
 
 // squareKey is the signature key of a Square webhook subscription.

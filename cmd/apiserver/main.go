@@ -25,16 +25,16 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/apiserver"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
-	"github.com/videogen-dev/videogen-operator/blobstore"
-	"github.com/videogen-dev/videogen-operator/httpserver"
-	"github.com/videogen-dev/videogen-operator/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/httpserver"
+	"github.com/videogen-dev/videogen-operator/internal/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
-	"github.com/videogen-dev/videogen-operator/ledger"
-	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/webhooksecrets"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 func main() {

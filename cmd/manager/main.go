@@ -19,12 +19,12 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
-	"github.com/videogen-dev/videogen-operator/generation/backends"
+	"github.com/videogen-dev/videogen-operator/internal/generation/backends"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 	"github.com/videogen-dev/videogen-operator/internal/watchlag"
-	"github.com/videogen-dev/videogen-operator/ledger"
-	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/taskwebhooks"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/videogen-dev/videogen-operator/localstack"
+	"github.com/videogen-dev/videogen-operator/internal/localstack"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
-	"github.com/videogen-dev/videogen-operator/connectors/all"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/all"
 )
 
 // connectorRow says whether a payment connector can verify webhooks, never the secrets.

@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/apikeys"
 	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
-	"github.com/videogen-dev/videogen-operator/ledger"
 )
 
 // TestAdministratorWorkflow drives the CLI against a real kube-apiserver with the top-up

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/taskview"
+	"github.com/videogen-dev/videogen-operator/internal/taskview"
 )
 
 // newTaskCommands returns `task` (list, get, watch, cancel) and `tasks`, the list under the

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/videogen-dev/videogen-operator/httpserver"
+	"github.com/videogen-dev/videogen-operator/internal/httpserver"
 )
 
 func main() {

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/videogen-dev/videogen-operator/blobstore"
-	"github.com/videogen-dev/videogen-operator/httpserver"
-	"github.com/videogen-dev/videogen-operator/netguard"
-	"github.com/videogen-dev/videogen-operator/worker/capability"
-	"github.com/videogen-dev/videogen-operator/worker/face"
-	"github.com/videogen-dev/videogen-operator/worker/fetcher"
-	"github.com/videogen-dev/videogen-operator/worker/jobs"
-	"github.com/videogen-dev/videogen-operator/worker/server"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/httpserver"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/worker/capability"
+	"github.com/videogen-dev/videogen-operator/internal/worker/face"
+	"github.com/videogen-dev/videogen-operator/internal/worker/fetcher"
+	"github.com/videogen-dev/videogen-operator/internal/worker/jobs"
+	"github.com/videogen-dev/videogen-operator/internal/worker/server"
 )
 
 // config is the worker's flags.

@@ -15,11 +15,11 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/blobstore"
-	"github.com/videogen-dev/videogen-operator/generation"
-	"github.com/videogen-dev/videogen-operator/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/versity"
-	"github.com/videogen-dev/videogen-operator/worker/testmedia"
+	"github.com/videogen-dev/videogen-operator/internal/worker/testmedia"
 )
 
 // stack is a real worker on a local port and a media server for its inputs.

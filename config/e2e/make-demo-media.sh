@@ -1,6 +1,6 @@
 #!/bin/sh
 # Renders the e2e demo media into the worker's blob directory ($1), the same recipes and names
-# as the local stack (localstack/media.go), so the worker serves them at /v1/blobs/<name> and the
+# as the local stack (internal/localstack/media.go), so the worker serves them at /v1/blobs/<name> and the
 # tests need nothing from the internet. Runs as an init container of the worker, from the worker
 # image, which carries the two public-domain portraits of internal/portraits (see its NOTICE).
 set -eu

@@ -13,8 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/videogen-dev/videogen-operator/internal/localstack"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
-	"github.com/videogen-dev/videogen-operator/localstack"
 )
 
 // Build builds ./cmd/<name> of this module into dir for each name.

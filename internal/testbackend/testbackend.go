@@ -10,7 +10,7 @@ import (
 	"time"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
 // Step is what the test backend does with one stage.

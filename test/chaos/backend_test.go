@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/videogen-dev/videogen-operator/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 )
 
 // outcome is what the fault-injecting backend does with every stage of one task.
@@ -71,7 +71,7 @@ type faultyBackend struct {
 }
 
 type stage struct {
-	status   httpbackend.StageStatus
+	status   protocol.StageStatus
 	doneAt   time.Time // when a succeed/fail stage reaches its end state
 	fate     outcome
 	isRender bool
@@ -132,7 +132,7 @@ func (b *faultyBackend) guard(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if b.busy.Load() {
 			w.Header().Set("Retry-After", "1")
-			writeProtocolError(w, http.StatusServiceUnavailable, httpbackend.CodeBusy, "the backend is unavailable (fault injection)")
+			writeProtocolError(w, http.StatusServiceUnavailable, protocol.CodeBusy, "the backend is unavailable (fault injection)")
 			return
 		}
 		h(w, r)
@@ -141,23 +141,23 @@ func (b *faultyBackend) guard(h http.HandlerFunc) http.HandlerFunc {
 
 func (b *faultyBackend) submit(w http.ResponseWriter, r *http.Request) {
 	b.submits.Add(1)
-	var req httpbackend.StageRequest
+	var req protocol.StageRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeProtocolError(w, http.StatusBadRequest, httpbackend.CodeInvalidRequest, err.Error())
+		writeProtocolError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, err.Error())
 		return
 	}
 	if req.Key == "" || (req.Stage != "analyze" && req.Stage != "render") {
-		writeProtocolError(w, http.StatusUnprocessableEntity, httpbackend.CodeInvalidRequest, "key and stage are required")
+		writeProtocolError(w, http.StatusUnprocessableEntity, protocol.CodeInvalidRequest, "key and stage are required")
 		return
 	}
 	fate := outcomeOf(req.Key)
 	if fate == refuseSubmit {
-		writeProtocolError(w, http.StatusUnprocessableEntity, httpbackend.CodeInvalidRequest, "inputs refused (fault injection)")
+		writeProtocolError(w, http.StatusUnprocessableEntity, protocol.CodeInvalidRequest, "inputs refused (fault injection)")
 		return
 	}
 	render := req.Stage == "render"
 	if render && req.Previous["analysis"] != "ok" {
-		writeProtocolError(w, http.StatusUnprocessableEntity, httpbackend.CodeInvalidRequest, "previous lacks the analysis")
+		writeProtocolError(w, http.StatusUnprocessableEntity, protocol.CodeInvalidRequest, "previous lacks the analysis")
 		return
 	}
 	b.mu.Lock()
@@ -171,7 +171,7 @@ func (b *faultyBackend) submit(w http.ResponseWriter, r *http.Request) {
 		id[i] = "0123456789abcdef"[rand.IntN(16)]
 	}
 	st := &stage{
-		status:   httpbackend.StageStatus{ID: "stg_" + string(id[:]), Key: req.Key, State: httpbackend.StateRunning},
+		status:   protocol.StageStatus{ID: "stg_" + string(id[:]), Key: req.Key, State: protocol.StateRunning},
 		doneAt:   time.Now().Add(time.Duration(100+rand.IntN(1400)) * time.Millisecond),
 		fate:     fate,
 		isRender: render,
@@ -181,8 +181,8 @@ func (b *faultyBackend) submit(w http.ResponseWriter, r *http.Request) {
 }
 
 // view advances a stage to its end state once its time has come; callers hold b.mu.
-func (b *faultyBackend) view(st *stage) httpbackend.StageStatus {
-	if st.status.State != httpbackend.StateRunning {
+func (b *faultyBackend) view(st *stage) protocol.StageStatus {
+	if st.status.State != protocol.StateRunning {
 		return st.status
 	}
 	hang := (st.fate == hangAnalyze && !st.isRender) || (st.fate == hangRender && st.isRender)
@@ -194,12 +194,12 @@ func (b *faultyBackend) view(st *stage) httpbackend.StageStatus {
 	failing := (st.fate == failAnalyze && !st.isRender) || (st.fate == failRender && st.isRender)
 	switch {
 	case failing:
-		st.status.State, st.status.Message = httpbackend.StateFailed, "the model gave up (fault injection)"
+		st.status.State, st.status.Message = protocol.StateFailed, "the model gave up (fault injection)"
 	case st.isRender:
-		st.status.State, st.status.Progress, st.status.Message = httpbackend.StateSucceeded, 100, "done"
-		st.status.Result = &httpbackend.Result{URL: "http://" + b.addr + "/v1/blobs/" + st.status.ID + ".mp4", MediaType: "video/mp4"}
+		st.status.State, st.status.Progress, st.status.Message = protocol.StateSucceeded, 100, "done"
+		st.status.Result = &protocol.Result{URL: "http://" + b.addr + "/v1/blobs/" + st.status.ID + ".mp4", MediaType: "video/mp4"}
 	default:
-		st.status.State, st.status.Progress, st.status.Message = httpbackend.StateSucceeded, 100, "done"
+		st.status.State, st.status.Progress, st.status.Message = protocol.StateSucceeded, 100, "done"
 		st.status.Outputs = map[string]string{"analysis": "ok"}
 	}
 	return st.status
@@ -211,7 +211,7 @@ func (b *faultyBackend) observe(w http.ResponseWriter, r *http.Request) {
 	defer b.mu.Unlock()
 	st, ok := b.byID[r.PathValue("id")]
 	if !ok {
-		writeProtocolError(w, http.StatusNotFound, httpbackend.CodeNotFound, "no such stage")
+		writeProtocolError(w, http.StatusNotFound, protocol.CodeNotFound, "no such stage")
 		return
 	}
 	writeJSON(w, http.StatusOK, b.view(st))
@@ -221,14 +221,14 @@ func (b *faultyBackend) cancel(w http.ResponseWriter, r *http.Request) {
 	b.cancels.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if st, ok := b.byID[r.PathValue("id")]; ok && st.status.State == httpbackend.StateRunning {
-		st.status.State, st.status.Message = httpbackend.StateFailed, "cancelled"
+	if st, ok := b.byID[r.PathValue("id")]; ok && st.status.State == protocol.StateRunning {
+		st.status.State, st.status.Message = protocol.StateFailed, "cancelled"
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
 func writeProtocolError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, httpbackend.ErrorBody{Error: httpbackend.ErrorDetail{Code: code, Message: message}})
+	writeJSON(w, status, protocol.ErrorBody{Error: protocol.ErrorDetail{Code: code, Message: message}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -19,7 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/videogen-dev/videogen-operator/localstack"
+	"github.com/videogen-dev/videogen-operator/internal/localstack"
 )
 
 // hostPort is the host:port of a base URL.

@@ -27,10 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/apikeys"
-	"github.com/videogen-dev/videogen-operator/httpserver"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/httpserver"
+	"github.com/videogen-dev/videogen-operator/internal/localstack"
 	"github.com/videogen-dev/videogen-operator/internal/stacktest"
-	"github.com/videogen-dev/videogen-operator/localstack"
 )
 
 // Short read deadlines, so that cutting off a slow client takes seconds.

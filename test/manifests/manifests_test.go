@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/generation/backends"
+	"github.com/videogen-dev/videogen-operator/internal/generation/backends"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 

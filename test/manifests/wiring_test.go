@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/videogen-dev/videogen-operator/internal/localstack"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
-	"github.com/videogen-dev/videogen-operator/localstack"
 )
 
 // rendered is config/default as objects of their own types.

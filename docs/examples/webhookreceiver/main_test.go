@@ -12,9 +12,9 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/videogen-dev/videogen-operator/netguard"
-	videogenstandardwebhooks "github.com/videogen-dev/videogen-operator/standardwebhooks"
-	"github.com/videogen-dev/videogen-operator/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	videogenstandardwebhooks "github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 )
 
 // The receiver accepts what the manager's sender sends, once per task, and refuses a delivery

@@ -21,14 +21,14 @@ import (
 	stripego "github.com/stripe/stripe-go/v85"
 	"github.com/stripe/stripe-go/v85/webhook"
 
-	"github.com/videogen-dev/videogen-operator/connectors"
-	"github.com/videogen-dev/videogen-operator/connectors/stripe"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/stripe"
 )
 
 const secret = "whsec_benchmark_secret"
 
 func main() {
-	raw, err := os.ReadFile("../../../connectors/stripe/testdata/payment_intent_succeeded.json")
+	raw, err := os.ReadFile("../../../internal/connectors/stripe/testdata/payment_intent_succeeded.json")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

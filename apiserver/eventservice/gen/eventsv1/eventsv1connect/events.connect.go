@@ -1,5 +1,5 @@
 // EventService verifies and normalizes payment-processor webhooks. It is the
-// RPC face of the connectors package (connectors/README.md): the caller
+// RPC face of the connectors package (internal/connectors/README.md): the caller
 // forwards a webhook delivery exactly as received and gets back one
 // processor-independent event, or an error saying why the webhook was not
 // accepted.

@@ -1,0 +1,111 @@
+// Package blobstore keeps media that callers upload inline (base64 faces) out of the custom
+// resources: the bytes go to a store and tasks carry only a URL. Dir is the embedded default,
+// a local directory served over HTTP by the apiserver.
+package blobstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
+)
+
+// Store saves blobs and returns the URL they can be fetched from.
+type Store interface {
+	Put(ctx context.Context, contentType string, data []byte) (url string, err error)
+}
+
+var extensions = map[string]string{"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp", "video/mp4": ".mp4"}
+
+// NewName returns an unguessable object name with an extension for contentType.
+func NewName(contentType string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + extensions[contentType]
+}
+
+// Dir stores blobs as files in Root and names them under BaseURL (e.g.
+// "http://videogen-apiserver.videogen-system.svc/v1/blobs/"), which Handler serves.
+type Dir struct {
+	Root    string
+	BaseURL string
+}
+
+// Put implements Store.
+func (d *Dir) Put(_ context.Context, contentType string, data []byte) (string, error) {
+	if err := os.MkdirAll(d.Root, 0o755); err != nil {
+		return "", fmt.Errorf("blob store: %w", err)
+	}
+	name := NewName(contentType)
+	tmp, err := os.CreateTemp(d.Root, ".upload-*")
+	if err != nil {
+		return "", fmt.Errorf("blob store: %w", err)
+	}
+	// Write to a temp file and rename, so a reader never sees half a blob.
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("blob store: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("blob store: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(d.Root, name)); err != nil {
+		return "", fmt.Errorf("blob store: %w", err)
+	}
+	return strings.TrimSuffix(d.BaseURL, "/") + "/" + name, nil
+}
+
+var validName = regexp.MustCompile(`^[0-9a-f]{32}(\.[a-z0-9]{2,5})?$`)
+
+// ErrNotFound: no blob of that name.
+var ErrNotFound = errors.New("blob not found")
+
+// Handler serves GET {prefix}{name}; names are unguessable, so knowing one is the permission.
+// Errors are in the API's envelope ({"error":{"code","message","request_id"}}).
+func (d *Dir) Handler(prefix string) http.Handler {
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, prefix)
+		notFound := func() {
+			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no blob "+httpjson.Echo(name))
+		}
+		if !validName.MatchString(name) {
+			notFound()
+			return
+		}
+		f, err := os.Open(filepath.Join(d.Root, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			notFound()
+			return
+		}
+		var info fs.FileInfo
+		if err == nil {
+			defer f.Close()
+			info, err = f.Stat()
+		}
+		if err != nil {
+			httpjson.WriteError(w, r, http.StatusInternalServerError, httpjson.CodeInternal, "the blob cannot be read")
+			return
+		}
+		w.Header().Set("Cache-Control", "private, max-age=86400, immutable")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		http.ServeContent(w, r, name, info.ModTime(), f)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpjson.RequestID(r.Context()) == "" { // served on its own (the worker)
+			httpjson.WithRequestID(serve).ServeHTTP(w, r)
+			return
+		}
+		serve.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,182 @@
+package adyen
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/internal/norm"
+)
+
+// Parse implements connectors.Connector. A notification with one item
+// yields that item's event. With several items, the returned event
+// describes the first item and Items holds all of them in order.
+func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
+	items, err := decode(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]connectors.Event, len(items))
+	for i := range items {
+		ev, err := toEvent(&items[i])
+		if err != nil {
+			return nil, err
+		}
+		events[i] = ev
+	}
+	first := events[0]
+	if len(events) > 1 {
+		first.Items = events
+	}
+	return &first, nil
+}
+
+func toEvent(it *item) (connectors.Event, error) {
+	ev := connectors.Event{
+		Type:               connectors.EventTypeUnsupported,
+		ConnectorEventType: it.EventCode,
+		OccurredAt:         norm.Time(it.EventDate),
+	}
+	if it.PSPReference != "" {
+		// pspReference alone repeats across a payment's events (e.g.
+		// AUTHORISATION then CAPTURE with the same reference), hence the code.
+		ev.MerchantEventID = it.PSPReference + ":" + it.EventCode
+	} else {
+		// Without one, only the signed fields may say which event this is: a
+		// hash of the body would make a resend with an unsigned field changed
+		// (eventDate, reason, additionalData) a second event.
+		sum := sha256.Sum256([]byte(it.signingString()))
+		ev.MerchantEventID = "signed:sha256:" + hex.EncodeToString(sum[:])
+	}
+	var amount int64
+	if v := it.Amount.Value.String(); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return ev, parseErr(err)
+		}
+		amount = n
+	}
+	success := it.Success == "true"
+	status := "failed"
+	if success {
+		status = "success"
+	}
+	kind, t := classify(it, success)
+	switch kind {
+	case kindPayment:
+		ev.Type = t
+		ev.Payment = &connectors.PaymentDetails{
+			PaymentID:              it.PSPReference,
+			ConnectorTransactionID: it.PSPReference,
+			MerchantReference:      it.MerchantReference,
+			AmountMinor:            amount,
+			Currency:               norm.Currency(it.Amount.Currency),
+			Status:                 status,
+			Reason:                 it.Reason,
+		}
+		// Modifications (capture, cancel) reference the payment they act on.
+		if it.OriginalReference != "" {
+			ev.Payment.PaymentID = it.OriginalReference
+		}
+	case kindRefund:
+		ev.Type = t
+		ev.Refund = &connectors.RefundDetails{
+			RefundID:               it.PSPReference,
+			PaymentID:              it.OriginalReference,
+			ConnectorTransactionID: it.PSPReference,
+			MerchantReference:      it.MerchantReference,
+			AmountMinor:            amount,
+			Currency:               norm.Currency(it.Amount.Currency),
+			Status:                 status,
+			Reason:                 it.Reason,
+		}
+	case kindDispute:
+		ev.Type = t
+		ev.Dispute = &connectors.DisputeDetails{
+			DisputeID:              it.PSPReference,
+			PaymentID:              it.OriginalReference,
+			ConnectorTransactionID: it.PSPReference,
+			MerchantReference:      it.MerchantReference,
+			AmountMinor:            amount,
+			Currency:               norm.Currency(it.Amount.Currency),
+			Status:                 it.additionalString("disputeStatus"),
+			Reason:                 it.Reason,
+		}
+		if ev.Dispute.Status == "" {
+			ev.Dispute.Status = status
+		}
+	}
+	return ev, nil
+}
+
+type kind int
+
+const (
+	kindNone kind = iota
+	kindPayment
+	kindRefund
+	kindDispute
+)
+
+// classify maps eventCode (https://docs.adyen.com/development-resources/webhooks/webhook-types)
+// and success onto the shared types.
+func classify(it *item, success bool) (kind, connectors.EventType) {
+	switch it.EventCode {
+	case "AUTHORISATION":
+		if success {
+			return kindPayment, connectors.PaymentIntentAuthorizationSuccess
+		}
+		return kindPayment, connectors.PaymentIntentAuthorizationFailure
+	case "CAPTURE":
+		if success {
+			return kindPayment, connectors.PaymentIntentCaptureSuccess
+		}
+		return kindPayment, connectors.PaymentIntentCaptureFailure
+	case "CAPTURE_FAILED":
+		return kindPayment, connectors.PaymentIntentCaptureFailure
+	case "CANCELLATION":
+		// A failed cancellation leaves the payment as it was: nothing to map.
+		if success {
+			return kindPayment, connectors.PaymentIntentCanceled
+		}
+	case "CANCEL_OR_REFUND":
+		if !success {
+			break
+		}
+		switch it.additionalString("modification.action") {
+		case "cancel":
+			return kindPayment, connectors.PaymentIntentCanceled
+		case "refund":
+			return kindRefund, connectors.ChargeRefunded
+		}
+	case "REFUND":
+		if success {
+			return kindRefund, connectors.ChargeRefunded
+		}
+		return kindRefund, connectors.RefundFailure
+	case "REFUND_FAILED", "REFUNDED_REVERSED":
+		return kindRefund, connectors.RefundFailure
+	case "NOTIFICATION_OF_CHARGEBACK", "REQUEST_FOR_INFORMATION":
+		return kindDispute, connectors.DisputeCreated
+	case "CHARGEBACK":
+		// Funds are debited when a chargeback is booked; the dispute's
+		// outcome is in additionalData.disputeStatus when it is known.
+		switch it.additionalString("disputeStatus") {
+		case "Lost":
+			return kindDispute, connectors.DisputeLost
+		case "Accepted":
+			return kindDispute, connectors.DisputeAccepted
+		case "Won":
+			return kindDispute, connectors.DisputeWon
+		}
+		return kindDispute, connectors.DisputeCreated
+	case "INFORMATION_SUPPLIED":
+		return kindDispute, connectors.DisputeChallenged
+	case "CHARGEBACK_REVERSED", "PREARBITRATION_WON":
+		return kindDispute, connectors.DisputeWon
+	case "SECOND_CHARGEBACK", "PREARBITRATION_LOST":
+		return kindDispute, connectors.DisputeLost
+	}
+	return kindNone, connectors.EventTypeUnsupported
+}

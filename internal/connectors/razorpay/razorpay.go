@@ -1,0 +1,58 @@
+// Package razorpay verifies and normalizes Razorpay webhooks.
+//
+// Scheme (https://razorpay.com/docs/webhooks/validate-test/): the
+// X-Razorpay-Signature header is hex(HMAC-SHA256(webhook secret, raw body)).
+// The body is signed byte for byte, trailing newline included.
+package razorpay
+
+import (
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/internal/sig"
+)
+
+// Name is the registry key.
+const Name = "razorpay"
+
+// Header names. EventIDHeader is Razorpay's per-event id, used as the
+// merchant event id when present.
+const (
+	SignatureHeader = "X-Razorpay-Signature"
+	EventIDHeader   = "X-Razorpay-Event-Id"
+)
+
+// Connector is the Razorpay connector. It has no options; create it with New.
+type Connector struct{}
+
+// New returns a Razorpay connector.
+func New() *Connector { return &Connector{} }
+
+// Name implements connectors.Connector.
+func (c *Connector) Name() string { return Name }
+
+// Verify implements connectors.Connector. Razorpay signs no timestamp, so
+// replays can only be caught by de-duplicating on MerchantEventID.
+func (c *Connector) Verify(req *connectors.Request, secrets [][]byte, _ time.Time) error {
+	keys := sig.Usable(secrets)
+	if len(keys) == 0 {
+		return authErr("no webhook secret configured")
+	}
+	raw := strings.TrimSpace(req.Header(SignatureHeader))
+	if raw == "" {
+		return authErr("missing " + SignatureHeader + " header")
+	}
+	got, err := hex.DecodeString(raw)
+	if err != nil {
+		return authErr(SignatureHeader + " header is not hex")
+	}
+	mac := func(key []byte) []byte { return sig.HMACSHA256(key, req.Body) }
+	if !sig.Match(keys, [][]byte{got}, mac) {
+		return authErr("signature matches no configured secret")
+	}
+	return nil
+}
+
+func authErr(reason string) error { return &connectors.AuthError{Connector: Name, Reason: reason} }

@@ -1,0 +1,206 @@
+package stripe
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/internal/norm"
+)
+
+// Parse implements connectors.Connector.
+func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
+	var e event
+	if err := json.Unmarshal(req.Body, &e); err != nil {
+		return nil, &connectors.ParseError{Connector: Name, Err: err}
+	}
+	if e.Type == "" {
+		return nil, &connectors.ParseError{Connector: Name, Err: errors.New("event has no type")}
+	}
+	ev := &connectors.Event{
+		Type:               connectors.EventTypeUnsupported,
+		ConnectorEventType: e.Type,
+		MerchantEventID:    e.ID,
+		OccurredAt:         norm.Unix(e.Created),
+	}
+	o := &e.Data.Object
+	switch kind, t := classify(e.Type, o); kind {
+	case kindPayment:
+		ev.Type, ev.Payment = t, payment(e.Type, o)
+	case kindRefund:
+		ev.Type, ev.Refund = t, refund(o)
+	case kindDispute:
+		ev.Type, ev.Dispute = t, dispute(o)
+	}
+	return ev, nil
+}
+
+type kind int
+
+const (
+	kindNone kind = iota
+	kindPayment
+	kindRefund
+	kindDispute
+)
+
+// classify maps a Stripe event type (and, where the type alone is
+// ambiguous, the object's state) onto the shared types.
+func classify(eventType string, o *object) (kind, connectors.EventType) {
+	switch eventType {
+	case "payment_intent.succeeded":
+		return kindPayment, connectors.PaymentIntentSuccess
+	case "payment_intent.payment_failed", "charge.failed":
+		return kindPayment, connectors.PaymentIntentPaymentFailed
+	case "payment_intent.processing", "charge.pending":
+		return kindPayment, connectors.PaymentIntentProcessing
+	case "payment_intent.canceled":
+		return kindPayment, connectors.PaymentIntentCanceled
+	case "payment_intent.amount_capturable_updated":
+		return kindPayment, connectors.PaymentIntentAuthorizationSuccess
+	case "charge.succeeded":
+		// An uncaptured charge only holds an authorization.
+		if o.Captured {
+			return kindPayment, connectors.PaymentIntentSuccess
+		}
+		return kindPayment, connectors.PaymentIntentAuthorizationSuccess
+	case "charge.captured":
+		return kindPayment, connectors.PaymentIntentCaptureSuccess
+	case "charge.refunded":
+		return kindRefund, connectors.ChargeRefunded
+	case "refund.failed":
+		return kindRefund, connectors.RefundFailure
+	case "charge.refund.updated", "refund.created", "refund.updated":
+		if t, ok := refundStatusType(o.Status); ok {
+			return kindRefund, t
+		}
+	case "charge.dispute.created":
+		return kindDispute, connectors.DisputeCreated
+	case "charge.dispute.updated":
+		if t, ok := disputeUpdatedType(o.Status); ok {
+			return kindDispute, t
+		}
+	case "charge.dispute.closed":
+		return kindDispute, disputeClosedType(o.Status)
+	}
+	return kindNone, connectors.EventTypeUnsupported
+}
+
+// refundStatusType follows https://docs.stripe.com/api/refunds/object#refund_object-status.
+func refundStatusType(status string) (connectors.EventType, bool) {
+	switch status {
+	case "succeeded":
+		return connectors.ChargeRefunded, true
+	case "pending", "requires_action":
+		return connectors.RefundProcessing, true
+	case "failed", "canceled":
+		return connectors.RefundFailure, true
+	}
+	return "", false
+}
+
+// disputeUpdatedType: an update only says something we model when the
+// dispute moved to review or to a decision; "needs_response" updates stay
+// unsupported rather than being guessed as a new dispute.
+func disputeUpdatedType(status string) (connectors.EventType, bool) {
+	switch status {
+	case "under_review", "warning_under_review":
+		return connectors.DisputeChallenged, true
+	case "won":
+		return connectors.DisputeWon, true
+	case "lost":
+		return connectors.DisputeLost, true
+	case "warning_closed":
+		return connectors.DisputeClosed, true
+	}
+	return "", false
+}
+
+// disputeClosedType: a closed dispute reports its outcome in status; an
+// inquiry that closes without a chargeback ("warning_closed") or any other
+// status is DisputeClosed.
+func disputeClosedType(status string) connectors.EventType {
+	switch status {
+	case "won":
+		return connectors.DisputeWon
+	case "lost":
+		return connectors.DisputeLost
+	}
+	return connectors.DisputeClosed
+}
+
+func payment(eventType string, o *object) *connectors.PaymentDetails {
+	p := &connectors.PaymentDetails{
+		AmountMinor: o.Amount,
+		Currency:    norm.Currency(o.Currency),
+		Status:      o.Status,
+		CreatedAt:   norm.Unix(o.Created),
+	}
+	switch o.Object {
+	case "charge":
+		p.PaymentID = string(o.PaymentIntent)
+		p.ConnectorTransactionID = o.ID
+		p.Reason = o.FailureMessage
+		if p.PaymentID == "" { // charges made without a PaymentIntent
+			p.PaymentID = o.ID
+		}
+	default: // payment_intent
+		p.PaymentID = o.ID
+		p.ConnectorTransactionID = string(o.LatestCharge)
+		if eventType == "payment_intent.succeeded" && o.AmountReceived > 0 {
+			p.AmountMinor = o.AmountReceived
+		}
+		if o.LastPaymentError != nil {
+			p.Reason = o.LastPaymentError.Message
+		}
+		if o.CancellationReason != "" {
+			p.Reason = o.CancellationReason
+		}
+		if p.ConnectorTransactionID == "" {
+			p.ConnectorTransactionID = o.ID
+		}
+	}
+	return p
+}
+
+func refund(o *object) *connectors.RefundDetails {
+	r := &connectors.RefundDetails{
+		Currency:  norm.Currency(o.Currency),
+		Status:    o.Status,
+		CreatedAt: norm.Unix(o.Created),
+	}
+	if o.Object == "charge" { // charge.refunded carries the charge
+		r.PaymentID = string(o.PaymentIntent)
+		r.ConnectorTransactionID = o.ID
+		r.AmountMinor = o.AmountRefunded
+		if o.Refunds != nil && len(o.Refunds.Data) > 0 {
+			r.RefundID = o.Refunds.Data[0].ID // newest first
+		}
+		if r.PaymentID == "" {
+			r.PaymentID = o.ID
+		}
+		return r
+	}
+	r.RefundID = o.ID
+	r.PaymentID = string(o.PaymentIntent)
+	r.ConnectorTransactionID = string(o.Charge)
+	r.AmountMinor = o.Amount
+	r.Reason = o.Reason
+	if o.FailureReason != "" {
+		r.Reason = o.FailureReason
+	}
+	return r
+}
+
+func dispute(o *object) *connectors.DisputeDetails {
+	return &connectors.DisputeDetails{
+		DisputeID:              o.ID,
+		PaymentID:              string(o.PaymentIntent),
+		ConnectorTransactionID: string(o.Charge),
+		AmountMinor:            o.Amount,
+		Currency:               norm.Currency(o.Currency),
+		Status:                 o.Status,
+		Reason:                 o.Reason,
+		CreatedAt:              norm.Unix(o.Created),
+	}
+}

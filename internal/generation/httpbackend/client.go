@@ -1,0 +1,270 @@
+// Package httpbackend is the operator's side of the HTTP backend protocol
+// (docs/backend-protocol.md): a generation.Backend that submits, observes and cancels stages on
+// any server that speaks it. The wire types are in generation/protocol.
+package httpbackend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+)
+
+// Config says where the backend is and how patiently to talk to it.
+type Config struct {
+	// BaseURL of the backend, e.g. "http://videogen-worker.videogen-system.svc:8080".
+	BaseURL string
+	// Token, if set, is sent as "Authorization: Bearer <Token>".
+	Token string
+	// HTTPClient defaults to a plain http.Client: the backend is chosen by the operator, so
+	// unlike caller-supplied URLs it needs no SSRF guard.
+	HTTPClient *http.Client
+	// RequestTimeout bounds each attempt (default 15s).
+	RequestTimeout time.Duration
+	// MaxAttempts is how often one call is tried on 5xx and network errors (default 4).
+	MaxAttempts int
+	// BaseDelay and MaxDelay bound the exponential backoff between attempts (default 250ms, 4s).
+	BaseDelay, MaxDelay time.Duration
+}
+
+// Client is a generation.Backend over the HTTP backend protocol.
+type Client struct {
+	cfg  Config
+	base *url.URL
+}
+
+var _ generation.Backend = (*Client)(nil)
+
+// New checks cfg and fills in its defaults.
+func New(cfg Config) (*Client, error) {
+	base, err := url.Parse(strings.TrimSuffix(cfg.BaseURL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("backend base URL %q must be an absolute http(s) URL", cfg.BaseURL)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 15 * time.Second
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 4
+	}
+	if cfg.BaseDelay <= 0 {
+		cfg.BaseDelay = 250 * time.Millisecond
+	}
+	if cfg.MaxDelay < cfg.BaseDelay {
+		cfg.MaxDelay = max(4*time.Second, cfg.BaseDelay)
+	}
+	return &Client{cfg: cfg, base: base}, nil
+}
+
+// Submit implements generation.Backend. A 4xx answer means the backend refused the input, so
+// the error is permanent; only an authentication problem or throttling is worth waiting out.
+func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) {
+	var st protocol.StageStatus
+	err := c.call(ctx, http.MethodPost, protocol.StagesPath, requestFor(w), &st)
+	var se *StatusError
+	if errors.As(err, &se) && se.Refused() {
+		return "", generation.Permanent(err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if st.ID == "" {
+		return "", fmt.Errorf("backend accepted the %s stage without a stage id", w.Stage)
+	}
+	return st.ID, nil
+}
+
+// Observe implements generation.Backend. A stage the backend does not know (404) will never
+// finish, so that error is permanent.
+func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
+	var st protocol.StageStatus
+	err := c.call(ctx, http.MethodGet, protocol.StagesPath+"/"+url.PathEscape(handle), nil, &st)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return generation.Observation{}, generation.Permanent(err)
+	}
+	if err != nil {
+		return generation.Observation{}, err
+	}
+	return observation(st)
+}
+
+// Cancel implements generation.Backend; a stage the backend no longer knows is already gone.
+func (c *Client) Cancel(ctx context.Context, _ generation.Work, handle string) error {
+	if handle == "" {
+		// The protocol names stages by the id the backend returned; without it there is
+		// nothing to address. Such a stage runs to its end and the worker forgets it.
+		return nil
+	}
+	err := c.call(ctx, http.MethodPost, protocol.StagesPath+"/"+url.PathEscape(handle)+"/cancel", nil, nil)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+func requestFor(w generation.Work) protocol.StageRequest {
+	return protocol.StageRequest{
+		Key:              w.Key,
+		Capability:       string(w.Capability),
+		Stage:            string(w.Stage),
+		TemplateID:       w.TemplateID,
+		TemplateMediaURL: w.TemplateMediaURL,
+		Inputs:           protocol.Inputs{FaceImageURL: w.Inputs.FaceImageURL, SourceVideoURL: w.Inputs.SourceVideoURL},
+		Duration:         w.Duration,
+		Previous:         w.Previous,
+		Task:             &protocol.TaskRef{Namespace: w.Namespace, Name: w.Task, UID: w.TaskUID},
+	}
+}
+
+func observation(st protocol.StageStatus) (generation.Observation, error) {
+	obs := generation.Observation{Progress: min(max(st.Progress, 0), 100), Message: st.Message}
+	switch st.State {
+	case protocol.StateRunning:
+		obs.State = generation.Running
+	case protocol.StateFailed:
+		obs.State = generation.Failed
+	case protocol.StateSucceeded:
+		obs.State, obs.Outputs = generation.Succeeded, st.Outputs
+		if st.Result != nil {
+			obs.Result = &videogenv1alpha1.TaskResult{URL: st.Result.URL, MediaType: st.Result.MediaType, Metadata: st.Result.Metadata}
+		}
+	default:
+		return generation.Observation{}, fmt.Errorf("backend reported stage %s in unknown state %q", st.ID, st.State)
+	}
+	return obs, nil
+}
+
+// StatusError is a non-2xx answer from the backend.
+type StatusError struct {
+	Method, Path string
+	Status       int
+	Code         string
+	Message      string
+	// RetryAfter is the wait a 429 or 503 asked for in its Retry-After header (0: none).
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if e.Code != "" {
+		msg = e.Code + ": " + msg
+	}
+	return fmt.Sprintf("backend answered %s %s with %d: %s", e.Method, e.Path, e.Status, msg)
+}
+
+// Retryable reports whether trying the same request again may succeed.
+func (e *StatusError) Retryable() bool {
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout
+}
+
+// Refused reports whether the backend refused the request itself, which no retry can change.
+// 401 and 403 are an operator's token problem, not the caller's input, so they are not.
+func (e *StatusError) Refused() bool {
+	return e.Status >= 400 && e.Status < 500 && !e.Retryable() &&
+		e.Status != http.StatusUnauthorized && e.Status != http.StatusForbidden
+}
+
+// call sends one request, retrying network errors and retryable statuses with backoff, and
+// decodes a 2xx body into out.
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		err := c.once(ctx, method, path, body, out)
+		if err == nil || ctx.Err() != nil || attempt >= c.cfg.MaxAttempts || !retryable(err) {
+			return err
+		}
+		t := time.NewTimer(retryWait(err, c.cfg.BaseDelay, c.cfg.MaxDelay, attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (giving up retrying: %v)", err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func retryable(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Retryable()
+	}
+	var de *decodeError
+	return !errors.As(err, &de) // network errors and attempt timeouts
+}
+
+// decodeError is a 2xx answer that is not the protocol's JSON; retrying will not fix it.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
+
+// maxResponseBytes bounds what is read of any answer: status documents are small.
+const maxResponseBytes = 1 << 20
+
+func (c *Client) once(ctx context.Context, method, path string, body []byte, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("backend %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("backend %s %s: reading the answer: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		se := &StatusError{Method: method, Path: path, Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
+		var eb protocol.ErrorBody
+		if json.Unmarshal(data, &eb) == nil {
+			se.Code, se.Message = eb.Error.Code, eb.Error.Message
+		}
+		return se
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return &decodeError{fmt.Errorf("backend %s %s: the answer is not a protocol document: %w", method, path, err)}
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package jobbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+)
+
+// cacheGrace is how long a Job or pod missing from a cache-backed client is taken for cache lag
+// rather than deletion.
+const cacheGrace = time.Minute
+
+// Backend runs each stage as a batch/v1 Job. It implements generation.Backend.
+type Backend struct {
+	client client.Client
+	cfg    Config
+	now    func() time.Time
+
+	mu sync.Mutex
+	// submitted remembers when this process created each Job, to tell cache lag from deletion.
+	submitted map[string]time.Time
+}
+
+var _ generation.Backend = (*Backend)(nil)
+
+// New returns a Backend that creates and reads Jobs and Pods through c (the manager's client
+// is fine; see Config.CacheByObject). Unset Job limits in cfg take their defaults.
+func New(c client.Client, cfg Config) (*Backend, error) {
+	if c == nil {
+		return nil, errors.New("job backend: a Kubernetes client is required")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("job backend config: %w", err)
+	}
+	return &Backend{client: c, cfg: cfg, now: time.Now, submitted: map[string]time.Time{}}, nil
+}
+
+// Capabilities lists the capabilities this backend has a pod template for, sorted.
+func (b *Backend) Capabilities() []videogenv1alpha1.Capability {
+	return sortedCapabilities(b.cfg.Capabilities)
+}
+
+// Submit creates the stage's Job; the Job's name derives from w.Key, so submitting again
+// returns the handle of the Job already there.
+func (b *Backend) Submit(ctx context.Context, w generation.Work) (string, error) {
+	cc, ok := b.cfg.Capabilities[w.Capability]
+	if !ok {
+		return "", generation.Permanent(fmt.Errorf("the job backend has no pod template for capability %s", w.Capability))
+	}
+	if err := checkWork(w); err != nil {
+		return "", generation.Permanent(err)
+	}
+	key := b.cfg.jobKey(w)
+	h := handle(key)
+	err := b.client.Create(ctx, b.cfg.buildJob(w, cc, key))
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		b.remember(h)
+		return h, nil
+	case apierrors.IsInvalid(err):
+		// The pod template or an input is unacceptable to the apiserver; retrying cannot help.
+		return "", generation.Permanent(fmt.Errorf("creating Job %s: %w", h, err))
+	default:
+		return "", fmt.Errorf("creating Job %s: %w", h, err)
+	}
+}
+
+// Observe reads the stage's Job and, once it completed, the result its pod left.
+func (b *Backend) Observe(ctx context.Context, w generation.Work, h string) (generation.Observation, error) {
+	key, err := parseHandle(h)
+	if err != nil {
+		return generation.Observation{}, generation.Permanent(err)
+	}
+	var job batchv1.Job
+	if err := b.client.Get(ctx, key, &job); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return generation.Observation{}, fmt.Errorf("reading Job %s: %w", h, err)
+		}
+		if b.recentlySubmitted(h) {
+			return generation.Observation{State: generation.Running, Message: "Job created, waiting for it to show up"}, nil
+		}
+		return generation.Observation{}, generation.Permanent(fmt.Errorf("Job %s no longer exists: it was deleted before the %s stage finished", h, w.Stage))
+	}
+	pods, err := b.jobPods(ctx, &job)
+	if err != nil {
+		return generation.Observation{}, err
+	}
+	switch {
+	case jobCondition(&job, batchv1.JobComplete):
+		return b.completed(w, &job, pods), nil
+	case jobCondition(&job, batchv1.JobFailed):
+		return failed(&job, pods), nil
+	case job.DeletionTimestamp != nil:
+		return generation.Observation{}, generation.Permanent(fmt.Errorf("Job %s is being deleted before the %s stage finished", h, w.Stage))
+	default:
+		return running(pods), nil
+	}
+}
+
+// Cancel deletes the stage's Job and, in the background, its pods. A Job already gone is fine.
+func (b *Backend) Cancel(ctx context.Context, w generation.Work, h string) error {
+	key := b.cfg.jobKey(w) // a stage whose handle was never recorded may still have a Job
+	if h != "" {
+		var err error
+		if key, err = parseHandle(h); err != nil {
+			return err
+		}
+	}
+	b.forget(handle(key))
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	err := b.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Job %s: %w", handle(key), err)
+	}
+	return nil
+}
+
+// checkWork rejects work whose Job could not be named, labelled or owned.
+func checkWork(w generation.Work) error {
+	switch {
+	case w.Key == "" || w.Namespace == "" || w.Task == "" || w.TaskUID == "":
+		return fmt.Errorf("work for task %s/%s lacks its key, namespace, name or UID", w.Namespace, w.Task)
+	case !slices.Contains(videogenv1alpha1.Stages, w.Stage):
+		return fmt.Errorf("unknown stage %q", w.Stage)
+	}
+	return nil
+}
+
+func (b *Backend) remember(h string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	for k, at := range b.submitted {
+		if now.Sub(at) > cacheGrace {
+			delete(b.submitted, k)
+		}
+	}
+	b.submitted[h] = now
+}
+
+func (b *Backend) recentlySubmitted(h string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.submitted[h]
+	return ok && b.now().Sub(at) <= cacheGrace
+}
+
+func (b *Backend) forget(h string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.submitted, h)
+}

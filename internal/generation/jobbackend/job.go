@@ -1,0 +1,157 @@
+package jobbackend
+
+import (
+	"encoding/json"
+	"maps"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+)
+
+// envPrefix starts every variable the backend sets; templates may not set their own.
+const envPrefix = "VIDEOGEN_"
+
+// exitCodeInvalidInput is the exit code that fails the Job at once: the inputs are unusable,
+// so retrying the pod cannot help.
+const exitCodeInvalidInput = 2
+
+// inputVar is one input handed to the containers, as an env var and optionally as a flag.
+type inputVar struct{ env, flag, value string }
+
+func inputVars(w generation.Work) []inputVar {
+	previous := w.Previous
+	if previous == nil {
+		previous = map[string]string{}
+	}
+	previousJSON, _ := json.Marshal(previous) // a map of strings always marshals
+	duration := ""
+	if w.Duration != nil {
+		duration = strconv.Itoa(int(*w.Duration))
+	}
+	return []inputVar{
+		{"VIDEOGEN_NAMESPACE", "namespace", w.Namespace},
+		{"VIDEOGEN_TASK", "task", w.Task},
+		{"VIDEOGEN_TASK_UID", "task-uid", w.TaskUID},
+		{"VIDEOGEN_STAGE", "stage", string(w.Stage)},
+		{"VIDEOGEN_CAPABILITY", "capability", string(w.Capability)},
+		{"VIDEOGEN_TEMPLATE_ID", "template-id", w.TemplateID},
+		{"VIDEOGEN_TEMPLATE_MEDIA_URL", "template-media-url", w.TemplateMediaURL},
+		{"VIDEOGEN_FACE_IMAGE_URL", "face-image-url", w.Inputs.FaceImageURL},
+		{"VIDEOGEN_SOURCE_VIDEO_URL", "source-video-url", w.Inputs.SourceVideoURL},
+		{"VIDEOGEN_DURATION", "duration", duration},
+		{"VIDEOGEN_PREVIOUS", "previous", string(previousJSON)},
+	}
+}
+
+// inputEnv comes first in every container so the template's own env may refer to it as $(NAME).
+func inputEnv(vars []inputVar) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(vars)+2)
+	for _, v := range vars {
+		// The kubelet expands $(NAME) in env values; $$ keeps a caller's "$" literal.
+		env = append(env, corev1.EnvVar{Name: v.env, Value: strings.ReplaceAll(v.value, "$", "$$")})
+	}
+	// The pod's own name, so a container can annotate its pod with its progress.
+	return append(env,
+		corev1.EnvVar{Name: "VIDEOGEN_POD_NAME", ValueFrom: fieldRef("metadata.name")},
+		corev1.EnvVar{Name: "VIDEOGEN_POD_NAMESPACE", ValueFrom: fieldRef("metadata.namespace")},
+	)
+}
+
+// inputArgs refer to the env vars, so the kubelet substitutes the values and nothing is quoted twice.
+func inputArgs(vars []inputVar) []string {
+	args := make([]string, len(vars))
+	for i, v := range vars {
+		args[i] = "--" + v.flag + "=$(" + v.env + ")"
+	}
+	return args
+}
+
+func fieldRef(path string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+}
+
+// buildJob is the Job that runs w's stage at key from the capability's pod template.
+func (c Config) buildJob(w generation.Work, cc CapabilityConfig, key types.NamespacedName) *batchv1.Job {
+	vars := inputVars(w)
+	env := inputEnv(vars)
+	resultContainer := cc.resultContainer()
+
+	tmpl := cc.Template.DeepCopy()
+	tmpl.Labels = merged(tmpl.Labels, workLabels(w))
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	for i := range tmpl.Spec.InitContainers {
+		ctr := &tmpl.Spec.InitContainers[i]
+		ctr.Env = append(append([]corev1.EnvVar{}, env...), ctr.Env...)
+	}
+	for i := range tmpl.Spec.Containers {
+		ctr := &tmpl.Spec.Containers[i]
+		ctr.Env = append(append([]corev1.EnvVar{}, env...), ctr.Env...)
+		// A crashing container that wrote no message still explains itself with its last log lines.
+		ctr.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		if cc.InputArgs && ctr.Name == resultContainer {
+			ctr.Args = append(ctr.Args, inputArgs(vars)...)
+		}
+	}
+
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      key.Name,
+			Namespace: key.Namespace,
+			Labels:    workLabels(w),
+			Annotations: map[string]string{
+				AnnotationWorkKey:         w.Key,
+				AnnotationTask:            w.Task,
+				AnnotationResultContainer: resultContainer,
+			},
+		},
+		Spec: batchv1.JobSpec{
+			ActiveDeadlineSeconds:   c.ActiveDeadlineSeconds,
+			BackoffLimit:            c.BackoffLimit,
+			TTLSecondsAfterFinished: c.TTLSecondsAfterFinished,
+			PodFailurePolicy:        podFailurePolicy(),
+			Template:                *tmpl,
+		},
+	}
+	// Owner references cannot cross namespaces: a Job elsewhere is only labelled with its task.
+	if key.Namespace == w.Namespace {
+		job.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion:         videogenv1alpha1.GroupVersion.String(),
+			Kind:               "VideoTask",
+			Name:               w.Task,
+			UID:                types.UID(w.TaskUID),
+			Controller:         ptr.To(true),
+			BlockOwnerDeletion: ptr.To(true),
+		}}
+	}
+	return job
+}
+
+// podFailurePolicy fails the Job at once on exitCodeInvalidInput and does not count evicted or
+// preempted pods (common on shared GPU nodes) against the backoff limit.
+func podFailurePolicy() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{
+			Action:      batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{exitCodeInvalidInput}},
+		},
+		{
+			Action:          batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+		},
+	}}
+}
+
+func merged(base, over map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
+	return out
+}

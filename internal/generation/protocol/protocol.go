@@ -1,0 +1,83 @@
+// Package protocol holds the wire types of the HTTP backend protocol (docs/backend-protocol.md),
+// shared by the operator's client (generation/httpbackend) and the reference worker. It imports
+// nothing of Kubernetes or of the operator, so a backend links only what it speaks.
+package protocol
+
+// Paths of the protocol, relative to the backend's base URL.
+const (
+	StagesPath = "/v1/stages"
+)
+
+// StageRequest is the body of POST /v1/stages.
+type StageRequest struct {
+	// Key makes the submission idempotent: the same key always names the same stage.
+	Key              string            `json:"key"`
+	Capability       string            `json:"capability"`
+	Stage            string            `json:"stage"`
+	TemplateID       string            `json:"template_id,omitempty"`
+	TemplateMediaURL string            `json:"template_media_url,omitempty"`
+	Inputs           Inputs            `json:"inputs"`
+	Duration         *int32            `json:"duration,omitempty"`
+	Previous         map[string]string `json:"previous,omitempty"`
+	// Task names the task for the backend's logs only.
+	Task *TaskRef `json:"task,omitempty"`
+}
+
+// Inputs are the caller's media, by URL.
+type Inputs struct {
+	FaceImageURL   string `json:"face_image_url,omitempty"`
+	SourceVideoURL string `json:"source_video_url,omitempty"`
+}
+
+// TaskRef identifies the VideoTask a stage belongs to.
+type TaskRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// Stage states on the wire.
+const (
+	StateRunning   = "running"
+	StateSucceeded = "succeeded"
+	StateFailed    = "failed"
+)
+
+// StageStatus is the body of every successful stage response.
+type StageStatus struct {
+	ID       string            `json:"id"`
+	Key      string            `json:"key,omitempty"`
+	State    string            `json:"state"`
+	Progress int32             `json:"progress"`
+	Message  string            `json:"message,omitempty"`
+	Outputs  map[string]string `json:"outputs,omitempty"`
+	Result   *Result           `json:"result,omitempty"`
+}
+
+// Result is what a succeeded render produced.
+type Result struct {
+	URL       string            `json:"url"`
+	MediaType string            `json:"media_type"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+}
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail carries a stable machine-readable code and a message for people.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error codes the protocol defines.
+const (
+	CodeInvalidRequest = "invalid_request"
+	CodeUnsupported    = "unsupported"
+	CodeUnauthorized   = "unauthorized"
+	CodeNotFound       = "not_found"
+	CodeBusy           = "busy"
+	CodeInternal       = "internal"
+)

@@ -1,0 +1,201 @@
+package localstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/videogen-dev/videogen-operator/internal/httpserver"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+// process is one component of the stack running as its own OS process, logging to a file.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+	err  error
+}
+
+func (s *Stack) spawn(name string, args ...string) (*process, error) {
+	// apiserver-2, apiserver-3, …: more replicas of one binary.
+	program, _, _ := strings.Cut(name, "-")
+	bin := filepath.Join(s.cfg.BinDir, program)
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s is missing: build it with make build-all (make run does)", bin)
+	}
+	if err := os.MkdirAll(s.path("logs"), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(s.path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Kubeconfig, "POD_NAMESPACE="+SystemNamespace)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Own process group: Ctrl-C in the terminal reaches the launcher, which stops children in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	fmt.Fprintf(logFile, "---- %s %s %s\n", time.Now().UTC().Format(time.RFC3339), name, strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logFile, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	s.procs = append(s.procs, p)
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM and waits for grace, then SIGKILLs.
+func (p *process) stop(grace time.Duration) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (s *Stack) startProcesses(ctx context.Context) error {
+	workerToken, err := s.secretFile("worker-token", "wkr_", &s.WorkerToken)
+	if err != nil {
+		return err
+	}
+	backends := s.path("backends.yaml")
+	config := fmt.Sprintf(`# Written by the local stack: every capability runs on the reference worker.
+backends:
+- name: reference-worker
+  capabilities: [video.short, video.eraser, video.template, image.pose]
+  http:
+    url: %s
+    tokenFile: %q
+`, s.WorkerURL, workerToken)
+	if err := os.WriteFile(backends, []byte(config), 0o644); err != nil {
+		return err
+	}
+	loopback := "--allow-private-urls=127.0.0.0/8,::1/128"
+	tokens, err := s.secretFile("event-service-tokens", "evs_", &s.EventServiceToken)
+	if err != nil {
+		return err
+	}
+	ledgerToken, err := s.ledgerToken(ctx)
+	if err != nil {
+		return err
+	}
+	ledgerAddr, err := testenv.FreeAddr()
+	if err != nil {
+		return err
+	}
+	var deadlines []string
+	if t := s.cfg.Timeouts; t != (httpserver.Timeouts{}) {
+		deadlines = []string{"--read-header-timeout=" + t.ReadHeader.String(), "--read-timeout=" + t.Read.String()}
+	}
+	steps := []struct {
+		name string
+		args []string
+	}{
+		{"worker", append([]string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
+			"--blob-dir=" + s.path("worker-blobs"), "--token-file=" + workerToken, loopback}, deadlines...)},
+		{"manager", append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback,
+			"--ledger-bind-address=" + ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, s.cfg.ManagerArgs...)},
+	}
+	for i, url := range s.APIURLs {
+		name, blobs := "apiserver", s.path("api-blobs")
+		if i > 0 {
+			name, blobs = fmt.Sprintf("apiserver-%d", i+1), s.path(fmt.Sprintf("api-blobs-%d", i+1))
+		}
+		steps = append(steps, struct {
+			name string
+			args []string
+		}{name, append([]string{"--bind-address=" + strings.TrimPrefix(url, "http://"), "--metrics-bind-address=0",
+			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + blobs,
+			"--public-url=" + url, "--event-service-tokens-file=" + tokens, loopback,
+			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}, deadlines...)})
+	}
+	for _, st := range steps {
+		if st.name == "worker" && s.cfg.Backend != "" {
+			continue
+		}
+		if _, err := s.spawn(st.name, st.args...); err != nil {
+			return err
+		}
+		s.logf("started %s (log: %s)", st.name, s.path("logs", st.name+".log"))
+	}
+	return nil
+}
+
+// checkProcesses reports a component that exited, with the end of its log.
+func (s *Stack) checkProcesses() error {
+	for _, p := range s.procs {
+		if p.exited() {
+			tail, _ := os.ReadFile(s.path("logs", p.name+".log"))
+			if len(tail) > 2000 {
+				tail = tail[len(tail)-2000:]
+			}
+			return fmt.Errorf("%s exited (%v); end of its log:\n%s", p.name, p.err, tail)
+		}
+	}
+	return nil
+}
+
+// Wait blocks until ctx ends or a component exits on its own.
+func (s *Stack) Wait(ctx context.Context) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := s.checkProcesses(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// secretFile makes (once) a file in the data directory holding a random token with prefix,
+// kept like the demo key so a second run reuses it, and stores the token in *token. The
+// worker's bearer token and the EventService.Handle service token are made this way.
+func (s *Stack) secretFile(name, prefix string, token *string) (path string, err error) {
+	path = s.path(name)
+	if raw, err := os.ReadFile(path); err == nil {
+		if tok := strings.TrimSpace(string(raw)); tok != "" {
+			*token = tok
+			return path, nil
+		}
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	*token = prefix + hex.EncodeToString(b[:])
+	return path, os.WriteFile(path, []byte(*token+"\n"), 0o600)
+}

@@ -1,0 +1,112 @@
+package capability
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/worker/ffmpeg"
+	"github.com/videogen-dev/videogen-operator/internal/worker/raster"
+)
+
+// scratch is a stage's private directory.
+type scratch struct{ dir string }
+
+func (s *scratch) path(name string) string { return filepath.Join(s.dir, name) }
+
+// fetchVideo downloads a video and probes it; what describes the input in messages.
+func (p *Pipelines) fetchVideo(ctx context.Context, s *scratch, what, url, name string) (string, ffmpeg.Info, error) {
+	path := s.path(name)
+	if err := p.d.Fetcher.ToFile(ctx, url, path); err != nil {
+		return "", ffmpeg.Info{}, fmt.Errorf("the %s could not be fetched: %w", what, err)
+	}
+	info, err := p.d.Tools.Probe(ctx, path)
+	if err != nil {
+		return "", ffmpeg.Info{}, fmt.Errorf("the %s is not a usable video: %w", what, err)
+	}
+	return path, info, nil
+}
+
+// fetchImage downloads an image, checks it against imageinput's limits (a decompression bomb
+// is refused before it is decoded) and decodes it.
+func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url, name string) (string, *raster.Image, error) {
+	path := s.path(name)
+	if err := p.d.Fetcher.ToFile(ctx, url, path); err != nil {
+		return "", nil, fmt.Errorf("the %s could not be fetched: %w", what, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := imageinput.Check(data, imageinput.DefaultLimits); err != nil {
+		return "", nil, fmt.Errorf("the %s: %w", what, err)
+	}
+	img, err := raster.Load(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("the %s: %w", what, err)
+	}
+	return path, img, nil
+}
+
+// publish stores a finished file and describes it as the stage's result.
+func (p *Pipelines) publish(ctx context.Context, path, mediaType string, metadata map[string]string) (*protocol.Result, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	url, err := p.d.Store.Put(ctx, mediaType, data)
+	if err != nil {
+		return nil, fmt.Errorf("storing the result: %w", err)
+	}
+	return &protocol.Result{URL: url, MediaType: mediaType, Metadata: metadata}, nil
+}
+
+// publishVideo probes the rendered video so the metadata says what was really produced.
+func (p *Pipelines) publishVideo(ctx context.Context, path string) (*protocol.Result, error) {
+	info, err := p.d.Tools.Probe(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("the rendered video is unreadable: %w", err)
+	}
+	return p.publish(ctx, path, "video/mp4", videoMetadata(info))
+}
+
+func videoMetadata(info ffmpeg.Info) map[string]string {
+	return map[string]string{
+		"width":     strconv.Itoa(info.Width),
+		"height":    strconv.Itoa(info.Height),
+		"fps":       strconv.FormatFloat(math.Round(info.FPS*1000)/1000, 'f', -1, 64),
+		"duration":  strconv.FormatFloat(math.Round(info.Duration*1000)/1000, 'f', -1, 64),
+		"has_audio": strconv.FormatBool(info.HasAudio),
+	}
+}
+
+// progress maps done/total onto the range [from, to] of a stage's percent.
+func progress(report func(int, string), from, to, done, total int, message string) {
+	if total <= 0 {
+		return
+	}
+	report(from+(to-from)*done/total, message)
+}
+
+func encodeJSON(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+// decodePrevious reads an analyze output; its absence means render was sent without analyze.
+func decodePrevious(prev map[string]string, key string, v any) error {
+	s, ok := prev[key]
+	if !ok {
+		return invalid("previous.%s is required: send the analyze stage's outputs to render", key)
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return invalid("previous.%s is not what analyze produced: %v", key, err)
+	}
+	return nil
+}

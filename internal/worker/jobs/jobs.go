@@ -1,0 +1,207 @@
+// Package jobs runs a worker's stages in the background: each stage is started once per
+// idempotency key, runs in its own goroutine under a bound on concurrency, reports progress,
+// can be cancelled, and is forgotten a while after it ended.
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+)
+
+// Outcome is what a finished stage produced.
+type Outcome struct {
+	Outputs map[string]string
+	Result  *protocol.Result
+}
+
+// Report tells the table how far a stage got.
+type Report func(progress int, message string)
+
+// Func does one stage's work; ctx ends when the stage is cancelled or the worker stops.
+type Func func(ctx context.Context, report Report) (Outcome, error)
+
+// Config bounds the table.
+type Config struct {
+	// MaxConcurrent stages run at once (at least 1).
+	MaxConcurrent int
+	// MaxQueued stages may wait for a slot; beyond that Start returns ErrBusy.
+	MaxQueued int
+	// TTL is how long a finished stage's status is kept.
+	TTL time.Duration
+}
+
+// ErrBusy: too many stages are waiting; the caller should retry later.
+var ErrBusy = errors.New("too many stages are waiting; retry later")
+
+// Table holds every stage the worker knows.
+type Table struct {
+	cfg   Config
+	root  context.Context
+	slots chan struct{}
+	now   func() time.Time
+	wg    sync.WaitGroup
+
+	mu    sync.Mutex
+	byID  map[string]*job
+	byKey map[string]*job
+}
+
+type job struct {
+	status   protocol.StageStatus
+	cancel   context.CancelFunc
+	finished time.Time // zero while the stage runs
+}
+
+// New returns a table whose stages all stop when root ends.
+func New(root context.Context, cfg Config) *Table {
+	cfg.MaxConcurrent = max(cfg.MaxConcurrent, 1)
+	cfg.MaxQueued = max(cfg.MaxQueued, 0)
+	return &Table{cfg: cfg, root: root, slots: make(chan struct{}, cfg.MaxConcurrent), now: time.Now,
+		byID: map[string]*job{}, byKey: map[string]*job{}}
+}
+
+// Start runs fn for key unless a stage with that key is already known, in which case that
+// stage's status is returned and created is false.
+func (t *Table) Start(key string, fn Func) (st protocol.StageStatus, created bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweepLocked()
+	if j, ok := t.byKey[key]; ok {
+		return j.status, false, nil
+	}
+	if t.unfinishedLocked() >= t.cfg.MaxConcurrent+t.cfg.MaxQueued {
+		return protocol.StageStatus{}, false, ErrBusy
+	}
+	ctx, cancel := context.WithCancel(t.root)
+	j := &job{cancel: cancel, status: protocol.StageStatus{ID: newID(), Key: key, State: protocol.StateRunning, Message: "queued"}}
+	t.byID[j.status.ID], t.byKey[key] = j, j
+	t.wg.Add(1)
+	go t.run(ctx, j, fn)
+	return j.status, true, nil
+}
+
+// Get returns a stage's status.
+func (t *Table) Get(id string) (protocol.StageStatus, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweepLocked()
+	j, ok := t.byID[id]
+	if !ok {
+		return protocol.StageStatus{}, false
+	}
+	return j.status, true
+}
+
+// Cancel stops a running stage, which then reads as failed. It reports whether id was known.
+func (t *Table) Cancel(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	j, ok := t.byID[id]
+	if !ok {
+		return false
+	}
+	if j.finished.IsZero() {
+		j.cancel()
+		t.finishLocked(j, protocol.StateFailed, "cancelled", Outcome{})
+	}
+	return true
+}
+
+// Wait blocks until every started stage's goroutine has returned.
+func (t *Table) Wait() { t.wg.Wait() }
+
+func (t *Table) run(ctx context.Context, j *job, fn Func) {
+	defer t.wg.Done()
+	defer j.cancel()
+	select {
+	case t.slots <- struct{}{}:
+		defer func() { <-t.slots }()
+	case <-ctx.Done():
+	}
+	if ctx.Err() != nil { // select picks at random when a slot frees as the stage is cancelled
+		t.finish(j, protocol.StateFailed, "cancelled before it started", Outcome{})
+		return
+	}
+	t.report(j, 0, "started")
+	out, err := safely(ctx, fn, func(p int, msg string) { t.report(j, p, msg) })
+	switch {
+	case ctx.Err() != nil:
+		t.finish(j, protocol.StateFailed, "cancelled", Outcome{})
+	case err != nil:
+		t.finish(j, protocol.StateFailed, err.Error(), Outcome{})
+	default:
+		t.finish(j, protocol.StateSucceeded, "done", out)
+	}
+}
+
+// safely turns a panic in one stage into that stage's failure instead of the worker's crash.
+func safely(ctx context.Context, fn Func, report Report) (out Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return fn(ctx, report)
+}
+
+func (t *Table) report(j *job, progress int, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if j.finished.IsZero() {
+		j.status.Progress, j.status.Message = int32(min(max(progress, 0), 99)), message
+	}
+}
+
+func (t *Table) finish(j *job, state, message string, out Outcome) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.finishLocked(j, state, message, out)
+}
+
+// finishLocked ends a stage once; whatever comes later (a result racing a cancel) is dropped.
+func (t *Table) finishLocked(j *job, state, message string, out Outcome) {
+	if !j.finished.IsZero() {
+		return
+	}
+	j.finished = t.now()
+	j.status.State, j.status.Message = state, message
+	if state == protocol.StateSucceeded {
+		j.status.Progress, j.status.Outputs, j.status.Result = 100, out.Outputs, out.Result
+	}
+}
+
+func (t *Table) unfinishedLocked() int {
+	n := 0
+	for _, j := range t.byID {
+		if j.finished.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *Table) sweepLocked() {
+	if t.cfg.TTL <= 0 {
+		return
+	}
+	cutoff := t.now().Add(-t.cfg.TTL)
+	for id, j := range t.byID {
+		if !j.finished.IsZero() && j.finished.Before(cutoff) {
+			delete(t.byID, id)
+			delete(t.byKey, j.status.Key)
+		}
+	}
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "stg_" + hex.EncodeToString(b[:])
+}

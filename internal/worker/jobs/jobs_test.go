@@ -1,0 +1,146 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+)
+
+func waitFor(t *testing.T, tbl *Table, id, state string) protocol.StageStatus {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, ok := tbl.Get(id); ok && st.State == state {
+			return st
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	st, _ := tbl.Get(id)
+	t.Fatalf("stage %s is %+v, want %s", id, st, state)
+	return st
+}
+
+func TestTheSameKeyStartsTheWorkOnce(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 2, MaxQueued: 2, TTL: time.Hour})
+	var runs atomic.Int32
+	fn := func(context.Context, Report) (Outcome, error) {
+		runs.Add(1)
+		return Outcome{Outputs: map[string]string{"k": "v"}}, nil
+	}
+	first, created1, _ := tbl.Start("key-1", fn)
+	second, created2, _ := tbl.Start("key-1", fn)
+	if first.ID != second.ID || !created1 || created2 {
+		t.Fatalf("ids %s/%s created %v/%v, want one stage", first.ID, second.ID, created1, created2)
+	}
+	st := waitFor(t, tbl, first.ID, protocol.StateSucceeded)
+	tbl.Wait()
+	if runs.Load() != 1 || st.Outputs["k"] != "v" || st.Progress != 100 {
+		t.Errorf("runs = %d, status = %+v", runs.Load(), st)
+	}
+}
+
+func TestStagesBeyondTheConcurrencyBoundWait(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, MaxQueued: 1, TTL: time.Hour})
+	release := make(chan struct{})
+	var running, peak atomic.Int32
+	first := make(chan struct{}, 2)
+	fn := func(ctx context.Context, report Report) (Outcome, error) {
+		n := running.Add(1)
+		peak.Store(max(peak.Load(), n))
+		report(50, "halfway")
+		first <- struct{}{}
+		<-release
+		running.Add(-1)
+		return Outcome{}, nil
+	}
+	a, _, _ := tbl.Start("a", fn)
+	<-first
+	b, _, _ := tbl.Start("b", fn)
+	if _, _, err := tbl.Start("c", fn); !errors.Is(err, ErrBusy) {
+		t.Errorf("third stage: err = %v, want ErrBusy", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if st, _ := tbl.Get(b.ID); st.Message != "queued" {
+		t.Errorf("second stage = %+v, want queued", st)
+	}
+	if st, _ := tbl.Get(a.ID); st.Progress != 50 || st.Message != "halfway" {
+		t.Errorf("first stage = %+v, want its progress report", st)
+	}
+	close(release)
+	waitFor(t, tbl, b.ID, protocol.StateSucceeded)
+	if peak.Load() != 1 {
+		t.Errorf("peak concurrency = %d, want 1", peak.Load())
+	}
+}
+
+func TestCancelStopsTheWorkAndTheStageReadsFailed(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, TTL: time.Hour})
+	started := make(chan struct{})
+	st, _, _ := tbl.Start("k", func(ctx context.Context, _ Report) (Outcome, error) {
+		close(started)
+		<-ctx.Done()
+		return Outcome{}, ctx.Err()
+	})
+	<-started
+	if !tbl.Cancel(st.ID) {
+		t.Fatal("Cancel did not know the stage")
+	}
+	tbl.Wait() // returns only if the work saw its context end
+	if got := waitFor(t, tbl, st.ID, protocol.StateFailed); got.Message != "cancelled" {
+		t.Errorf("message = %q", got.Message)
+	}
+	if tbl.Cancel("stg_unknown") {
+		t.Error("Cancel knew an unknown stage")
+	}
+}
+
+func TestCancelBeforeTheStageGetsASlot(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, MaxQueued: 1, TTL: time.Hour})
+	release := make(chan struct{})
+	busy := make(chan struct{})
+	tbl.Start("busy", func(context.Context, Report) (Outcome, error) { close(busy); <-release; return Outcome{}, nil })
+	<-busy
+	var ran atomic.Bool
+	queued, _, _ := tbl.Start("queued", func(context.Context, Report) (Outcome, error) { ran.Store(true); return Outcome{}, nil })
+	tbl.Cancel(queued.ID)
+	close(release)
+	tbl.Wait()
+	if st, _ := tbl.Get(queued.ID); st.State != protocol.StateFailed || ran.Load() {
+		t.Errorf("cancelled queued stage = %+v, ran = %v", st, ran.Load())
+	}
+}
+
+func TestFailuresAndPanicsFailOnlyTheirStage(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, MaxQueued: 1, TTL: time.Hour})
+	a, _, _ := tbl.Start("a", func(context.Context, Report) (Outcome, error) {
+		return Outcome{}, errors.New("no face found in the face image")
+	})
+	b, _, _ := tbl.Start("b", func(context.Context, Report) (Outcome, error) { panic("boom") })
+	if st := waitFor(t, tbl, a.ID, protocol.StateFailed); st.Message != "no face found in the face image" {
+		t.Errorf("message = %q", st.Message)
+	}
+	if st := waitFor(t, tbl, b.ID, protocol.StateFailed); st.Message != "internal error: boom" {
+		t.Errorf("message = %q", st.Message)
+	}
+}
+
+func TestFinishedStagesAreForgottenAfterTheTTL(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, TTL: time.Minute})
+	now := time.Now()
+	tbl.now = func() time.Time { return now }
+	st, _, _ := tbl.Start("k", func(context.Context, Report) (Outcome, error) { return Outcome{}, nil })
+	waitFor(t, tbl, st.ID, protocol.StateSucceeded)
+
+	now = now.Add(2 * time.Minute)
+	if _, ok := tbl.Get(st.ID); ok {
+		t.Fatal("stage still known after its TTL")
+	}
+	again, created, _ := tbl.Start("k", func(context.Context, Report) (Outcome, error) { return Outcome{}, nil })
+	if !created || again.ID == st.ID {
+		t.Errorf("a key forgotten after the TTL should start a new stage")
+	}
+}

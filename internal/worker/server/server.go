@@ -1,0 +1,138 @@
+// Package server is the reference worker's HTTP side of the backend protocol
+// (docs/backend-protocol.md): submit, observe and cancel stages, behind a bearer token, with
+// the protocol's one error shape.
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/worker/capability"
+	"github.com/videogen-dev/videogen-operator/internal/worker/jobs"
+)
+
+// Preparer turns a stage request into work, or refuses it.
+type Preparer interface {
+	Prepare(req protocol.StageRequest) (jobs.Func, error)
+}
+
+// Server serves the protocol.
+type Server struct {
+	prep  Preparer
+	table *jobs.Table
+	auth  Auth
+	log   *slog.Logger
+}
+
+// Auth says who may call the protocol. The zero value refuses everyone: a worker runs stages
+// that fetch URLs and fill disks, so it serves no caller it cannot tell from another.
+type Auth struct {
+	// Token is the bearer token callers must send ("" accepts none).
+	Token string
+	// Disabled serves every caller, for a worker nothing else can reach (local use).
+	Disabled bool
+}
+
+// New returns a server running prepared stages in table for the callers auth admits.
+func New(prep Preparer, table *jobs.Table, auth Auth, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{prep: prep, table: table, auth: auth, log: log}
+}
+
+// maxRequestBytes bounds a submission: it carries URLs and small analyze outputs only.
+const maxRequestBytes = 1 << 20
+
+// Handler routes the protocol's endpoints.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+protocol.StagesPath, s.authed(s.submit))
+	mux.HandleFunc("GET "+protocol.StagesPath+"/{id}", s.authed(s.observe))
+	mux.HandleFunc("POST "+protocol.StagesPath+"/{id}/cancel", s.authed(s.cancel))
+	return mux
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	var req protocol.StageRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "the body is not a stage request: "+err.Error())
+		return
+	}
+	fn, err := s.prep.Prepare(req)
+	switch {
+	case errors.Is(err, capability.ErrUnsupported):
+		writeError(w, http.StatusUnprocessableEntity, protocol.CodeUnsupported, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusUnprocessableEntity, protocol.CodeInvalidRequest, err.Error())
+		return
+	}
+	st, created, err := s.table.Start(req.Key, fn)
+	if errors.Is(err, jobs.ErrBusy) {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, protocol.CodeBusy, err.Error())
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, err.Error())
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+		s.log.Info("stage started", "id", st.ID, "key", req.Key, "capability", req.Capability, "stage", req.Stage)
+	}
+	writeJSON(w, code, st)
+}
+
+func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
+	st, ok := s.table.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, protocol.CodeNotFound, "no stage "+r.PathValue("id")+" (unknown, or forgotten after its result TTL)")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// cancel answers 204 even for unknown stages: cancelling what is gone is not an error.
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	if s.table.Cancel(r.PathValue("id")) {
+		s.log.Info("stage cancelled", "id", r.PathValue("id"))
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
+	if s.auth.Disabled {
+		return next
+	}
+	// Digests compare in constant time without revealing the token's length.
+	want := sha256.Sum256([]byte(s.auth.Token))
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer.Token(r.Header.Get("Authorization"))
+		got := sha256.Sum256([]byte(token))
+		if !ok || s.auth.Token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen-worker"`)
+			writeError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "a valid bearer token is required")
+			return
+		}
+		next(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, errCode, message string) {
+	writeJSON(w, code, protocol.ErrorBody{Error: protocol.ErrorDetail{Code: errCode, Message: message}})
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/worker/capability"
+	"github.com/videogen-dev/videogen-operator/internal/worker/jobs"
+)
+
+// instant prepares stages that finish at once, or wait for their cancellation.
+type instant struct{}
+
+func (instant) Prepare(req protocol.StageRequest) (jobs.Func, error) {
+	switch req.Capability {
+	case "video.template":
+		return func(context.Context, jobs.Report) (jobs.Outcome, error) {
+			return jobs.Outcome{Outputs: map[string]string{"seen": req.Key}}, nil
+		}, nil
+	case "slow":
+		return func(ctx context.Context, _ jobs.Report) (jobs.Outcome, error) {
+			<-ctx.Done()
+			return jobs.Outcome{}, ctx.Err()
+		}, nil
+	case "bad":
+		return nil, fmt.Errorf("%w: duration is required", capability.ErrInvalid)
+	}
+	return nil, fmt.Errorf("%w: %s", capability.ErrUnsupported, req.Capability)
+}
+
+// newServer serves the protocol; an empty token turns auth off.
+func newServer(t *testing.T, token string) *httptest.Server {
+	t.Helper()
+	return newServerWith(t, Auth{Token: token, Disabled: token == ""})
+}
+
+func newServerWith(t *testing.T, auth Auth) *httptest.Server {
+	t.Helper()
+	table := jobs.New(context.Background(), jobs.Config{MaxConcurrent: 2, MaxQueued: 4, TTL: time.Hour})
+	srv := httptest.NewServer(New(instant{}, table, auth, nil).Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func call(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func errorCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	s, _ := e["code"].(string)
+	return s
+}
+
+func TestSubmitIsIdempotentByKey(t *testing.T) {
+	srv := newServer(t, "")
+	body := `{"key":"ns/t/uid/analyze","capability":"video.template","stage":"analyze"}`
+	code1, first := call(t, "POST", srv.URL+"/v1/stages", "", body)
+	code2, second := call(t, "POST", srv.URL+"/v1/stages", "", body)
+	if code1 != 201 || code2 != 200 || first["id"] != second["id"] || first["id"] == "" {
+		t.Fatalf("first %d %v, second %d %v", code1, first, code2, second)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, st := call(t, "GET", srv.URL+"/v1/stages/"+first["id"].(string), "", "")
+		if st["state"] == "succeeded" {
+			if st["outputs"].(map[string]any)["seen"] != "ns/t/uid/analyze" || st["progress"] != 100.0 {
+				t.Errorf("status = %v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stage never succeeded: %v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRefusalsUseTheErrorShape(t *testing.T) {
+	srv := newServer(t, "")
+	cases := []struct {
+		method, path, body string
+		code               int
+		errCode            string
+	}{
+		{"POST", "/v1/stages", `{"key":`, 400, "invalid_request"},
+		{"POST", "/v1/stages", `{"key":"k","capability":"bad","stage":"analyze"}`, 422, "invalid_request"},
+		{"POST", "/v1/stages", `{"key":"k","capability":"video.hologram","stage":"analyze"}`, 422, "unsupported"},
+		{"GET", "/v1/stages/stg_nope", "", 404, "not_found"},
+	}
+	for _, c := range cases {
+		code, body := call(t, c.method, srv.URL+c.path, "", c.body)
+		if code != c.code || errorCode(body) != c.errCode {
+			t.Errorf("%s %s %s = %d %v, want %d %s", c.method, c.path, c.body, code, body, c.code, c.errCode)
+		}
+	}
+}
+
+func TestCancelStopsAStageAndForgivesUnknownIDs(t *testing.T) {
+	srv := newServer(t, "")
+	_, st := call(t, "POST", srv.URL+"/v1/stages", "", `{"key":"k","capability":"slow","stage":"render"}`)
+	id := st["id"].(string)
+	if code, _ := call(t, "POST", srv.URL+"/v1/stages/"+id+"/cancel", "", ""); code != 204 {
+		t.Errorf("cancel = %d", code)
+	}
+	if _, st := call(t, "GET", srv.URL+"/v1/stages/"+id, "", ""); st["state"] != "failed" || st["message"] != "cancelled" {
+		t.Errorf("after cancel: %v", st)
+	}
+	if code, _ := call(t, "POST", srv.URL+"/v1/stages/stg_unknown/cancel", "", ""); code != 204 {
+		t.Errorf("cancel of an unknown stage = %d, want 204", code)
+	}
+}
+
+func TestATokenIsRequiredWhenConfigured(t *testing.T) {
+	srv := newServer(t, "s3cret")
+	body := `{"key":"k","capability":"video.template","stage":"analyze"}`
+	if code, b := call(t, "POST", srv.URL+"/v1/stages", "", body); code != 401 || errorCode(b) != "unauthorized" {
+		t.Errorf("no token: %d %v", code, b)
+	}
+	if code, _ := call(t, "POST", srv.URL+"/v1/stages", "wrong", body); code != 401 {
+		t.Errorf("wrong token: %d", code)
+	}
+	if code, _ := call(t, "POST", srv.URL+"/v1/stages", "s3cret", body); code != 201 {
+		t.Errorf("right token: %d", code)
+	}
+}
+
+// Without a token and without auth turned off explicitly, nobody gets in.
+func TestAServerWithoutATokenRefusesEveryone(t *testing.T) {
+	srv := newServerWith(t, Auth{})
+	body := `{"key":"k","capability":"video.template","stage":"analyze"}`
+	for _, token := range []string{"", "anything"} {
+		if code, b := call(t, "POST", srv.URL+"/v1/stages", token, body); code != 401 || errorCode(b) != "unauthorized" {
+			t.Errorf("submit with token %q: %d %v", token, code, b)
+		}
+		if code, _ := call(t, "POST", srv.URL+"/v1/stages/stg_x/cancel", token, ""); code != 401 {
+			t.Errorf("cancel with token %q: %d", token, code)
+		}
+		if code, _ := call(t, "GET", srv.URL+"/v1/stages/stg_x", token, ""); code != 401 {
+			t.Errorf("observe with token %q: %d", token, code)
+		}
+	}
+}
+
+func TestTheBearerSchemeIsCaseInsensitive(t *testing.T) {
+	srv := newServer(t, "s3cret")
+	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/stages/stg_nope", nil)
+		req.Header.Set("Authorization", scheme+" s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("%s: %d, want 404 (authenticated, no such stage)", scheme, resp.StatusCode)
+		}
+	}
+}
