@@ -190,7 +190,9 @@ var _ = Describe("VideoTask lifecycle", func() {
 	It("fails a task that exceeds its timeout, cancels its backend work and refunds it", func() {
 		ns := newAccount(50)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
-		b := aShortTask(ns, tmpl).Timeout(2 * time.Second)
+		// Long enough for the account's summary to show the hold on a loaded machine before the
+		// timeout refunds it.
+		b := aShortTask(ns, tmpl).Timeout(6 * time.Second)
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
 		task := b.Create()
 
