@@ -23,7 +23,9 @@ import (
 // schedule starts the account's writer if there is something to write and none runs. Call it
 // with b.mu held.
 func (l *Ledger) schedule(b *book) {
-	if b.flushing || !b.built || b.fenced || b.account == nil || l.ctx == nil {
+	// Not once the ledger stopped: a writer would return at once and its exit schedule the
+	// next, a goroutine spawned and ended in a loop for every account left to write.
+	if b.flushing || !b.built || b.fenced || b.account == nil || l.ctx == nil || l.ctx.Err() != nil {
 		return
 	}
 	if !b.dirty && len(b.queued) == 0 && !l.forgettable(b, b.check) {

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -384,4 +385,24 @@ func objectMeta(namespace, name string) metav1.ObjectMeta {
 func ptrNow() *metav1.Time {
 	now := metav1.Now()
 	return &now
+}
+
+// A stopped ledger starts no writer: before, a writer returned at once on the ended context
+// and its exit scheduled the next, spinning a goroutine per account left to write.
+func TestAStoppedLedgerStartsNoWriter(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := New(Config{})
+	l.ctx = ctx
+	b := newBook("stopped")
+	b.built, b.dirty = true, true
+	b.account = &videogenv1alpha1.PointAccount{}
+
+	cancel()
+	b.mu.Lock()
+	l.schedule(b)
+	flushing := b.flushing
+	b.mu.Unlock()
+	if flushing {
+		t.Fatal("schedule started a writer after the ledger stopped")
+	}
 }
