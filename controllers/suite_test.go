@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,15 +109,16 @@ func startManager(opts controllers.Options, newClient ...client.NewClientFunc) (
 		defer close(done)
 		Expect(mgr.Start(mctx)).To(Succeed())
 	}()
+	// A manager never outlives its spec, even one that fails before calling stop: a leaked
+	// manager's ledger would fight every later one over the accounts and slow the whole suite.
+	stop = sync.OnceFunc(func() { mcancel(); <-done })
+	DeferCleanup(stop)
 	// A spec starts once the ledger keeps the books, so that a slow start (many accounts left by
 	// earlier specs, a loaded machine, injected write faults) does not eat the spec's own timeouts.
 	started := time.Now()
 	Eventually(l.Ready, time.Minute).Should(BeTrue(), "the ledger builds its books")
 	GinkgoWriter.Printf("ledger ready after %v\n", time.Since(started).Round(time.Millisecond))
-	return func() {
-		mcancel()
-		<-done
-	}
+	return stop
 }
 
 // startLedger runs only a ledger (no controller), as the elected manager would, until stopped.
@@ -139,6 +141,8 @@ func startLedger() (*ledger.Ledger, func()) {
 		defer close(done)
 		Expect(mgr.Start(mctx)).To(Succeed())
 	}()
+	stop := sync.OnceFunc(func() { mcancel(); <-done })
+	DeferCleanup(stop)
 	Eventually(l.Ready).Should(BeTrue())
-	return l, func() { mcancel(); <-done }
+	return l, stop
 }

@@ -146,16 +146,13 @@ var _ = Describe("Completion webhooks", func() {
 	It("retries an attempt that times out, under the same id, and shows when the next one is due", func() {
 		stop() // this spec's own manager: a short attempt timeout and a retry 3 s later
 		opts := testOptions(backend)
-		// A timeout long enough that the second attempt, answered at once, meets it on a loaded
-		// machine; the first attempt hangs until the spec ends, so it times out whatever its length.
-		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 2*time.Second)
+		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Second)
 		opts.Webhooks.Schedule = []time.Duration{3 * time.Second}
 		stop = startManager(opts)
 
 		var (
-			mu      sync.Mutex
-			ids     []string
-			release = make(chan struct{})
+			mu  sync.Mutex
+			ids []string
 		)
 		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			mu.Lock()
@@ -163,12 +160,11 @@ var _ = Describe("Completion webhooks", func() {
 			first := len(ids) == 1
 			mu.Unlock()
 			if first {
-				<-release // past the sender's timeout
+				time.Sleep(3 * time.Second) // past the sender's timeout
 			}
 			w.WriteHeader(http.StatusOK)
 		}))
 		DeferCleanup(recv.Close)
-		DeferCleanup(func() { close(release) }) // runs first: the hanging handler returns
 		ns := newAccount(100)
 		task := taskWithWebhook(ns, recv.URL, testbackend.Script{}, backend)
 
