@@ -22,7 +22,7 @@ type finishedTaskCollector struct {
 	client client.Client // deletes
 	reader client.Reader // lists, uncached
 	ttl    time.Duration
-	clock  clock.PassiveClock
+	clock  clock.WithTicker
 	page   int64 // tasks per list response (0: collectorPage)
 }
 
@@ -45,7 +45,7 @@ func (c *finishedTaskCollector) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		case <-c.clock.After(wait):
 		}
 		deleted, next, err := c.sweep(ctx)
 		if err != nil && ctx.Err() == nil {

@@ -26,6 +26,9 @@ type Options struct {
 	Backends      generation.Router
 	PaymentEvents PaymentEventOptions
 	Webhooks      WebhookConfig
+	// Clock is the one clock of the ledger, every reconciler and the finished-task collector
+	// (nil: the real clock); a test passes a fake one to drive timeouts, retries and TTLs.
+	Clock clock.WithTicker
 }
 
 // LedgerOptions configure the ledger (see ledger.Config).
@@ -74,9 +77,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	if opts.Ledger.Identity == "" {
 		opts.Ledger.Identity = ledger.NewIdentity()
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	l := ledger.New(ledger.Config{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Signer: signer,
-		Identity: opts.Ledger.Identity, WriteInterval: opts.Ledger.WriteInterval,
+		Identity: opts.Ledger.Identity, WriteInterval: opts.Ledger.WriteInterval, Clock: opts.Clock,
 		Logger: mgr.GetLogger().WithName("ledger"),
 	})
 	if err := mgr.Add(l); err != nil {
@@ -92,24 +98,26 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	}{
 		{"VideoTask", &VideoTaskReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l, Backends: opts.Backends,
-			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task,
+			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task, Clock: opts.Clock,
 		}},
 		{"PointAccount", &PointAccountReconciler{
 			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointaccount-controller"),
 		}},
 		{"PointTopUp", &PointTopUpReconciler{
-			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointtopup-controller"),
+			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointtopup-controller"), Clock: opts.Clock,
 		}},
 		{"Template", &TemplateReconciler{Client: mgr.GetClient(), Backends: opts.Backends, DefaultPrice: opts.Task.DefaultPrice}},
 		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("shorttemplate-controller")}},
 		{"VideoTask webhooks", &VideoTaskWebhookReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-			Secrets:  &webhooksecrets.Store{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.Webhooks.SecretNamespace},
-			Recorder: mgr.GetEventRecorder("videotask-webhook-controller"), Config: opts.Webhooks,
+			Secrets: &webhooksecrets.Store{
+				Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.Webhooks.SecretNamespace, Clock: opts.Clock,
+			},
+			Recorder: mgr.GetEventRecorder("videotask-webhook-controller"), Config: opts.Webhooks, Clock: opts.Clock,
 		}},
 		{"PaymentEvent", &PaymentEventReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("paymentevent-controller"), Options: opts.PaymentEvents,
+			Recorder: mgr.GetEventRecorder("paymentevent-controller"), Options: opts.PaymentEvents, Clock: opts.Clock,
 		}},
 	}
 	tasksByPhase.use(mgr.GetClient(), mgr.Elected())
@@ -119,7 +127,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 		}
 	}
 	if opts.Task.FinishedTTL > 0 {
-		c := &finishedTaskCollector{client: mgr.GetClient(), reader: mgr.GetAPIReader(), ttl: opts.Task.FinishedTTL, clock: clock.RealClock{}}
+		c := &finishedTaskCollector{client: mgr.GetClient(), reader: mgr.GetAPIReader(), ttl: opts.Task.FinishedTTL, clock: opts.Clock}
 		if err := mgr.Add(c); err != nil {
 			return nil, fmt.Errorf("adding the finished-task collector: %w", err)
 		}

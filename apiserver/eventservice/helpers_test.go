@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
 )
@@ -74,7 +76,7 @@ func stripeRequest(secret string) *eventsv1.HandleRequest {
 func newService(t testing.TB, opts ...eventservice.Option) *eventservice.Service {
 	t.Helper()
 	src := eventservice.StaticSecrets{"stripe": {stripeSecret}}
-	opts = append([]eventservice.Option{eventservice.WithClock(func() time.Time { return now })}, opts...)
+	opts = append([]eventservice.Option{eventservice.WithClock(clocktesting.NewFakePassiveClock(now))}, opts...)
 	svc, err := eventservice.New(src, opts...)
 	if err != nil {
 		t.Fatal(err)

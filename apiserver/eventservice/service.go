@@ -6,7 +6,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
-	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
 	"github.com/videogen-dev/videogen-operator/internal/connectors/all"
@@ -16,7 +17,7 @@ import (
 type Service struct {
 	registry *connectors.Registry
 	secrets  SecretSource
-	now      func() time.Time
+	clock    clock.PassiveClock
 	logger   *slog.Logger
 }
 
@@ -36,10 +37,10 @@ func WithRegistry(r *connectors.Registry) Option {
 
 // WithClock sets the clock that signed timestamps (Stripe's) are checked
 // against.
-func WithClock(now func() time.Time) Option {
+func WithClock(c clock.PassiveClock) Option {
 	return func(s *Service) {
-		if now != nil {
-			s.now = now
+		if c != nil {
+			s.clock = c
 		}
 	}
 }
@@ -57,7 +58,7 @@ func WithLogger(l *slog.Logger) Option {
 // connector whenever a request carries none of its own. src may be nil, in
 // which case every request must carry its secrets.
 func New(src SecretSource, opts ...Option) (*Service, error) {
-	s := &Service{secrets: src, now: time.Now, logger: slog.Default()}
+	s := &Service{secrets: src, clock: clock.RealClock{}, logger: slog.Default()}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -113,7 +114,7 @@ func (s *Service) handle(ctx context.Context, name string, req *connectors.Reque
 		return nil, &connectors.AuthError{Connector: name,
 			Reason: "no webhook secret configured (none in the request, none configured for the connector)"}
 	}
-	return connectors.HandleWith(ctx, c, req, secrets, merchantEventID, s.now())
+	return connectors.HandleWith(ctx, c, req, secrets, merchantEventID, s.clock.Now())
 }
 
 func (s *Service) configuredSecrets(connector string) ([][]byte, error) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
@@ -49,7 +50,7 @@ func TestSecretSourceFailureIsUnavailable(t *testing.T) {
 	src := eventservice.SecretSourceFunc(func(string) ([][]byte, error) {
 		return nil, errors.New("secret store not synced")
 	})
-	svc, err := eventservice.New(src, eventservice.WithClock(func() time.Time { return now }))
+	svc, err := eventservice.New(src, eventservice.WithClock(clocktesting.NewFakePassiveClock(now)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"connectrpc.com/connect"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -60,8 +61,8 @@ type Options struct {
 	StoreTimeout time.Duration
 	// Metrics records outcomes; nil records nothing (see NewMetrics).
 	Metrics *Metrics
-	// Now is the clock for ReceivedAt (default time.Now).
-	Now func() time.Time
+	// Clock stamps ReceivedAt (default the real clock).
+	Clock clock.PassiveClock
 	// Logger reports store failures (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -110,8 +111,8 @@ func New(opts Options) (*Handler, error) {
 	if opts.StoreTimeout <= 0 {
 		opts.StoreTimeout = DefaultStoreTimeout
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -182,7 +183,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 // storeAndAcknowledge stores every event of a verified delivery and answers 200 once all of
 // them are stored (or were already), 503 if any is not.
 func (h *Handler) storeAndAcknowledge(w http.ResponseWriter, r *http.Request, start time.Time, name string, ev *connectors.Event, body []byte) {
-	pes := paymentevents.FromDelivery(ev, h.opts.Namespace, body, h.opts.Now())
+	pes := paymentevents.FromDelivery(ev, h.opts.Namespace, body, h.opts.Clock.Now())
 	acks, errs := h.storeAll(r.Context(), pes)
 	if unstored, firstErr := unstoredIDs(pes, errs); len(unstored) > 0 {
 		h.opts.Logger.ErrorContext(r.Context(), "webhookingress: cannot store payment event",

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
@@ -56,12 +57,12 @@ type Store struct {
 	Client    client.Client
 	Reader    client.Reader
 	Namespace string
-	Now       func() time.Time
+	Clock     clock.PassiveClock // nil: the real clock
 }
 
 func (s *Store) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+	if s.Clock != nil {
+		return s.Clock.Now()
 	}
 	return time.Now()
 }

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -18,7 +19,7 @@ func TestSigningUsesThePreviousSecretOnlyDuringTheOverlap(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	c := fake.NewClientBuilder().Build()
-	s := &Store{Client: c, Reader: c, Namespace: "videogen-system", Now: func() time.Time { return now }}
+	s := &Store{Client: c, Reader: c, Namespace: "videogen-system", Clock: clocktesting.NewFakePassiveClock(now)}
 
 	first, err := s.Ensure(ctx, "acme")
 	if err != nil {

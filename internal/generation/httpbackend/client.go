@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
@@ -35,6 +37,8 @@ type Config struct {
 	MaxAttempts int
 	// BaseDelay and MaxDelay bound the exponential backoff between attempts (default 250ms, 4s).
 	BaseDelay, MaxDelay time.Duration
+	// Clock times the waits between attempts (default the real clock).
+	Clock clock.WithTicker
 }
 
 // Client is a generation.Backend over the HTTP backend protocol.
@@ -65,6 +69,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.MaxDelay < cfg.BaseDelay {
 		cfg.MaxDelay = max(4*time.Second, cfg.BaseDelay)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	return &Client{cfg: cfg, base: base}, nil
 }
@@ -197,12 +204,12 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 		if err == nil || ctx.Err() != nil || attempt >= c.cfg.MaxAttempts || !retryable(err) {
 			return err
 		}
-		t := time.NewTimer(retryWait(err, c.cfg.BaseDelay, c.cfg.MaxDelay, attempt))
+		t := c.cfg.Clock.NewTimer(retryWait(err, c.cfg.BaseDelay, c.cfg.MaxDelay, attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("%w (giving up retrying: %v)", err, ctx.Err())
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

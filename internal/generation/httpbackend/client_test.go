@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
@@ -335,5 +337,38 @@ func TestNewRefusesABadBaseURL(t *testing.T) {
 		if _, err := New(Config{BaseURL: u}); err == nil {
 			t.Errorf("New(%q) accepted it", u)
 		}
+	}
+}
+
+// The wait between attempts is the injected clock's: an hour of backoff passes when the test
+// steps the clock, not on the wall.
+func TestRetryWaitsOnTheInjectedClock(t *testing.T) {
+	fake := newFake()
+	fake.failFirst, fake.failWith = 1, http.StatusServiceUnavailable
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := newClient(t, srv.URL, func(cfg *Config) { cfg.BaseDelay, cfg.MaxDelay, cfg.Clock = time.Hour, time.Hour, clk })
+
+	done := make(chan error, 1)
+	go func() { _, err := c.Submit(context.Background(), work()); done <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("Submit never waited on the clock after its first attempt failed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Submit returned before the clock moved: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Step(time.Hour)
+	if err := <-done; err != nil {
+		t.Fatalf("Submit after the wait: %v", err)
+	}
+	if got := fake.requests.Load(); got != 2 {
+		t.Errorf("requests = %d, want 2 (a 503, then success)", got)
 	}
 }

@@ -25,7 +25,6 @@ const cacheGrace = time.Minute
 type Backend struct {
 	client client.Client
 	cfg    Config
-	now    func() time.Time
 
 	mu sync.Mutex
 	// submitted remembers when this process created each Job, to tell cache lag from deletion.
@@ -44,7 +43,7 @@ func New(c client.Client, cfg Config) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("job backend config: %w", err)
 	}
-	return &Backend{client: c, cfg: cfg, now: time.Now, submitted: map[string]time.Time{}}, nil
+	return &Backend{client: c, cfg: cfg, submitted: map[string]time.Time{}}, nil
 }
 
 // Capabilities lists the capabilities this backend has a pod template for, sorted.
@@ -141,7 +140,7 @@ func checkWork(w generation.Work) error {
 func (b *Backend) remember(h string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
+	now := b.cfg.Clock.Now()
 	for k, at := range b.submitted {
 		if now.Sub(at) > cacheGrace {
 			delete(b.submitted, k)
@@ -154,7 +153,7 @@ func (b *Backend) recentlySubmitted(h string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	at, ok := b.submitted[h]
-	return ok && b.now().Sub(at) <= cacheGrace
+	return ok && b.cfg.Clock.Now().Sub(at) <= cacheGrace
 }
 
 func (b *Backend) forget(h string) {

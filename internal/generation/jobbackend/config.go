@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -39,6 +40,8 @@ type Config struct {
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 	// Capabilities maps each capability this backend serves to its pod template.
 	Capabilities map[videogenv1alpha1.Capability]CapabilityConfig `json:"capabilities"`
+	// Clock decides when a submission's cache grace ends (default the real clock).
+	Clock clock.PassiveClock `json:"-"`
 }
 
 // CapabilityConfig is how one capability's stages run.
@@ -90,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TTLSecondsAfterFinished == nil {
 		c.TTLSecondsAfterFinished = ptr.To(DefaultTTLSecondsAfterFinished)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return c
 }

@@ -56,7 +56,7 @@ func (b *Backend) completed(w generation.Work, job *batchv1.Job, pods []corev1.P
 	}
 	i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 	if i < 0 {
-		if done := job.Status.CompletionTime; done == nil || b.now().Sub(done.Time) <= cacheGrace {
+		if done := job.Status.CompletionTime; done == nil || b.cfg.Clock.Now().Sub(done.Time) <= cacheGrace {
 			return generation.Observation{State: generation.Running, Progress: 100, Message: "Job completed, waiting to read the result from its pod"}
 		}
 		return fail("none of its pods is left to read the termination message from")
