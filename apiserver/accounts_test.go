@@ -14,6 +14,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
 var _ = Describe("Accounts that may not submit", func() {
@@ -34,8 +35,8 @@ var _ = Describe("Accounts that may not submit", func() {
 			Expect(resp.ErrorCode()).To(Equal("account_suspended"))
 			Expect(resp.Message()).To(ContainSubstring("suspended"))
 			Expect(tasksIn(a.ns)).To(BeEmpty())
-			Expect(balanceOf(a.ns).Holds).To(BeZero())
-			expectPoints(a.ns, 100, 0, 0)
+			Expect(suite.AccountOf(a.ns).Status.Holds).To(BeZero())
+			suite.ExpectBalanced(a.ns, 100, 0, 0)
 
 			// The refusal left the key free: once resumed, the same request goes through.
 			setSuspended(a.ns, false)
@@ -76,7 +77,7 @@ var _ = Describe("Accounts that may not submit", func() {
 // accountWithoutPoints is a namespace with an API key but no PointAccount.
 func accountWithoutPoints() account {
 	GinkgoHelper()
-	ns := unique("nopoints")
+	ns := envsuite.Unique("nopoints")
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta(ns)})).To(Succeed())
 	key, _, err := apikeys.Issue(ctx, k8sClient, keyNamespace, ns, "test key")
 	Expect(err).NotTo(HaveOccurred())
@@ -98,7 +99,7 @@ func setSuspended(ns string, suspended bool) {
 		want = videogenv1alpha1.ReasonSuspended
 	}
 	Eventually(func() string {
-		c := meta.FindStatusCondition(balanceOf(ns).Conditions, videogenv1alpha1.ConditionReady)
+		c := meta.FindStatusCondition(suite.AccountOf(ns).Status.Conditions, videogenv1alpha1.ConditionReady)
 		if c == nil {
 			return ""
 		}

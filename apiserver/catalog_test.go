@@ -150,7 +150,7 @@ var _ = Describe("Owner isolation", func() {
 		use := api.post("/v1/videos/short", intruder.key, map[string]any{"template_id": stID, "face": "https://cdn.example.com/f.jpg"})
 		Expect(use.Status).To(Equal(http.StatusBadRequest))
 		Expect(use.Message()).To(ContainSubstring("no template"))
-		expectPoints(intruder.ns, 100, 0, 0)
+		suite.ExpectBalanced(intruder.ns, 100, 0, 0)
 		// And the owner still sees both, unchanged.
 		Expect(api.get("/v1/tasks/"+taskID, owner.key).Status).To(Equal(http.StatusOK))
 		Expect(api.get("/v1/short-templates", owner.key).JSON()["data"]).To(ContainElement(And(HaveKeyWithValue("id", stID), HaveKeyWithValue("name", "Private"))))

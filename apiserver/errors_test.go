@@ -68,7 +68,7 @@ var _ = Describe("Errors", func() {
 			Expect(resp.ErrorCode()).To(Equal("invalid_request"))
 			Expect(resp.Message()).To(ContainSubstring(message))
 			Expect(tasksIn(a.ns)).To(BeEmpty())
-			expectPoints(a.ns, 100, 0, 0)
+			suite.ExpectBalanced(a.ns, 100, 0, 0)
 		},
 		Entry("missing template_id", "/v1/videos/short", map[string]any{"face": "https://cdn.example.com/f.jpg"}, `"template_id" is required`),
 		Entry("empty face", "/v1/videos/short", map[string]any{"template_id": "x", "face": " "}, `"face" must not be empty`),
@@ -158,7 +158,7 @@ var _ = Describe("Errors", func() {
 		Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
 		Expect(tasksIn(a.ns)).To(BeEmpty())
 		Expect(away.get("/v1/balance", a.key).Status).To(Equal(http.StatusServiceUnavailable))
-		expectPoints(a.ns, 100, 0, 0)
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
 		// The key is free: the same request through a replica that reaches the ledger goes through.
 		Expect(api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "during-failover").Status).To(Equal(http.StatusAccepted))
 	})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
 // templates are the official templates a hostile request names.
@@ -96,8 +97,8 @@ var _ = Describe("Hostile input", func() {
 		var own videogenv1alpha1.ShortTemplateList
 		Expect(k8sClient.List(ctx, &own, client.InNamespace(a.ns))).To(Succeed())
 		Expect(own.Items).To(BeEmpty())
-		expectPoints(a.ns, 100, 0, 0)
-		expectPoints(bystander.ns, 100, 0, 0)
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
+		suite.ExpectBalanced(bystander.ns, 100, 0, 0)
 	}
 
 	DescribeTable("refuses it with the right 4xx and moves no points",
@@ -289,7 +290,7 @@ var _ = Describe("Hostile input", func() {
 	})
 
 	It("keeps an Idempotency-Key to its account: another account's same key is its own task", func() {
-		key := unique("shared-key")
+		key := envsuite.Unique("shared-key")
 		mine := api.post("/v1/videos/short", a.key, shortWith("https://cdn.example.com/a.jpg")(tmpl), "Idempotency-Key", key)
 		Expect(mine.Status).To(Equal(http.StatusAccepted), string(mine.Body))
 		// A different body under the same key elsewhere is neither a replay nor a reuse.

@@ -33,7 +33,7 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 			Expect(resp.ErrorCode()).To(Equal("insufficient_balance"))
 			Expect(resp.Message()).To(ContainSubstring("top-up"))
 			Expect(tasksIn(a.ns)).To(BeEmpty())
-			expectPoints(a.ns, 0, 0, 0)
+			suite.ExpectBalanced(a.ns, 0, 0, 0)
 
 			topUp(a.ns, 100)
 			again := srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-1")
@@ -63,7 +63,7 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 		late := api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "order-2")
 		Expect(late.Status).To(Equal(http.StatusOK))
 		Expect(late.JSON()["status"]).To(Equal("succeeded"))
-		expectPoints(a.ns, 70, 0, 30)
+		suite.ExpectBalanced(a.ns, 70, 0, 30)
 	})
 
 	It("refuses the same key with a different body with 422, moving nothing", func() {

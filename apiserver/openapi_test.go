@@ -26,6 +26,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/apiserver/openapi"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
 // The OpenAPI document is checked against real responses: every response of every test in this
@@ -162,7 +163,7 @@ var _ = Describe("OpenAPI document", func() {
 	})
 
 	It("describes the payment webhook route's real answers", func() {
-		ns := unique("webhooks")
+		ns := envsuite.Unique("webhooks")
 		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		const whsec = "whsec_openapi_test"
 		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stripe",

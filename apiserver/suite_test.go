@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -30,8 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -42,18 +37,18 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
-	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 const keyNamespace = "videogen-system"
 
 var (
+	suite     envsuite.Env
 	env       *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client
 	ctx       context.Context
-	cancel    context.CancelFunc
 	backend   *templateBackend
 	api       *apiClient
 	// ledgerURL reaches the ledger of the suite's manager.
@@ -62,51 +57,35 @@ var (
 )
 
 func TestAPIServer(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "REST apiserver Suite (envtest)")
+	envsuite.Run(t, "REST apiserver Suite (envtest)", 20*time.Second, &suite, func() {
+		ctx, env, cfg, k8sClient = suite.Ctx, suite.Env, suite.Config, suite.Client
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta(keyNamespace)})).To(Succeed())
+
+		// The controllers, as the manager runs them, with a scripted backend.
+		backend = &templateBackend{Backend: testbackend.New()}
+		opts := controllers.DefaultOptions()
+		opts.Task.PollInterval = 50 * time.Millisecond
+		opts.Ledger.SigningKey = []byte("apiserver-test-signing-key-0123456789")
+		opts.Ledger.WriteInterval = 50 * time.Millisecond
+		routes := generation.Routes{}
+		for _, c := range videogenv1alpha1.Capabilities {
+			routes[c] = generation.Named{Name: "test-backend", Backend: backend}
+		}
+		opts.Backends = routes
+		controllerMgr := newManager(cache.Options{ByObject: controllers.CacheByObject()}, gatedClient)
+		pointsLedger, err := controllers.Setup(controllerMgr, opts)
+		Expect(err).NotTo(HaveOccurred())
+		start(controllerMgr)
+		// The manager serves its ledger to the apiserver replicas, as cmd/manager does.
+		ledgerServer := httptest.NewServer(ledger.Handler(pointsLedger))
+		DeferCleanup(ledgerServer.Close)
+		ledgerURL = ledgerServer.URL
+		Eventually(pointsLedger.Ready).Should(BeTrue())
+
+		registry = prometheus.NewRegistry()
+		api = startAPIServer(rate.Inf, 1, registry, nil)
+	})
 }
-
-var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.Background())
-	var err error
-	env, cfg, k8sClient, err = testenv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta(keyNamespace)})).To(Succeed())
-
-	// The controllers, as the manager runs them, with a scripted backend.
-	backend = &templateBackend{Backend: testbackend.New()}
-	opts := controllers.DefaultOptions()
-	opts.Task.PollInterval = 50 * time.Millisecond
-	opts.Ledger.SigningKey = []byte("apiserver-test-signing-key-0123456789")
-	opts.Ledger.WriteInterval = 50 * time.Millisecond
-	routes := generation.Routes{}
-	for _, c := range videogenv1alpha1.Capabilities {
-		routes[c] = generation.Named{Name: "test-backend", Backend: backend}
-	}
-	opts.Backends = routes
-	controllerMgr := newManager(cache.Options{ByObject: controllers.CacheByObject()}, gatedClient)
-	pointsLedger, err := controllers.Setup(controllerMgr, opts)
-	Expect(err).NotTo(HaveOccurred())
-	start(controllerMgr)
-	// The manager serves its ledger to the apiserver replicas, as cmd/manager does.
-	ledgerServer := httptest.NewServer(ledger.Handler(pointsLedger))
-	DeferCleanup(ledgerServer.Close)
-	ledgerURL = ledgerServer.URL
-	Eventually(pointsLedger.Ready).Should(BeTrue())
-
-	registry = prometheus.NewRegistry()
-	api = startAPIServer(rate.Inf, 1, registry, nil)
-})
-
-var _ = AfterSuite(func() {
-	cancel()
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
 
 // templateBackend is the test backend, also scripted by template: a task's name is known only
 // after its POST, by when the controller may have dispatched it; its template is known before.
@@ -319,25 +298,16 @@ func (a *apiClient) post(path, key string, body any, headers ...string) response
 
 // --- fixtures ----------------------------------------------------------------------
 
-var seq atomic.Int64
-
-func unique(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
-
 // account is a namespace with a PointAccount holding balance points and an API key.
 type account struct {
 	ns  string
 	key string
 }
 
+// newAccount is the suite's account (envsuite) with an API key the apiserver already knows.
 func newAccount(balance int64) account {
-	ns := unique("acct")
-	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta(ns)})).To(Succeed())
-	a := &videogenv1alpha1.PointAccount{ObjectMeta: objectMeta(videogenv1alpha1.PointAccountName)}
-	a.Namespace = ns
-	Expect(k8sClient.Create(ctx, a)).To(Succeed())
-	if balance > 0 {
-		topUp(ns, balance)
-	}
+	GinkgoHelper()
+	ns := suite.NewAccount(balance)
 	key, _, err := apikeys.Issue(ctx, k8sClient, keyNamespace, ns, "test key")
 	Expect(err).NotTo(HaveOccurred())
 	// The apiserver learns keys through its informer.
@@ -345,32 +315,10 @@ func newAccount(balance int64) account {
 	return account{ns: ns, key: key}
 }
 
-// topUp credits amount to the account with a PointTopUp and waits until it is applied.
+// topUp credits amount to the account and waits until it is applied.
 func topUp(ns string, amount int64) {
 	GinkgoHelper()
-	t := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(unique("topup")),
-		Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: unique("INV"), Note: "test"}}
-	t.Namespace = ns
-	Expect(k8sClient.Create(ctx, t)).To(Succeed())
-	Eventually(func() *metav1.Time {
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(t), t)).To(Succeed())
-		return t.Status.AppliedAt
-	}).ShouldNot(BeNil())
-}
-
-func balanceOf(ns string) videogenv1alpha1.PointAccountStatus {
-	a := &videogenv1alpha1.PointAccount{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, a)).To(Succeed())
-	return a.Status
-}
-
-func expectPoints(ns string, balance, frozen, spent int64) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		st := balanceOf(ns)
-		g.Expect(st.Credited).To(Equal(st.Balance+st.Frozen+st.Spent), "credited = balance + frozen + spent")
-		g.Expect([]int64{st.Balance, st.Frozen, st.Spent}).To(Equal([]int64{balance, frozen, spent}), "balance, frozen, spent")
-	}).Should(Succeed())
+	suite.Applied(suite.TopUp(ns, envsuite.Unique("topup"), amount))
 }
 
 // expectCharged asserts the balance and that charged points are frozen or spent (a task may
@@ -378,7 +326,7 @@ func expectPoints(ns string, balance, frozen, spent int64) {
 func expectCharged(ns string, balance, charged int64) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		st := balanceOf(ns)
+		st := suite.AccountOf(ns).Status
 		g.Expect(st.Credited).To(Equal(st.Balance+st.Frozen+st.Spent), "credited = balance + frozen + spent")
 		g.Expect([]int64{st.Balance, st.Frozen + st.Spent}).To(Equal([]int64{balance, charged}), "balance, frozen+spent")
 	}).Should(Succeed())
@@ -391,7 +339,7 @@ func tasksIn(ns string) []videogenv1alpha1.VideoTask {
 }
 
 func template(capability videogenv1alpha1.Capability, price *int64, adjust func(*videogenv1alpha1.TemplateSpec)) string {
-	t := &videogenv1alpha1.Template{ObjectMeta: objectMeta(unique("tmpl"))}
+	t := &videogenv1alpha1.Template{ObjectMeta: objectMeta(envsuite.Unique("tmpl"))}
 	t.Spec = videogenv1alpha1.TemplateSpec{Capability: capability, DisplayName: "Template " + t.Name, Price: price,
 		CoverURL: "https://cdn.example.com/" + t.Name + ".jpg", MediaURL: "https://cdn.example.com/" + t.Name + ".mp4"}
 	if adjust != nil {

@@ -45,7 +45,7 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(done["progress"]).To(BeNumerically("==", 100))
 		Expect(done["completed_at"]).NotTo(BeNil())
 		Expect(done["phases"]).To(HaveLen(2))
-		expectPoints(a.ns, 70, 0, 30)
+		suite.ExpectBalanced(a.ns, 70, 0, 30)
 		// /v1/balance reads the apiserver's cache, which may be a moment behind.
 		Eventually(func() map[string]any { return api.get("/v1/balance", a.key).JSON() }).Should(And(
 			HaveKeyWithValue("balance", BeNumerically("==", 70)), HaveKeyWithValue("spent", BeNumerically("==", 30)),
@@ -83,7 +83,7 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(resp.ErrorCode()).To(Equal("invalid_request"))
 		Expect(resp.Message()).To(ContainSubstring(`"face"`))
 		Expect(tasksIn(a.ns)).To(BeEmpty())
-		expectPoints(a.ns, 50, 0, 0)
+		suite.ExpectBalanced(a.ns, 50, 0, 0)
 	})
 
 	It("cleans a public video with the eraser and refuses base64 video", func() {
@@ -96,7 +96,7 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
 		Expect(resp.JSON()).To(HaveKeyWithValue("cost", BeNumerically("==", 10)), "the eraser costs the default price")
 		waitTask(a, resp.JSON()["id"].(string), "succeeded")
-		expectPoints(a.ns, 40, 0, 10)
+		suite.ExpectBalanced(a.ns, 40, 0, 10)
 	})
 
 	It("prices adjustable templates by duration and refuses a duration out of range", func() {
@@ -164,13 +164,13 @@ var _ = Describe("Generation endpoints", func() {
 			"Idempotency-Key", "cancel-me")
 		id := resp.JSON()["id"].(string)
 		waitTask(a, id, "running")
-		expectPoints(a.ns, 60, 40, 0)
+		suite.ExpectBalanced(a.ns, 60, 40, 0)
 
 		c := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
 		Expect(c.Status).To(Equal(http.StatusAccepted), string(c.Body))
 		done := waitTask(a, id, "canceled")
 		Expect(done["error"]).To(HaveKeyWithValue("code", "canceled"))
-		expectPoints(a.ns, 100, 0, 0)
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
 
 		again := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
 		Expect(again.Status).To(Equal(http.StatusConflict))
@@ -187,14 +187,14 @@ var _ = Describe("Generation endpoints", func() {
 		// Accepted (points frozen), but the backend has not started it.
 		Eventually(func() map[string]any { return api.get("/v1/tasks/"+id, a.key).JSON() }).Should(And(
 			HaveKeyWithValue("status", "queued"), HaveKeyWithValue("charge", "Frozen")))
-		expectPoints(a.ns, 60, 40, 0)
+		suite.ExpectBalanced(a.ns, 60, 40, 0)
 
 		c := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
 		Expect(c.Status).To(Equal(http.StatusAccepted), string(c.Body))
 		done := waitTask(a, id, "canceled")
 		Expect(done).To(And(HaveKeyWithValue("charge", "Refunded"), HaveKeyWithValue("started_at", BeNil())))
 		Expect(done["error"]).To(HaveKeyWithValue("code", "canceled"))
-		expectPoints(a.ns, 100, 0, 0)
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
 	})
 
 	It("names the phase running now: the first stage while it runs", func() {

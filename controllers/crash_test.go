@@ -68,7 +68,7 @@ var _ = Describe("Crash safety", func() {
 		first := &faults{rate: 0.1}
 		stopFirst := startFaultyManager(opts, first)
 
-		credits := map[string]int64{newAccount(300): 300, newAccount(300): 300, newAccount(60): 60}
+		credits := map[string]int64{suite.NewAccount(300): 300, suite.NewAccount(300): 300, suite.NewAccount(60): 60}
 		flat := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		adjustable := aTemplate(videogenv1alpha1.CapabilityTemplate).Adjustable(5, 30, map[string]int64{"5": 15, "10": 25}).Create()
 
@@ -130,7 +130,7 @@ var _ = Describe("Crash safety", func() {
 				}
 			}
 			Eventually(func(g Gomega) {
-				st := accountOf(ns).Status
+				st := suite.AccountOf(ns).Status
 				g.Expect(st.Credited).To(Equal(credited))
 				g.Expect(st.Frozen).To(BeZero())
 				g.Expect(st.Holds).To(BeZero())

@@ -50,12 +50,12 @@ var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
 	}
 
 	It("fails and refunds a task whose Job fails", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
 		task := aShortTask(ns, tmpl).Create()
 		job := stageJob(ns, task.Name, videogenv1alpha1.StageAnalyze)
 		Expect(job.OwnerReferences).To(ContainElement(HaveField("UID", task.UID)))
-		expectBalanced(ns, 75, 25, 0)
+		suite.ExpectBalanced(ns, 75, 25, 0)
 
 		Expect(jobtest.Fail(ctx, k8sClient, job, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")).To(Succeed())
 		done := finished(ns, task.Name)
@@ -63,11 +63,11 @@ var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
 		Expect(done.Status.Error.Code).To(Equal("analyze_failed"))
 		Expect(done.Status.Error.Message).To(ContainSubstring("BackoffLimitExceeded"))
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
-		expectBalanced(ns, 100, 0, 0)
+		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 
 	It("deletes the running Job of a task that is cancelled, and refunds it", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
 		task := aShortTask(ns, tmpl).Create()
 		job := stageJob(ns, task.Name, videogenv1alpha1.StageAnalyze)
@@ -79,13 +79,13 @@ var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})
 		}).Should(Satisfy(apierrors.IsNotFound))
-		expectBalanced(ns, 100, 0, 0)
+		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 
 	// The cancel request lands between the Job's creation and the status write that would
 	// record its handle, so that write conflicts and the handle is lost: the Job must still go.
 	It("deletes a Job whose handle never reached the status when the task is cancelled", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
 		var once sync.Once
 		afterSubmit = func(w generation.Work) {
@@ -108,7 +108,7 @@ var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
 			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{jobbackend.LabelTask: task.Name})).To(Succeed())
 			g.Expect(list.Items).To(BeEmpty())
 		}).Should(Succeed())
-		expectBalanced(ns, 100, 0, 0)
+		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 })
 

@@ -21,6 +21,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
 // receiver is a sink that verifies every delivery with the Standard Webhooks reference library
@@ -77,7 +78,7 @@ func paymentEventOptions(maxAttempts int32, sinks ...paymentevents.Sink) control
 
 // aPaymentEvent stores an event as the ingress would.
 func aPaymentEvent(ns string, typ connectors.EventType) *videogenv1alpha1.PaymentEvent {
-	id := unique("evt")
+	id := envsuite.Unique("evt")
 	ev := &connectors.Event{Connector: "stripe", Type: typ, ConnectorEventType: "charge.dispute.created",
 		MerchantEventID: id, Complete: true,
 		Dispute: &connectors.DisputeDetails{DisputeID: "dp_" + id, PaymentID: "pi_1", AmountMinor: 2000, Currency: "USD",
@@ -90,7 +91,7 @@ func aPaymentEvent(ns string, typ connectors.EventType) *videogenv1alpha1.Paymen
 // aPaymentSucceeded stores a captured payment of amountMinor cents whose merchant reference
 // names ns, as a processor would for a customer paying for points.
 func aPaymentSucceeded(ns string, amountMinor int64) *videogenv1alpha1.PaymentEvent {
-	id := unique("evt")
+	id := envsuite.Unique("evt")
 	ev := &connectors.Event{Connector: "stripe", Type: connectors.PaymentIntentSuccess, ConnectorEventType: "payment_intent.succeeded",
 		MerchantEventID: id, Complete: true,
 		Payment: &connectors.PaymentDetails{PaymentID: "pi_" + id, ConnectorTransactionID: "ch_" + id, MerchantReference: ns,
@@ -110,7 +111,7 @@ func processedEvent(pe *videogenv1alpha1.PaymentEvent) {
 
 // figures are the amounts of an account that a payment event could move.
 func figures(ns string) []int64 {
-	st := accountOf(ns).Status
+	st := suite.AccountOf(ns).Status
 	return []int64{st.Balance, st.Frozen, st.Spent, st.Credited}
 }
 
@@ -129,7 +130,7 @@ func startPaymentManager(opts controllers.Options) (stop func()) {
 }
 
 func newPaymentNamespace() string {
-	ns := unique("payments")
+	ns := envsuite.Unique("payments")
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	return ns
 }
@@ -262,8 +263,8 @@ var _ = Describe("PaymentEvent", func() {
 
 	It("never changes a PointAccount's balance for a PAYMENT_INTENT_SUCCESS event", func() {
 		startPaymentManager(paymentEventOptions(5))
-		ns := newAccount(1000)
-		expectBalanced(ns, 1000, 0, 0)
+		ns := suite.NewAccount(1000)
+		suite.ExpectBalanced(ns, 1000, 0, 0)
 		before := figures(ns)
 
 		pe := aPaymentSucceeded(ns, 5000)

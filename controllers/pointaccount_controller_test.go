@@ -21,7 +21,7 @@ var _ = Describe("PointAccount", func() {
 	AfterEach(func() { stop() })
 
 	It("shows a running task's hold, and empties its journal once tasks show their charge", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(5).Create()
 		hang := aShortTask(ns, tmpl)
 		backend.Set(hang.Name(), testbackend.Script{Analyze: testbackend.Hang})
@@ -29,43 +29,43 @@ var _ = Describe("PointAccount", func() {
 		for range 5 {
 			aShortTask(ns, tmpl).Create()
 		}
-		expectBalanced(ns, 70, 5, 25)
+		suite.ExpectBalanced(ns, 70, 5, 25)
 		Eventually(func() []int64 {
-			st := accountOf(ns).Status
+			st := suite.AccountOf(ns).Status
 			return []int64{int64(st.Holds), int64(len(st.Journal))}
 		}).Should(Equal([]int64{1, 0}))
 	})
 
 	It("reports Ready and Funded conditions, and Suspended accounts take no new tasks", func() {
-		ns := newAccount(10)
+		ns := suite.NewAccount(10)
 		Eventually(func(g Gomega) {
-			a := accountOf(ns)
+			a := suite.AccountOf(ns)
 			g.Expect(meta.IsStatusConditionTrue(a.Status.Conditions, videogenv1alpha1.ConditionReady)).To(BeTrue())
 			g.Expect(meta.IsStatusConditionTrue(a.Status.Conditions, videogenv1alpha1.ConditionFunded)).To(BeTrue())
 			g.Expect(a.Status.ObservedGeneration).To(Equal(a.Generation))
 		}).Should(Succeed())
 
-		a := accountOf(ns)
+		a := suite.AccountOf(ns)
 		patch := client.MergeFrom(a.DeepCopy())
 		a.Spec.Suspended = true
 		Expect(k8sClient.Patch(ctx, a, patch)).To(Succeed())
 		Eventually(func() string {
-			c := meta.FindStatusCondition(accountOf(ns).Status.Conditions, videogenv1alpha1.ConditionReady)
+			c := meta.FindStatusCondition(suite.AccountOf(ns).Status.Conditions, videogenv1alpha1.ConditionReady)
 			return c.Reason
 		}).Should(Equal(videogenv1alpha1.ReasonSuspended))
 
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(5).Create()
 		done := finished(ns, aShortTask(ns, tmpl).Create().Name)
 		Expect(done.Status.Error.Code).To(Equal("account_suspended"))
-		expectBalanced(ns, 10, 0, 0)
+		suite.ExpectBalanced(ns, 10, 0, 0)
 	})
 
 	It("says Funded=False when the balance is spent", func() {
-		ns := newAccount(10)
+		ns := suite.NewAccount(10)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		finished(ns, aShortTask(ns, tmpl).Create().Name)
 		Eventually(func() string {
-			c := meta.FindStatusCondition(accountOf(ns).Status.Conditions, videogenv1alpha1.ConditionFunded)
+			c := meta.FindStatusCondition(suite.AccountOf(ns).Status.Conditions, videogenv1alpha1.ConditionFunded)
 			if c == nil {
 				return ""
 			}
@@ -74,16 +74,16 @@ var _ = Describe("PointAccount", func() {
 	})
 
 	It("refuses to delete an account with points or holds, and lets it go once emptied", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		b := aShortTask(ns, tmpl)
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
 		task := b.Create()
-		expectBalanced(ns, 80, 20, 0)
-		Eventually(func() []string { return accountOf(ns).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerLedger))
+		suite.ExpectBalanced(ns, 80, 20, 0)
+		Eventually(func() []string { return suite.AccountOf(ns).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerLedger))
 
 		// The admission policy says why at once.
-		err := k8sClient.Delete(ctx, accountOf(ns))
+		err := k8sClient.Delete(ctx, suite.AccountOf(ns))
 		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("80 points available and 1 tasks holding 20 points"))
 		Expect(err.Error()).To(ContainSubstring("amount -80"))
@@ -94,22 +94,22 @@ var _ = Describe("PointAccount", func() {
 		patch := client.MergeFrom(task.DeepCopy())
 		task.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
 		Expect(k8sClient.Patch(ctx, task, patch)).To(Succeed())
-		expectBalanced(ns, 100, 0, 0)
-		debit := topUp(ns, "close", -100)
+		suite.ExpectBalanced(ns, 100, 0, 0)
+		debit := suite.TopUp(ns, "close", -100)
 		Eventually(func() *int64 { return topUpOf(debit).Status.BalanceAfter }).ShouldNot(BeNil())
-		expectBalanced(ns, 0, 0, 0)
-		Eventually(func() int { return len(accountOf(ns).Status.Journal) }).Should(BeZero())
-		Expect(k8sClient.Delete(ctx, accountOf(ns))).To(Succeed())
+		suite.ExpectBalanced(ns, 0, 0, 0)
+		Eventually(func() int { return len(suite.AccountOf(ns).Status.Journal) }).Should(BeZero())
+		Expect(k8sClient.Delete(ctx, suite.AccountOf(ns))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}))
 		}).Should(BeTrue())
 	})
 
 	It("lets an empty account go at once; its namespace then takes no task", func() {
-		ns := newAccount(0)
+		ns := suite.NewAccount(0)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
-		Eventually(func() []string { return accountOf(ns).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerLedger))
-		Expect(k8sClient.Delete(ctx, accountOf(ns))).To(Succeed())
+		Eventually(func() []string { return suite.AccountOf(ns).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerLedger))
+		Expect(k8sClient.Delete(ctx, suite.AccountOf(ns))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}))
 		}).Should(BeTrue())

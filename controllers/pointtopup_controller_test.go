@@ -33,31 +33,31 @@ var _ = Describe("PointTopUp", func() {
 	AfterEach(func() { stop() })
 
 	It("credits once, records the account and the balance after it, and keeps the journal empty after", func() {
-		ns := newAccount(0)
-		t := topUp(ns, "inv-7", 500)
+		ns := suite.NewAccount(0)
+		t := suite.TopUp(ns, "inv-7", 500)
 		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonCredited))
 		applied := topUpOf(t)
 		Expect(*applied.Status.BalanceAfter).To(Equal(int64(500)))
-		Expect(applied.Status.AccountUID).To(Equal(accountOf(ns).UID))
-		expectBalanced(ns, 500, 0, 0)
-		Eventually(func() int { return len(accountOf(ns).Status.Journal) }).Should(BeZero())
-		Expect(accountOf(ns).Status.Credited).To(Equal(int64(500)))
+		Expect(applied.Status.AccountUID).To(Equal(suite.AccountOf(ns).UID))
+		suite.ExpectBalanced(ns, 500, 0, 0)
+		Eventually(func() int { return len(suite.AccountOf(ns).Status.Journal) }).Should(BeZero())
+		Expect(suite.AccountOf(ns).Status.Credited).To(Equal(int64(500)))
 	})
 
 	It("refuses a second top-up with a reference already applied in the account", func() {
-		ns := newAccount(0)
-		first := topUp(ns, "first", 100)
+		ns := suite.NewAccount(0)
+		first := suite.TopUp(ns, "first", 100)
 		Eventually(appliedReason(first)).Should(Equal(videogenv1alpha1.ReasonCredited))
 		dup := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dup"},
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: first.Spec.Reference}}
 		Expect(k8sClient.Create(ctx, dup)).To(Succeed())
 		Eventually(appliedReason(dup)).Should(Equal(videogenv1alpha1.ReasonDuplicateReference))
 		Expect(topUpOf(dup).Status.AppliedAt).To(BeNil())
-		Consistently(func() int64 { return accountOf(ns).Status.Credited }, "500ms").Should(Equal(int64(100)))
+		Consistently(func() int64 { return suite.AccountOf(ns).Status.Credited }, "500ms").Should(Equal(int64(100)))
 	})
 
 	It("debits with a note, and refuses a debit beyond the balance or without a note", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		noNote := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-note"},
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -10, Reference: "CORR-0"}}
 		err := k8sClient.Create(ctx, noNote)
@@ -74,13 +74,13 @@ var _ = Describe("PointTopUp", func() {
 		Expect(k8sClient.Create(ctx, debit)).To(Succeed())
 		Eventually(appliedReason(debit)).Should(Equal(videogenv1alpha1.ReasonDebited))
 		Expect(*topUpOf(debit).Status.BalanceAfter).To(Equal(int64(60)))
-		expectBalanced(ns, 60, 0, 0)
-		Expect(accountOf(ns).Status.Credited).To(Equal(int64(60)))
+		suite.ExpectBalanced(ns, 60, 0, 0)
+		Expect(suite.AccountOf(ns).Status.Credited).To(Equal(int64(60)))
 	})
 
 	It("cannot be deleted or edited once applied", func() {
-		ns := newAccount(0)
-		t := topUp(ns, "kept", 70)
+		ns := suite.NewAccount(0)
+		t := suite.TopUp(ns, "kept", 70)
 		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonCredited))
 		err := k8sClient.Delete(ctx, topUpOf(t))
 		Expect(err).To(HaveOccurred())
@@ -92,18 +92,18 @@ var _ = Describe("PointTopUp", func() {
 	})
 
 	It("waits for the account and applies once it exists", func() {
-		ns := newAccount(0)
-		Expect(k8sClient.Delete(ctx, accountOf(ns))).To(Succeed())
+		ns := suite.NewAccount(0)
+		Expect(k8sClient.Delete(ctx, suite.AccountOf(ns))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}))
 		}).Should(BeTrue())
-		t := topUp(ns, "early", 40)
+		t := suite.TopUp(ns, "early", 40)
 		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonAccountNotFound))
 
 		acct := &videogenv1alpha1.PointAccount{}
 		acct.Namespace, acct.Name = ns, videogenv1alpha1.PointAccountName
 		Expect(k8sClient.Create(ctx, acct)).To(Succeed())
-		expectBalanced(ns, 40, 0, 0)
-		Eventually(func() int { return len(accountOf(ns).Status.Journal) }).Should(BeZero())
+		suite.ExpectBalanced(ns, 40, 0, 0)
+		Eventually(func() int { return len(suite.AccountOf(ns).Status.Journal) }).Should(BeZero())
 	})
 })

@@ -18,8 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -28,39 +26,23 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
 	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
-	"github.com/videogen-dev/videogen-operator/internal/testenv"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
 var (
+	suite     envsuite.Env
 	env       *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client
 	ctx       context.Context
-	cancel    context.CancelFunc
 )
 
 func TestControllers(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "Controllers Suite (envtest)")
+	envsuite.Run(t, "Controllers Suite (envtest)", 20*time.Second, &suite, func() {
+		ctx, env, cfg, k8sClient = suite.Ctx, suite.Env, suite.Config, suite.Client
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: webhookSecretNamespace}})).To(Succeed())
+	})
 }
-
-var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.Background())
-	var err error
-	env, cfg, k8sClient, err = testenv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: webhookSecretNamespace}})).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	cancel()
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
 
 // testOptions are fast settings for tests: short polls and grace periods.
 func testOptions(backend generation.Backend) controllers.Options {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
 // The CRDs' schema and CEL rules refuse bad objects at the apiserver, before any controller.
@@ -18,7 +19,7 @@ var _ = Describe("API validation", func() {
 
 	DescribeTable("refuses invalid Templates",
 		func(spec videogenv1alpha1.TemplateSpec, message string) {
-			t := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: unique("bad")}, Spec: spec}
+			t := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: envsuite.Unique("bad")}, Spec: spec}
 			err := k8sClient.Create(ctx, t)
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(ContainSubstring(message))
@@ -55,7 +56,7 @@ var _ = Describe("API validation", func() {
 
 	DescribeTable("refuses VideoTasks missing what their capability needs",
 		func(spec videogenv1alpha1.VideoTaskSpec, message string) {
-			t := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: unique("bad")}, Spec: spec}
+			t := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("bad")}, Spec: spec}
 			err := k8sClient.Create(ctx, t)
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(ContainSubstring(message))
@@ -73,14 +74,14 @@ var _ = Describe("API validation", func() {
 	)
 
 	It("keeps a PointTopUp immutable and its amount positive", func() {
-		bad := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: unique("bad")},
+		bad := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("bad")},
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 0, Reference: "INV"}}
 		Expect(k8sClient.Create(ctx, bad)).NotTo(Succeed())
-		noRef := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: unique("bad")},
+		noRef := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("bad")},
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 5}}
 		Expect(k8sClient.Create(ctx, noRef)).NotTo(Succeed())
 
-		ok := topUp(ns, unique("ok"), 5)
+		ok := suite.TopUp(ns, envsuite.Unique("ok"), 5)
 		ok.Spec.Amount = 5000
 		err := k8sClient.Update(ctx, ok)
 		Expect(err).To(HaveOccurred())

@@ -33,7 +33,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 	AfterEach(func() { stop() })
 
 	It("deducts the frozen points when both stages succeed", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
 		task := aShortTask(ns, tmpl).Create()
 
@@ -55,7 +55,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(succeeded.Reason).To(Equal(videogenv1alpha1.ReasonSucceeded))
 		Expect(succeeded.ObservedGeneration).To(Equal(done.Generation))
 		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionFailed)).To(BeNil())
-		expectBalanced(ns, 70, 0, 30)
+		suite.ExpectBalanced(ns, 70, 0, 30)
 		Expect(metricValue("videogen_points_moved_total", map[string]string{"namespace": ns, "operation": "deduct"})).To(Equal(30.0))
 		Expect(metricValue("videogen_points_moved_total", map[string]string{"namespace": ns, "operation": "freeze"})).To(Equal(30.0))
 		Expect(metricValue("videogen_tasks_finished_total", map[string]string{"capability": "video.short", "outcome": "succeeded"})).
@@ -90,7 +90,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		opts := testOptions(backend)
 		opts.Task.TransitionEvents = false
 		stop = startManager(opts)
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
 		ok := aShortTask(ns, tmpl).Create()
 		bad := aShortTask(ns, tmpl)
@@ -100,12 +100,12 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(finished(ns, ok.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
 		Expect(finished(ns, bad.Name()).Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
 		Eventually(func() []string { return eventReasons(ns, bad.Name()) }).Should(ConsistOf(videogenv1alpha1.ReasonStageFailed))
-		expectBalanced(ns, 70, 0, 30) // both settled: an event would have been sent by now
+		suite.ExpectBalanced(ns, 70, 0, 30) // both settled: an event would have been sent by now
 		Consistently(func() []string { return eventNotes(ns, ok.Name) }, "1s").Should(BeEmpty())
 	})
 
 	It("cancels the backend work of a running task that is deleted, and refunds it", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
 		b := aShortTask(ns, tmpl)
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
@@ -115,14 +115,14 @@ var _ = Describe("VideoTask lifecycle", func() {
 			g.Expect(t.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork), "a stage runs at the backend")
 			g.Expect(t.Status.Stages).To(ContainElement(HaveField("State", videogenv1alpha1.StageRunning)))
 		}).Should(Succeed())
-		expectBalanced(ns, 70, 30, 0)
+		suite.ExpectBalanced(ns, 70, 30, 0)
 
 		Expect(k8sClient.Delete(ctx, task)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}))
 		}).Should(BeTrue())
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender))).To(BeTrue())
-		expectBalanced(ns, 100, 0, 0)
+		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 
 	It("lets a deleted task go after the cancel grace when its backend cannot be reached", func() {
@@ -130,7 +130,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		opts := testOptions(backend)
 		opts.Task.CancelGrace = 2 * time.Second
 		stop = startManager(opts)
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
 		b := aShortTask(ns, tmpl)
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang, CancelFails: true})
@@ -144,11 +144,11 @@ var _ = Describe("VideoTask lifecycle", func() {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}))
 		}).Should(BeTrue())
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement("CancelFailed"))
-		expectBalanced(ns, 100, 0, 0)
+		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 
 	It("takes its finalizer off a task once no stage runs, and a fast task never gets one", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		slow := aShortTask(ns, tmpl)
 		backend.Set(slow.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Succeed, Latency: time.Second})
@@ -158,12 +158,12 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Eventually(func() []string { return taskOf(ns, slow.Name()).Finalizers }).Should(BeEmpty())
 		fast := aShortTask(ns, tmpl).Create()
 		Expect(finished(ns, fast.Name).Finalizers).To(BeEmpty())
-		expectBalanced(ns, 80, 0, 20)
+		suite.ExpectBalanced(ns, 80, 0, 20)
 	})
 
 	DescribeTable("refunds the frozen points when a stage fails",
 		func(s testbackend.Script, code string) {
-			ns := newAccount(100)
+			ns := suite.NewAccount(100)
 			tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(40).Create()
 			b := aShortTask(ns, tmpl)
 			backend.Set(b.Name(), s)
@@ -178,7 +178,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 			Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionSucceeded)).To(BeNil(),
 				"kubectl wait --for=condition=Succeeded must never end for a failed task")
 			Expect(done.Status.Result).To(BeNil())
-			expectBalanced(ns, 100, 0, 0)
+			suite.ExpectBalanced(ns, 100, 0, 0)
 			Eventually(func() []string { return eventNotes(ns, b.Name()) }).Should(ContainElement(
 				MatchRegexp(`^StageFailed: .+; refunded 40 points$`)))
 		},
@@ -188,7 +188,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 	)
 
 	It("fails a task that exceeds its timeout, cancels its backend work and refunds it", func() {
-		ns := newAccount(50)
+		ns := suite.NewAccount(50)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		// Long enough for the account's summary to show the hold on a loaded machine before the
 		// timeout refunds it.
@@ -196,7 +196,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
 		task := b.Create()
 
-		Eventually(func() int64 { return accountOf(ns).Status.Frozen }).Should(Equal(int64(20)))
+		Eventually(func() int64 { return suite.AccountOf(ns).Status.Frozen }).Should(Equal(int64(20)))
 		done := finished(ns, task.Name)
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
 		Expect(done.Status.Error.Code).To(Equal("timed_out"))
@@ -205,11 +205,11 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionSucceeded)).To(BeNil())
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageRender))).To(BeTrue())
-		expectBalanced(ns, 50, 0, 0)
+		suite.ExpectBalanced(ns, 50, 0, 0)
 	})
 
 	It("cancels on request and refunds", func() {
-		ns := newAccount(50)
+		ns := suite.NewAccount(50)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		b := aShortTask(ns, tmpl)
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
@@ -223,11 +223,11 @@ var _ = Describe("VideoTask lifecycle", func() {
 		done := finished(ns, task.Name)
 		Expect(done.Status.Error.Code).To(Equal("canceled"))
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
-		expectBalanced(ns, 50, 0, 0)
+		suite.ExpectBalanced(ns, 50, 0, 0)
 	})
 
 	It("fails with InsufficientBalance and moves no points when the balance is short", func() {
-		ns := newAccount(25)
+		ns := suite.NewAccount(25)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
 		task := aShortTask(ns, tmpl).Create()
 
@@ -239,14 +239,14 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionAccepted).Reason).
 			To(Equal(videogenv1alpha1.ReasonInsufficientBalance))
 		Consistently(func() []int64 {
-			st := accountOf(ns).Status
+			st := suite.AccountOf(ns).Status
 			return []int64{st.Balance, st.Frozen, st.Spent, int64(st.Holds)}
 		}, time.Second).Should(Equal([]int64{25, 0, 0, 0}))
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement(videogenv1alpha1.ReasonInsufficientBalance))
 	})
 
 	It("prices adjustable templates by duration and refuses a duration out of range without moving points", func() {
-		ns := newAccount(500)
+		ns := suite.NewAccount(500)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityTemplate).Adjustable(5, 30, map[string]int64{"10": 90}).Create()
 
 		priced := aShortTask(ns, tmpl).Capability(videogenv1alpha1.CapabilityTemplate).Duration(10).Create()
@@ -258,19 +258,19 @@ var _ = Describe("VideoTask lifecycle", func() {
 		bad := finished(ns, outOfRange.Name)
 		Expect(bad.Status.Error.Code).To(Equal("invalid_duration"))
 		Expect(bad.Status.Cost).To(BeNil())
-		expectBalanced(ns, 400, 0, 100)
+		suite.ExpectBalanced(ns, 400, 0, 100)
 	})
 
 	It("fails a task whose template does not exist without moving points", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		task := aShortTask(ns, "no-such-template").Create()
 		done := finished(ns, task.Name)
 		Expect(done.Status.Error.Code).To(Equal("template_not_found"))
-		expectBalanced(ns, 100, 0, 0)
+		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 
 	It("runs a task on the account's own ushort_ template", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		st := &videogenv1alpha1.ShortTemplate{}
 		st.Namespace, st.Name = ns, "my-template"
 		st.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://media.example/mine.mp4"}
@@ -286,24 +286,24 @@ var _ = Describe("VideoTask lifecycle", func() {
 
 		done := finished(ns, aShortTask(ns, id).Create().Name)
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
-		expectBalanced(ns, 90, 0, 10)
+		suite.ExpectBalanced(ns, 90, 0, 10)
 
 		// Its object name works as well, as kubectl users refer to objects.
 		byName := finished(ns, aShortTask(ns, st.Name).Create().Name)
 		Expect(byName.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", byName.Status.Error)
-		expectBalanced(ns, 80, 0, 20)
+		suite.ExpectBalanced(ns, 80, 0, 20)
 
 		// Another account cannot use it, by id or by name: they do not cross namespaces.
-		other := newAccount(100)
+		other := suite.NewAccount(100)
 		for _, ref := range []string{id, st.Name} {
 			foreign := finished(other, aShortTask(other, ref).Create().Name)
 			Expect(foreign.Status.Error.Code).To(Equal("template_not_found"))
 		}
-		expectBalanced(other, 100, 0, 0)
+		suite.ExpectBalanced(other, 100, 0, 0)
 	})
 
 	It("keeps a ushort_ id stable for the template's life and unique in the account", func() {
-		ns := newAccount(0)
+		ns := suite.NewAccount(0)
 		mine := &videogenv1alpha1.ShortTemplate{}
 		mine.Namespace, mine.Name = ns, "mine"
 		mine.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://media.example/mine.mp4"}
@@ -349,7 +349,7 @@ var _ = Describe("Finished tasks", func() {
 		stop := startManager(opts)
 		defer stop()
 
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		task := aShortTask(ns, tmpl).Create()
 		finished(ns, task.Name)
@@ -357,7 +357,7 @@ var _ = Describe("Finished tasks", func() {
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
-		expectBalanced(ns, 90, 0, 10)
+		suite.ExpectBalanced(ns, 90, 0, 10)
 	})
 
 	It("are closed in their settling write, and the collector deletes only closed ones", func() {
@@ -368,7 +368,7 @@ var _ = Describe("Finished tasks", func() {
 		stop := startManager(opts)
 		defer stop()
 
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		plain := aShortTask(ns, tmpl).Create()
 		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -402,11 +402,11 @@ var _ = Describe("Finished tasks", func() {
 			g.Expect(t.Status.Closed).To(BeFalse())
 			g.Expect(t.Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
 		}, 4*time.Second).Should(Succeed())
-		expectBalanced(ns, 80, 0, 20)
+		suite.ExpectBalanced(ns, 80, 0, 20)
 	})
 
 	It("are collected page by page: closed and past the TTL only", func() {
-		ns := newAccount(0) // no points: no manager runs in this spec
+		ns := suite.NewAccount(0) // no points: no manager runs in this spec
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		// No manager runs: the statuses are set here, as a manager would have left them.
 		setStatus := func(closed bool, completedAgo time.Duration) *videogenv1alpha1.VideoTask {
@@ -440,7 +440,7 @@ var _ = Describe("Finished tasks", func() {
 		opts := testOptions(backend)
 		opts.Task.FinishedTTL = 3 * time.Second
 		stop := startManager(opts)
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		task := aShortTask(ns, tmpl).Create()
 		Expect(finished(ns, task.Name).Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
@@ -453,7 +453,7 @@ var _ = Describe("Finished tasks", func() {
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
-		expectBalanced(ns, 90, 0, 10)
+		suite.ExpectBalanced(ns, 90, 0, 10)
 	})
 })
 

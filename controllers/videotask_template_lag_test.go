@@ -20,8 +20,8 @@ import (
 
 var _ = Describe("VideoTask acceptance", func() {
 	It("does not fail a task for a template its cache has not seen yet", func() {
-		ns := newAccount(0) // no controller runs here, only a ledger (with the account's points)
-		acct := accountOf(ns)
+		ns := suite.NewAccount(0) // no controller runs here, only a ledger (with the account's points)
+		acct := suite.AccountOf(ns)
 		acct.Status.Credited, acct.Status.Balance = 100, 100
 		Expect(k8sClient.Status().Update(ctx, acct)).To(Succeed())
 		l, stopLedger := startLedger()

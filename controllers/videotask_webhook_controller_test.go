@@ -92,7 +92,7 @@ var _ = Describe("Completion webhooks", func() {
 	AfterEach(func() { stop() })
 
 	It("posts the finished task once, signed with the account's secret", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		recv := newTaskReceiver(ns)
 		task := taskWithWebhook(ns, recv.server.URL+"/hooks", testbackend.Script{}, backend)
 
@@ -122,7 +122,7 @@ var _ = Describe("Completion webhooks", func() {
 	})
 
 	It("retries failures with the same webhook-id until the receiver accepts", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		recv := newTaskReceiver(ns, http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusOK)
 		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{Analyze: testbackend.Fail}, backend)
 
@@ -165,7 +165,7 @@ var _ = Describe("Completion webhooks", func() {
 			w.WriteHeader(http.StatusOK)
 		}))
 		DeferCleanup(recv.Close)
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		task := taskWithWebhook(ns, recv.URL, testbackend.Script{}, backend)
 
 		Eventually(func(g Gomega) {
@@ -190,7 +190,7 @@ var _ = Describe("Completion webhooks", func() {
 	})
 
 	It("stops at 410 Gone", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		recv := newTaskReceiver(ns, http.StatusGone)
 		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{}, backend)
 		Eventually(func() videogenv1alpha1.WebhookState {
@@ -205,7 +205,7 @@ var _ = Describe("Completion webhooks", func() {
 	})
 
 	It("gives up when the schedule is exhausted", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		recv := newTaskReceiver(ns, http.StatusInternalServerError)
 		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{}, backend)
 		Eventually(func() videogenv1alpha1.WebhookState {
@@ -219,7 +219,7 @@ var _ = Describe("Completion webhooks", func() {
 	})
 
 	It("delivers exactly once per terminal state across a manager restart", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		recv := newTaskReceiver(ns)
 		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{}, backend)
 		Eventually(func() int { return len(recv.deliveries()) }).Should(Equal(1))
@@ -230,7 +230,7 @@ var _ = Describe("Completion webhooks", func() {
 	})
 
 	It("signs with both secrets during a rotation", func() {
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		store := &webhooksecrets.Store{Client: k8sClient, Reader: k8sClient, Namespace: webhookSecretNamespace}
 		old, err := store.Ensure(ctx, ns)
 		Expect(err).NotTo(HaveOccurred())
@@ -280,7 +280,7 @@ var _ = Describe("Completion webhooks", func() {
 		DeferCleanup(slow.Close)
 		DeferCleanup(func() { close(release) })
 
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		for range 6 {
 			taskWithWebhook(ns, slow.URL, testbackend.Script{}, backend)
 		}
@@ -299,7 +299,7 @@ var _ = Describe("Completion webhooks to private addresses", func() {
 		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{}}, time.Second)
 		stop := startManager(opts)
 		defer stop()
-		ns := newAccount(100)
+		ns := suite.NewAccount(100)
 		recv := newTaskReceiver(ns)
 		// Through a name that resolves to loopback: caught only at dial time.
 		url := "http://localhost:" + recv.server.URL[len("http://127.0.0.1:"):]
