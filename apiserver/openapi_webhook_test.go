@@ -22,9 +22,9 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 	"github.com/videogen-dev/videogen-operator/internal/taskview"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 )
 
 var _ = Describe("OpenAPI document's completion webhook", func() {
@@ -40,11 +40,11 @@ var _ = Describe("OpenAPI document's completion webhook", func() {
 			body, _ = io.ReadAll(r.Body)
 		}))
 		defer receiver.Close()
-		sender := taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second)
+		client := outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second)
 		view, err := json.Marshal(taskview.Of(task))
 		Expect(err).NotTo(HaveOccurred())
-		res := sender.Send(context.Background(), receiver.URL, controllers.WebhookID(task), []string{secret}, view, time.Now())
-		Expect(res.Delivered()).To(BeTrue(), "%v", res.Err)
+		res := outbound.Send(context.Background(), client, outbound.Message{URL: receiver.URL, ID: controllers.WebhookID(task), Secrets: []string{secret}, Body: view}, time.Now())
+		Expect(res.Outcome).To(Equal(outbound.Delivered), "%v", res.Err)
 		return header, body
 	}
 

@@ -97,7 +97,7 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 			if s.Accepts(&pe.Spec) {
 				pe.Status.Sinks = append(pe.Status.Sinks, videogenv1alpha1.SinkDelivery{
 					Name: s.Name, WebhookID: paymentevents.WebhookID(pe.Name, s.Name),
-					State: videogenv1alpha1.DeliveryPending, NextAttemptAt: &now,
+					State: videogenv1alpha1.DeliveryPending, DeliveryAttempts: videogenv1alpha1.DeliveryAttempts{NextAttemptAt: &now},
 				})
 			}
 		}

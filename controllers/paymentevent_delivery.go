@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 )
 
@@ -96,25 +96,18 @@ func requeueAt(pe *videogenv1alpha1.PaymentEvent, now time.Time) ctrl.Result {
 }
 
 // apply records one attempt in its row.
-func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a paymentevents.Attempt, retry paymentevents.RetryPolicy, now time.Time) {
-	at := metav1.NewTime(now)
-	row.Attempts++
-	row.LastAttemptAt = &at
-	row.LastStatus = int32(a.Status)
-	row.LastError = ""
-	if a.Err != nil {
-		row.LastError = truncate(a.Err.Error(), videogenv1alpha1.PaymentEventMaxTextLength)
-	}
+func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a outbound.Attempt, retry paymentevents.RetryPolicy, now time.Time) {
+	outbound.Record(&row.DeliveryAttempts, a, now)
 	switch {
-	case a.Outcome == paymentevents.Delivered:
-		row.State, row.DeliveredAt, row.NextAttemptAt = videogenv1alpha1.DeliveryDelivered, &at, nil
+	case a.Outcome == outbound.Delivered:
+		row.State = videogenv1alpha1.DeliveryDelivered
 		paymentEventDeliveries.WithLabelValues(row.Name, "delivered").Inc()
-	case a.Outcome == paymentevents.Gone:
-		row.State, row.NextAttemptAt = videogenv1alpha1.DeliveryFailed, nil
+	case a.Outcome == outbound.Gone:
+		row.State = videogenv1alpha1.DeliveryFailed
 		paymentEventDeliveries.WithLabelValues(row.Name, "gone").Inc()
 	case row.Attempts >= retry.MaxAttempts:
-		row.State, row.NextAttemptAt = videogenv1alpha1.DeliveryFailed, nil
-		row.LastError = truncate(fmt.Sprintf("gave up after %d attempts: %s", row.Attempts, row.LastError), videogenv1alpha1.PaymentEventMaxTextLength)
+		row.State = videogenv1alpha1.DeliveryFailed
+		row.LastError = outbound.Truncate(fmt.Sprintf("gave up after %d attempts: %s", row.Attempts, row.LastError), videogenv1alpha1.PaymentEventMaxTextLength)
 		paymentEventDeliveries.WithLabelValues(row.Name, "gave_up").Inc()
 	default:
 		next := metav1.NewTime(now.Add(retry.Delay(row.Attempts, r.Jitter())))
@@ -166,7 +159,7 @@ func setForwarded(pe *videogenv1alpha1.PaymentEvent) {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, videogenv1alpha1.ReasonNoSinks, "no configured sink accepts this event"
 	case failed > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonSinkFailed
-		cond.Message = truncate(fmt.Sprintf("%d of %d sink(s) not delivered; %s", failed, total, firstFailure), 1024)
+		cond.Message = outbound.Truncate(fmt.Sprintf("%d of %d sink(s) not delivered; %s", failed, total, firstFailure), 1024)
 	case pending > 0:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, videogenv1alpha1.ReasonSinksPending
 		cond.Message = fmt.Sprintf("%d of %d sink(s) pending", pending, total)
@@ -175,12 +168,4 @@ func setForwarded(pe *videogenv1alpha1.PaymentEvent) {
 		cond.Message = fmt.Sprintf("delivered to %d sink(s)", total)
 	}
 	meta.SetStatusCondition(&pe.Status.Conditions, cond)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cutting bytes may split a character; drop the broken tail rather than store invalid UTF-8.
-	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }

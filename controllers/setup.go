@@ -12,7 +12,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
@@ -57,8 +57,8 @@ func DefaultOptions() Options {
 		Ledger:   LedgerOptions{WriteInterval: time.Second},
 		Backends: generation.Routes{},
 		Webhooks: WebhookConfig{
-			Schedule:        taskwebhooks.DefaultSchedule,
-			Sender:          taskwebhooks.NewSender(netguard.Policy{}, 10*time.Second),
+			Schedule:        outbound.DefaultSteps,
+			Client:          outbound.NewGuardedClient(netguard.Policy{}, 10*time.Second),
 			SecretNamespace: "videogen-system",
 			Concurrency:     DefaultWebhookConcurrency,
 		},

@@ -25,7 +25,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
@@ -59,7 +59,7 @@ func testOptions(backend generation.Backend) controllers.Options {
 	opts.Backends = routes
 	// Completion webhooks: fast retries, and loopback allowed for the test receivers.
 	opts.Webhooks.Schedule = []time.Duration{150 * time.Millisecond, 300 * time.Millisecond}
-	opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 2*time.Second)
+	opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 2*time.Second)
 	opts.Webhooks.SecretNamespace = webhookSecretNamespace
 	return opts
 }

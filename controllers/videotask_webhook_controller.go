@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,17 +23,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/taskview"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // WebhookConfig configures completion webhooks.
 type WebhookConfig struct {
-	// Schedule is the wait before each retry (taskwebhooks.DefaultSchedule by default).
-	Schedule []time.Duration
-	// Sender posts the webhooks (refusing private destinations unless allowed).
-	Sender *taskwebhooks.Sender
+	// Schedule is the wait before each retry (outbound.DefaultSteps by default).
+	Schedule outbound.Steps
+	// Client posts the webhooks (outbound.NewGuardedClient: private destinations are refused
+	// unless allowed, and every attempt is bounded).
+	Client *http.Client
 	// SecretNamespace holds the accounts' signing Secrets.
 	SecretNamespace string
 	// Concurrency bounds parallel deliveries (default DefaultWebhookConcurrency). A delivery
@@ -94,23 +96,21 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res := r.Config.Sender.Send(ctx, task.Spec.WebhookURL, d.ID, secrets.Signing(now), body, now)
-
-	at := metav1.NewTime(now)
-	d.Attempts++
-	d.LastAttemptAt, d.LastStatus, d.LastError, d.NextAttemptAt = &at, int32(res.Status), "", nil
+	res := outbound.Send(ctx, r.Config.Client, outbound.Message{URL: task.Spec.WebhookURL, ID: d.ID,
+		Secrets: secrets.Signing(now), Body: body, UserAgent: "videogen-webhooks/1"}, now)
 	if res.Err != nil {
-		d.LastError = truncate(res.Err.Error(), 512)
+		res.Err = fmt.Errorf("receiver %w", res.Err) // reads "receiver answered 503 ..."
 	}
+	outbound.Record(&d.DeliveryAttempts, res, now)
 	eventType, reason, note := corev1.EventTypeNormal, "WebhookDelivered", "Delivered the completion webhook to "+task.Spec.WebhookURL
-	switch {
-	case res.Delivered():
-		d.State, d.DeliveredAt = videogenv1alpha1.WebhookDelivered, &at
-	case res.Gone():
+	switch res.Outcome {
+	case outbound.Delivered:
+		d.State = videogenv1alpha1.WebhookDelivered
+	case outbound.Gone:
 		d.State = videogenv1alpha1.WebhookStopped
 		eventType, reason, note = corev1.EventTypeWarning, "WebhookStopped", "The webhook receiver answered 410 Gone; no more attempts"
 	default:
-		if next, ok := taskwebhooks.NextRetry(r.schedule(), d.Attempts, now); ok {
+		if next, ok := r.schedule().Next(d.Attempts, now); ok {
 			n := metav1.NewTime(next)
 			d.NextAttemptAt = &n
 			eventType, reason, note = corev1.EventTypeWarning, "WebhookRetrying",
@@ -164,11 +164,11 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	return ctrl.Result{}, nil
 }
 
-func (r *VideoTaskWebhookReconciler) schedule() []time.Duration {
+func (r *VideoTaskWebhookReconciler) schedule() outbound.Steps {
 	if len(r.Config.Schedule) > 0 {
 		return r.Config.Schedule
 	}
-	return taskwebhooks.DefaultSchedule
+	return outbound.DefaultSteps
 }
 
 // attemptOutcome names the attempt outcomes of videogen_task_webhook_attempts_total.

@@ -16,7 +16,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
@@ -146,7 +146,7 @@ var _ = Describe("Completion webhooks", func() {
 	It("retries an attempt that times out, under the same id, and shows when the next one is due", func() {
 		stop() // this spec's own manager: a short attempt timeout and a retry 3 s later
 		opts := testOptions(backend)
-		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Second)
+		opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Second)
 		opts.Webhooks.Schedule = []time.Duration{3 * time.Second}
 		stop = startManager(opts)
 
@@ -259,7 +259,7 @@ var _ = Describe("Completion webhooks", func() {
 		opts := testOptions(backend)
 		// Receivers that hold every request until the spec ends: only concurrency lets more
 		// than the first few deliveries start.
-		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Minute)
+		opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Minute)
 		stop = startManager(opts)
 		release := make(chan struct{})
 		var mu sync.Mutex
@@ -296,7 +296,7 @@ var _ = Describe("Completion webhooks to private addresses", func() {
 	It("are refused at connect time unless allowed", func() {
 		backend := testbackend.New()
 		opts := testOptions(backend)
-		opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{}}, time.Second)
+		opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{}}, time.Second)
 		stop := startManager(opts)
 		defer stop()
 		ns := suite.NewAccount(100)

@@ -182,22 +182,8 @@ type SinkDelivery struct {
 	WebhookID string `json:"webhookID"`
 	// +required
 	State DeliveryState `json:"state"`
-	// Attempts made so far.
-	// +optional
-	Attempts int32 `json:"attempts,omitempty"`
-	// LastStatus is the HTTP status of the last attempt (0 when there was no answer).
-	// +optional
-	LastStatus int32 `json:"lastStatus,omitempty"`
-	// LastError says why the last attempt failed.
-	// +kubebuilder:validation:MaxLength=512
-	// +optional
-	LastError string `json:"lastError,omitempty"`
-	// +optional
-	LastAttemptAt *metav1.Time `json:"lastAttemptAt,omitempty"`
-	// +optional
-	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
-	// +optional
-	DeliveredAt *metav1.Time `json:"deliveredAt,omitempty"`
+
+	DeliveryAttempts `json:",inline"`
 }
 
 // PaymentEventStatus records the processing and the delivery to each sink.

@@ -243,24 +243,8 @@ type WebhookDelivery struct {
 	// State of the delivery.
 	// +required
 	State WebhookState `json:"state"`
-	// Attempts made so far.
-	// +optional
-	Attempts int32 `json:"attempts,omitempty"`
-	// LastStatus is the HTTP status of the last attempt (0: no answer).
-	// +optional
-	LastStatus int32 `json:"lastStatus,omitempty"`
-	// LastError says why the last attempt failed.
-	// +optional
-	LastError string `json:"lastError,omitempty"`
-	// LastAttemptAt is when the last attempt was made.
-	// +optional
-	LastAttemptAt *metav1.Time `json:"lastAttemptAt,omitempty"`
-	// NextAttemptAt is when the next attempt is due.
-	// +optional
-	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
-	// DeliveredAt is when a receiver accepted it.
-	// +optional
-	DeliveredAt *metav1.Time `json:"deliveredAt,omitempty"`
+
+	DeliveryAttempts `json:",inline"`
 }
 
 // VideoTaskStatus is the observed state of a VideoTask.

@@ -22,8 +22,8 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation/backends"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 	"github.com/videogen-dev/videogen-operator/internal/watchlag"
 )
 
@@ -91,7 +91,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	schedule, err := taskwebhooks.ParseSchedule(webhookSchedule)
+	schedule, err := outbound.ParseSteps(webhookSchedule)
 	if err != nil {
 		log.Error(err, "bad --webhook-retry-schedule")
 		os.Exit(2)
@@ -102,7 +102,7 @@ func main() {
 		os.Exit(2)
 	}
 	opts.Webhooks.Schedule = schedule
-	opts.Webhooks.Sender = taskwebhooks.NewSender(netguard.Policy{Allow: allow}, webhookTimeout)
+	opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: allow}, webhookTimeout)
 	if opts.Task.DefaultPrice < 0 {
 		log.Error(nil, "--default-price must not be negative", "value", opts.Task.DefaultPrice)
 		os.Exit(2)

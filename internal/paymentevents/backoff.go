@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 )
 
 // Retry defaults: 5s, 10s, 20s … doubling up to an hour, 12 attempts in all (about 2.5 hours).
@@ -50,10 +52,5 @@ func (p RetryPolicy) validate() error {
 // min(MaxBackoff, InitialBackoff·2^(attempt-1)), scaled by a jitter in [0.5, 1] so that
 // deliveries failed together do not retry together. jitter is a random number in [0, 1).
 func (p RetryPolicy) Delay(attempt int32, jitter float64) time.Duration {
-	step := p.InitialBackoff.Duration
-	for i := int32(1); i < attempt && step < p.MaxBackoff.Duration; i++ {
-		step *= 2
-	}
-	step = min(step, p.MaxBackoff.Duration)
-	return time.Duration(float64(step) * (0.5 + jitter/2))
+	return outbound.Exponential(p.InitialBackoff.Duration, p.MaxBackoff.Duration, attempt, jitter)
 }

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
@@ -19,12 +20,12 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 	body := []byte(`{"type":"payment_event.charge_refunded"}`)
 	for _, tc := range []struct {
 		status int
-		want   paymentevents.Outcome
+		want   outbound.Outcome
 	}{
-		{200, paymentevents.Delivered}, {204, paymentevents.Delivered},
-		{410, paymentevents.Gone},
-		{429, paymentevents.Retry}, {500, paymentevents.Retry}, {503, paymentevents.Retry},
-		{400, paymentevents.Retry}, {302, paymentevents.Retry},
+		{200, outbound.Delivered}, {204, outbound.Delivered},
+		{410, outbound.Gone},
+		{429, outbound.Retry}, {500, outbound.Retry}, {503, outbound.Retry},
+		{400, outbound.Retry}, {302, outbound.Retry},
 	} {
 		var verifyErr error
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +56,7 @@ func TestDeliverRetriesATimeout(t *testing.T) {
 	sink := paymentevents.Sink{Name: "slow", URL: srv.URL, Secret: standardwebhooks.NewSecret(),
 		Timeout: metav1.Duration{Duration: 100 * time.Millisecond}}
 	a := paymentevents.Deliver(context.Background(), paymentevents.NewHTTPClient(), sink, "msg_1", []byte("{}"), time.Now())
-	if a.Outcome != paymentevents.Retry || a.Status != 0 || a.Err == nil {
+	if a.Outcome != outbound.Retry || a.Status != 0 || a.Err == nil {
 		t.Fatalf("attempt = %+v, want a retry with no status", a)
 	}
 }

@@ -53,8 +53,8 @@ func TestWebhookDeliveryIsShown(t *testing.T) {
 	vt := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Name: "vt-x"}}
 	vt.Spec.WebhookURL = "https://hooks.example/done"
 	vt.Status.Phase = videogenv1alpha1.TaskSucceeded
-	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookPending, Attempts: 2,
-		LastStatus: 503, LastError: "503 Service Unavailable", LastAttemptAt: &last, NextAttemptAt: &next}
+	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookPending,
+		DeliveryAttempts: videogenv1alpha1.DeliveryAttempts{Attempts: 2, LastStatus: 503, LastError: "503 Service Unavailable", LastAttemptAt: &last, NextAttemptAt: &next}}
 
 	raw, err := json.Marshal(Of(vt))
 	if err != nil {
@@ -74,8 +74,8 @@ func TestWebhookDeliveryIsShown(t *testing.T) {
 	}
 
 	delivered := metav1.NewTime(next.Add(time.Second))
-	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookDelivered, Attempts: 3,
-		LastStatus: 200, LastAttemptAt: &delivered, DeliveredAt: &delivered}
+	vt.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: "msg_1", State: videogenv1alpha1.WebhookDelivered,
+		DeliveryAttempts: videogenv1alpha1.DeliveryAttempts{Attempts: 3, LastStatus: 200, LastAttemptAt: &delivered, DeliveredAt: &delivered}}
 	w := Of(vt).Webhook
 	if w.Status != "delivered" || w.NextAttemptAt != nil || w.LastError != nil || !w.DeliveredAt.Equal(delivered.Time) || *w.LastStatus != 200 {
 		t.Errorf("delivered webhook = %+v", w)

@@ -13,8 +13,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	videogenstandardwebhooks "github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
 )
 
 // The receiver accepts what the manager's sender sends, once per task, and refuses a delivery
@@ -27,19 +27,19 @@ func TestReceiverVerifiesDeliveries(t *testing.T) {
 	}
 	srv := httptest.NewServer(receiver(wh))
 	defer srv.Close()
-	sender := taskwebhooks.NewSender(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second)
+	client := outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second)
 	body := []byte(`{"id":"vt-1","object":"task","status":"succeeded","result":{"video_url":"https://cdn.example.com/r.mp4"},"error":null}`)
 	ctx := context.Background()
 
 	for i := range 2 { // the second is a redelivery
-		if res := sender.Send(ctx, srv.URL, "msg_1", []string{secret}, body, time.Now()); res.Status != http.StatusNoContent {
+		if res := outbound.Send(ctx, client, outbound.Message{URL: srv.URL, ID: "msg_1", Secrets: []string{secret}, Body: body}, time.Now()); res.Status != http.StatusNoContent {
 			t.Fatalf("delivery %d: %d %v", i+1, res.Status, res.Err)
 		}
 	}
-	if res := sender.Send(ctx, srv.URL, "msg_2", []string{videogenstandardwebhooks.NewSecret()}, body, time.Now()); res.Status != http.StatusBadRequest {
+	if res := outbound.Send(ctx, client, outbound.Message{URL: srv.URL, ID: "msg_2", Secrets: []string{videogenstandardwebhooks.NewSecret()}, Body: body}, time.Now()); res.Status != http.StatusBadRequest {
 		t.Errorf("signed with another secret: %d, want 400", res.Status)
 	}
-	if res := sender.Send(ctx, srv.URL, "msg_3", []string{secret}, body, time.Now().Add(-time.Hour)); res.Status != http.StatusBadRequest {
+	if res := outbound.Send(ctx, client, outbound.Message{URL: srv.URL, ID: "msg_3", Secrets: []string{secret}, Body: body}, time.Now().Add(-time.Hour)); res.Status != http.StatusBadRequest {
 		t.Errorf("signed an hour ago: %d, want 400", res.Status)
 	}
 	// Altered in transit: signed for one body, sent with another.

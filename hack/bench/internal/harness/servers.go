@@ -30,7 +30,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
-	"github.com/videogen-dev/videogen-operator/internal/taskwebhooks"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
@@ -133,7 +133,7 @@ func ControllerOptions(backend generation.Backend) controllers.Options {
 		routes[c] = generation.Named{Name: "bench-backend", Backend: backend}
 	}
 	opts.Backends = routes
-	opts.Webhooks.Sender = taskwebhooks.NewSender(Loopback, 10*time.Second)
+	opts.Webhooks.Client = outbound.NewGuardedClient(Loopback, 10*time.Second)
 	opts.Webhooks.SecretNamespace = KeyNamespace
 	return opts
 }
