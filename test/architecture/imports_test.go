@@ -94,7 +94,7 @@ type rule struct {
 
 // testSupport are the packages that exist for tests (doubles, fixtures, stack bootstraps):
 // no shipped binary may link them.
-var testSupport = []string{"internal/testbackend", "internal/jobtest", "internal/stacktest", "internal/versity", "internal/metricnames", "internal/testenv/envsuite"}
+var testSupport = []string{"internal/testbackend", "internal/jobtest", "internal/stacktest", "internal/versity", "internal/metricnames", "internal/testenv/envsuite", "internal/connectors/connectortest"}
 
 var rules = []rule{
 	{

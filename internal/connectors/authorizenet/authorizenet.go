@@ -12,7 +12,6 @@
 package authorizenet
 
 import (
-	"encoding/hex"
 	"strings"
 	"time"
 
@@ -57,27 +56,20 @@ func (c *Connector) Name() string { return Name }
 // Verify implements connectors.Connector. Authorize.net signs no timestamp,
 // so replays can only be caught by de-duplicating on MerchantEventID.
 func (c *Connector) Verify(req *connectors.Request, secrets [][]byte, _ time.Time) error {
-	keys := sig.Usable(secrets)
-	if len(keys) == 0 {
-		return authErr("no webhook secret configured")
-	}
-	raw := strings.TrimSpace(req.Header(SignatureHeader))
-	if raw == "" {
-		return authErr("missing " + SignatureHeader + " header")
-	}
-	algo, value, ok := strings.Cut(raw, "=")
-	if !ok || !strings.EqualFold(algo, "sha512") {
-		return authErr(SignatureHeader + " header is not \"sha512=<hex>\"")
-	}
-	got, err := hex.DecodeString(value) // accepts upper and lower case
-	if err != nil {
-		return authErr(SignatureHeader + " header is not \"sha512=<hex>\"")
-	}
 	mac := func(key []byte) []byte { return sig.HMACSHA512(key, req.Body) }
-	if !sig.Match(keys, [][]byte{got}, mac) {
-		return authErr("signature matches no configured secret")
+	if reason := scheme.Verify(req.Header(SignatureHeader), secrets, mac); reason != "" {
+		return authErr(reason)
 	}
 	return nil
 }
+
+// scheme: "sha512=<hex>" (any case) of the raw body's HMAC-SHA512 in one header.
+var scheme = sig.HeaderScheme{Header: SignatureHeader, Format: `"sha512=<hex>"`, Decode: func(value string) ([]byte, bool) {
+	algo, mac, ok := strings.Cut(value, "=")
+	if !ok || !strings.EqualFold(algo, "sha512") {
+		return nil, false
+	}
+	return sig.Hex(mac)
+}}
 
 func authErr(reason string) error { return &connectors.AuthError{Connector: Name, Reason: reason} }

@@ -6,8 +6,6 @@
 package razorpay
 
 import (
-	"encoding/hex"
-	"strings"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
@@ -36,23 +34,14 @@ func (c *Connector) Name() string { return Name }
 // Verify implements connectors.Connector. Razorpay signs no timestamp, so
 // replays can only be caught by de-duplicating on MerchantEventID.
 func (c *Connector) Verify(req *connectors.Request, secrets [][]byte, _ time.Time) error {
-	keys := sig.Usable(secrets)
-	if len(keys) == 0 {
-		return authErr("no webhook secret configured")
-	}
-	raw := strings.TrimSpace(req.Header(SignatureHeader))
-	if raw == "" {
-		return authErr("missing " + SignatureHeader + " header")
-	}
-	got, err := hex.DecodeString(raw)
-	if err != nil {
-		return authErr(SignatureHeader + " header is not hex")
-	}
 	mac := func(key []byte) []byte { return sig.HMACSHA256(key, req.Body) }
-	if !sig.Match(keys, [][]byte{got}, mac) {
-		return authErr("signature matches no configured secret")
+	if reason := scheme.Verify(req.Header(SignatureHeader), secrets, mac); reason != "" {
+		return authErr(reason)
 	}
 	return nil
 }
+
+// scheme: a hex HMAC-SHA256 of the raw body in one header.
+var scheme = sig.HeaderScheme{Header: SignatureHeader, Format: "hex", Decode: sig.Hex}
 
 func authErr(reason string) error { return &connectors.AuthError{Connector: Name, Reason: reason} }

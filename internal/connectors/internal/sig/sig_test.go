@@ -2,6 +2,7 @@ package sig
 
 import (
 	"encoding/hex"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,28 @@ func TestMatchAndUsable(t *testing.T) {
 	}
 	if Match(keys, [][]byte{good[:31]}, mac) || Match(nil, [][]byte{good}, mac) || Match(keys, nil, mac) {
 		t.Error("matched what it should not")
+	}
+}
+
+func TestHeaderScheme(t *testing.T) {
+	s := HeaderScheme{Header: "X-Sig", Format: "hex", Decode: Hex}
+	body := []byte(`{"id":1}`)
+	mac := func(key []byte) []byte { return HMACSHA256(key, body) }
+	good := hex.EncodeToString(mac([]byte("new")))
+	for _, tc := range []struct {
+		value   string
+		secrets [][]byte
+		want    string
+	}{
+		{good, [][]byte{[]byte("old"), []byte("new")}, ""},
+		{" " + strings.ToUpper(good) + " ", [][]byte{[]byte("new")}, ""},
+		{good, [][]byte{[]byte("other")}, "signature matches no configured secret"},
+		{"", [][]byte{[]byte("new")}, "missing X-Sig header"},
+		{"zz", [][]byte{[]byte("new")}, "X-Sig header is not hex"},
+		{good, [][]byte{nil, {}}, "no webhook secret configured"},
+	} {
+		if got := s.Verify(tc.value, tc.secrets, mac); got != tc.want {
+			t.Errorf("Verify(%q) = %q, want %q", tc.value, got, tc.want)
+		}
 	}
 }
