@@ -91,41 +91,81 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// lifecycleRun is one run's state, shared by its steps.
+type lifecycleRun struct {
+	nTasks, nAccounts, conc, workers int
+
+	env     *harness.Env
+	accts   []harness.Account
+	counter *harness.Counter
+	api     *harness.APIServer
+
+	raw, ceiling, sub harness.Result
+	phases            []harness.Phase
+
+	// deducted is when each task's status first said Deducted, from the manager's writes.
+	mu       sync.Mutex
+	deducted map[string]time.Time
+
+	statsBefore, statsAfter       map[string]*harness.ReconcileStats
+	requestsBefore, requestsAfter map[string]float64
+}
+
+// run is one run on a control plane of its own: the control plane's bounds first, then the
+// controllers and the REST apiserver, then tasks from submission to settled, then the count.
 func run(ctx context.Context, nTasks, nAccounts, conc, workers int, full bool) (summary, error) {
-	var out summary
 	fmt.Fprintln(os.Stderr, "starting the control plane…")
 	env, err := harness.Start(ctx)
 	if err != nil {
-		return out, err
+		return summary{}, err
 	}
 	defer env.Stop()
 	ctx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
 
-	accts, err := env.CreateAccounts(ctx, "acct", nAccounts, 1<<40, true)
+	r := &lifecycleRun{nTasks: nTasks, nAccounts: nAccounts, conc: conc, workers: workers, env: env,
+		counter: harness.NewCounter(), deducted: map[string]time.Time{}}
+	if r.accts, err = env.CreateAccounts(ctx, "acct", nAccounts, 1<<40, true); err != nil {
+		return summary{}, err
+	}
+	if err := r.measureBounds(ctx); err != nil {
+		return summary{}, err
+	}
+	if err := r.startStack(ctx); err != nil {
+		return summary{}, err
+	}
+	rate, lat, err := r.submitUntilSettled(ctx)
 	if err != nil {
+		return summary{}, err
+	}
+	out, err := r.count(ctx, rate, lat)
+	if err != nil || !full {
 		return out, err
 	}
-	counter := harness.NewCounter()
+	r.printTables(out, rate, lat)
+	return out, nil
+}
 
-	// The control plane's own write limit, before any controller runs: the same objects, the
-	// same concurrency, in a namespace of their own, deleted again before the controllers start.
+// measureBounds measures the control plane's own write limit before any controller runs: the
+// same objects, the same concurrency, in a namespace of their own, deleted again afterwards.
+func (r *lifecycleRun) measureBounds(ctx context.Context) error {
+	env, nTasks, conc := r.env, r.nTasks, r.conc
 	const rawNS = "raw"
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS}}); err != nil {
-		return out, err
+		return err
 	}
 	_ = harness.Run(ctx, 100, conc, func(ctx context.Context, _ int) error { return env.Client.Create(ctx, harness.Task(rawNS, "")) })
 	fmt.Fprintf(os.Stderr, "%d raw creates at c=%d…\n", nTasks, conc)
 	cpu0 := harness.ReadCPU()
-	raw := harness.Run(ctx, nTasks, conc, func(ctx context.Context, _ int) error { return env.Client.Create(ctx, harness.Task(rawNS, "")) })
+	r.raw = harness.Run(ctx, nTasks, conc, func(ctx context.Context, _ int) error { return env.Client.Create(ctx, harness.Task(rawNS, "")) })
 	cpu1 := harness.ReadCPU()
-	if err := raw.Check("raw creates"); err != nil {
-		return out, err
+	if err := r.raw.Check("raw creates"); err != nil {
+		return err
 	}
 	// The ceiling of any design that writes a task's status once after its create: each object
 	// created and then given the status a settled task ends with, one status update, nothing else.
 	fmt.Fprintf(os.Stderr, "%d creates, each followed by one status update, at c=%d…\n", nTasks, conc)
-	ceiling := harness.Run(ctx, nTasks, conc, func(ctx context.Context, _ int) error {
+	r.ceiling = harness.Run(ctx, nTasks, conc, func(ctx context.Context, _ int) error {
 		t := harness.Task(rawNS, "")
 		if err := env.Client.Create(ctx, t); err != nil {
 			return err
@@ -134,65 +174,63 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int, full bool) (
 		return env.Client.Status().Update(ctx, t)
 	})
 	cpu2 := harness.ReadCPU()
-	if err := ceiling.Check("creates with a status update"); err != nil {
-		return out, err
+	if err := r.ceiling.Check("creates with a status update"); err != nil {
+		return err
 	}
-	phases := []harness.Phase{
-		{Name: "raw create", CPU: cpu1.Sub(cpu0), Items: nTasks, Wall: raw.Elapsed},
-		{Name: "create + 1 status update (the bound)", CPU: cpu2.Sub(cpu1), Items: nTasks, Wall: ceiling.Elapsed},
+	r.phases = []harness.Phase{
+		{Name: "raw create", CPU: cpu1.Sub(cpu0), Items: nTasks, Wall: r.raw.Elapsed},
+		{Name: "create + 1 status update (the bound)", CPU: cpu2.Sub(cpu1), Items: nTasks, Wall: r.ceiling.Elapsed},
 	}
 	if err := env.Client.DeleteAllOf(ctx, &videogenv1alpha1.VideoTask{}, client.InNamespace(rawNS)); err != nil {
-		return out, err
+		return err
 	}
-	if err := waitEmpty(ctx, env.Client, rawNS); err != nil {
-		return out, err
-	}
+	return waitEmpty(ctx, env.Client, rawNS)
+}
+
+// startStack starts the controllers and the REST apiserver, both counted, and notes the
+// reconcile and request figures before the tasks.
+func (r *lifecycleRun) startStack(ctx context.Context) error {
 	// Milestones, from the manager's successful writes: when each task's status said Deducted.
 	// The ledger writes the charge into the account first, so a task is settled then.
-	var mu sync.Mutex
-	deducted := map[string]time.Time{}
-	counter.OnWrite = func(_, verb string, obj client.Object) {
+	r.counter.OnWrite = func(_, verb string, obj client.Object) {
 		if verb != "status update" {
 			return
 		}
 		now := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		if o, ok := obj.(*videogenv1alpha1.VideoTask); ok {
-			if _, seen := deducted[o.Name]; !seen && o.Status.Charge == videogenv1alpha1.ChargeDeducted {
-				deducted[o.Name] = now
+			if _, seen := r.deducted[o.Name]; !seen && o.Status.Charge == videogenv1alpha1.ChargeDeducted {
+				r.deducted[o.Name] = now
 			}
 		}
 	}
-	settledAt := func(name string) (time.Time, bool) {
-		d, ok := deducted[name]
-		return d, ok
-	}
 	opts := harness.ControllerOptions(harness.InstantBackend{})
-	opts.Task.MaxConcurrentReconciles = workers
-	mgr, err := env.StartControllers(ctx, counter, opts)
+	opts.Task.MaxConcurrentReconciles = r.workers
+	mgr, err := r.env.StartControllers(ctx, r.counter, opts)
 	if err != nil {
-		return out, err
+		return err
 	}
-	api, err := env.StartAPIServer(ctx, counter, conc, mgr.Ledger)
-	if err != nil {
-		return out, err
+	if r.api, err = r.env.StartAPIServer(ctx, r.counter, r.conc, mgr.Ledger); err != nil {
+		return err
 	}
-	if err := api.WaitForKeys(ctx, accts); err != nil {
-		return out, err
+	if err := r.api.WaitForKeys(ctx, r.accts); err != nil {
+		return err
 	}
 	time.Sleep(2 * time.Second) // let the first PointAccount reconciles (conditions) pass
-	counter.Reset()
-	statsBefore, err := harness.GatherReconcileStats()
-	if err != nil {
-		return out, err
+	r.counter.Reset()
+	if r.statsBefore, err = harness.GatherReconcileStats(); err != nil {
+		return err
 	}
-	requestsBefore, err := env.KubeRequests(ctx)
-	if err != nil {
-		return out, err
-	}
+	r.requestsBefore, err = r.env.KubeRequests(ctx)
+	return err
+}
 
-	fmt.Fprintf(os.Stderr, "submitting %d tasks through the REST API at c=%d…\n", nTasks, conc)
+// submitUntilSettled submits the tasks through the REST API and waits until each is settled;
+// it returns the settled rate (first POST → last settled) and each task's latency.
+func (r *lifecycleRun) submitUntilSettled(ctx context.Context) (float64, []time.Duration, error) {
+	nTasks, env := r.nTasks, r.env
+	fmt.Fprintf(os.Stderr, "submitting %d tasks through the REST API at c=%d…\n", nTasks, r.conc)
 	if kubeProfile != "" {
 		go func() {
 			if err := env.KubeProfile(ctx, 10*time.Second, kubeProfile); err != nil {
@@ -204,65 +242,70 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int, full bool) (
 	names := make([]string, nTasks)
 	cpuStart := harness.ReadCPU()
 	start := time.Now()
-	sub := harness.Run(ctx, nTasks, conc, func(ctx context.Context, i int) error {
+	r.sub = harness.Run(ctx, nTasks, r.conc, func(ctx context.Context, i int) error {
 		submitted[i] = time.Now()
-		name, err := api.SubmitShort(ctx, accts[i%len(accts)])
+		name, err := r.api.SubmitShort(ctx, r.accts[i%len(r.accts)])
 		names[i] = name
 		return err
 	})
-	if err := sub.Check("POST /v1/videos/short"); err != nil {
-		return out, err
+	if err := r.sub.Check("POST /v1/videos/short"); err != nil {
+		return 0, nil, err
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		mu.Lock()
+		r.mu.Lock()
 		n := 0
 		for _, name := range names {
-			if _, ok := settledAt(name); ok {
+			if _, ok := r.deducted[name]; ok {
 				n++
 			}
 		}
-		mu.Unlock()
+		r.mu.Unlock()
 		if n >= nTasks {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return out, fmt.Errorf("only %d of %d tasks settled within 5 minutes", n, nTasks)
+			return 0, nil, fmt.Errorf("only %d of %d tasks settled within 5 minutes", n, nTasks)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	var last time.Time
 	lat := make([]time.Duration, 0, nTasks)
-	mu.Lock()
+	r.mu.Lock()
 	for i, name := range names {
-		at, _ := settledAt(name)
+		at := r.deducted[name]
 		if at.After(last) {
 			last = at
 		}
 		lat = append(lat, at.Sub(submitted[i]))
 	}
-	mu.Unlock()
+	r.mu.Unlock()
 	elapsed := last.Sub(start)
-	phases = append(phases, harness.Phase{Name: "task: REST submission → settled", CPU: harness.ReadCPU().Sub(cpuStart), Items: nTasks, Wall: time.Since(start)})
+	r.phases = append(r.phases, harness.Phase{Name: "task: REST submission → settled", CPU: harness.ReadCPU().Sub(cpuStart), Items: nTasks, Wall: time.Since(start)})
+	return float64(nTasks) / elapsed.Seconds(), lat, nil
+}
+
+// count waits for the trailing writes, checks every account's books, counts the writes per
+// task, and deletes the closed tasks as the collector would.
+func (r *lifecycleRun) count(ctx context.Context, rate float64, lat []time.Duration) (summary, error) {
+	var out summary
+	env, nTasks := r.env, r.nTasks
 	// Trailing writes (the ledger's account write that forgets the journal entries, the last
 	// summary) belong to these tasks too: wait until the writes stop.
-	quiet(counter, 3*time.Second, 60*time.Second)
-	if err := checkLedgers(ctx, env.Client, accts, nTasks); err != nil {
+	quiet(r.counter, 3*time.Second, 60*time.Second)
+	if err := checkLedgers(ctx, env.Client, r.accts, nTasks); err != nil {
 		return out, err
 	}
-	statsAfter, err := harness.GatherReconcileStats()
-	if err != nil {
+	var err error
+	if r.statsAfter, err = harness.GatherReconcileStats(); err != nil {
 		return out, err
 	}
-	requestsAfter, err := env.KubeRequests(ctx)
-	if err != nil {
+	if r.requestsAfter, err = env.KubeRequests(ctx); err != nil {
 		return out, err
 	}
-
-	rate := float64(nTasks) / elapsed.Seconds()
 	res := harness.Result{Lat: lat}
 	slices.Sort(res.Lat)
-	attempts, _, _ := counter.Snapshot()
+	attempts, _, _ := r.counter.Snapshot()
 	var total, acctWrites int64
 	for k, n := range attempts {
 		total += n
@@ -270,45 +313,48 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int, full bool) (
 			acctWrites += n
 		}
 	}
-	deletes, err := deleteClosed(ctx, counter.Wrap("collector", env.Client), accts)
+	deletes, err := deleteClosed(ctx, r.counter.Wrap("collector", env.Client), r.accts)
 	if err != nil {
 		return out, err
 	}
-	out = summary{raw: raw.Rate(), ceiling: ceiling.Rate(), settled: rate, writes: float64(total) / float64(nTasks),
+	out = summary{raw: r.raw.Rate(), ceiling: r.ceiling.Rate(), settled: rate, writes: float64(total) / float64(nTasks),
 		accountWrites: float64(acctWrites) / float64(nTasks), deletes: float64(deletes) / float64(nTasks), p50: res.P(0.5), p99: res.P(0.99)}
-	fmt.Fprintf(os.Stderr, "run: settled %.0f/s, bound %.0f/s: %.2f; %.3f PointAccount writes per task\n", rate, ceiling.Rate(), rate/ceiling.Rate(), out.accountWrites)
-	if !full {
-		return out, nil
-	}
+	fmt.Fprintf(os.Stderr, "run: settled %.0f/s, bound %.0f/s: %.2f; %.3f PointAccount writes per task\n", rate, r.ceiling.Rate(), rate/r.ceiling.Rate(), out.accountWrites)
+	return out, nil
+}
+
+// printTables prints the last run's tables in full (docs/benchmarks.md quotes them).
+func (r *lifecycleRun) printTables(out summary, rate float64, lat []time.Duration) {
+	nTasks, raw, ceiling := r.nTasks, r.raw, r.ceiling
+	res := harness.Result{Lat: lat}
+	slices.Sort(res.Lat)
 	fmt.Println("### Lifecycle: REST submission → settled, controllers in-process, instant backend")
 	fmt.Println()
 	fmt.Println("Machine:", harness.Machine())
 	fmt.Println()
-	fmt.Printf("%d tasks over %d accounts, submitted at c=%d through `POST /v1/videos/short`; manager defaults (`controllers.DefaultOptions`) with %d concurrent task reconciles.\n\n", nTasks, nAccounts, conc, workers)
+	fmt.Printf("%d tasks over %d accounts, submitted at c=%d through `POST /v1/videos/short`; manager defaults (`controllers.DefaultOptions`) with %d concurrent task reconciles.\n\n", nTasks, r.nAccounts, r.conc, r.workers)
 	fmt.Println("| raw VideoTask creates/s (c same) | creates + 1 status update/s | REST submissions/s | tasks settled/s (first POST → last settled) | settled ÷ raw | submit → settled p50 | p99 |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
 	fmt.Printf("| %.0f | %.0f (%.2f of raw) | %.0f | %.0f | **%.2f** | %s | %s |\n\n", raw.Rate(), ceiling.Rate(), ceiling.Rate()/raw.Rate(),
-		sub.Rate(), rate, rate/raw.Rate(), harness.Ms(res.P(0.5)), harness.Ms(res.P(0.99)))
+		r.sub.Rate(), rate, rate/raw.Rate(), harness.Ms(res.P(0.5)), harness.Ms(res.P(0.99)))
 	fmt.Printf("The second column bounds any design that writes a task's status once: the same objects created and then given a settled task's status, nothing else (no points, no controllers, no REST hop), same concurrency. The settled rate is %.2f of that bound.\n\n", rate/ceiling.Rate())
 	fmt.Println("Writes per task (all clients of the REST apiserver and of the manager, counted by a `client/interceptor` wrapper; \"ledger\" is the manager's shared Ledger, driven by the VideoTask controller's settle and the PointAccount controller's trimming):")
 	fmt.Println()
-	perTask := harness.PrintWrites(os.Stdout, counter, nTasks)
+	harness.PrintWrites(os.Stdout, r.counter, nTasks)
 	fmt.Println()
 	fmt.Println("Reconciles (controller-runtime metrics of the in-process manager):")
 	fmt.Println()
-	harness.PrintReconcileStats(os.Stdout, statsBefore, statsAfter, nTasks)
+	harness.PrintReconcileStats(os.Stdout, r.statsBefore, r.statsAfter, nTasks)
 	fmt.Println()
 	fmt.Println("CPU per item (ms; user + system from /proc, this process being the load generator, the REST apiserver and the manager), side by side:")
 	fmt.Println()
-	harness.PrintCPU(os.Stdout, phases)
+	harness.PrintCPU(os.Stdout, r.phases)
 	fmt.Println()
 	fmt.Println("Requests the kube-apiserver served during the run, reads and watches included (its `apiserver_request_total`; everyone's: the REST apiserver, the manager, the harness's load and polling):")
 	fmt.Println()
-	harness.PrintRequests(os.Stdout, requestsBefore, requestsAfter, nTasks)
+	harness.PrintRequests(os.Stdout, r.requestsBefore, r.requestsAfter, nTasks)
 	fmt.Println()
 	fmt.Printf("Deleting the closed tasks afterwards, as the finished-task collector does at their TTL: %.2f writes per task.\n", out.deletes)
-	_ = perTask
-	return out, nil
 }
 
 // deleteClosed deletes the accounts' closed tasks one by one with preconditions, as the
