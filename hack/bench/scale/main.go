@@ -83,29 +83,114 @@ func describeFlags() string {
 	return "default flags but `" + strings.Join(managerFlags, " ") + "`"
 }
 
+// scaleRun is one run's state, shared by its steps.
+type scaleRun struct {
+	nFinished, nActive, nAccounts, conc int
+	steady                              time.Duration
+
+	dir     string // the manager binary, its kubeconfig, backends config and log
+	env     *harness.Env
+	accts   []harness.Account
+	backend *runningBackend
+	metrics string // the manager's metrics address
+
+	// Seeding.
+	seededRV          map[string]string // running tasks: the resourceVersion the bench left them at
+	seeded            time.Duration
+	listOpen, listAll time.Duration
+
+	// The manager process.
+	cmd       *exec.Cmd
+	done      chan struct{}
+	peak      atomic.Int64
+	started   time.Time // when it was started
+	cpuBefore harness.CPU
+
+	// Startup.
+	requestsBefore, requestsStartup map[string]float64
+	atStartup                       scraped
+	startup                         time.Duration
+	cpuStartup                      harness.CPU
+	rewritten                       int
+	rssStartup                      int64
+
+	// Steady state.
+	atEnd                          scraped
+	rssEnd, observes               int64
+	accountsWritten, accountsTotal int
+}
+
+// run builds the manager, seeds the tasks, starts the manager as a process over them, waits
+// for its startup, watches it in steady state, and prints the report.
 func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady time.Duration) error {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		return err
+	if activeState != "pending" && activeState != "running" {
+		return fmt.Errorf("-active-state must be pending or running, not %q", activeState)
 	}
 	dir, err := os.MkdirTemp("", "bench-scale-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	r := &scaleRun{nFinished: nFinished, nActive: nActive, nAccounts: nAccounts, conc: conc, steady: steady, dir: dir}
+	if err := r.buildManager(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "starting the control plane…")
+	if r.env, err = harness.Start(ctx); err != nil {
+		return err
+	}
+	defer r.env.Stop()
+	if err := r.seed(ctx); err != nil {
+		return err
+	}
+	stopBackend, err := r.startBackend()
+	if err != nil {
+		return err
+	}
+	defer stopBackend()
+	stopManager, err := r.startManager(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopManager()
+	sampler, stopSampler := context.WithCancel(ctx)
+	defer stopSampler()
+	go func() {
+		for sampler.Err() == nil {
+			r.sample()
+			time.Sleep(time.Second)
+		}
+	}()
+	if err := r.waitForStartup(ctx); err != nil {
+		return err
+	}
+	if err := r.watchSteady(ctx); err != nil {
+		return err
+	}
+	r.report()
+	return nil
+}
+
+// buildManager builds ./cmd/manager into the run's directory: the manager runs as the process
+// it is in production.
+func (r *scaleRun) buildManager(ctx context.Context) error {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(os.Stderr, "building ./cmd/manager…")
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "manager"), "./cmd/manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(r.dir, "manager"), "./cmd/manager")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building the manager: %w", err)
 	}
+	return nil
+}
 
-	fmt.Fprintln(os.Stderr, "starting the control plane…")
-	env, err := harness.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
+// seed writes the manager's kubeconfig and creates the accounts, the finished tasks and the
+// active ones, then times one list of the open tasks and one of all.
+func (r *scaleRun) seed(ctx context.Context) error {
+	env, conc := r.env, r.conc
 	user, err := env.Env.AddUser(envtest.User{Name: "bench-manager", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
@@ -114,17 +199,18 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kubeconfig, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(r.dir, "kubeconfig"), kubeconfig, 0o600); err != nil {
 		return err
 	}
-	accts, err := env.CreateAccounts(ctx, "acct", nAccounts, 1<<40, false)
+	accts, err := env.CreateAccounts(ctx, "acct", r.nAccounts, 1<<40, false)
 	if err != nil {
 		return err
 	}
+	r.accts = accts
 
 	t0 := time.Now()
-	fmt.Fprintf(os.Stderr, "creating %d finished tasks (create + status update each) at c=%d…\n", nFinished, conc)
-	res := harness.Run(ctx, nFinished, conc, func(ctx context.Context, i int) error {
+	fmt.Fprintf(os.Stderr, "creating %d finished tasks (create + status update each) at c=%d…\n", r.nFinished, conc)
+	res := harness.Run(ctx, r.nFinished, conc, func(ctx context.Context, i int) error {
 		task := harness.Task(accts[i%len(accts)].Namespace, "")
 		if err := env.Client.Create(ctx, task); err != nil {
 			return err
@@ -135,13 +221,10 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	if err := res.Check("finished tasks"); err != nil {
 		return err
 	}
-	if activeState != "pending" && activeState != "running" {
-		return fmt.Errorf("-active-state must be pending or running, not %q", activeState)
-	}
-	fmt.Fprintf(os.Stderr, "creating %d active tasks (%s)…\n", nActive, activeState)
+	fmt.Fprintf(os.Stderr, "creating %d active tasks (%s)…\n", r.nActive, activeState)
 	var mu sync.Mutex
-	seededRV := map[string]string{} // running tasks: the resourceVersion the bench left them at
-	res = harness.Run(ctx, nActive, conc, func(ctx context.Context, i int) error {
+	r.seededRV = map[string]string{}
+	res = harness.Run(ctx, r.nActive, conc, func(ctx context.Context, i int) error {
 		task := harness.Task(accts[i%len(accts)].Namespace, "")
 		if activeState == "running" {
 			// A running stage is guarded by the manager's finalizer (deleting the task cancels it).
@@ -155,7 +238,7 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 			return err
 		}
 		mu.Lock()
-		seededRV[task.Namespace+"/"+task.Name] = task.ResourceVersion
+		r.seededRV[task.Namespace+"/"+task.Name] = task.ResourceVersion
 		mu.Unlock()
 		return nil
 	})
@@ -163,155 +246,156 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 		return err
 	}
 	// Running tasks hold their points by their status (charge Frozen), as after acceptance.
-	seeded := time.Since(t0)
-	listOpen, listAll, err := timeLists(ctx, env)
-	if err != nil {
-		return err
-	}
+	r.seeded = time.Since(t0)
+	r.listOpen, r.listAll, err = timeLists(ctx, env)
+	return err
+}
 
-	backend := &runningBackend{}
+// startBackend serves the HTTP backend that keeps every stage running, and writes the
+// manager's backends config pointing at it.
+func (r *scaleRun) startBackend() (stop func(), err error) {
+	r.backend = &runningBackend{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	hs := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: r.backend, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
-	backends := filepath.Join(dir, "backends.yaml")
+	backends := filepath.Join(r.dir, "backends.yaml")
 	if err := os.WriteFile(backends, []byte(fmt.Sprintf("backends:\n- name: bench\n  capabilities: [video.short, video.eraser, video.template, image.pose]\n  http:\n    url: http://%s\n", ln.Addr())), 0o644); err != nil {
-		return err
+		_ = hs.Close()
+		return nil, err
 	}
-	metricsAddr, err := freeAddr()
+	return func() { _ = hs.Close() }, nil
+}
+
+// startManager starts the manager process over the seeded tasks; stop ends it (SIGTERM, then
+// a kill after 15 s) and copies its log if asked.
+func (r *scaleRun) startManager(ctx context.Context) (stop func(), err error) {
+	if r.metrics, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(r.dir, "manager.log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "manager.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	if managerLog != "" {
-		defer func() {
+	closeLog := func() {
+		_ = logFile.Close()
+		if managerLog != "" {
 			if b, err := os.ReadFile(logFile.Name()); err == nil {
 				_ = os.WriteFile(managerLog, b, 0o644)
 			}
-		}()
+		}
 	}
-	args := append([]string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address=127.0.0.1:0", "--backends-config=" + backends, "--webhook-secret-namespace=" + harness.KeyNamespace, "--ledger-bind-address=0"},
+	args := append([]string{"--metrics-bind-address=" + r.metrics, "--metrics-secure=false",
+		"--health-probe-bind-address=127.0.0.1:0", "--backends-config=" + filepath.Join(r.dir, "backends.yaml"), "--webhook-secret-namespace=" + harness.KeyNamespace, "--ledger-bind-address=0"},
 		managerFlags...)
-	cmd := exec.Command(filepath.Join(dir, "manager"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	requestsBefore, err := env.KubeRequests(ctx)
-	if err != nil {
-		return err
+	r.cmd = exec.Command(filepath.Join(r.dir, "manager"), args...)
+	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(r.dir, "kubeconfig"))
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	if r.requestsBefore, err = r.env.KubeRequests(ctx); err != nil {
+		closeLog()
+		return nil, err
 	}
 	fmt.Fprintln(os.Stderr, "starting the manager process…")
 	cpuBefore := harness.ReadCPU()
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		return err
+	if err := r.cmd.Start(); err != nil {
+		closeLog()
+		return nil, err
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+	r.done = make(chan struct{})
+	go func() { _ = r.cmd.Wait(); close(r.done) }()
+	r.started, r.cpuBefore = started, cpuBefore // waitForStartup measures from here
+	return func() {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-r.done:
 		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
+			_ = r.cmd.Process.Kill()
+			<-r.done
 		}
-	}()
+		closeLog()
+	}, nil
+}
 
-	var peak atomic.Int64
-	sample := func() int64 {
-		rss := vmRSS(cmd.Process.Pid)
-		for {
-			p := peak.Load()
-			if rss <= p || peak.CompareAndSwap(p, rss) {
-				return rss
-			}
-		}
-	}
-	sampler, stopSampler := context.WithCancel(ctx)
-	defer stopSampler()
-	go func() {
-		for sampler.Err() == nil {
-			sample()
-			time.Sleep(time.Second)
-		}
-	}()
-
-	// Startup: until every active task has its analyze stage running on the backend (pending),
-	// or has been observed there once (running).
-	ready := backend.submits.Load
+// waitForStartup waits until every active task has its analyze stage running on the backend
+// (pending), or has been observed there once (running), and every work queue is empty, so that
+// the startup burst's tail is not counted as steady; then it notes the startup figures.
+func (r *scaleRun) waitForStartup(ctx context.Context) error {
+	ready := r.backend.submits.Load
 	if activeState == "running" {
-		ready = backend.distinctObserved
+		ready = r.backend.distinctObserved
 	}
-	fmt.Fprintf(os.Stderr, "waiting for %d active tasks to run…\n", nActive)
-	for int(ready()) < nActive {
+	fmt.Fprintf(os.Stderr, "waiting for %d active tasks to run…\n", r.nActive)
+	for int(ready()) < r.nActive {
 		select {
-		case <-done:
+		case <-r.done:
 			return fmt.Errorf("the manager exited; see its log")
 		case <-ctx.Done():
-			return fmt.Errorf("only %d of %d active tasks started: %w", ready(), nActive, ctx.Err())
+			return fmt.Errorf("only %d of %d active tasks started: %w", ready(), r.nActive, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	// Startup also takes until the burst it queued is worked off (every queue empty), so that
-	// its tail is not counted as steady.
-	atStartup, err := scrape(ctx, metricsAddr)
-	for err == nil && queued(atStartup) > 0 && ctx.Err() == nil {
+	var err error
+	r.atStartup, err = scrape(ctx, r.metrics)
+	for err == nil && queued(r.atStartup) > 0 && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
-		atStartup, err = scrape(ctx, metricsAddr)
+		r.atStartup, err = scrape(ctx, r.metrics)
 	}
 	if err != nil {
 		return err
 	}
-	startup := time.Since(started)
-	cpuStartup := harness.ReadCPU().Sub(cpuBefore)
-	requestsStartup, err := env.KubeRequests(ctx)
-	if err != nil {
+	r.startup = time.Since(r.started)
+	r.cpuStartup = harness.ReadCPU().Sub(r.cpuBefore)
+	if r.requestsStartup, err = r.env.KubeRequests(ctx); err != nil {
 		return err
 	}
-	rewritten, err := countRewritten(ctx, env, seededRV)
-	if err != nil {
+	if r.rewritten, err = countRewritten(ctx, r.env, r.seededRV); err != nil {
 		return err
 	}
-	rssStartup := sample()
-	observesBefore := backend.observes.Load()
-	accountsBefore, err := accountVersions(ctx, env)
-	if err != nil {
-		return err
-	}
+	r.rssStartup = r.sample()
+	return nil
+}
 
-	fmt.Fprintf(os.Stderr, "watching for %s…\n", steady)
+// watchSteady watches the manager for the steady period, when nothing settles: its memory,
+// its backend polls and the accounts it writes.
+func (r *scaleRun) watchSteady(ctx context.Context) error {
+	observesBefore := r.backend.observes.Load()
+	accountsBefore, err := accountVersions(ctx, r.env)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "watching for %s…\n", r.steady)
 	var steadyMax int64
-	for end := time.Now().Add(steady); time.Now().Before(end); time.Sleep(time.Second) {
+	for end := time.Now().Add(r.steady); time.Now().Before(end); time.Sleep(time.Second) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		steadyMax = max(steadyMax, sample())
+		steadyMax = max(steadyMax, r.sample())
 	}
-	atEnd, err := scrape(ctx, metricsAddr)
+	if r.atEnd, err = scrape(ctx, r.metrics); err != nil {
+		return err
+	}
+	r.rssEnd = r.sample()
+	r.observes = r.backend.observes.Load() - observesBefore
+	accountsAfter, err := accountVersions(ctx, r.env)
 	if err != nil {
 		return err
 	}
-	rssEnd := sample()
-	observes := backend.observes.Load() - observesBefore
-	accountsAfter, err := accountVersions(ctx, env)
-	if err != nil {
-		return err
-	}
-	accountsWritten := 0
 	for k, rv := range accountsAfter {
 		if accountsBefore[k] != rv {
-			accountsWritten++
+			r.accountsWritten++
 		}
 	}
+	r.accountsTotal = len(accountsAfter)
+	return nil
+}
 
+// report prints the run's tables (docs/benchmarks.md quotes them) and the goals.
+func (r *scaleRun) report() {
+	nFinished, nActive, nAccounts, steady := r.nFinished, r.nActive, r.nAccounts, r.steady
+	atStartup, atEnd, observes := r.atStartup, r.atEnd, r.observes
 	fmt.Printf("### Scale: the manager with %d finished and %d active (%s) tasks\n", nFinished, nActive, activeState)
 	fmt.Println()
 	fmt.Println("Machine:", harness.Machine())
@@ -327,21 +411,21 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	fmt.Printf("%d finished (Succeeded, Deducted, %s) and %d active tasks, %s, across %d accounts, created before the manager starts (%.0f s); "+
 		"the manager is `./cmd/manager` as a process with %s and a local HTTP backend that keeps every stage running. "+
 		"Startup is from exec until every active task's %s and every work queue was empty (%.1f s); steady is the %s after that (%d backend polls, %.0f/s).\n\n",
-		nFinished, closed, nActive, what, nAccounts, seeded.Seconds(), describeFlags(), until, startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
+		nFinished, closed, nActive, what, nAccounts, r.seeded.Seconds(), describeFlags(), until, r.startup.Seconds(), steady, observes, float64(observes)/steady.Seconds())
 	fmt.Printf("One list of the open tasks (the manager's field selector, `status.closed!=true`) took %s; of all tasks %s (uncached client, before the manager starts).\n\n",
-		secs(listOpen.Seconds()), secs(listAll.Seconds()))
+		secs(r.listOpen.Seconds()), secs(r.listAll.Seconds()))
 	fmt.Printf("Requests the kube-apiserver served during startup (its `apiserver_request_total`), per active task:\n\n")
-	harness.PrintRequests(os.Stdout, requestsBefore, requestsStartup, nActive)
+	harness.PrintRequests(os.Stdout, r.requestsBefore, r.requestsStartup, nActive)
 	fmt.Printf("\nCPU during startup, ms per active task (user + system from /proc; \"manager\" is the manager process, \"this process\" the bench and its backend):\n\n")
-	harness.PrintCPU(os.Stdout, []harness.Phase{{Name: "startup", CPU: cpuStartup, Items: nActive, Wall: startup}})
+	harness.PrintCPU(os.Stdout, []harness.Phase{{Name: "startup", CPU: r.cpuStartup, Items: nActive, Wall: r.startup}})
 	fmt.Println()
 	if activeState == "running" {
-		fmt.Printf("Status writes by the restarted manager to the %d running tasks during startup: %d.\n\n", nActive, rewritten)
+		fmt.Printf("Status writes by the restarted manager to the %d running tasks during startup: %d.\n\n", nActive, r.rewritten)
 	}
-	fmt.Printf("PointAccounts written during the steady %s (nothing settles then): %d of %d.\n\n", steady, accountsWritten, len(accountsAfter))
+	fmt.Printf("PointAccounts written during the steady %s (nothing settles then): %d of %d.\n\n", steady, r.accountsWritten, r.accountsTotal)
 	fmt.Println("| manager RSS peak | RSS after startup | RSS at end | Go heap in use at end |")
 	fmt.Println("|---:|---:|---:|---:|")
-	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(peak.Load()), mib(rssStartup), mib(rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
+	fmt.Printf("| **%s** | %s | %s | %s |\n\n", mib(r.peak.Load()), mib(r.rssStartup), mib(r.rssEnd), mib(int64(gauge(atEnd, "go_memstats_heap_inuse_bytes"))))
 	fmt.Println("Reconcile queue latency (`workqueue_queue_duration_seconds`, p99 from the native histogram, ~5 % bucket width):")
 	fmt.Println()
 	fmt.Println("| controller | startup: items | startup p50 | startup p99 | steady: items | steady p50 | steady p99 |")
@@ -366,10 +450,19 @@ func run(ctx context.Context, nFinished, nActive, nAccounts, conc int, steady ti
 	}
 	fmt.Println()
 	fmt.Printf("Goals: RSS < 300 MiB: **%s** (peak %s); p99 queue latency < 1 s in steady state: **%s** (worst p99 %s); during startup (every task enqueued at once): **%s** (worst p99 %s).\n",
-		verdict(peak.Load() < 300<<20), mib(peak.Load()), verdict(worstSteady < 1), secs(worstSteady), verdict(worstStartup < 1), secs(worstStartup))
-	return nil
+		verdict(r.peak.Load() < 300<<20), mib(r.peak.Load()), verdict(worstSteady < 1), secs(worstSteady), verdict(worstStartup < 1), secs(worstStartup))
 }
 
+// sample reads the manager's RSS and keeps the peak.
+func (r *scaleRun) sample() int64 {
+	rss := vmRSS(r.cmd.Process.Pid)
+	for {
+		p := r.peak.Load()
+		if rss <= p || r.peak.CompareAndSwap(p, rss) {
+			return rss
+		}
+	}
+}
 func verdict(ok bool) string {
 	if ok {
 		return "met"
