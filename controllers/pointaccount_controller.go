@@ -28,8 +28,8 @@ type PointAccountReconciler struct {
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts/finalizers,verbs=update
 
-// Reconcile adds the ledger's finalizer to a new account and removes it from a deleted one
-// once it is empty.
+// Reconcile publishes the account's figures and runs the phase its lifecycle is in, as Cluster
+// API's reconcilers do: reconcileNormal for a live account, reconcileDelete for a deleted one.
 func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	acct := &videogenv1alpha1.PointAccount{}
 	if err := r.Get(ctx, req.NamespacedName, acct); err != nil {
@@ -39,14 +39,25 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		"spent": acct.Status.Spent, "credited": acct.Status.Credited} {
 		accountPoints.WithLabelValues(acct.Namespace, state).Set(float64(v))
 	}
-	if acct.DeletionTimestamp.IsZero() {
-		if controllerutil.ContainsFinalizer(acct, videogenv1alpha1.FinalizerLedger) {
-			return r.tidy(acct), nil
-		}
-		orig := acct.DeepCopy()
-		controllerutil.AddFinalizer(acct, videogenv1alpha1.FinalizerLedger)
-		return ctrl.Result{}, r.Patch(ctx, acct, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if !acct.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, acct)
 	}
+	return r.reconcileNormal(ctx, acct)
+}
+
+// reconcileNormal adds the ledger's finalizer to a new account and keeps its journal tidy.
+func (r *PointAccountReconciler) reconcileNormal(ctx context.Context, acct *videogenv1alpha1.PointAccount) (ctrl.Result, error) {
+	if controllerutil.ContainsFinalizer(acct, videogenv1alpha1.FinalizerLedger) {
+		return r.tidy(acct), nil
+	}
+	orig := acct.DeepCopy()
+	controllerutil.AddFinalizer(acct, videogenv1alpha1.FinalizerLedger)
+	return ctrl.Result{}, r.Patch(ctx, acct, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// reconcileDelete removes the finalizer from a deleted account once the ledger has closed its
+// books (Ledger.Closable).
+func (r *PointAccountReconciler) reconcileDelete(ctx context.Context, acct *videogenv1alpha1.PointAccount) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(acct, videogenv1alpha1.FinalizerLedger) {
 		return ctrl.Result{}, nil
 	}
