@@ -1,6 +1,7 @@
 // Command worker is the reference generation backend: it speaks the HTTP backend protocol
 // (docs/backend-protocol.md) and renders every capability on this machine with ffmpeg, ffprobe
-// and facedetect, storing results in a local blob directory it serves itself.
+// and facedetect, storing results in a local blob directory it serves itself. `worker job` runs
+// one stage instead, as a Kubernetes Job's pod for the Job backend (docs/job-backend.md).
 package main
 
 import (
@@ -20,6 +21,10 @@ import (
 )
 
 func main() {
+	// `worker job`: one stage in a Kubernetes Job's pod, for the Job backend (docs/job-backend.md).
+	if len(os.Args) > 1 && os.Args[1] == "job" {
+		os.Exit(runJob(os.Args[2:], os.Getenv, os.Stderr))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
@@ -29,19 +34,14 @@ func main() {
 func run() error {
 	cfg := defaults()
 	flag.StringVar(&cfg.BindAddress, "bind-address", cfg.BindAddress, "Address the protocol, /v1/blobs/ and /healthz listen on.")
-	flag.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "Base URL under which this worker is reachable; with --blob-store=dir, result URLs are <public-url>/v1/blobs/<name>.")
-	cfg.Blobs.Bind(flag.CommandLine, "rendered results", cfg.Blobs.Dir, "results/")
-	flag.StringVar(&cfg.AllowPrivateURLs, "allow-private-urls", cfg.AllowPrivateURLs, "Comma-separated CIDRs that input URLs may reach although they are not public (e.g. 127.0.0.0/8 for a local stack).")
+	cfg.bindStageFlags(flag.CommandLine)
 	flag.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "Stages that run at once; more wait in a queue.")
 	flag.IntVar(&cfg.MaxQueued, "max-queued", cfg.MaxQueued, "Stages that may wait; beyond that submissions get 503 busy.")
-	flag.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
-	flag.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download.")
 	flag.StringVar(&cfg.Token, "token", cfg.Token, "Bearer token the protocol endpoints require (default $VIDEOGEN_WORKER_TOKEN; prefer it or --token-file: flags show in ps).")
 	flag.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "File holding the bearer token the protocol endpoints require.")
 	flag.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", cfg.InsecureNoAuth, "Serve /v1/stages without a token, for a worker nothing else can reach (local use only).")
 	cfg.Timeouts.Bind(flag.CommandLine)
 	flag.DurationVar(&cfg.ResultTTL, "result-ttl", cfg.ResultTTL, "How long a finished stage's status is kept (its result stays in the blob store).")
-	flag.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
 	flag.Parse()
 	if err := cfg.Timeouts.Check(); err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -55,7 +56,9 @@ func defaults() config {
 // auth is who may call /v1/stages: the holders of the token, or anyone with --insecure-no-auth.
 // Without either the worker does not start, rather than serve everyone by omission.
 func (cfg config) auth() (server.Auth, error) {
-	token := cfg.Token
+	// A Secret made from a file carries its newline into $VIDEOGEN_WORKER_TOKEN; the manager
+	// trims its tokenFile, so both sides compare the same token.
+	token := strings.TrimSpace(cfg.Token)
 	if cfg.TokenFile != "" {
 		if token != "" {
 			return server.Auth{}, errors.New("set the token once: --token (or $VIDEOGEN_WORKER_TOKEN) or --token-file, not both")
@@ -80,6 +83,37 @@ func (cfg config) auth() (server.Auth, error) {
 	return server.Auth{Token: token}, nil
 }
 
+// bindStageFlags binds the flags of what a stage uses, which `worker job` shares.
+func (cfg *config) bindStageFlags(fs *flag.FlagSet) {
+	fs.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "Base URL under which this worker is reachable; with --blob-store=dir, result URLs are <public-url>/v1/blobs/<name>.")
+	cfg.Blobs.Bind(fs, "rendered results", cfg.Blobs.Dir, "results/")
+	fs.StringVar(&cfg.AllowPrivateURLs, "allow-private-urls", cfg.AllowPrivateURLs, "Comma-separated CIDRs that input URLs may reach although they are not public (e.g. 127.0.0.0/8 for a local stack).")
+	fs.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
+	fs.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download.")
+	fs.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
+}
+
+// pipelines builds the stages' work over the blob store the flags chose, which it returns too.
+func (cfg config) pipelines() (*capability.Pipelines, blobstore.Store, error) {
+	allow, err := netguard.ParseAllowList(cfg.AllowPrivateURLs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--allow-private-urls: %w", err)
+	}
+	if cfg.MaxInputBytes <= 0 || cfg.FetchTimeout <= 0 {
+		return nil, nil, fmt.Errorf("--max-input-bytes and --fetch-timeout must be positive")
+	}
+	blobs, err := cfg.Blobs.Open(strings.TrimSuffix(cfg.PublicURL, "/") + blobsPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return capability.New(capability.Deps{
+		Fetcher: fetcher.New(netguard.Policy{Allow: allow}, cfg.MaxInputBytes, cfg.FetchTimeout),
+		Store:   blobs,
+		Faces:   face.CLI{Path: cfg.FaceDetect},
+		TempDir: cfg.TempDir,
+	}), blobs, nil
+}
+
 // blobsPath is where the worker serves its results.
 const blobsPath = "/v1/blobs/"
 
@@ -92,27 +126,14 @@ type worker struct {
 // newWorker wires the protocol server, the stage table and the blob store; stages stop when
 // ctx ends.
 func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, error) {
-	allow, err := netguard.ParseAllowList(cfg.AllowPrivateURLs)
-	if err != nil {
-		return nil, fmt.Errorf("--allow-private-urls: %w", err)
-	}
 	auth, err := cfg.auth()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MaxInputBytes <= 0 || cfg.FetchTimeout <= 0 {
-		return nil, fmt.Errorf("--max-input-bytes and --fetch-timeout must be positive")
-	}
-	blobs, err := cfg.Blobs.Open(strings.TrimSuffix(cfg.PublicURL, "/") + blobsPath)
+	pipelines, blobs, err := cfg.pipelines()
 	if err != nil {
 		return nil, err
 	}
-	pipelines := capability.New(capability.Deps{
-		Fetcher: fetcher.New(netguard.Policy{Allow: allow}, cfg.MaxInputBytes, cfg.FetchTimeout),
-		Store:   blobs,
-		Faces:   face.CLI{Path: cfg.FaceDetect},
-		TempDir: cfg.TempDir,
-	})
 	table := jobs.New(ctx, jobs.Config{MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, TTL: cfg.ResultTTL})
 
 	mux := http.NewServeMux()
