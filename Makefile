@@ -12,6 +12,8 @@ CONTROLLER_GEN ?= go tool controller-gen
 # a module of its own (hack/tools/helm), so its Kubernetes libraries do not move kustomize's.
 KUSTOMIZE ?= $(CURDIR)/bin/kustomize
 HELM ?= $(CURDIR)/bin/helm
+# kind for hack/kind-e2e.sh, likewise in a module of its own (hack/tools/kind).
+KIND ?= $(CURDIR)/bin/kind
 CHART := charts/videogen-operator
 KUBECTL ?= kubectl
 CONTAINER_TOOL ?= docker
@@ -172,8 +174,8 @@ docker-push: ## Push both images.
 	$(CONTAINER_TOOL) push $(WORKER_IMG)
 
 .PHONY: kind-load
-kind-load: ## Load both images into the kind cluster KIND_CLUSTER (instead of pushing them).
-	kind load docker-image --name $(KIND_CLUSTER) $(IMG) $(WORKER_IMG)
+kind-load: $(KIND) ## Load both images into the kind cluster KIND_CLUSTER (instead of pushing them).
+	$(KIND) load docker-image --name $(KIND_CLUSTER) $(IMG) $(WORKER_IMG)
 
 # RENDER prints DEPLOY_DIR with IMG and WORKER_IMG set. `kustomize edit set image` runs on a
 # copy of config/ in bin/render, so the committed kustomization.yaml files never change.
@@ -207,7 +209,7 @@ undeploy: $(KUSTOMIZE) ## Remove DEPLOY_DIR from the cluster, CRDs (and every ta
 	$(KUSTOMIZE) build $(DEPLOY_DIR) | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: test-e2e-kind
-test-e2e-kind: ## Run the e2e suite against a throwaway kind cluster (needs Docker and kind; skips without them).
+test-e2e-kind: ## Run the e2e suite on a throwaway kind cluster, everything built offline (hack/kind-e2e.sh; skips without Docker unless KIND_E2E=required).
 	hack/kind-e2e.sh
 
 $(KUSTOMIZE): hack/tools/go.mod hack/tools/go.sum
@@ -216,6 +218,9 @@ $(KUSTOMIZE): hack/tools/go.mod hack/tools/go.sum
 # Built from its Go module (no binary downloads here); about three minutes the first time.
 $(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum
 	go build -C hack/tools/helm -o $@ helm.sh/helm/v4/cmd/helm
+
+$(KIND): hack/tools/kind/go.mod hack/tools/kind/go.sum
+	go build -C hack/tools/kind -o $@ sigs.k8s.io/kind
 
 ##@ Release
 

@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # Runs the e2e suite (test/e2e) against videogen deployed to a throwaway kind cluster, the way
-# `make deploy` installs it: both images built and loaded into the nodes, config/e2e applied,
-# the demo data of config/e2e/demo, an API key from videogenctl. `make test-e2e-kind` calls it.
-#
-# Needs Docker (a running engine), kind, kubectl, Go and curl. Without a Docker engine or kind
-# it prints why and exits 0, so it is safe to call anywhere.
+# `make deploy` installs it, on a machine that can download nothing but Debian packages and Go
+# modules. `make test-e2e-kind` calls it; every step says what it does and, where it cannot work
+# on this machine, exactly which step and why:
+#   1. Docker: as root, installs and starts an engine that can run kind's privileged nodes
+#      (hack/kind/setup-docker.sh: Debian's docker.io with the capdrop-runc runtime);
+#   2. kind, built from its Go module (hack/tools/kind);
+#   3. the node image, built offline and cached (hack/kind/node-image.sh: Kubernetes from Go
+#      modules, Debian's containerd, runc and CNI plugins), and the cluster (hack/kind/cluster.yaml);
+#   4. the operator and worker images, built offline (hack/kind/images.sh) and loaded;
+#   5. config/e2e deployed, with video.eraser routed to the Kubernetes Job backend (its pods run
+#      the worker image: `worker job`), the demo account and an API key;
+#   6. the suite.
 #
 #   hack/kind-e2e.sh [go test flags...]       e.g. hack/kind-e2e.sh -ginkgo.focus=eraser
 #
+# Without a Docker engine it can start (not root, no Docker) it prints why and exits 0, so it is
+# safe to call anywhere; KIND_E2E=required (what .ci/run sets) makes that a failure instead.
+#
 # Knobs: KIND_CLUSTER (default videogen-e2e), KEEP_CLUSTER=1 keeps the cluster (and prints how
-# to reach it) instead of deleting it at the end, KIND_IMAGE a node image (kind's default
-# otherwise). The cluster must be Kubernetes 1.32 or newer (CRD selectableFields).
+# to reach it) instead of deleting it at the end, KIND_IMAGE a node image of your own (then
+# kind's default cluster configuration is used: a kindest/node image on a machine that can pull
+# it), KIND_IMAGES=docker builds the two images with `make docker-build` (needs a registry for
+# the base images) instead of offline. The cluster must be Kubernetes 1.32 or newer (CRD
+# selectableFields).
 #
 # What the suite gets (test/e2e/target_test.go reads these with E2E_MODE=kind):
 #   E2E_MODE=kind
@@ -28,19 +41,48 @@
 #   E2E_WORKER_URL         http://127.0.0.1:<port>, a port-forward to the worker Service
 #   E2E_WORKER_PUBLIC_URL  the in-cluster base of result URLs (the worker's --public-url):
 #                          replace it with E2E_WORKER_URL to download a task's result
+#   E2E_JOB_BACKEND        jobs: the backend (config/e2e) that runs video.eraser as Kubernetes Jobs
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+log() { echo "kind-e2e: $*"; }
+
+# skip says why the suite cannot run here: a skip, or with KIND_E2E=required a failure.
 skip() {
+  if [ "${KIND_E2E:-}" = required ]; then
+    echo "kind-e2e: cannot run: $*" >&2
+    exit 1
+  fi
   echo "kind-e2e: skipped: $*"
   exit 0
 }
-command -v docker >/dev/null 2>&1 || skip "no Docker engine (docker is not installed)"
-docker info >/dev/null 2>&1 || skip "no Docker engine (docker info failed)"
-command -v kind >/dev/null 2>&1 || skip "kind not installed (https://kind.sigs.k8s.io)"
-for tool in kubectl go curl; do
+step() { log "[$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
+
+step "1/6 Docker"
+if [ "$(id -u)" -eq 0 ]; then
+  hack/kind/setup-docker.sh || skip "no Docker engine that can run kind's nodes (hack/kind/setup-docker.sh said why above)"
+else
+  command -v docker >/dev/null 2>&1 || skip "no Docker engine (docker is not installed; as root, hack/kind/setup-docker.sh installs one)"
+  docker info >/dev/null 2>&1 || skip "no Docker engine (docker info failed; as root, hack/kind/setup-docker.sh starts one)"
+fi
+for tool in go curl; do
   command -v "$tool" >/dev/null 2>&1 || { echo "kind-e2e: $tool is required" >&2; exit 1; }
 done
+
+step "2/6 kind and the node image"
+make --no-print-directory "$PWD/bin/kind"
+export PATH=$PWD/bin:$PATH
+if [ -n "${KIND_IMAGE:-}" ]; then
+  node_image=$KIND_IMAGE
+  kind_config=()
+else
+  [ "$(id -u)" -eq 0 ] || skip "building the node image needs root (debootstrap); set KIND_IMAGE to a node image instead"
+  node_image=$(hack/kind/node-image.sh)
+  kind_config=(--config hack/kind/cluster.yaml)
+  # kubectl of the same build as the node, unless one is installed.
+  command -v kubectl >/dev/null 2>&1 || export PATH=$PATH:$(hack/kind/build-kubernetes.sh)
+fi
+command -v kubectl >/dev/null 2>&1 || { echo "kind-e2e: kubectl is required" >&2; exit 1; }
 
 cluster=${KIND_CLUSTER:-videogen-e2e}
 img=videogen-operator:e2e      # the tags config/e2e expects
@@ -49,8 +91,6 @@ ns=videogen-system
 workdir=$(mktemp -d)
 export KUBECONFIG=$workdir/kubeconfig
 pids=()
-
-log() { echo "kind-e2e: $*"; }
 
 # diagnose prints what a failed run needs to be understood, before the cluster goes.
 diagnose() {
@@ -103,19 +143,23 @@ if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
   log "deleting the cluster $cluster left by an earlier run"
   kind delete cluster --name "$cluster"
 fi
-log "creating kind cluster $cluster"
-kind create cluster --name "$cluster" --kubeconfig "$KUBECONFIG" --wait 120s ${KIND_IMAGE:+--image "$KIND_IMAGE"}
+step "3/6 the cluster ($node_image)"
+kind create cluster --name "$cluster" --kubeconfig "$KUBECONFIG" --wait 180s --image "$node_image" "${kind_config[@]}"
 minor=$(kubectl version -o json | sed -n '/serverVersion/,$ s/.*"minor": *"\([0-9]*\).*/\1/p' | head -1)
 if [ "${minor:-0}" -lt 32 ]; then
   echo "kind made a Kubernetes 1.${minor:-?} cluster; videogen needs 1.32 or newer (set KIND_IMAGE, or update kind)" >&2
   exit 1
 fi
 
-log "building $img and $worker_img"
-make --no-print-directory docker-build IMG="$img" WORKER_IMG="$worker_img"
+step "4/6 the images $img and $worker_img"
+if [ "${KIND_IMAGES:-offline}" = docker ]; then
+  make --no-print-directory docker-build IMG="$img" WORKER_IMG="$worker_img"
+else
+  hack/kind/images.sh "$img" "$worker_img"
+fi
 make --no-print-directory kind-load KIND_CLUSTER="$cluster" IMG="$img" WORKER_IMG="$worker_img"
 
-log "deploying config/e2e"
+step "5/6 deploying config/e2e"
 make --no-print-directory deploy DEPLOY_DIR=config/e2e IMG="$img" WORKER_IMG="$worker_img"
 kubectl wait --for=condition=Established --timeout=60s crd --all
 kubectl -n "$ns" wait --for=condition=Available --timeout=300s deployment --all
@@ -136,10 +180,10 @@ worker_port=$(local_port videogen-worker)
 api_url=http://127.0.0.1:$api_port
 log "waiting for the API at $api_url"
 for _ in $(seq 1 60); do
-  if curl -sf -o /dev/null -H "Authorization: Bearer $api_key" "$api_url/v1/balance"; then break; fi
+  if curl -sf --max-time 5 -o /dev/null -H "Authorization: Bearer $api_key" "$api_url/v1/balance"; then break; fi
   sleep 1
 done
-curl -sf -H "Authorization: Bearer $api_key" "$api_url/v1/balance"
+curl -sfS --max-time 10 -H "Authorization: Bearer $api_key" "$api_url/v1/balance"
 echo
 
 worker_public=http://videogen-worker.$ns.svc:8080
@@ -148,7 +192,7 @@ worker_public=http://videogen-worker.$ns.svc:8080
 host_address=$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Gateway}} {{end}}' |
   tr ' ' '\n' | grep -E '^[0-9]+(\.[0-9]+){3}$' | head -1 || true)
 [ -n "$host_address" ] || log "no IPv4 gateway on the kind network: specs with receivers will skip"
-log "running the e2e suite"
+step "6/6 the e2e suite"
 E2E_MODE=kind \
 E2E_API_URL=$api_url \
 E2E_API_KEY=$api_key \
@@ -163,4 +207,5 @@ E2E_FACE_URL=$worker_public/v1/blobs/a13976ff7481a7c6df53dab8e96245d9.jpg \
 E2E_VIDEO_URL=$worker_public/v1/blobs/8ef5e7e8348da325f029fcaca3e59e3f.mp4 \
 E2E_WORKER_URL=http://127.0.0.1:$worker_port \
 E2E_WORKER_PUBLIC_URL=$worker_public \
+E2E_JOB_BACKEND=jobs \
   go test -count=1 -timeout 30m ./test/e2e/ -ginkgo.v "$@"

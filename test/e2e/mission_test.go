@@ -23,6 +23,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	reference "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,10 +90,29 @@ var _ = Describe("The service, from outside", func() {
 	It("erases the watermark of a public video", func() {
 		r := call("POST", "/v1/videos/eraser", sys.apiKey, map[string]any{"video": sys.demo.VideoURL})
 		Expect(r.status).To(Equal(http.StatusAccepted), "%s", r.body)
-		task := waitTerminal(sys.apiKey, r.json()["id"].(string))
+		id := r.json()["id"].(string)
+		task := waitTerminal(sys.apiKey, id)
 		Expect(task["status"]).To(Equal("succeeded"), "%v", task["error"])
 		d, _, _ := probeVideo(download(task["result"].(map[string]any)["video_url"].(string)))
 		Expect(d).To(BeNumerically("~", 3, 0.3))
+
+		if sys.jobBackend == "" {
+			return
+		}
+		By("checking that both stages ran as Kubernetes Jobs whose pods completed")
+		vt := &videogenv1alpha1.VideoTask{}
+		Expect(sys.k8s.Get(ctx, client.ObjectKey{Namespace: sys.account, Name: id}, vt)).To(Succeed())
+		Expect(vt.Status.Stages).To(HaveLen(2))
+		for _, stage := range vt.Status.Stages {
+			Expect(stage.Backend).To(Equal(sys.jobBackend), "stage %s", stage.Name)
+		}
+		jobs := &batchv1.JobList{}
+		Expect(sys.k8s.List(ctx, jobs, client.InNamespace(sys.systemNS),
+			client.MatchingLabels{"videogen.dev/task-uid": string(vt.UID)})).To(Succeed())
+		Expect(jobs.Items).To(HaveLen(2))
+		for _, job := range jobs.Items {
+			Expect(job.Status.Succeeded).To(BeNumerically(">=", 1), "Job %s: %+v", job.Name, job.Status)
+		}
 	})
 
 	It("renders an adjustable template at the chosen duration and a pose image", func() {

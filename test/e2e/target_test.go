@@ -49,6 +49,9 @@ type target struct {
 	// eventToken is a service token of EventService.Handle (E2E_EVENT_SERVICE_TOKEN on kind,
 	// optional there).
 	eventToken string
+	// jobBackend names the backend that runs video.eraser as Kubernetes Jobs (E2E_JOB_BACKEND
+	// on kind, where pods run); empty: the worker serves it over HTTP.
+	jobBackend string
 }
 
 var sys *target
@@ -86,6 +89,7 @@ func startTarget(ctx context.Context) (*target, func()) {
 		t.systemNS, t.account = get("E2E_SYSTEM_NAMESPACE"), "demo"
 		t.eventToken = os.Getenv("E2E_EVENT_SERVICE_TOKEN")
 		t.hostAddress = os.Getenv("E2E_HOST_ADDRESS")
+		t.jobBackend = os.Getenv("E2E_JOB_BACKEND")
 	default:
 		Fail(fmt.Sprintf("E2E_MODE must be local or kind, not %q", t.mode))
 	}
