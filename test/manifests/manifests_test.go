@@ -321,12 +321,12 @@ func run(t *testing.T, cmd *exec.Cmd) []*unstructured.Unstructured {
 func TestTheManagerSendsTheTokenTheWorkerRequires(t *testing.T) {
 	for _, dir := range []string{"config/default", "config/e2e"} {
 		t.Run(dir, func(t *testing.T) {
-			var config string
+			var files map[string]string // the backends ConfigMap's files
 			var manager, worker *appsv1.Deployment
 			for _, u := range renderFrom(t, dir) {
 				switch {
 				case u.GetKind() == "ConfigMap" && strings.HasSuffix(u.GetName(), "backends"):
-					config, _, _ = unstructured.NestedString(u.Object, "data", "backends.yaml")
+					files, _, _ = unstructured.NestedStringMap(u.Object, "data")
 				case u.GetKind() == "Deployment":
 					d := &appsv1.Deployment{}
 					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
@@ -339,14 +339,20 @@ func TestTheManagerSendsTheTokenTheWorkerRequires(t *testing.T) {
 					}
 				}
 			}
-			if config == "" || manager == nil || worker == nil {
+			if files["backends.yaml"] == "" || manager == nil || worker == nil {
 				t.Fatal("the render lacks the backends ConfigMap, the manager or the worker")
 			}
-			path := filepath.Join(t.TempDir(), "backends.yaml")
-			if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-				t.Fatal(err)
+			// The ConfigMap's files as the manager sees them at its mount path, so that files
+			// the config names there (a Job backend's configFile) are read and checked too.
+			const mountPath = "/etc/videogen/backends/"
+			tmp := t.TempDir() + "/"
+			for name, content := range files {
+				content = strings.ReplaceAll(content, mountPath, tmp)
+				if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
-			file, err := backends.Read(path)
+			file, err := backends.Read(filepath.Join(tmp, "backends.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
