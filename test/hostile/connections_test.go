@@ -85,7 +85,7 @@ var _ = Describe("Slow clients", func() {
 		cases := []slow{
 			// The payment webhook ingress needs no credentials: anyone can try this.
 			{"the webhook ingress", api, slowBody("/v1/webhooks/stripe", ""), deadlines.Read, http.StatusRequestTimeout},
-			{"a task submission", api, slowBody("/v1/videos/short", "Authorization: Bearer "+refused.key+"\r\n"), deadlines.Read, http.StatusRequestTimeout},
+			{"a task submission", api, slowBody("/v1/videos/short", "Authorization: Bearer "+slowClient.key+"\r\n"), deadlines.Read, http.StatusRequestTimeout},
 			{"the Event Service", api, slowBody("/videogen.events.v1.EventService/Handle", "Authorization: Bearer "+stack.EventServiceToken+"\r\n"), deadlines.Read, 0},
 			{"the API's headers", api, slowHeaders, deadlines.ReadHeader, 0},
 			{"the worker's protocol", worker, slowBody("/v1/stages", "Authorization: Bearer "+stack.WorkerToken+"\r\n"), deadlines.Read, 0},

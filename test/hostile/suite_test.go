@@ -44,6 +44,9 @@ var (
 	stack  *localstack.Stack
 	// refused receives only calls that must be refused; the other accounts take some calls.
 	refused, accepted, rotating *account
+	// slowClient receives only the slow-body submission, which must be refused too: a key of its own,
+	// so that the rate limit the other specs use up on refused's key does not answer first.
+	slowClient *account
 	// paymentEventsBefore counts the stored PaymentEvents before any spec ran.
 	paymentEventsBefore int
 	// receiver takes the completion webhooks of the tasks the suite has accepted.
@@ -71,6 +74,7 @@ var _ = BeforeSuite(func() {
 		Timeouts: deadlines, Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	refused, accepted, rotating = newAccount("hostile-refused"), newAccount("hostile-accepted"), newAccount("hostile-rotating")
+	slowClient = newAccount("hostile-slow")
 	receiver = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	paymentEventsBefore = countPaymentEvents()
 })
@@ -80,7 +84,7 @@ var _ = AfterSuite(func() {
 		return
 	}
 	By("checking the books of every account the suite touched")
-	for _, a := range []*account{refused, accepted, rotating} {
+	for _, a := range []*account{refused, slowClient, accepted, rotating} {
 		Eventually(func(g Gomega) {
 			st := pointAccount(a.name).Status
 			g.Expect(st.Journal).To(BeEmpty(), "%s: nothing left in the journal", a.name)
@@ -90,14 +94,16 @@ var _ = AfterSuite(func() {
 		}, 2*time.Minute).Should(Succeed())
 	}
 	By("checking that refused calls created nothing")
-	st := pointAccount(refused.name).Status
-	Expect([]int64{st.Balance, st.Frozen, st.Spent}).To(Equal([]int64{credit, 0, 0}), "the refused account's points")
-	var tasks videogenv1alpha1.VideoTaskList
-	Expect(stack.Client.List(ctx, &tasks, client.InNamespace(refused.name))).To(Succeed())
-	Expect(tasks.Items).To(BeEmpty(), "tasks of the refused account")
-	var templates videogenv1alpha1.ShortTemplateList
-	Expect(stack.Client.List(ctx, &templates, client.InNamespace(refused.name))).To(Succeed())
-	Expect(templates.Items).To(BeEmpty(), "short templates of the refused account")
+	for _, a := range []*account{refused, slowClient} {
+		st := pointAccount(a.name).Status
+		Expect([]int64{st.Balance, st.Frozen, st.Spent}).To(Equal([]int64{credit, 0, 0}), "%s: points", a.name)
+		var tasks videogenv1alpha1.VideoTaskList
+		Expect(stack.Client.List(ctx, &tasks, client.InNamespace(a.name))).To(Succeed())
+		Expect(tasks.Items).To(BeEmpty(), "%s: tasks", a.name)
+		var templates videogenv1alpha1.ShortTemplateList
+		Expect(stack.Client.List(ctx, &templates, client.InNamespace(a.name))).To(Succeed())
+		Expect(templates.Items).To(BeEmpty(), "%s: short templates", a.name)
+	}
 	Expect(countPaymentEvents()).To(Equal(paymentEventsBefore+1), "one PaymentEvent: the Adyen item, however it was resent")
 
 	stack.Stop()
