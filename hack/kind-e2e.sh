@@ -63,7 +63,7 @@ if [ "$(id -u)" -eq 0 ]; then
   hack/kind/setup-docker.sh || skip "no Docker engine that can run kind's nodes (hack/kind/setup-docker.sh said why above)"
 else
   command -v docker >/dev/null 2>&1 || skip "no Docker engine (docker is not installed; as root, hack/kind/setup-docker.sh installs one)"
-  docker info >/dev/null 2>&1 || skip "no Docker engine (docker info failed; as root, hack/kind/setup-docker.sh starts one)"
+  docker info >/dev/null 2>&1 || skip "docker info failed: no engine runs, or this user may not use its socket ($(docker info 2>&1 >/dev/null | tail -n1)); as root, hack/kind/setup-docker.sh starts one"
 fi
 for tool in go curl; do
   command -v "$tool" >/dev/null 2>&1 || { echo "kind-e2e: $tool is required" >&2; exit 1; }
