@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -52,13 +51,7 @@ func (f *faults) funcs() interceptor.Funcs {
 
 // startFaultyManager is startManager with fault injection on every status write.
 func startFaultyManager(opts controllers.Options, f *faults) (stop func()) {
-	return startManager(opts, func(c *rest.Config, o client.Options) (client.Client, error) {
-		base, err := client.NewWithWatch(c, o)
-		if err != nil {
-			return nil, err
-		}
-		return interceptor.NewClient(base, f.funcs()), nil
-	})
+	return startManager(opts, intercepted(f.funcs()))
 }
 
 var _ = Describe("Crash safety", func() {

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -17,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
@@ -73,13 +70,8 @@ func (r *PaymentEventReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err == nil {
 		res, err = r.forward(ctx, pe, cfg)
 	}
-	if apierrors.IsConflict(err) {
-		// Our copy was stale; the next reconcile starts from the newer object. An attempt
-		// whose result was lost is repeated with the same webhook-id.
-		logf.FromContext(ctx).V(1).Info("conflict writing payment event status, retrying")
-		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
-	}
-	return res, err
+	// After a conflict an attempt whose result was lost is repeated with the same webhook-id.
+	return requeueOnConflict(ctx, "payment event status", res, err)
 }
 
 func processed(pe *videogenv1alpha1.PaymentEvent) bool {

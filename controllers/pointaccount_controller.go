@@ -6,13 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -33,14 +31,9 @@ type PointAccountReconciler struct {
 // Reconcile publishes the account's figures and runs the phase its lifecycle is in, as Cluster
 // API's reconcilers do: reconcileNormal for a live account, reconcileDelete for a deleted one.
 func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// A conflict: the ledger wrote the status since our copy was read.
 	res, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		// The ledger wrote the status since our copy was read: the next reconcile starts from
-		// the newer object.
-		logf.FromContext(ctx).V(1).Info("conflict writing the account's finalizer, retrying")
-		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
-	}
-	return res, err
+	return requeueOnConflict(ctx, "the account's finalizer", res, err)
 }
 
 func (r *PointAccountReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

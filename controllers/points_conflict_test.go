@@ -8,10 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
@@ -20,42 +18,22 @@ import (
 // reconcileErrors is controller-runtime's count of reconciles of a controller that returned an
 // error (each is logged as "Reconciler error" with a stack trace).
 func reconcileErrors(controller string) float64 {
-	families, err := crmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_errors_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metricValue("controller_runtime_reconcile_errors_total", map[string]string{"controller": controller})
 }
 
 var _ = Describe("Conflicts of the points controllers", func() {
 	It("retries a status write that conflicts, quietly, and credits once", func() {
 		var conflicts atomic.Int64
-		stop := startManager(testOptions(testbackend.New()), func(c *rest.Config, o client.Options) (client.Client, error) {
-			base, err := client.NewWithWatch(c, o)
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(base, interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					// The first status write of a top-up meets a newer copy, as after a lagging cache.
-					if _, ok := obj.(*videogenv1alpha1.PointTopUp); ok && conflicts.CompareAndSwap(0, 1) {
-						return apierrors.NewConflict(schema.GroupResource{Group: "videogen.dev", Resource: "pointtopups"},
-							obj.GetName(), nil)
-					}
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			}), nil
-		})
+		stop := startManager(testOptions(testbackend.New()), intercepted(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				// The first status write of a top-up meets a newer copy, as after a lagging cache.
+				if _, ok := obj.(*videogenv1alpha1.PointTopUp); ok && conflicts.CompareAndSwap(0, 1) {
+					return apierrors.NewConflict(schema.GroupResource{Group: "videogen.dev", Resource: "pointtopups"},
+						obj.GetName(), nil)
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}))
 		DeferCleanup(stop)
 		before := reconcileErrors("pointtopup")
 
@@ -69,21 +47,15 @@ var _ = Describe("Conflicts of the points controllers", func() {
 
 	It("retries a finalizer write on an account the ledger wrote meanwhile, quietly", func() {
 		var conflicts atomic.Int64
-		stop := startManager(testOptions(testbackend.New()), func(c *rest.Config, o client.Options) (client.Client, error) {
-			base, err := client.NewWithWatch(c, o)
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(base, interceptor.Funcs{
-				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-					if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && conflicts.CompareAndSwap(0, 1) {
-						return apierrors.NewConflict(schema.GroupResource{Group: "videogen.dev", Resource: "pointaccounts"},
-							obj.GetName(), nil)
-					}
-					return c.Patch(ctx, obj, patch, opts...)
-				},
-			}), nil
-		})
+		stop := startManager(testOptions(testbackend.New()), intercepted(interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && conflicts.CompareAndSwap(0, 1) {
+					return apierrors.NewConflict(schema.GroupResource{Group: "videogen.dev", Resource: "pointaccounts"},
+						obj.GetName(), nil)
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+		}))
 		DeferCleanup(stop)
 		before := reconcileErrors("pointaccount")
 

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -39,14 +37,10 @@ type PointTopUpReconciler struct {
 
 // Reconcile applies the top-up if it was not applied or refused yet.
 func (r *PointTopUpReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// After a conflict the write is repeated: an applied top-up stays in the journal until its
+	// status says so.
 	res, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		// Our copy was stale; the next reconcile starts from the newer object. An applied
-		// top-up stays in the journal until its status says so, so the write is repeated.
-		logf.FromContext(ctx).V(1).Info("conflict writing top-up status, retrying")
-		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
-	}
-	return res, err
+	return requeueOnConflict(ctx, "top-up status", res, err)
 }
 
 func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -127,4 +128,16 @@ func startLedger() (*ledger.Ledger, func()) {
 	DeferCleanup(stop)
 	Eventually(l.Ready).Should(BeTrue())
 	return l, stop
+}
+
+// intercepted is a NewClientFunc for startManager: the manager's client sends every call
+// through funcs first (faults, conflicts, lost answers).
+func intercepted(funcs interceptor.Funcs) client.NewClientFunc {
+	return func(c *rest.Config, o client.Options) (client.Client, error) {
+		base, err := client.NewWithWatch(c, o)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(base, funcs), nil
+	}
 }

@@ -6,14 +6,12 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -125,12 +123,7 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err == nil {
 		r.recordProgress(before, task) // every path that changes the status writes it or fails
 	}
-	if apierrors.IsConflict(err) {
-		// Our copy was stale; the next reconcile starts from the newer object.
-		logf.FromContext(ctx).V(1).Info("conflict writing task status, retrying")
-		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
-	}
-	return res, err
+	return requeueOnConflict(ctx, "task status", res, err)
 }
 
 // writeStatus updates the task's status and tells the ledger what it now says.
