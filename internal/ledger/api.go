@@ -157,7 +157,21 @@ func (l *Ledger) Observe(t *videogenv1alpha1.VideoTask) {
 	}
 	defer b.mu.Unlock()
 	if e := b.tasks[t.Name]; e == nil || (e.uid != "" && e.uid != t.UID) {
-		return // it left the books (closed, or deleted): nothing to bring back
+		// It left the books (closed, or deleted): nothing to bring back. But if it left
+		// before its final status was seen (the informer's copy of a task closing is the
+		// one before), this copy is that status: a settled charge never changes, so it
+		// decides the journal entry without a read.
+		if b.fates[t.UID] == fateCheck {
+			switch t.Status.Charge {
+			case videogenv1alpha1.ChargeDeducted:
+				b.fates[t.UID] = fateDeducted
+				l.schedule(b)
+			case videogenv1alpha1.ChargeRefunded:
+				b.fates[t.UID] = fateRefunded
+				l.schedule(b)
+			}
+		}
+		return
 	}
 	if e := b.observe(t, l.evidence(t)); e != nil && e.state == overdrawn {
 		l.requeueTask(t.Namespace, t.Name)

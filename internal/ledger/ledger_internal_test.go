@@ -9,7 +9,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -404,5 +408,74 @@ func TestAStoppedLedgerStartsNoWriter(t *testing.T) {
 	b.mu.Unlock()
 	if flushing {
 		t.Fatal("schedule started a writer after the ledger stopped")
+	}
+}
+
+// A task's closing write reaches the informer (as a delete: it leaves the open tasks' cache,
+// carrying the copy from before) before the controller hands the ledger the copy it wrote.
+// That copy says Deducted, and a settled charge never changes: the journal entry goes without
+// reading the task back.
+func TestTheClosingCopyDecidesTheJournalEntryWithoutARead(t *testing.T) {
+	for _, tc := range []struct {
+		charge videogenv1alpha1.ChargeState
+		phase  videogenv1alpha1.TaskPhase
+		spent  int64
+	}{
+		{videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, 10},
+		{videogenv1alpha1.ChargeRefunded, videogenv1alpha1.TaskFailed, 0}, // an earlier manager's refund landed late
+	} {
+		t.Run(string(tc.charge), func(t *testing.T) {
+			h := newHarness(t, 100)
+			// A ledger whose writer waits on a clock the test steps, so that nothing is written
+			// between the informer's delete and the controller's copy.
+			clk := clocktesting.NewFakeClock(time.Now())
+			var gets atomic.Int32
+			reader := interceptor.NewClient(k8s, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
+						gets.Add(1)
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			signer, err := NewSigner(testKey)
+			must(t, err)
+			l := New(Config{Client: h.faults.client(), Reader: reader, Signer: signer, Identity: "ledger-2", WriteInterval: time.Second, Clock: clk})
+			l.ctx = h.ctx
+			must(t, l.build(h.ctx, h.ns))
+			l.ready.Store(true)
+			settle := func() *videogenv1alpha1.PointAccount {
+				t.Helper()
+				must(t, wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					clk.Step(time.Second)
+					b := l.book(h.ns)
+					b.mu.Lock()
+					defer b.mu.Unlock()
+					return !b.flushing && !b.dirty && len(b.queued) == 0, nil
+				}))
+				return h.account()
+			}
+
+			task := h.create(l, "t", 10)
+			must(t, wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				clk.Step(time.Second)
+				return l.Charge(task, &videogenv1alpha1.TaskResult{URL: "https://media.example/out/t.mp4"})
+			}))
+			settle()
+
+			closed := task.DeepCopy()
+			ended(tc.charge, tc.phase, true)(&closed.Status)
+			must(t, k8s.Status().Update(h.ctx, closed))
+			h.feedDelete(l, task) // the informer first: the task left the open tasks
+			l.Observe(closed)     // then the controller's own copy
+			a := settle()
+			h.books(a, 100, tc.spent, 0)
+			if len(a.Status.Journal) != 0 {
+				t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+			}
+			if n := gets.Load(); n != 0 {
+				t.Fatalf("the ledger read the task %d times; its own copy said how it ended", n)
+			}
+		})
 	}
 }
