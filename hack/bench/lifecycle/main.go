@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -57,6 +58,7 @@ var kubeProfile string
 // summary is what one run measured.
 type summary struct {
 	raw, ceiling, settled float64 // per second
+	watched               float64 // per second: the bound with the stack's two watchers running
 	writes, accountWrites float64 // per task, all clients; PointAccount writes
 	deletes               float64 // per task: deleting the closed tasks, as the collector does
 	p50, p99              time.Duration
@@ -66,19 +68,19 @@ type summary struct {
 func report(all []summary, nTasks, nAccounts, conc int) {
 	fmt.Println()
 	fmt.Printf("#### %d runs of %d tasks over %d accounts at c=%d\n\n", len(all), nTasks, nAccounts, conc)
-	fmt.Println("| run | raw creates/s | creates + 1 status update/s (the bound) | tasks settled/s | settled ÷ bound | writes per task | of which PointAccount | deletes per task | submit → settled p50 | p99 |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	var ratios, acctW []float64
+	fmt.Println("| run | raw creates/s | creates + 1 status update/s (the bound) | the bound, 2 watches | tasks settled/s | settled ÷ bound | settled ÷ watched bound | writes per task | of which PointAccount | deletes per task | submit → settled p50 | p99 |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	var ratios, watchedRatios, acctW []float64
 	for i, s := range all {
-		r := s.settled / s.ceiling
-		ratios, acctW = append(ratios, r), append(acctW, s.accountWrites)
-		fmt.Printf("| %d | %.0f | %.0f | %.0f | **%.2f** | %.2f | %.3f | %.2f | %s | %s |\n", i+1, s.raw, s.ceiling, s.settled, r,
+		r, rw := s.settled/s.ceiling, s.settled/s.watched
+		ratios, watchedRatios, acctW = append(ratios, r), append(watchedRatios, rw), append(acctW, s.accountWrites)
+		fmt.Printf("| %d | %.0f | %.0f | %.0f | %.0f | **%.2f** | %.2f | %.2f | %.3f | %.2f | %s | %s |\n", i+1, s.raw, s.ceiling, s.watched, s.settled, r, rw,
 			s.writes, s.accountWrites, s.deletes, harness.Ms(s.p50), harness.Ms(s.p99))
 	}
 	med := median(ratios)
 	fmt.Println()
-	fmt.Printf("Settled ÷ bound: median **%.2f**, worst %.2f. PointAccount writes per task: median %.3f, worst %.3f.\n\n",
-		med, slices.Min(ratios), median(acctW), slices.Max(acctW))
+	fmt.Printf("Settled ÷ bound: median **%.2f**, worst %.2f (÷ the bound with 2 watches: median %.2f, worst %.2f). PointAccount writes per task: median %.3f, worst %.3f.\n\n",
+		med, slices.Min(ratios), median(watchedRatios), slices.Min(watchedRatios), median(acctW), slices.Max(acctW))
 	fmt.Printf("Goals: tasks settled ≥ 0.8 of the bound (median): **%s**; ≤ 0.1 PointAccount writes per task: **%s**.\n",
 		verdict(med >= 0.8), verdict(slices.Max(acctW) <= 0.1))
 }
@@ -100,8 +102,8 @@ type lifecycleRun struct {
 	counter *harness.Counter
 	api     *harness.APIServer
 
-	raw, ceiling, sub harness.Result
-	phases            []harness.Phase
+	raw, ceiling, watched, sub harness.Result
+	phases                     []harness.Phase
 
 	// deducted is when each task's status first said Deducted, from the manager's writes.
 	mu       sync.Mutex
@@ -177,14 +179,58 @@ func (r *lifecycleRun) measureBounds(ctx context.Context) error {
 	if err := r.ceiling.Check("creates with a status update"); err != nil {
 		return err
 	}
+	// The same again with the two watches of VideoTasks the stack keeps (the manager's cache and
+	// the REST apiserver's): what the control plane does for those writes with any controller
+	// and a cache to serve GET /v1/tasks from. Not the goal's bound; shown beside it.
+	stopWatches, err := r.watchTasks(ctx, 2)
+	if err != nil {
+		return err
+	}
+	cpu3 := harness.ReadCPU()
+	r.watched = harness.Run(ctx, nTasks, conc, func(ctx context.Context, _ int) error {
+		t := harness.Task(rawNS, "")
+		if err := env.Client.Create(ctx, t); err != nil {
+			return err
+		}
+		t.Status = harness.FinishedStatus(t.Name, true, time.Now())
+		return env.Client.Status().Update(ctx, t)
+	})
+	cpu4 := harness.ReadCPU()
+	stopWatches()
+	if err := r.watched.Check("creates with a status update, watched"); err != nil {
+		return err
+	}
 	r.phases = []harness.Phase{
 		{Name: "raw create", CPU: cpu1.Sub(cpu0), Items: nTasks, Wall: r.raw.Elapsed},
 		{Name: "create + 1 status update (the bound)", CPU: cpu2.Sub(cpu1), Items: nTasks, Wall: r.ceiling.Elapsed},
+		{Name: "the bound, with 2 watches of VideoTasks", CPU: cpu4.Sub(cpu3), Items: nTasks, Wall: r.watched.Elapsed},
 	}
 	if err := env.Client.DeleteAllOf(ctx, &videogenv1alpha1.VideoTask{}, client.InNamespace(rawNS)); err != nil {
 		return err
 	}
 	return waitEmpty(ctx, env.Client, rawNS)
+}
+
+// watchTasks starts n informers of VideoTasks in all namespaces, each with a connection of its
+// own, and returns once they have synced; the returned function stops them.
+func (r *lifecycleRun) watchTasks(ctx context.Context, n int) (func(), error) {
+	ctx, stop := context.WithCancel(ctx)
+	for range n {
+		c, err := cache.New(r.env.Cfg, cache.Options{Scheme: r.env.Env.Scheme})
+		if err == nil {
+			_, err = c.GetInformer(ctx, &videogenv1alpha1.VideoTask{})
+		}
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		go func() { _ = c.Start(ctx) }()
+		if !c.WaitForCacheSync(ctx) {
+			stop()
+			return nil, fmt.Errorf("a watch of VideoTasks did not sync")
+		}
+	}
+	return stop, nil
 }
 
 // startStack starts the controllers and the REST apiserver, both counted, and notes the
@@ -317,9 +363,10 @@ func (r *lifecycleRun) count(ctx context.Context, rate float64, lat []time.Durat
 	if err != nil {
 		return out, err
 	}
-	out = summary{raw: r.raw.Rate(), ceiling: r.ceiling.Rate(), settled: rate, writes: float64(total) / float64(nTasks),
+	out = summary{raw: r.raw.Rate(), ceiling: r.ceiling.Rate(), watched: r.watched.Rate(), settled: rate, writes: float64(total) / float64(nTasks),
 		accountWrites: float64(acctWrites) / float64(nTasks), deletes: float64(deletes) / float64(nTasks), p50: res.P(0.5), p99: res.P(0.99)}
-	fmt.Fprintf(os.Stderr, "run: settled %.0f/s, bound %.0f/s: %.2f; %.3f PointAccount writes per task\n", rate, r.ceiling.Rate(), rate/r.ceiling.Rate(), out.accountWrites)
+	fmt.Fprintf(os.Stderr, "run: settled %.0f/s, bound %.0f/s: %.2f (watched bound %.0f/s: %.2f); %.3f PointAccount writes per task\n",
+		rate, r.ceiling.Rate(), rate/r.ceiling.Rate(), r.watched.Rate(), rate/r.watched.Rate(), out.accountWrites)
 	return out, nil
 }
 
