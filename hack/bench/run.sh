@@ -27,7 +27,7 @@ fi
 
 run submit go run ./hack/bench/submit -runs "${BENCH_RUNS:-5}" -n1 "${SUBMIT_N1:-400}" -n8 "${SUBMIT_N8:-1200}" -n64 "${SUBMIT_N64:-1600}"
 run statuscost go run ./hack/bench/statuscost -n 500
-run lifecycle go run ./hack/bench/lifecycle -runs "${BENCH_RUNS:-5}" -tasks "${LIFECYCLE_TASKS:-500}" -accounts 16 -c 32
+run lifecycle go run ./hack/bench/lifecycle -runs "${BENCH_RUNS:-5}" -tasks "${LIFECYCLE_TASKS:-1000}" -accounts 16 -c 32
 run connectors go test -run '^$' -bench . -benchmem ./internal/connectors/...
 run stripecompare go -C hack/bench/stripecompare run .
 run webhooks go run ./hack/bench/webhooks -tasks "${WEBHOOK_TASKS:-300}" -accounts 4 -c 16

@@ -172,7 +172,7 @@ func (r *lifecycleRun) measureBounds(ctx context.Context) error {
 		if err := env.Client.Create(ctx, t); err != nil {
 			return err
 		}
-		t.Status = harness.FinishedStatus(t.Name, true, time.Now())
+		t.Status = harness.FinishedStatus(t, true, time.Now())
 		return env.Client.Status().Update(ctx, t)
 	})
 	cpu2 := harness.ReadCPU()
@@ -192,7 +192,7 @@ func (r *lifecycleRun) measureBounds(ctx context.Context) error {
 		if err := env.Client.Create(ctx, t); err != nil {
 			return err
 		}
-		t.Status = harness.FinishedStatus(t.Name, true, time.Now())
+		t.Status = harness.FinishedStatus(t, true, time.Now())
 		return env.Client.Status().Update(ctx, t)
 	})
 	cpu4 := harness.ReadCPU()

@@ -473,7 +473,7 @@ func verdict(ok bool) string {
 // finish gives a task the status of one that succeeded and was deducted an hour ago, closed as
 // the manager leaves such a task (with -finished-open, as a manager before status.closed did).
 func finish(t *videogenv1alpha1.VideoTask) {
-	t.Status = harness.FinishedStatus(t.Name, !*finishedOpen, time.Now().Add(-time.Hour))
+	t.Status = harness.FinishedStatus(t, !*finishedOpen, time.Now().Add(-time.Hour))
 }
 
 // startRunning makes t an accepted task whose analyze stage runs on the bench backend, with

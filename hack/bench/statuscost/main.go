@@ -37,23 +37,23 @@ func main() {
 	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "s"}})
 	variants := []struct {
 		name   string
-		status func(name string) *videogenv1alpha1.VideoTaskStatus
+		status func(t *videogenv1alpha1.VideoTask) *videogenv1alpha1.VideoTaskStatus
 	}{
 		{"create only", nil},
-		{"finished status", func(name string) *videogenv1alpha1.VideoTaskStatus {
-			s := harness.FinishedStatus(name, true, time.Now())
+		{"finished status", func(t *videogenv1alpha1.VideoTask) *videogenv1alpha1.VideoTaskStatus {
+			s := harness.FinishedStatus(t, true, time.Now())
 			return &s
 		}},
-		{"phase, charge, closed only", func(name string) *videogenv1alpha1.VideoTaskStatus {
+		{"phase, charge, closed only", func(t *videogenv1alpha1.VideoTask) *videogenv1alpha1.VideoTaskStatus {
 			return &videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](10), Charge: videogenv1alpha1.ChargeDeducted, Closed: true}
 		}},
-		{"finished, no conditions", func(name string) *videogenv1alpha1.VideoTaskStatus {
-			s := harness.FinishedStatus(name, true, time.Now())
+		{"finished, no conditions", func(t *videogenv1alpha1.VideoTask) *videogenv1alpha1.VideoTaskStatus {
+			s := harness.FinishedStatus(t, true, time.Now())
 			s.Conditions = nil
 			return &s
 		}},
-		{"finished, no stages", func(name string) *videogenv1alpha1.VideoTaskStatus {
-			s := harness.FinishedStatus(name, true, time.Now())
+		{"finished, no stages", func(t *videogenv1alpha1.VideoTask) *videogenv1alpha1.VideoTaskStatus {
+			s := harness.FinishedStatus(t, true, time.Now())
 			s.Stages = nil
 			return &s
 		}},
@@ -71,7 +71,7 @@ func main() {
 				if v.status == nil {
 					return nil
 				}
-				t.Status = *v.status(t.Name)
+				t.Status = *v.status(t)
 				return env.Client.Status().Update(ctx, t)
 			})
 			if err := r.Check(v.name); err != nil {
@@ -99,7 +99,7 @@ func main() {
 	go func() { done <- env.KubeProfile(ctx, 8*time.Second, *prof) }()
 	before := harness.ReadCPU()
 	r := harness.Run(ctx, len(tasks), *c, func(ctx context.Context, i int) error {
-		tasks[i].Status = harness.FinishedStatus(tasks[i].Name, true, time.Now())
+		tasks[i].Status = harness.FinishedStatus(tasks[i], true, time.Now())
 		return env.Client.Status().Update(ctx, tasks[i])
 	})
 	harness.PrintCPU(os.Stdout, []harness.Phase{{Name: fmt.Sprintf("status update alone (%.0f/s)", r.Rate()), CPU: harness.ReadCPU().Sub(before), Items: len(tasks), Wall: r.Elapsed}})

@@ -31,6 +31,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
@@ -316,24 +317,29 @@ func promLabels(s string) map[string]string {
 	return out
 }
 
-// FinishedStatus is the status the manager leaves a task with that succeeded and was deducted
-// at at: both stages, the result, the conditions, and closed if asked.
-func FinishedStatus(name string, closed bool, at time.Time) videogenv1alpha1.VideoTaskStatus {
-	t := metav1.NewTime(at)
+// FinishedStatus is the status the manager leaves a task t with that succeeded on the bench
+// backends (InstantBackend's handles) and was deducted at at: both stages, the result, the
+// conditions, and closed if asked. Set t's namespace, name and UID first (a created task).
+func FinishedStatus(t *videogenv1alpha1.VideoTask, closed bool, at time.Time) videogenv1alpha1.VideoTaskStatus {
+	now := metav1.NewTime(at)
+	handle := func(stage videogenv1alpha1.StageName) string {
+		return "h-" + generation.WorkKey(t.Namespace, t.Name, string(t.UID), stage)
+	}
 	return videogenv1alpha1.VideoTaskStatus{
 		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
 		Closed:   closed,
-		Progress: 100, StartedAt: &t, CompletedAt: &t,
-		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + name + ".mp4", MediaType: "video/mp4"},
+		Progress: 100, StartedAt: &now, CompletedAt: &now, ObservedGeneration: 1,
+		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + t.Name + ".mp4", MediaType: "video/mp4"},
 		Stages: []videogenv1alpha1.StageStatus{
-			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + name + "a",
-				Progress: 100, StartedAt: &t, CompletedAt: &t, Outputs: map[string]string{"faces": "1"}},
-			{Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StageSucceeded, Backend: "bench", Handle: "stg_" + name + "r",
-				Progress: 100, StartedAt: &t, CompletedAt: &t},
+			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageSucceeded, Backend: "bench-backend", Handle: handle(videogenv1alpha1.StageAnalyze),
+				Progress: 100, StartedAt: &now, CompletedAt: &now, Outputs: map[string]string{"faces": "1"}},
+			{Name: videogenv1alpha1.StageRender, State: videogenv1alpha1.StageSucceeded, Backend: "bench-backend", Handle: handle(videogenv1alpha1.StageRender),
+				Progress: 100, StartedAt: &now, CompletedAt: &now},
 		},
 		Conditions: []metav1.Condition{
-			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: t},
-			{Type: videogenv1alpha1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonSucceeded, Message: "Generation finished", LastTransitionTime: t},
+			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: videogenv1alpha1.ReasonFrozen, Message: "Froze 10 points", LastTransitionTime: now},
+			{Type: videogenv1alpha1.ConditionDispatched, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: videogenv1alpha1.ReasonBackendAccepted, Message: "bench-backend accepted the render stage", LastTransitionTime: now},
+			{Type: videogenv1alpha1.ConditionSucceeded, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: videogenv1alpha1.ReasonSucceeded, Message: "Generation finished", LastTransitionTime: now},
 		},
 	}
 }
