@@ -34,6 +34,7 @@ func main() {
 	conc := flag.Int("c", 32, "submission concurrency (and raw create concurrency)")
 	limit := flag.Duration("timeout", 8*time.Minute, "stop after this long, whatever happens")
 	workers := flag.Int("workers", controllers.DefaultOptions().Task.MaxConcurrentReconciles, "concurrent VideoTask reconciles (the manager's --max-concurrent-tasks)")
+	flag.DurationVar(&writeInterval, "ledger-write-interval", controllers.DefaultOptions().Ledger.WriteInterval, "least time between two writes of one account (the manager's --ledger-write-interval)")
 	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver over 10 s from the first submission here")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
 	runs := flag.Int("runs", 5, "runs, each on a control plane of its own; the last one's tables are printed in full")
@@ -53,7 +54,10 @@ func main() {
 	report(all, *tasks, *accounts, *conc)
 }
 
-var kubeProfile string
+var (
+	kubeProfile   string
+	writeInterval time.Duration
+)
 
 // summary is what one run measured.
 type summary struct {
@@ -253,6 +257,7 @@ func (r *lifecycleRun) startStack(ctx context.Context) error {
 	}
 	opts := harness.ControllerOptions(harness.InstantBackend{})
 	opts.Task.MaxConcurrentReconciles = r.workers
+	opts.Ledger.WriteInterval = writeInterval
 	mgr, err := r.env.StartControllers(ctx, r.counter, opts)
 	if err != nil {
 		return err
