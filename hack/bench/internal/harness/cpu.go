@@ -73,6 +73,18 @@ func (c CPU) Sub(before CPU) CPU {
 	return d
 }
 
+// Add is the CPU of two spans together.
+func (c CPU) Add(o CPU) CPU {
+	d := CPU{}
+	for k, v := range c {
+		d[k] = v
+	}
+	for k, v := range o {
+		d[k] += v
+	}
+	return d
+}
+
 // PerItem formats the milliseconds per item of the kube-apiserver, etcd and this process.
 func (c CPU) PerItem(n int) string {
 	f := func(p string) float64 { return c[p] * 1000 / float64(n) }
