@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -128,14 +129,37 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type Client struct {
 	// URL of the ledger: the manager's --ledger-bind-address, or the Service in front of it.
 	URL string
-	// HTTP client (default: 10 s timeout).
+	// HTTP client (default: 10 s timeout, and keep-alive connections for MaxIdleConnsPerHost
+	// concurrent calls).
 	HTTP *http.Client
 	// TokenFile, if set, holds the bearer token sent (a service account token; re-read as it rotates).
 	TokenFile string
 	// Backoff between attempts while the ledger is not ready or unreachable.
 	Backoff wait.Backoff
 
+	setup  sync.Once
+	hc     *http.Client
 	tokens transport.ResettableTokenSource
+}
+
+// MaxIdleConnsPerHost is how many connections to the ledger a default Client keeps open
+// between calls. Every submission is one call; with net/http's default of 2, concurrent
+// submissions would close and dial connections all the time.
+const MaxIdleConnsPerHost = 256
+
+// init sets up the HTTP client and the token source once (calls run concurrently).
+func (c *Client) init() {
+	c.setup.Do(func() {
+		c.hc = c.HTTP
+		if c.hc == nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.MaxIdleConns, t.MaxIdleConnsPerHost = MaxIdleConnsPerHost, MaxIdleConnsPerHost
+			c.hc = &http.Client{Timeout: 10 * time.Second, Transport: t}
+		}
+		if c.TokenFile != "" {
+			c.tokens = transport.NewCachedFileTokenSource(c.TokenFile)
+		}
+	})
 }
 
 // DefaultBackoff retries for about 15 s.
@@ -158,6 +182,7 @@ func (c *Client) Balance(ctx context.Context, namespace string) (Figures, error)
 }
 
 func (c *Client) call(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	c.init()
 	backoff := c.Backoff
 	if backoff.Steps == 0 {
 		backoff = DefaultBackoff
@@ -181,21 +206,14 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.TokenFile != "" {
-		if c.tokens == nil {
-			c.tokens = transport.NewCachedFileTokenSource(c.TokenFile)
-		}
+	if c.tokens != nil {
 		tok, err := c.tokens.Token()
 		if err != nil {
 			return fmt.Errorf("reading the ledger token: %w", err)
 		}
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		return &unreachableError{err}
 	}

@@ -215,7 +215,7 @@ func serveLedger(ctx context.Context, l *ledger.Ledger) (*ledger.Client, error) 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return &ledger.Client{URL: "http://" + ln.Addr().String(), HTTP: LoopbackClient(64)}, nil
+	return &ledger.Client{URL: "http://" + ln.Addr().String()}, nil // the HTTP client cmd/apiserver uses
 }
 
 // InstantBackend completes every stage as soon as it is observed: a benchmark of the operator,
