@@ -25,7 +25,7 @@ if [[ $what == scale ]]; then
 	exit 0
 fi
 
-run submit go run ./hack/bench/submit -runs "${BENCH_RUNS:-5}" -n1 "${SUBMIT_N1:-400}" -n8 "${SUBMIT_N8:-1200}" -n64 "${SUBMIT_N64:-1600}"
+run submit go run ./hack/bench/submit -runs "${BENCH_RUNS:-5}" -n1 "${SUBMIT_N1:-1000}" -n8 "${SUBMIT_N8:-2400}" -n64 "${SUBMIT_N64:-3200}"
 run statuscost go run ./hack/bench/statuscost -n 500
 run lifecycle go run ./hack/bench/lifecycle -runs "${BENCH_RUNS:-5}" -tasks "${LIFECYCLE_TASKS:-1000}" -accounts 16 -c 32
 run connectors go test -run '^$' -bench . -benchmem ./internal/connectors/...

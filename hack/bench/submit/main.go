@@ -5,7 +5,7 @@
 // ledger, as the elected manager has it), so tasks stay Pending and only the submission path is
 // measured; the ledger's summary writes of the account are part of it.
 //
-//	go run ./hack/bench/submit [-runs 5 -n1 400 -n8 1200 -n64 1600 -rounds 2]
+//	go run ./hack/bench/submit [-runs 5 -n1 1000 -n8 2400 -n64 3200 -rounds 2]
 package main
 
 import (
@@ -21,9 +21,9 @@ import (
 
 func main() {
 	runs := flag.Int("runs", 5, "runs, each measuring every level")
-	n1 := flag.Int("n1", 400, "requests per run at concurrency 1 (each side)")
-	n8 := flag.Int("n8", 1200, "requests per run at concurrency 8 (each side)")
-	n64 := flag.Int("n64", 1600, "requests per run at concurrency 64 (each side)")
+	n1 := flag.Int("n1", 1000, "requests per run at concurrency 1 (each side)")
+	n8 := flag.Int("n8", 2400, "requests per run at concurrency 8 (each side)")
+	n64 := flag.Int("n64", 3200, "requests per run at concurrency 64 (each side)")
 	rounds := flag.Int("rounds", 2, "alternating rounds (raw, REST) per level and run")
 	limit := flag.Duration("timeout", 10*time.Minute, "stop after this long, whatever happens")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (client, REST apiserver, ledger) here")
