@@ -41,6 +41,11 @@ type Config struct {
 	Clock clock.WithTicker
 }
 
+// MaxIdleConnsPerHost is how many connections to a backend the default HTTP client keeps open
+// between calls: the manager's task workers poll a backend all at once, and net/http's default
+// of 2 would close and dial the others for every round.
+const MaxIdleConnsPerHost = 64
+
 // Client is a generation.Backend over the HTTP backend protocol.
 type Client struct {
 	cfg  Config
@@ -56,7 +61,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("backend base URL %q must be an absolute http(s) URL", cfg.BaseURL)
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = MaxIdleConnsPerHost, MaxIdleConnsPerHost
+		cfg.HTTPClient = &http.Client{Transport: t}
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 15 * time.Second

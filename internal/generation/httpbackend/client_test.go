@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -370,5 +371,40 @@ func TestRetryWaitsOnTheInjectedClock(t *testing.T) {
 	}
 	if got := fake.requests.Load(); got != 2 {
 		t.Errorf("requests = %d, want 2 (a 503, then success)", got)
+	}
+}
+
+// The manager's task workers poll a backend all at once, round after round: the default client
+// keeps those connections open instead of closing all but 2 and dialing them again.
+func TestConcurrentCallsKeepTheirConnections(t *testing.T) {
+	fake := newFake()
+	var dials atomic.Int32
+	srv := httptest.NewUnstartedServer(fake)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := newClient(t, srv.URL, nil)
+	id, err := c.Submit(context.Background(), work())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const concurrent, rounds = 32, 5
+	for range rounds {
+		var wg sync.WaitGroup
+		for range concurrent {
+			wg.Go(func() {
+				if _, err := c.Observe(context.Background(), work(), id); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := dials.Load(); n > 2*concurrent {
+		t.Fatalf("%d connections dialed for %d calls, %d at a time: want them kept open (at most %d)", n, concurrent*rounds+1, concurrent, 2*concurrent)
 	}
 }
