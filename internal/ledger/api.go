@@ -161,15 +161,9 @@ func (l *Ledger) Observe(t *videogenv1alpha1.VideoTask) {
 		// before its final status was seen (the informer's copy of a task closing is the
 		// one before), this copy is that status: a settled charge never changes, so it
 		// decides the journal entry without a read.
-		if b.fates[t.UID] == fateCheck {
-			switch t.Status.Charge {
-			case videogenv1alpha1.ChargeDeducted:
-				b.fates[t.UID] = fateDeducted
-				l.schedule(b)
-			case videogenv1alpha1.ChargeRefunded:
-				b.fates[t.UID] = fateRefunded
-				l.schedule(b)
-			}
+		if f := fateOfSource(t); f != fateUnknown && b.fates[t.UID] == fateCheck {
+			b.fates[t.UID] = f
+			l.schedule(b)
 		}
 		return
 	}

@@ -438,12 +438,9 @@ func TestTheClosingCopyDecidesTheJournalEntryWithoutARead(t *testing.T) {
 					return c.Get(ctx, key, obj, opts...)
 				},
 			})
-			signer, err := NewSigner(testKey)
-			must(t, err)
-			l := New(Config{Client: h.faults.client(), Reader: reader, Signer: signer, Identity: "ledger-2", WriteInterval: time.Second, Clock: clk})
-			l.ctx = h.ctx
-			must(t, l.build(h.ctx, h.ns))
-			l.ready.Store(true)
+			l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+				cfg.Reader, cfg.Clock, cfg.WriteInterval = reader, clk, time.Second
+			})
 			settle := func() *videogenv1alpha1.PointAccount {
 				t.Helper()
 				must(t, wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {

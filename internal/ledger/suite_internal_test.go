@@ -131,10 +131,19 @@ func newHarness(t *testing.T, credited int64) *harness {
 
 // start builds a ledger's books as Start does, without an informer: events come from feed.
 func (h *harness) start(ctx context.Context, identity string) *Ledger {
+	return h.startWith(ctx, identity, nil)
+}
+
+// startWith is start with the config changed by configure first (another reader, a clock).
+func (h *harness) startWith(ctx context.Context, identity string, configure func(*Config)) *Ledger {
 	h.t.Helper()
 	signer, err := NewSigner(testKey)
 	must(h.t, err)
-	l := New(Config{Client: h.faults.client(), Reader: k8s, Signer: signer, Identity: identity, WriteInterval: 20 * time.Millisecond})
+	cfg := Config{Client: h.faults.client(), Reader: k8s, Signer: signer, Identity: identity, WriteInterval: 20 * time.Millisecond}
+	if configure != nil {
+		configure(&cfg)
+	}
+	l := New(cfg)
 	l.ctx = ctx
 	must(h.t, l.build(ctx, h.ns))
 	l.ready.Store(true)
