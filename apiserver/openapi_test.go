@@ -38,8 +38,11 @@ const docURL = "https://videogen.dev/openapi.json"
 var (
 	specOnce sync.Once
 	spec     map[string]any
-	schemas  *jsonschema.Compiler
-	compiled sync.Map // pointer -> *jsonschema.Schema
+	// schemas compiles lazily; a jsonschema.Compiler is not safe for concurrent use, and specs
+	// that send requests concurrently validate their responses concurrently.
+	schemasMu sync.Mutex
+	schemas   *jsonschema.Compiler
+	compiled  = map[string]*jsonschema.Schema{} // by pointer; guarded by schemasMu
 )
 
 func loadSpec() {
@@ -54,12 +57,14 @@ func loadSpec() {
 }
 
 func schemaAt(pointer string) *jsonschema.Schema {
-	if s, ok := compiled.Load(pointer); ok {
-		return s.(*jsonschema.Schema)
+	schemasMu.Lock()
+	defer schemasMu.Unlock()
+	if s, ok := compiled[pointer]; ok {
+		return s
 	}
 	s, err := schemas.Compile(docURL + "#" + pointer)
 	Expect(err).NotTo(HaveOccurred(), pointer)
-	compiled.Store(pointer, s)
+	compiled[pointer] = s
 	return s
 }
 
