@@ -100,6 +100,12 @@ func (c CPU) Total() float64 {
 	return t
 }
 
+// ControlPlane is the kube-apiserver's and etcd's CPU together: what a cluster's control plane
+// spends, wherever the operator's own processes run.
+func (c CPU) ControlPlane() float64 {
+	return c["kube-apiserver"] + c["etcd"]
+}
+
 // Phase is the CPU a part of a run used, over the items (tasks, creates) it did in wall time.
 type Phase struct {
 	Name  string
