@@ -135,33 +135,29 @@ func (b *bench) level(ctx context.Context, run, c int) (measure, error) {
 		// control plane slows as objects pile up, and this order gives both sides the same
 		// share of that drift.
 		var raw, rest harness.Result
-		for _, side := range sides(round) {
-			if side == "raw" {
-				raw = harness.Run(ctx, part, c, b.create)
-				if err := raw.Check("raw creates"); err != nil {
-					return m, err
-				}
-				continue
-			}
+		runRaw := func() error {
+			raw = harness.Run(ctx, part, c, b.create)
+			return raw.Check("raw creates")
+		}
+		runREST := func() error {
 			before := b.counter.Total(isAccount)
 			rest = harness.Run(ctx, part, c, b.post)
-			if err := rest.Check("POST /v1/videos/short"); err != nil {
+			m.accountWrites += b.counter.Total(isAccount) - before
+			return rest.Check("POST /v1/videos/short")
+		}
+		sides := []func() error{runRaw, runREST}
+		if round%2 == 1 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
 				return m, err
 			}
-			m.accountWrites += b.counter.Total(isAccount) - before
 		}
 		m.raw, m.rest = m.raw.Merge(raw), m.rest.Merge(rest)
 	}
 	fmt.Fprintf(os.Stderr, "  raw %.0f/s, REST %.0f/s: %.2f\n", m.raw.Rate(), m.rest.Rate(), m.ratio())
 	return m, nil
-}
-
-// sides is the order of a round's two sides.
-func sides(round int) []string {
-	if round%2 == 0 {
-		return []string{"raw", "REST"}
-	}
-	return []string{"REST", "raw"}
 }
 
 func (b *bench) report() {
