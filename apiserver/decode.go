@@ -54,6 +54,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	if err := checkEncoding(body, form); err != nil {
 		return err
 	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		// encoding/json reads null into a struct as nothing at all; it is not an object.
+		return badRequest("the body must be a JSON object, not null")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

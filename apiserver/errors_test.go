@@ -78,6 +78,7 @@ var _ = Describe("Errors", func() {
 		Entry("malformed JSON", "/v1/videos/short", `{"template_id": "x",`, "malformed JSON"),
 		Entry("two objects", "/v1/videos/short", `{"template_id":"x"} {}`, "exactly one JSON object"),
 		Entry("not an object", "/v1/videos/short", `[1,2]`, "must be a JSON object"),
+		Entry("null", "/v1/videos/eraser", ` null `, "must be a JSON object, not null"),
 		Entry("empty body", "/v1/videos/short", "", "body is empty"),
 		Entry("unknown template", "/v1/videos/short", map[string]any{"template_id": "no-such", "face": "https://cdn.example.com/f.jpg"}, `no template "no-such"`),
 		Entry("loopback face URL", "/v1/videos/short", map[string]any{"template_id": "x", "face": "http://127.0.0.1/f.jpg"}, `"face"`),

@@ -159,7 +159,7 @@ var _ = Describe("Hostile input", func() {
 			raw(`{"name":"t","target_url":"https://cdn.example.com/t.mp4","duration":4294967297}`), nil}, 400, "invalid_request", `"duration"`),
 
 		// Malformed and oversized bodies.
-		Entry("a JSON null", hostile{"POST", "/v1/videos/short", raw(`null`), nil}, 400, "invalid_request", `"template_id" is required`),
+		Entry("a JSON null", hostile{"POST", "/v1/videos/short", raw(`null`), nil}, 400, "invalid_request", "must be a JSON object, not null"),
 		Entry("nesting beyond the decoder's depth", hostile{"POST", "/v1/videos/short",
 			raw(`{"template_id":` + strings.Repeat("[", 20000)), nil}, 400, "invalid_request", "JSON"),
 		Entry("a NUL in the template id", hostile{"POST", "/v1/videos/short", func(templates) any {
