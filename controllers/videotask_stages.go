@@ -160,7 +160,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 // abandoned says whether the task must stop now because it timed out or was cancelled.
 func (r *VideoTaskReconciler) abandoned(task *videogenv1alpha1.VideoTask, now, deadline time.Time) (outcome, bool) {
 	if _, ok := task.Annotations[videogenv1alpha1.AnnotationCancelRequested]; ok {
-		return outcome{reason: videogenv1alpha1.ReasonCanceled, code: "canceled", message: "the task was cancelled on request"}, true
+		return outcome{reason: videogenv1alpha1.ReasonCanceled, code: "canceled", message: "the task was canceled on request"}, true
 	}
 	if !now.Before(deadline) {
 		return outcome{reason: videogenv1alpha1.ReasonTimedOut, code: "timed_out",
