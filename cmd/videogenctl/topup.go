@@ -26,7 +26,7 @@ func newTopUpCommand(o *options) *cobra.Command {
 	var noWait, debit bool
 	cmd := &cobra.Command{
 		Use:   "topup ACCOUNT AMOUNT --reference REF [--note TEXT] [--debit] [--no-wait]",
-		Short: "Credit (or, with a negative AMOUNT and a note, debit) an account's points and wait until the operator applied it",
+		Short: "Credit (or, with --debit and a note, debit) an account's points and wait until the operator applied it",
 		Long: `Creates a PointTopUp, the account's audit record of the change, and waits until the
 operator applied it. --debit takes AMOUNT from the account instead (a correction, or what is
 left when it is closed) and needs --note saying why, e.g. topup acme 50 --debit --reference
@@ -46,10 +46,22 @@ reference already applied is refused.`,
 		},
 	}
 	cmd.Flags().StringVar(&reference, "reference", "", "paperwork reference, e.g. an invoice number (required)")
-	cmd.Flags().StringVar(&note, "note", "", "free text for the audit trail; required for a debit (a negative AMOUNT)")
+	cmd.Flags().StringVar(&note, "note", "", "free text for the audit trail; required for a debit (--debit)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "do not wait for the credit")
 	cmd.Flags().BoolVar(&debit, "debit", false, "take AMOUNT from the account (needs --note)")
+	cmd.SetFlagErrorFunc(negativeAmountHint)
 	return cmd
+}
+
+// negativeAmountHint explains the flag parser's refusal of a negative AMOUNT ("-30" reads as
+// the shorthand flags -3 and -0): a debit is a positive AMOUNT with --debit.
+func negativeAmountHint(cmd *cobra.Command, err error) error {
+	_, arg, found := strings.Cut(err.Error(), " in -")
+	if _, perr := strconv.ParseUint(arg, 10, 64); !found || perr != nil {
+		return err
+	}
+	return fmt.Errorf("%w: to debit, give AMOUNT without its sign and add --debit and --note, e.g. %s ACCOUNT %s --debit --reference CORR-1 --note \"double invoice\"",
+		err, cmd.CommandPath(), arg)
 }
 
 // topUp creates a PointTopUp and waits until the operator credited it.
@@ -78,9 +90,9 @@ func topUp(ctx context.Context, o *options, account, amountArg, reference, note 
 		fmt.Fprintf(o.out, "top-up %s created\n", t.Name)
 		return nil
 	}
-	verb := "credit"
+	verb, to := "credit", "to"
 	if amount < 0 {
-		verb = "debit"
+		verb, to = "debit", "from"
 	}
 	spin := newSpinner(stderr, fmt.Sprintf("waiting for the operator to %s %d points", verb, max(amount, -amount)))
 	var refusal string
@@ -109,7 +121,7 @@ func topUp(ctx context.Context, o *options, account, amountArg, reference, note 
 	}
 	view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
 	return o.print(view, func(w io.Writer) {
-		fmt.Fprintf(w, "%sed %d points to %s (reference %s); balance is now %d\n", verb, max(amount, -amount), account, reference, *t.Status.BalanceAfter)
+		fmt.Fprintf(w, "%sed %d points %s %s (reference %s); balance is now %d\n", verb, max(amount, -amount), to, account, reference, *t.Status.BalanceAfter)
 	})
 }
 
