@@ -23,7 +23,9 @@ LOG_PREFIX=setup-envtest
 source "$ROOT/hack/lib/gomodbuild.sh"
 
 kube_apiserver() {
-  local out=$CACHE/kube-apiserver-v$K8S_VERSION replaces
+  # "-stamped": built with the release's version (gomod_kubernetes_ldflags); an older cached
+  # build reported v0.0.0-master.
+  local out=$CACHE/kube-apiserver-v$K8S_VERSION-stamped replaces
   [ -x "$out" ] && return 0
   replaces=$(gomod_kubernetes_replaces "$K8S_VERSION")
   log "building kube-apiserver from Go modules (first time only; about six minutes on two cores)"
@@ -33,7 +35,7 @@ go 1.26
 
 require k8s.io/kubernetes v$K8S_VERSION
 
-$replaces" "" k8s.io/kubernetes/cmd/kube-apiserver
+$replaces" "$(gomod_kubernetes_ldflags "$K8S_VERSION")" k8s.io/kubernetes/cmd/kube-apiserver
 }
 
 etcd() {
@@ -49,7 +51,7 @@ require go.etcd.io/etcd/server/v3 v$ETCD_VERSION" "" go.etcd.io/etcd/server/v3
 
 # bin/k8s/<version>/ is enough on its own: a cleaned cache must not cost a rebuild. The stamp
 # says which etcd is there (only the Kubernetes version is in the path).
-STAMP="kube-apiserver v$K8S_VERSION, etcd v$ETCD_VERSION"
+STAMP="kube-apiserver v$K8S_VERSION (version stamped), etcd v$ETCD_VERSION"
 if [ -x "$ASSETS/kube-apiserver" ] && [ -x "$ASSETS/etcd" ] && [ "$(cat "$ASSETS/.versions" 2>/dev/null)" = "$STAMP" ]; then
   echo "$ASSETS"
   exit 0
@@ -59,7 +61,7 @@ mkdir -p "$CACHE" "$ASSETS"
 kube_apiserver
 etcd
 # Copy (not link) so bin/ stays usable if the cache is cleaned.
-for pair in "kube-apiserver:kube-apiserver-v$K8S_VERSION" "etcd:etcd-v$ETCD_VERSION"; do
+for pair in "kube-apiserver:kube-apiserver-v$K8S_VERSION-stamped" "etcd:etcd-v$ETCD_VERSION"; do
   dst=$ASSETS/${pair%%:*} src=$CACHE/${pair#*:}
   if [ ! -x "$dst" ] || ! cmp -s "$src" "$dst"; then cp "$src" "$dst.tmp" && mv "$dst.tmp" "$dst"; fi
 done

@@ -29,17 +29,10 @@ commands=(kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-sc
 mkdir -p "$OUT"
 
 kubernetes() {
-  local missing=() c replaces ldflags=() minor=${K8S_VERSION#*.}
-  minor=${minor%%.*}
+  local missing=() c replaces
   for c in "${commands[@]}"; do [ -x "$OUT/$c" ] || missing+=("$c"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   replaces=$(gomod_kubernetes_replaces "$K8S_VERSION")
-  # What hack/lib/version.sh of Kubernetes stamps into a release build: kubeadm compares its own
-  # version with the cluster's, and nodes and `kubectl version` report it.
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    ldflags+=("-X '$pkg.gitVersion=v$K8S_VERSION'" "-X '$pkg.gitMajor=1'" "-X '$pkg.gitMinor=$minor'"
-      "-X '$pkg.gitTreeState=clean'" "-X '$pkg.buildDate=1970-01-01T00:00:00Z'")
-  done
   log "building ${missing[*]} v$K8S_VERSION from Go modules (first time only; about ten minutes on two cores, less after the envtest kube-apiserver)"
   gomod_build "Kubernetes v$K8S_VERSION" "$OUT/k8s/" "module kind.local/kubernetes
 
@@ -47,7 +40,7 @@ go 1.26
 
 require k8s.io/kubernetes v$K8S_VERSION
 
-$replaces" "${ldflags[*]}" "${missing[@]/#/k8s.io/kubernetes/cmd/}"
+$replaces" "$(gomod_kubernetes_ldflags "$K8S_VERSION")" "${missing[@]/#/k8s.io/kubernetes/cmd/}"
   for c in "${missing[@]}"; do mv "$OUT/k8s/$c" "$OUT/$c"; done
   rm -rf "$OUT/k8s"
 }

@@ -67,3 +67,17 @@ gomod_kubernetes_replaces() {
   [ -f "$gomodfile" ] || { printf '%s: cannot read go.mod of k8s.io/kubernetes@v%s\n' "$LOG_PREFIX" "$version" >&2; return 1; }
   sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/src/k8s\.io/.*$#replace \1 => \1 v0.'"${version#1.}"'#p' "$gomodfile"
 }
+
+# gomod_kubernetes_ldflags VERSION: what hack/lib/version.sh of Kubernetes stamps into a release
+# build. Unstamped, a server reports v0.0.0-master+$Format:%H$, which `kubectl version` cannot
+# parse (it exits 1) and kubeadm cannot compare with its own version.
+gomod_kubernetes_ldflags() {
+  local version=$1 minor pkg flags=()
+  minor=${version#*.}
+  minor=${minor%%.*}
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    flags+=("-X '$pkg.gitVersion=v$version'" "-X '$pkg.gitMajor=1'" "-X '$pkg.gitMinor=$minor'"
+      "-X '$pkg.gitTreeState=clean'" "-X '$pkg.buildDate=1970-01-01T00:00:00Z'")
+  done
+  printf '%s' "${flags[*]}"
+}
