@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/discovery"
 )
 
 func TestAssetsDirHonoursKUBEBUILDER_ASSETS(t *testing.T) {
@@ -96,5 +99,29 @@ func TestFreeAddrIsBelowTheEphemeralRangeAndFree(t *testing.T) {
 	}
 	if len(seen) < 10 {
 		t.Errorf("20 calls gave only %d addresses: parallel callers would collide", len(seen))
+	}
+}
+
+// hack/setup-envtest.sh stamps the release version into the kube-apiserver it builds: unstamped,
+// it reports v0.0.0-master+$Format:%H$ and `kubectl version` against `make run` exits 1.
+func TestControlPlaneReportsItsReleaseVersion(t *testing.T) {
+	env, cfg, _, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.GitVersion != "v"+KubernetesVersion {
+		t.Errorf("the kube-apiserver reports %q, want v%s: rebuild it with hack/setup-envtest.sh", info.GitVersion, KubernetesVersion)
+	}
+	if _, err := version.ParseSemantic(info.GitVersion); err != nil {
+		t.Errorf("kubectl cannot parse the kube-apiserver's version: %v", err)
 	}
 }
