@@ -73,7 +73,31 @@ tasks in the cluster of your kubeconfig, with kubectl's connection flags (--cont
 		root.AddCommand(c)
 	}
 	root.AddCommand(newVersionCommand(o))
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes `videogenctl task show X` an error that says what there is,
+// where cobra would print the group's help and exit 0 (it checks only the root's subcommands).
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return nil
+				}
+				names := []string{}
+				for _, sub := range cmd.Commands() {
+					if sub.IsAvailableCommand() {
+						names = append(names, sub.Name())
+					}
+				}
+				return fmt.Errorf("unknown command %q for %q; its commands: %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+			}
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		refuseUnknownSubcommands(c)
+	}
 }
 
 // exactArgs is cobra.ExactArgs with the usage line in the error.

@@ -306,3 +306,19 @@ func startTopUpController(t *testing.T, ctx context.Context, env *envtest.Enviro
 		t.Fatal("cache did not sync")
 	}
 }
+
+// A mistyped subcommand of a group is an error naming the group's commands, not the group's
+// help with exit status 0; the group alone still shows its help.
+func TestGroupsRefuseUnknownSubcommands(t *testing.T) {
+	for _, args := range [][]string{{"task", "describe", "vt-x"}, {"account", "list"}, {"apikey", "delete", "x"}} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("unknown command %q", args[1])) || !strings.Contains(err.Error(), "its commands: ") {
+			t.Errorf("%v: err = %v, out = %q", args, err, out.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"task"}, &out); err != nil || !strings.Contains(out.String(), "Available Commands:") {
+		t.Errorf("task alone: %v\n%s", err, out.String())
+	}
+}

@@ -27,6 +27,7 @@ func newTaskCommands(o *options) []*cobra.Command {
 	complete := firstArg(o.completeTasks)
 	get := &cobra.Command{
 		Use:               "get NAME [-n ACCOUNT]",
+		Aliases:           []string{"show"}, // as in `account show`
 		Short:             "Show a task: phase, stages, cost, result or error",
 		Args:              exactArgs(1),
 		ValidArgsFunction: complete,

@@ -86,6 +86,9 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	if out, err := cli(asAdmin, "task", "get", "vt-1", "-n", "acme", "-o", "jsonpath={.status.phase}"); err != nil || out != "Running" {
 		t.Errorf("task get -o jsonpath: %q %v", out, err)
 	}
+	if out, err := cli(asAdmin, "task", "show", "vt-1", "-n", "acme", "-o", "name"); err != nil || out != "videotask.videogen.dev/vt-1\n" {
+		t.Errorf("task show (as account show): %q %v", out, err)
+	}
 	if out, err := cli(asAdmin, "task", "list", "--namespace", "acme", "-o", "name"); err != nil || out != "videotask.videogen.dev/vt-1\n" {
 		t.Errorf("task list -o name: %q %v", out, err)
 	}
