@@ -39,6 +39,7 @@ func main() {
 	flag.StringVar(&kubeProfile, "kube-cpuprofile", "", "write a CPU profile of the kube-apiserver over 10 s from the first submission here")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
 	runs := flag.Int("runs", 5, "runs, each on a control plane of its own; the last one's tables are printed in full")
+	flag.BoolVar(&pin, "pin", false, "run the control plane on CPU 0 and this process on the others, as on a cluster where they have nodes of their own")
 	flag.Parse()
 	defer harness.Profile(*profile)()
 	ctx, cancel := harness.Bounded(*limit)
@@ -56,6 +57,7 @@ func main() {
 }
 
 var (
+	pin           bool
 	kubeProfile   string
 	writeInterval time.Duration
 )
@@ -139,6 +141,11 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int, full bool) (
 		return summary{}, err
 	}
 	defer env.Stop()
+	if pin {
+		if err := harness.PinControlPlane(); err != nil {
+			return summary{}, err
+		}
+	}
 	ctx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
 
@@ -431,6 +438,9 @@ func (r *lifecycleRun) printTables(out summary, rate float64, lat []time.Duratio
 	fmt.Println("### Lifecycle: REST submission → settled, controllers in-process, instant backend")
 	fmt.Println()
 	fmt.Println("Machine:", harness.Machine())
+	if pin {
+		fmt.Println("\nPinned (-pin): kube-apiserver and etcd on CPU 0, this process on the other CPUs.")
+	}
 	fmt.Println()
 	fmt.Printf("%d tasks over %d accounts, submitted at c=%d through `POST /v1/videos/short`; manager defaults (`controllers.DefaultOptions`) with %d concurrent task reconciles.\n\n", nTasks, r.nAccounts, r.conc, r.workers)
 	fmt.Println("| raw VideoTask creates/s (c same) | creates + 1 status update/s (before and after the tasks) | REST submissions/s | tasks settled/s (first POST → last settled) | settled ÷ raw | submit → settled p50 | p99 |")
