@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/hack/bench/internal/harness"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
@@ -78,7 +79,8 @@ var activeState, managerLog string
 
 func describeFlags() string {
 	if len(managerFlags) == 0 {
-		return "default flags (poll interval 2 s, 8 concurrent task reconciles)"
+		d := controllers.DefaultOptions().Task
+		return fmt.Sprintf("default flags (poll interval %s, %d concurrent task reconciles)", d.PollInterval, d.MaxConcurrentReconciles)
 	}
 	return "default flags but `" + strings.Join(managerFlags, " ") + "`"
 }
