@@ -106,9 +106,14 @@ func startManager(opts controllers.Options, newClient ...client.NewClientFunc) (
 
 // startLedger runs only a ledger (no controller), as the elected manager would, until stopped.
 func startLedger() (*ledger.Ledger, func()) {
+	return startLedgerWithCache(cache.Options{ByObject: controllers.CacheByObject()})
+}
+
+// startLedgerWithCache is startLedger over a cache of those options (a lagging one, say).
+func startLedgerWithCache(cacheOpts cache.Options) (*ledger.Ledger, func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{ByObject: controllers.CacheByObject()},
+		Cache:      cacheOpts,
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -28,7 +28,7 @@ func (r *VideoTaskReconciler) guardWork(ctx context.Context, task *videogenv1alp
 	}
 	orig := task.DeepCopy()
 	controllerutil.AddFinalizer(task, videogenv1alpha1.FinalizerCancelWork)
-	err := r.Patch(ctx, task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	err := r.patchFinalizers(ctx, task, orig)
 	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 		// Deleted (or being deleted) since the stage started: stop its work now.
 		for _, st := range task.Status.Stages {
@@ -48,7 +48,19 @@ func (r *VideoTaskReconciler) releaseWork(ctx context.Context, task *videogenv1a
 	}
 	orig := task.DeepCopy()
 	controllerutil.RemoveFinalizer(task, videogenv1alpha1.FinalizerCancelWork)
-	return client.IgnoreNotFound(r.Patch(ctx, task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return client.IgnoreNotFound(r.patchFinalizers(ctx, task, orig))
+}
+
+// patchFinalizers writes task's finalizers over orig's, if task is still at orig's
+// resourceVersion, and tells the ledger of the copy that landed, as writeStatus does: a
+// reconcile from a cache that has not seen it yet then waits for it (the view is stale) instead
+// of patching again from the older copy and conflicting.
+func (r *VideoTaskReconciler) patchFinalizers(ctx context.Context, task, orig *videogenv1alpha1.VideoTask) error {
+	if err := r.Patch(ctx, task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.Ledger.Observe(task)
+	return nil
 }
 
 // finalize cancels the backend work of a deleted task, then lets it go; its points were held by
