@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -96,11 +97,17 @@ func (r *PointAccountReconciler) tidy(acct *videogenv1alpha1.PointAccount) ctrl.
 	return ctrl.Result{RequeueAfter: 10 * time.Second}
 }
 
+// accountWorkers is how many accounts are reconciled at once.
+const accountWorkers = 8
+
 // SetupWithManager registers the controller; the ledger wakes an account whose books changed.
 func (r *PointAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.PointAccount{}).
 		WatchesRawSource(source.Channel(r.Ledger.AccountEvents(), &handler.EnqueueRequestForObject{})).
 		Named("pointaccount").
+		// Several at once: a manager's start may have to put the finalizer on every account, one
+		// kube-apiserver round trip each, while the task workers keep it busy.
+		WithOptions(controller.Options{MaxConcurrentReconciles: accountWorkers}).
 		Complete(r)
 }
