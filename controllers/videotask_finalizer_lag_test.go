@@ -7,8 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +14,6 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
-	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/watchlag"
 )
@@ -27,10 +24,7 @@ var _ = Describe("VideoTask finalizer", func() {
 	// patch again from the older copy (a conflict, retried with backoff: 0.7 per task in the
 	// kubectl-backlog scale run).
 	It("waits for a cache that has not seen its finalizer instead of patching again", func() {
-		ns := suite.NewAccount(0)
-		acct := suite.AccountOf(ns)
-		acct.Status.Credited, acct.Status.Balance = 100, 100
-		Expect(k8sClient.Status().Update(ctx, acct)).To(Succeed())
+		ns := accountWithoutController(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
 		b := aShortTask(ns, tmpl)
 		backend := testbackend.New()
@@ -72,12 +66,7 @@ var _ = Describe("VideoTask finalizer", func() {
 				return err
 			},
 		})
-		r := &controllers.VideoTaskReconciler{
-			Client: reconciler, APIReader: k8sClient, Ledger: l,
-			Backends: generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "test-backend", Backend: backend}},
-			Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(timeNow()),
-			Config: controllers.DefaultOptions().Task,
-		}
+		r := directReconciler(reconciler, l, backend)
 		// Until the ledger's lagging events bring the task, the reconcile asks again shortly.
 		Eventually(func(g Gomega) {
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})

@@ -15,15 +15,13 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 )
 
 var _ = Describe("VideoTask acceptance", func() {
 	It("does not fail a task for a template its cache has not seen yet", func() {
-		ns := suite.NewAccount(0) // no controller runs here, only a ledger (with the account's points)
-		acct := suite.AccountOf(ns)
-		acct.Status.Credited, acct.Status.Balance = 100, 100
-		Expect(k8sClient.Status().Update(ctx, acct)).To(Succeed())
+		ns := accountWithoutController(100)
 		l, stopLedger := startLedger()
 		defer stopLedger()
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
@@ -34,12 +32,7 @@ var _ = Describe("VideoTask acceptance", func() {
 
 		// A cache that has not seen the template yet (created a moment before the task).
 		lagging := without[*videogenv1alpha1.Template]("templates")
-		r := &controllers.VideoTaskReconciler{
-			Client: lagging, APIReader: k8sClient, Ledger: l,
-			Backends: generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "test-backend", Backend: backend}},
-			Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(timeNow()),
-			Config: controllers.DefaultOptions().Task,
-		}
+		r := directReconciler(lagging, l, backend)
 		// Until the ledger has seen the task, the reconcile asks again shortly.
 		Eventually(func(g Gomega) {
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
@@ -65,4 +58,26 @@ func without[T client.Object](resource string) client.Client {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
+}
+
+// accountWithoutController is an account of points whose figures are written straight into its
+// status: no controller runs in these tests, only a ledger that reads them.
+func accountWithoutController(points int64) string {
+	GinkgoHelper()
+	ns := suite.NewAccount(0)
+	acct := suite.AccountOf(ns)
+	acct.Status.Credited, acct.Status.Balance = points, points
+	Expect(k8sClient.Status().Update(ctx, acct)).To(Succeed())
+	return ns
+}
+
+// directReconciler is a VideoTask reconciler called by the test itself (no manager), over c,
+// with ledger l and backend for video.short tasks.
+func directReconciler(c client.Client, l *ledger.Ledger, backend generation.Backend) *controllers.VideoTaskReconciler {
+	return &controllers.VideoTaskReconciler{
+		Client: c, APIReader: k8sClient, Ledger: l,
+		Backends: generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "test-backend", Backend: backend}},
+		Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(timeNow()),
+		Config: controllers.DefaultOptions().Task,
+	}
 }
