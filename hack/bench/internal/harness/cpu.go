@@ -27,11 +27,20 @@ func ReadCPU() CPU {
 	if s, ok := procStat(strconv.Itoa(self)); ok {
 		out["this process"] = s.cpu
 	}
+	for _, s := range children() {
+		out[s.comm] += s.cpu
+	}
+	return out
+}
+
+// children are this process's child processes (the control plane), by /proc directory.
+func children() map[string]stat {
+	self := os.Getpid()
+	out := map[string]stat{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
-		s, ok := procStat(filepath.Base(d))
-		if ok && s.ppid == self {
-			out[s.comm] += s.cpu
+		if s, ok := procStat(filepath.Base(d)); ok && s.ppid == self {
+			out[d] = s
 		}
 	}
 	return out

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -25,18 +24,13 @@ func PinControlPlane() error {
 	for i := 1; i < n; i++ {
 		rest.Set(i)
 	}
-	self := os.Getpid()
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	pinned := 0
-	for _, d := range dirs {
-		if s, ok := procStat(filepath.Base(d)); ok && s.ppid == self {
-			if err := pinThreads(d, &control); err != nil {
-				return fmt.Errorf("pinning %s: %w", s.comm, err)
-			}
-			pinned++
+	kids := children()
+	for d, s := range kids {
+		if err := pinThreads(d, &control); err != nil {
+			return fmt.Errorf("pinning %s: %w", s.comm, err)
 		}
 	}
-	if pinned == 0 {
+	if len(kids) == 0 {
 		return fmt.Errorf("no control-plane process among this process's children")
 	}
 	runtime.GOMAXPROCS(n - 1)
