@@ -280,9 +280,13 @@ func apply(acct *videogenv1alpha1.PointAccount, p *plan) {
 	st.Frozen = max(frozen, 0)
 	st.Holds = max(holds, 0)
 	st.Balance = st.Credited - st.Spent - st.Frozen
-	for _, i := range added {
-		balance := st.Balance
+	// Each top-up's balance is the account's after it and before the top-ups after it in the
+	// journal, so that several in one write read as a sequence, as they replay.
+	after := st.Balance
+	for _, i := range slices.Backward(added) {
+		balance := after
 		st.Journal[i].BalanceAfter = &balance
+		after -= st.Journal[i].Amount
 	}
 	setConditions(acct)
 }

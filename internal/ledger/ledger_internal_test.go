@@ -3,12 +3,15 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -474,5 +477,24 @@ func TestTheClosingCopyDecidesTheJournalEntryWithoutARead(t *testing.T) {
 				t.Fatalf("the ledger read the task %d times; its own copy said how it ended", n)
 			}
 		})
+	}
+}
+
+// Top-ups that land in one write each show the balance right after them, in journal order, not
+// all the balance after the last one: the audit trail replays.
+func TestTopUpsInOneWriteShowTheirOwnBalance(t *testing.T) {
+	acct := &videogenv1alpha1.PointAccount{Status: videogenv1alpha1.PointAccountStatus{Credited: 100, Balance: 100}}
+	p := &plan{base: acct, fates: map[types.UID]fate{}, now: metav1.Now()}
+	for i, amount := range []int64{5, -20, 5} {
+		p.entries = append(p.entries, videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp,
+			Name: fmt.Sprintf("t%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)), Amount: amount})
+	}
+	apply(acct, p)
+	var got []int64
+	for _, j := range acct.Status.Journal {
+		got = append(got, *j.BalanceAfter)
+	}
+	if want := []int64{105, 85, 90}; !slices.Equal(got, want) || acct.Status.Balance != 90 {
+		t.Fatalf("balances after the top-ups %v (account %d), want %v (account 90)", got, acct.Status.Balance, want)
 	}
 }
