@@ -1,11 +1,14 @@
 package controllers_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -63,6 +66,11 @@ var _ = Describe("PointTopUp", func() {
 		err := k8sClient.Create(ctx, noNote)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("a debit (negative amount) needs a note"))
+		blankNote := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blank-note"},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -10, Reference: "CORR-0", Note: " \t "}}
+		err = k8sClient.Create(ctx, blankNote)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("a debit (negative amount) needs a note"))
 
 		tooMuch := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "too-much"},
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -150, Reference: "CORR-1", Note: "refund of a double invoice"}}
@@ -89,6 +97,24 @@ var _ = Describe("PointTopUp", func() {
 		edited.Spec.Amount = 7000
 		Expect(apierrors.IsInvalid(k8sClient.Update(ctx, edited))).To(BeTrue())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(t), &videogenv1alpha1.PointTopUp{})).To(Succeed())
+
+		// Clearing or rewriting what its status says of the application is refused too: with
+		// appliedAt gone, the delete policy would let it go.
+		for name, edit := range map[string]func(*videogenv1alpha1.PointTopUpStatus){
+			"cleared":         func(s *videogenv1alpha1.PointTopUpStatus) { *s = videogenv1alpha1.PointTopUpStatus{} },
+			"appliedAt moved": func(s *videogenv1alpha1.PointTopUpStatus) { s.AppliedAt = &metav1.Time{Time: s.AppliedAt.Add(-time.Hour)} },
+			"balance changed": func(s *videogenv1alpha1.PointTopUpStatus) { s.BalanceAfter = ptr.To(*s.BalanceAfter + 1) },
+			"balance dropped": func(s *videogenv1alpha1.PointTopUpStatus) { s.BalanceAfter = nil },
+			"account changed": func(s *videogenv1alpha1.PointTopUpStatus) { s.AccountUID = "another" },
+		} {
+			edited := topUpOf(t)
+			edit(&edited.Status)
+			err := k8sClient.Status().Update(ctx, edited)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+			Expect(err.Error()).To(ContainSubstring("part of the audit trail"), name)
+		}
+		Expect(topUpOf(t).Status.AppliedAt).NotTo(BeNil())
+		Expect(k8sClient.Delete(ctx, topUpOf(t))).NotTo(Succeed())
 	})
 
 	It("waits for the account and applies once it exists", func() {

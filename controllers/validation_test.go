@@ -80,10 +80,21 @@ var _ = Describe("API validation", func() {
 		noRef := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("bad")},
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: 5}}
 		Expect(k8sClient.Create(ctx, noRef)).NotTo(Succeed())
+		err := k8sClient.Create(ctx, bad)
+		Expect(err.Error()).To(ContainSubstring("amount must not be 0"))
+		Expect(err.Error()).NotTo(ContainSubstring("needs a note"), "a zero amount is no debit")
+		// A reference with a space at either end would pass for another than the one it shows.
+		for _, ref := range []string{"INV-1 ", " INV-1", "  ", "INV-1\n"} {
+			spaced := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("bad")},
+				Spec: videogenv1alpha1.PointTopUpSpec{Amount: 5, Reference: ref}}
+			err := k8sClient.Create(ctx, spaced)
+			Expect(err).To(HaveOccurred(), "reference %q", ref)
+			Expect(err.Error()).To(ContainSubstring("spec.reference"), "reference %q", ref)
+		}
 
 		ok := suite.TopUp(ns, envsuite.Unique("ok"), 5)
 		ok.Spec.Amount = 5000
-		err := k8sClient.Update(ctx, ok)
+		err = k8sClient.Update(ctx, ok)
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("immutable"))
 		Expect(k8sClient.Delete(ctx, ok, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())

@@ -24,7 +24,7 @@ const (
 // a credit (a positive amount) or a debit or correction (a negative amount, with a note).
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a top-up is immutable; create a new one to correct it"
 // +kubebuilder:validation:XValidation:rule="self.amount != 0",message="amount must not be 0"
-// +kubebuilder:validation:XValidation:rule="self.amount > 0 || (has(self.note) && size(self.note) > 0)",message="a debit (negative amount) needs a note saying why"
+// +kubebuilder:validation:XValidation:rule="self.amount >= 0 || (has(self.note) && size(self.note.trim()) > 0)",message="a debit (negative amount) needs a note saying why"
 type PointTopUpSpec struct {
 	// Amount of points to credit; negative to debit (a correction, or what is left when an
 	// account is closed).
@@ -34,9 +34,11 @@ type PointTopUpSpec struct {
 	Amount int64 `json:"amount"`
 
 	// Reference ties the top-up to its paperwork, e.g. an invoice number. It is unique in the
-	// account: a second top-up with a reference already applied is refused.
+	// account: a second top-up with a reference already applied is refused. No space at either
+	// end, so "INV-1 " cannot pass for another reference than "INV-1".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^\S(.*\S)?$`
 	// +required
 	Reference string `json:"reference"`
 
@@ -53,7 +55,8 @@ type PointTopUpStatus struct {
 	// +optional
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 
-	// BalanceAfter is the account's available balance right after this top-up.
+	// BalanceAfter is the account's available balance right after this top-up (top-ups
+	// applied together count in their journal order).
 	// +optional
 	BalanceAfter *int64 `json:"balanceAfter,omitempty"`
 
@@ -86,7 +89,10 @@ type PointTopUpStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PointTopUp credits (or debits) points to the account of its namespace, exactly once. An
-// applied PointTopUp is part of the account's audit trail: it cannot be edited or deleted.
+// applied PointTopUp is part of the account's audit trail: it cannot be edited or deleted, and
+// what its status says of the application stays (else clearing it would let the policy that
+// keeps applied top-ups allow the delete).
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.appliedAt) || (has(self.status) && has(self.status.appliedAt) && self.status.appliedAt == oldSelf.status.appliedAt && has(self.status.balanceAfter) == has(oldSelf.status.balanceAfter) && (!has(self.status.balanceAfter) || self.status.balanceAfter == oldSelf.status.balanceAfter) && has(self.status.accountUID) == has(oldSelf.status.accountUID) && (!has(self.status.accountUID) || self.status.accountUID == oldSelf.status.accountUID))",message="an applied top-up's appliedAt, balanceAfter and accountUID are part of the audit trail and cannot change"
 type PointTopUp struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
