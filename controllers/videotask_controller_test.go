@@ -208,6 +208,24 @@ var _ = Describe("VideoTask lifecycle", func() {
 		suite.ExpectBalanced(ns, 50, 0, 0)
 	})
 
+	It("stops the backend's work of a task whose template is deleted mid-task, and refunds it", func() {
+		ns := suite.NewAccount(50)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		task := b.Create()
+		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
+
+		Expect(k8sClient.Delete(ctx, &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: tmpl}})).To(Succeed())
+		done := finished(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("template_unavailable"))
+		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
+		for _, st := range done.Status.Stages {
+			Expect(st.State).NotTo(Equal(videogenv1alpha1.StageRunning), "stage %s of an ended task", st.Name)
+		}
+		suite.ExpectBalanced(ns, 50, 0, 0)
+	})
+
 	It("cancels on request and refunds", func() {
 		ns := suite.NewAccount(50)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()

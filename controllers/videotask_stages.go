@@ -25,7 +25,9 @@ func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videoge
 	tmpl, err := r.resolveTemplate(ctx, task)
 	if err != nil {
 		if _, ok := invalidTemplateCode(err); ok {
-			// The template went away mid-task: nothing more can be rendered from it.
+			// The template went away mid-task: nothing more can be rendered from it, so what
+			// runs at the backend is stopped, not left to run to its deadline.
+			r.cancelRunningStages(ctx, task)
 			return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()})
 		}
 		return ctrl.Result{}, err
@@ -174,6 +176,24 @@ func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1a
 	cancelWork(ctx, b, w, st.Handle)
 	at := metav1.NewTime(r.Clock.Now())
 	st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
+}
+
+// cancelRunningStages cancels every stage of task that runs at a backend, as far as its status
+// knows, and marks it canceled.
+func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *videogenv1alpha1.VideoTask) {
+	_, b, ok := r.Backends.Route(task.Spec.Capability)
+	for i := range task.Status.Stages {
+		st := &task.Status.Stages[i]
+		if st.State != videogenv1alpha1.StageRunning {
+			continue
+		}
+		if ok {
+			r.cancelStage(ctx, task, b, r.work(task, catalog.Template{}, st.Name), st)
+			continue
+		}
+		at := metav1.NewTime(r.Clock.Now())
+		st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
+	}
 }
 
 // cancelWork asks the backend to stop w's work; failing to is logged, never fatal, because the
