@@ -94,9 +94,13 @@ type book struct {
 	// its UID: a second top-up with the same reference is refused.
 	references map[string]types.UID
 
-	dirty     bool // the status in the account is behind the books
-	check     bool // the next write reads the sources of entries whose fate is unknown (Tidy)
-	flushing  bool // a writer goroutine runs for this account
+	dirty    bool // the status in the account is behind the books
+	check    bool // the next write reads the sources of entries whose fate is unknown (Tidy)
+	flushing bool // a writer goroutine runs for this account
+	// writing: the writer's commit is under way; seenRV is the newest copy of the account
+	// seen meanwhile (its own write, or somebody else's after it).
+	writing   bool
+	seenRV    string
 	lastWrite time.Time
 }
 

@@ -13,15 +13,18 @@
 // The account is the purse. Credited and spent are its only counters. A charge (a succeeded
 // task) and a top-up change them in one compare-and-swap together with a journal entry keyed
 // by the source's UID; the entry is forgotten once the source's status shows it (the task
-// Deducted, the top-up applied) or the source is gone. A retry finds the entry instead of
-// counting twice; a charge is in the account before the task says Succeeded, so a crash or a
-// deletion cannot lose it, and the entry carries the result so that a new manager can finish
-// the task.
+// Deducted, the top-up applied) or the source is gone. The status is the ledger's alone: every
+// write carries absolute figures, its books' (the status it last wrote, with its queued entries
+// applied), whatever the stored copy says, so a retry of a write that landed writes the same
+// figures instead of counting twice, and an edit by anybody else is written back. A charge is
+// in the account before the task says Succeeded, so a crash or a deletion cannot lose it, and
+// the entry carries the result so that a new manager can finish the task.
 //
 // One authority. The books are rebuilt when a manager is elected: for each account a write of
 // status.authority first (so that no write of an earlier manager still in flight can land),
-// then the open tasks and top-ups read from the kube-apiserver, never from a cache. The
-// informer's events only bring what others did; a copy older than the books know is ignored.
+// then the open tasks and top-ups read from the kube-apiserver, never from a cache; a manager
+// that sees another's authority, in an event or on a conflict, stops deciding. The informer's
+// events only bring what others did; a copy older than the books know is ignored.
 // A hold the books did not count (a late create, a write that reported an error and landed) is
 // counted when seen if the balance covers it, and refused before it runs otherwise. So 402 is
 // exact whichever REST replica serves the request, and a balance read after a 202 shows it.

@@ -60,6 +60,7 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		p := l.plan(b)
 		work := b.dirty || len(b.queued) > 0
 		b.dirty, b.check = false, false
+		b.writing, b.seenRV = true, ""
 		b.mu.Unlock()
 
 		if !l.resolveFates(ctx, b.namespace, p) && !work {
@@ -67,7 +68,7 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 			// change of the account looks again, one interval later at the soonest.
 			b.mu.Lock()
 			b.lastWrite = l.cfg.Clock.Now()
-			b.flushing = false
+			b.flushing, b.writing = false, false
 			b.mu.Unlock()
 			return
 		}
@@ -75,6 +76,7 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 
 		b.mu.Lock()
 		b.lastWrite = l.cfg.Clock.Now()
+		b.writing = false
 		if err != nil {
 			b.dirty = true
 			if err == errFenced {
@@ -86,6 +88,11 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 			}
 		} else {
 			l.landed(b, p, written)
+			if newer(b.seenRV, written.ResourceVersion) {
+				// Someone wrote the account after this write: bring its spec in (and put
+				// the books' status back over any edit of it) with the next write.
+				b.dirty = true
+			}
 		}
 		b.mu.Unlock()
 	}
@@ -196,12 +203,17 @@ func fateOfSource(obj client.Object) fate {
 	return fateUnknown
 }
 
-// commit writes the plan, re-reading the account after a conflict or a doubtful error: an
-// entry already in the journal landed with an earlier attempt and is not added again.
+// commit writes the plan. What it writes is the plan applied to the status the ledger last
+// wrote (p.base's), whatever the stored copy says: the figures are absolute, so a write that
+// landed but reported an error is written again with the same figures, never added twice, and
+// a status somebody else wrote is overwritten. A re-read after a conflict or a doubtful error
+// brings only the copy's resourceVersion, metadata and spec, and whether another manager took
+// the account over.
 func (l *Ledger) commit(ctx context.Context, b *book, p *plan) (*videogenv1alpha1.PointAccount, error) {
 	base := p.base
 	for attempt := 0; ; attempt++ {
 		acct := base.DeepCopy()
+		acct.Status = *p.base.Status.DeepCopy()
 		apply(acct, p)
 		err := l.cfg.Client.Status().Update(ctx, acct)
 		if err == nil {

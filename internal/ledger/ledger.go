@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -446,10 +447,30 @@ func (l *Ledger) accountEvent(ctx context.Context, obj any, deleted bool) {
 			b.building = true
 			go l.rebuild(ctx, a.Namespace)
 		}
+	case newer(a.ResourceVersion, b.account.ResourceVersion) && a.Status.Authority != l.cfg.Identity:
+		// Another manager took the account over (its fence write): stop deciding for it.
+		if !b.fenced {
+			b.fenced = true
+			l.ready.Store(false)
+			l.cfg.Logger.Error(errFenced, "stopping: another manager keeps this account's books", "namespace", a.Namespace, "authority", a.Status.Authority)
+		}
+	case b.writing:
+		// Most likely the writer's own write, landed before its answer: the writer decides
+		// when the answer comes (seenRV).
+		if newer(a.ResourceVersion, b.seenRV) {
+			b.seenRV = a.ResourceVersion
+		}
 	case newer(a.ResourceVersion, b.account.ResourceVersion):
-		// An administrator changed the spec (suspended) or deleted it. The ledger is the only
-		// writer of the status, and a newer copy carries its last write too.
+		// An administrator changed the spec (suspended) or deleted it. The status is the
+		// ledger's alone: the books keep theirs, and the next write carries it over any edit.
+		if !equality.Semantic.DeepEqual(a.Status, b.account.Status) {
+			l.cfg.Logger.Info("the account's status was written by someone else; the ledger writes its books' figures back",
+				"namespace", a.Namespace, "credited", a.Status.Credited, "spent", a.Status.Spent,
+				"books' credited", b.account.Status.Credited, "books' spent", b.account.Status.Spent)
+		}
+		status := b.account.Status
 		b.account = a.DeepCopy()
+		b.account.Status = status
 		b.dirty = true
 		l.schedule(b)
 	}

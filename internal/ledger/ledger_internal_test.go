@@ -498,3 +498,65 @@ func TestTopUpsInOneWriteShowTheirOwnBalance(t *testing.T) {
 		t.Fatalf("balances after the top-ups %v (account %d), want %v (account 90)", got, acct.Status.Balance, want)
 	}
 }
+
+// Only the ledger writes the account's status: points written there by anybody else (kubectl
+// patch --subresource=status) are not adopted, and its next write puts the books' figures back.
+func TestAStatusEditIsWrittenBack(t *testing.T) {
+	h := newHarness(t, 100)
+	task := h.create(h.l, "t", 10)
+	h.settle(h.l)
+	edited := h.account()
+	edited.Status.Credited, edited.Status.Balance, edited.Status.Spent = 99999, 99999, 0
+	must(t, k8s.Status().Update(h.ctx, edited))
+	h.l.accountEvent(h.ctx, edited.DeepCopy(), false) // as the informer delivers it
+
+	if f := h.figures(h.l); f.Credited != 100 || f.Balance != 90 {
+		t.Fatalf("the ledger took the edit: %+v", f)
+	}
+	waitFor(t, func() bool { return h.account().Status.Credited == 100 })
+	h.books(h.settle(h.l), 100, 0, 10)
+	// A charge after it counts from the books, not from the edit.
+	h.charge(h.l, task)
+	h.books(h.settle(h.l), 100, 10, 0)
+}
+
+// The same edit landing while the ledger writes: the write's conflict brings the copy's
+// resourceVersion, never its figures.
+func TestAStatusEditDuringAWriteIsNotAdopted(t *testing.T) {
+	h := newHarness(t, 100)
+	task := h.create(h.l, "t", 10)
+	h.settle(h.l)
+	edited := h.account()
+	edited.Status.Credited, edited.Status.Balance = 99999, 99989
+	must(t, k8s.Status().Update(h.ctx, edited)) // the ledger's next write conflicts with it
+	h.charge(h.l, task)
+	h.books(h.settle(h.l), 100, 10, 0)
+}
+
+// A new manager's fence write, seen by the old manager's informer before any write of its own
+// conflicts with it, stops the old manager at once: it never writes over the fence.
+func TestAFenceSeenByTheInformerStopsTheOldManager(t *testing.T) {
+	h := newHarness(t, 100)
+	old := h.l
+	task := h.create(old, "t", 10)
+	h.settle(old)
+	h.l = h.start(h.ctx, "ledger-2")
+	old.accountEvent(h.ctx, h.account(), false)
+	b := old.book(h.ns)
+	b.mu.Lock()
+	fenced := b.fenced
+	b.mu.Unlock()
+	if !fenced || old.Ready() {
+		t.Fatalf("fenced %v, ready %v: the old manager keeps deciding after seeing the fence", fenced, old.Ready())
+	}
+	if _, err := old.Charge(task, &videogenv1alpha1.TaskResult{URL: "x"}); !errors.Is(err, ErrNotReady) {
+		t.Fatalf("a charge through the fenced ledger: %v, want ErrNotReady", err)
+	}
+	old.book(h.ns).mu.Lock()
+	old.schedule(old.book(h.ns)) // even asked to write, it does not
+	old.book(h.ns).mu.Unlock()
+	time.Sleep(100 * time.Millisecond) // five write intervals: a writer would have written
+	if a := h.account(); a.Status.Authority != "ledger-2" || a.Status.Spent != 0 {
+		t.Fatalf("the old manager wrote over the fence: %+v", a.Status)
+	}
+}
