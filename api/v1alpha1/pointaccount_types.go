@@ -96,7 +96,7 @@ type PointAccountStatus struct {
 	Credited int64 `json:"credited"`
 	// Holds is the number of tasks holding points.
 	// +optional
-	Holds int32 `json:"holds,omitempty"`
+	Holds int32 `json:"holds"`
 
 	// Journal lists the recent changes of Credited and Spent that their source does not show
 	// yet. Only the ledger writes it, always whole, so the list is atomic.
