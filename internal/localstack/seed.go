@@ -2,6 +2,8 @@ package localstack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
@@ -32,6 +35,8 @@ type Demo struct {
 	// FaceURL and VideoURL are sample inputs served by the worker.
 	FaceURL  string
 	VideoURL string
+	// StripeWebhookSecret signs test deliveries to POST /v1/webhooks/stripe.
+	StripeWebhookSecret string
 }
 
 // seed creates, idempotently, everything a newcomer needs to try the API.
@@ -74,7 +79,37 @@ func (s *Stack) seed(ctx context.Context) error {
 	if err := s.Client.Create(ctx, welcome); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	if err := s.stripeWebhookSecret(ctx); err != nil {
+		return err
+	}
 	return s.demoKey(ctx)
+}
+
+// stripeWebhookSecret gives the stripe connector a signing secret, so that a webhook signed as
+// the README shows is verified on a fresh stack (every connector refuses all deliveries until
+// it has one). The plaintext stays in the data directory, as the demo key does.
+func (s *Stack) stripeWebhookSecret(ctx context.Context) error {
+	path := s.path("stripe-webhook-secret")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: "stripe-webhook-local",
+		Labels: map[string]string{connectorsecrets.LabelConnector: "stripe"}}}
+	err := s.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)
+	switch {
+	case err == nil:
+		s.Demo.StripeWebhookSecret = strings.TrimSpace(string(secret.Data[connectorsecrets.KeySecret]))
+		return os.WriteFile(path, []byte(s.Demo.StripeWebhookSecret+"\n"), 0o600)
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	s.Demo.StripeWebhookSecret = "whsec_" + base64.RawStdEncoding.EncodeToString(raw)
+	secret.StringData = map[string]string{connectorsecrets.KeySecret: s.Demo.StripeWebhookSecret}
+	if err := s.Client.Create(ctx, secret); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(s.Demo.StripeWebhookSecret+"\n"), 0o600)
 }
 
 // apply creates obj or updates its spec to what the seed says.
@@ -128,7 +163,8 @@ videogen is running.
   kubectl      export KUBECONFIG=%[5]s
   logs         %[6]s
   payments     POST %[1]s/v1/webhooks/{connector}; EventService.Handle (gRPC,
-               Connect) on the same port, service token in %[12]s
+               Connect) on the same port, service token in %[12]s;
+               stripe's signing secret in %[13]s (README: "Payment webhooks")
 
 Try it:
 
@@ -144,5 +180,6 @@ Try it:
 
 Ctrl-C stops everything; the next make run keeps the data and the key.
 `, s.APIURL, s.DemoKey, DemoAccount, s.path("demo-api-key"), s.Kubeconfig, s.path("logs"), h,
-		s.Demo.ShortTemplate, s.Demo.FaceURL, s.Demo.VideoURL, s.Demo.TemplateTemplate, s.path("event-service-tokens"))
+		s.Demo.ShortTemplate, s.Demo.FaceURL, s.Demo.VideoURL, s.Demo.TemplateTemplate, s.path("event-service-tokens"),
+		s.path("stripe-webhook-secret"))
 }

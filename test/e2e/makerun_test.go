@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
+	"os"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -43,6 +49,21 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		b := callAt("http://"+apiAddr, "GET", "/v1/balance", run.key, nil)
 		Expect(b.status).To(Equal(http.StatusOK), "%s", b.body)
 		Expect(b.json()["credited"]).To(BeEquivalentTo(1000), "the welcome top-up")
+
+		// The stripe connector has the secret the banner names: a delivery signed with it, as
+		// the README does, is verified.
+		secretFile := filepath.Join(dataDir, "stripe-webhook-secret")
+		Expect(run.banner).To(ContainSubstring(secretFile))
+		whsec, err := os.ReadFile(secretFile)
+		Expect(err).NotTo(HaveOccurred())
+		payload := `{"id":"evt_makerun_1","object":"event","type":"payment_intent.succeeded","created":1763700000,` +
+			`"data":{"object":{"id":"pi_makerun_1","object":"payment_intent","amount":2000,"currency":"usd","status":"succeeded"}}}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, bytes.TrimSpace(whsec))
+		mac.Write([]byte(ts + "." + payload))
+		delivery := callAt("http://"+apiAddr, "POST", "/v1/webhooks/stripe", "", payload,
+			"Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
+		Expect(delivery.status).To(Equal(http.StatusOK), "%s", delivery.body)
 		task := callAt("http://"+apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
 			"Idempotency-Key", "before-restart")
 		Expect(task.status).To(Equal(http.StatusAccepted), "%s", task.body)
