@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,13 +66,28 @@ var _ = Describe("API validation", func() {
 		Entry("eraser without a video", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser"}, "inputs.sourceVideoURL"),
 		Entry("template without a duration", videogenv1alpha1.VideoTaskSpec{Capability: "video.template", TemplateRef: "t"}, "needs templateRef and duration"),
 		Entry("a zero timeout", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser", Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://media.example/v.mp4"},
-			Timeout: &metav1.Duration{}}, "timeout must be positive"),
+			Timeout: &metav1.Duration{}}, "timeout must be a positive duration"),
 		Entry("a negative timeout", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser", Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://media.example/v.mp4"},
-			Timeout: &metav1.Duration{Duration: -time.Minute}}, "timeout must be positive"),
+			Timeout: &metav1.Duration{Duration: -time.Minute}}, "timeout must be a positive duration"),
 		Entry("a face that is not a URL", videogenv1alpha1.VideoTaskSpec{Capability: "video.short", TemplateRef: "t",
 			Inputs: videogenv1alpha1.TaskInputs{FaceImageURL: "file:///etc/passwd"}}, "spec.inputs.faceImageURL"),
 		Entry("a negative duration", videogenv1alpha1.VideoTaskSpec{Capability: "video.template", TemplateRef: "t", Duration: ptr.To[int32](-5)}, "spec.duration"),
 	)
+
+	It("says what a timeout that is no duration should be", func() {
+		for _, timeout := range []string{"banana", "10", "-5m", "1h 30m"} {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": videogenv1alpha1.GroupVersion.String(), "kind": "VideoTask",
+				"metadata": map[string]any{"namespace": ns, "name": envsuite.Unique("bad")},
+				"spec": map[string]any{"capability": "video.eraser", "inputs": map[string]any{"sourceVideoURL": "https://media.example/v.mp4"},
+					"timeout": timeout},
+			}}
+			err := k8sClient.Create(ctx, u)
+			Expect(err).To(HaveOccurred(), "timeout %q", timeout)
+			Expect(err.Error()).To(ContainSubstring("timeout must be a positive duration"), "timeout %q", timeout)
+			Expect(err.Error()).NotTo(ContainSubstring("type conversion error"), "timeout %q", timeout)
+		}
+	})
 
 	It("keeps a PointTopUp immutable and its amount positive", func() {
 		bad := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("bad")},

@@ -159,7 +159,7 @@ type VideoTaskSpec struct {
 
 	// Timeout bounds the whole task; past it the task fails with TimedOut and is refunded.
 	// Defaults to the manager's --task-timeout.
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be positive, e.g. \"10m\""
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="timeout must be a positive duration, e.g. \"10m\" or \"1h30m\""
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
