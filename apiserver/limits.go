@@ -66,17 +66,23 @@ func checkURL(policy netguard.Policy, field, raw string) (string, error) {
 	return out, nil
 }
 
-// displayName checks a name shown to people: no control characters (a NUL, a newline, an
-// escape sequence for a terminal) and no bidirectional overrides, which can make a name read
-// differently from what it is ("invoice" U+202E "gpj.exe" shows as "invoiceexe.jpg").
+// displayName checks a name shown to people (the CRDs' displayName pattern says the same; a
+// blank one is refused where the body is decoded): no control characters (a NUL, a newline, an escape sequence for a terminal), line
+// separators or zero-width spaces, which break or hide text; and no bidirectional overrides,
+// which can make a name read differently from what it is ("invoice" U+202E "gpj.exe" shows as
+// "invoiceexe.jpg").
 func displayName(name string) error {
-	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || isBidiControl(r) }); i >= 0 {
+	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || isHiddenOrBidi(r) }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(name[i:])
-		return badRequest("field \"name\" must not contain control characters (found U+%04X at byte %d)", r, i)
+		return badRequest("field \"name\" must not contain control characters, line separators, zero-width spaces or bidirectional overrides (found U+%04X at byte %d)", r, i)
 	}
 	return nil
 }
 
-func isBidiControl(r rune) bool {
-	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069') || r == '\u200e' || r == '\u200f' || r == '\u061c'
+func isHiddenOrBidi(r rune) bool {
+	switch r {
+	case '\u061c', '\u200b', '\u200e', '\u200f', '\u2028', '\u2029', '\ufeff':
+		return true
+	}
+	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
 }

@@ -35,9 +35,25 @@ var _ = Describe("API validation", func() {
 			DurationAdjustable: true, MinDuration: ptr.To[int32](1), MaxDuration: ptr.To[int32](9), DurationPrices: map[string]int64{"5s": 1}}, "whole seconds"),
 		Entry("an unknown capability", videogenv1alpha1.TemplateSpec{Capability: "video.unknown", DisplayName: "x"}, "Unsupported value"),
 		Entry("a negative price", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", Price: ptr.To[int64](-1)}, "spec.price"),
+		Entry("a right-to-left override in the name", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "invoice\u202Egpj.exe"}, "spec.displayName"),
+		Entry("a line separator in the name", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "a\u2028b"}, "spec.displayName"),
+		Entry("a name of spaces", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "   "}, "displayName must not be blank"),
 		Entry("a duration price outside [min, max]", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
 			DurationAdjustable: true, MinDuration: ptr.To[int32](5), MaxDuration: ptr.To[int32](10), DurationPrices: map[string]int64{"5": 1, "30": 2}},
 			"keys must lie within [minDuration, maxDuration]"),
+	)
+
+	DescribeTable("refuses ShortTemplate names that hide or break text",
+		func(name, message string) {
+			st := &videogenv1alpha1.ShortTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("bad")},
+				Spec: videogenv1alpha1.ShortTemplateSpec{DisplayName: name, TargetURL: "https://media.example/t.mp4"}}
+			err := k8sClient.Create(ctx, st)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("a zero-width space", "a\u200Bb", "spec.displayName"),
+		Entry("a paragraph separator", "a\u2029b", "spec.displayName"),
+		Entry("spaces only", " \u3000 ", "displayName must not be blank"),
 	)
 
 	It("allows one PointAccount per namespace, named default", func() {

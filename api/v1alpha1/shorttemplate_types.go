@@ -14,11 +14,13 @@ const (
 
 // ShortTemplateSpec is an account's own template for video.short.
 type ShortTemplateSpec struct {
-	// DisplayName is the name the owner gave the template: no control characters and no
-	// bidirectional overrides, which could make it read as something else.
+	// DisplayName is the name the owner gave the template: not blank, no control characters,
+	// line separators or zero-width spaces, and no bidirectional overrides, which could make it
+	// read as something else.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[^\x00-\x1F\x7F-\x9F\x{061C}\x{200E}\x{200F}\x{202A}-\x{202E}\x{2066}-\x{2069}]*$`
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1F\x7F-\x9F\x{061C}\x{200B}\x{200E}\x{200F}\x{2028}\x{2029}\x{202A}-\x{202E}\x{2066}-\x{2069}\x{FEFF}]*$`
+	// +kubebuilder:validation:XValidation:rule="size(self.trim()) > 0",message="displayName must not be blank"
 	// +required
 	DisplayName string `json:"displayName"`
 

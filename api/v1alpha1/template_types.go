@@ -14,9 +14,13 @@ type TemplateSpec struct {
 	// +required
 	Capability Capability `json:"capability"`
 
-	// DisplayName is the human-readable name shown in the catalog.
+	// DisplayName is the human-readable name shown in the catalog: not blank, and, as a short
+	// template's, no control characters, line separators, zero-width spaces or bidirectional
+	// overrides.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1F\x7F-\x9F\x{061C}\x{200B}\x{200E}\x{200F}\x{2028}\x{2029}\x{202A}-\x{202E}\x{2066}-\x{2069}\x{FEFF}]*$`
+	// +kubebuilder:validation:XValidation:rule="size(self.trim()) > 0",message="displayName must not be blank"
 	// +required
 	DisplayName string `json:"displayName"`
 
