@@ -80,6 +80,16 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 	return nil
 }
 
+// requireAccount says how to create the account when it does not exist, so that nothing is made
+// for an account that is not there.
+func requireAccount(ctx context.Context, c client.Reader, account string) error {
+	err := c.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("no account %q: create it first with %s account create %s", account, displayName(), account)
+	}
+	return err
+}
+
 // accountView is what `account show` prints.
 type accountView struct {
 	Account  string `json:"account"`

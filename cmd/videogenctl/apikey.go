@@ -8,10 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
@@ -60,11 +56,8 @@ func apiKeyCreate(ctx context.Context, o *options, account, description string) 
 	if err != nil {
 		return err
 	}
-	// Refuse keys for accounts that do not exist: such a key could only ever answer errors.
-	if err := c.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no account %q: create it first with %s account create %s", account, displayName(), account)
-		}
+	// A key for an account that does not exist could only ever answer errors.
+	if err := requireAccount(ctx, c, account); err != nil {
 		return err
 	}
 	key, info, err := apikeys.Issue(ctx, c, o.keyNamespace, account, description)

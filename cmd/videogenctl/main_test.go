@@ -83,6 +83,15 @@ func TestAdministratorWorkflow(t *testing.T) {
 	if _, err := cli("apikey", "create", "--account", "nobody"); err == nil || !strings.Contains(err.Error(), `no account "nobody"`) {
 		t.Fatalf("key for a missing account: %v", err)
 	}
+	// A top-up in a namespace without an account is refused before anything is created, or it
+	// would be credited to whoever creates the account there later.
+	if _, err := cli("topup", "default", "10", "--reference", "ORPHAN-2"); err == nil || !strings.Contains(err.Error(), `no account "default": create it first`) {
+		t.Fatalf("top-up for a missing account: %v", err)
+	}
+	var orphans videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &orphans, client.InNamespace("default")); err != nil || len(orphans.Items) != 0 {
+		t.Fatalf("the refused top-up left %d PointTopUps (%v)", len(orphans.Items), err)
+	}
 
 	out, err := cli("apikey", "create", "--account", "acme", "--description", "ci", "-o", "json")
 	if err != nil {

@@ -31,7 +31,8 @@ func newTopUpCommand(o *options) *cobra.Command {
 operator applied it. --debit takes AMOUNT from the account instead (a correction, or what is
 left when it is closed) and needs --note saying why, e.g. topup acme 50 --debit --reference
 CORR-1 --note "double invoice". A reference is unique in the account: a second top-up with a
-reference already applied is refused.`,
+reference already applied is refused. The account must exist (account create): for one that
+does not, nothing is created.`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: firstArg(o.completeAccounts),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,6 +76,11 @@ func topUp(ctx context.Context, o *options, account, amountArg, reference, note 
 	}
 	c, err := o.client()
 	if err != nil {
+		return err
+	}
+	// A top-up in a namespace without an account would wait there and be credited to whoever
+	// creates the account later.
+	if err := requireAccount(ctx, c, account); err != nil {
 		return err
 	}
 	var b [3]byte
