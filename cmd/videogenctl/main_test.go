@@ -234,6 +234,11 @@ func TestAdministratorWorkflow(t *testing.T) {
 		t.Errorf("account show lists top-ups %+v, %d older; want the 10 newest first, 3 older (INV-1, the debit, zz-later-00)", shown.RecentTopUps, shown.OlderTopUps)
 	}
 
+	// A reference already applied is refused, and the refusal says so once.
+	if _, err := cli("topup", "acme", "5", "--reference", "INV-1"); err == nil || !strings.Contains(err.Error(), `refused: reference "INV-1" was already applied`) {
+		t.Errorf("a second top-up with reference INV-1: %v", err)
+	}
+
 	// --context picks a kubeconfig context, as kubectl's does.
 	kc, err := clientcmd.LoadFromFile(path)
 	if err != nil {

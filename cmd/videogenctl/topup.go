@@ -116,7 +116,8 @@ func topUp(ctx context.Context, o *options, account, amountArg, reference, note 
 	})
 	spin.done()
 	if refusal != "" {
-		return fmt.Errorf("top-up %s refused: %s", t.Name, refusal)
+		// The ledger's message starts "Refused: " for kubectl describe; ours says it already.
+		return fmt.Errorf("top-up %s refused: %s", t.Name, strings.TrimPrefix(refusal, "Refused: "))
 	}
 	if err != nil {
 		msg := "is the operator running?"
