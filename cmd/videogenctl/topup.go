@@ -39,9 +39,9 @@ does not, nothing is created.`,
 			if strings.TrimSpace(reference) == "" {
 				return fmt.Errorf("--reference is required (an invoice number, a ticket: it is unique in the account); usage: %s", cmd.UseLine())
 			}
-			amount := args[1]
-			if debit {
-				amount = "-" + strings.TrimPrefix(amount, "-")
+			amount, err := parseAmount(args[1], debit)
+			if err != nil {
+				return err
 			}
 			return topUp(cmd.Context(), o, args[0], amount, reference, note, noWait)
 		},
@@ -65,12 +65,22 @@ func negativeAmountHint(cmd *cobra.Command, err error) error {
 		err, cmd.CommandPath(), arg)
 }
 
-// topUp creates a PointTopUp and waits until the operator credited it.
-func topUp(ctx context.Context, o *options, account, amountArg, reference, note string, noWait bool) error {
-	amount, err := strconv.ParseInt(amountArg, 10, 64)
-	if err != nil || amount == 0 {
-		return fmt.Errorf("AMOUNT must be a whole number of points other than 0 (negative to debit), not %q", amountArg)
+// parseAmount reads AMOUNT, a whole number of points above 0: a debit is said with --debit, as
+// the help says, never with a sign.
+func parseAmount(arg string, debit bool) (int64, error) {
+	n, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("AMOUNT must be a whole number of points above 0 (to debit, add --debit and --note), not %q", arg)
 	}
+	if debit {
+		return -n, nil
+	}
+	return n, nil
+}
+
+// topUp creates a PointTopUp of amount points (negative for a debit) and waits until the
+// operator applied it.
+func topUp(ctx context.Context, o *options, account string, amount int64, reference, note string, noWait bool) error {
 	if amount < 0 && strings.TrimSpace(note) == "" {
 		return fmt.Errorf("a debit needs --note saying why (it stays in the account's audit trail)")
 	}
