@@ -109,6 +109,13 @@ func TestAdministratorWorkflow(t *testing.T) {
 	if out, _ := cli("apikey", "list"); !regexp.MustCompile(issued["id"] + `\s+acme\s+.*ci`).MatchString(out) {
 		t.Fatalf("apikey list:\n%s", out)
 	}
+	// In camelCase, as the other commands' JSON.
+	out, err = cli("apikey", "list", "-o", "json")
+	var listed []map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || listed[0]["id"] != issued["id"] ||
+		listed[0]["account"] != "acme" || listed[0]["description"] != "ci" || listed[0]["createdAt"] == nil {
+		t.Fatalf("apikey list -o json: %v\n%s", err, out)
+	}
 
 	out, err = cli("topup", "acme", "500", "--reference", "INV-1")
 	if err != nil || !strings.Contains(out, "balance is now 500") {

@@ -53,12 +53,12 @@ type Principal struct {
 	KeyID   string
 }
 
-// Key describes an issued key (never its secret).
+// Key describes an issued key (never its secret); videogenctl apikey list -o json prints it.
 type Key struct {
-	ID          string
-	Account     string
-	Description string
-	CreatedAt   time.Time
+	ID          string    `json:"id"`
+	Account     string    `json:"account"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"createdAt"`
 }
 
 // SecretName is the name of the Secret holding key id's hash.
