@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
@@ -49,17 +49,17 @@ func (o *options) namespace() (ns string, explicit bool, err error) {
 // default format.
 func (o *options) print(v any, table func(w io.Writer)) error {
 	switch o.output {
-	case "json":
-		enc := json.NewEncoder(o.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "yaml":
-		b, err := yaml.Marshal(v)
+	case "json", "yaml":
+		raw, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		_, err = o.out.Write(b)
-		return err
+		// As raw JSON a view prints through kubectl's printers, as the task commands' objects do.
+		var p printers.ResourcePrinter = &printers.JSONPrinter{}
+		if o.output == "yaml" {
+			p = &printers.YAMLPrinter{}
+		}
+		return p.PrintObj(&runtime.Unknown{Raw: raw}, o.out)
 	case "table", "":
 		tw := printers.GetNewTabWriter(o.out)
 		table(tw)
