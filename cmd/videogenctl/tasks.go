@@ -74,6 +74,9 @@ func newTaskListCommand(o *options, use string) *cobra.Command {
 		Short: "List tasks, newest first, of one account (-n) or of all",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit must be 0 or more, not %d; usage: %s", limit, cmd.UseLine())
+			}
 			return taskList(cmd.Context(), o, account, limit)
 		},
 	}
@@ -157,7 +160,7 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	sort.SliceStable(list.Items, func(i, j int) bool {
 		return list.Items[i].CreationTimestamp.After(list.Items[j].CreationTimestamp.Time)
 	})
-	if limit >= 0 && len(list.Items) > limit {
+	if len(list.Items) > limit {
 		list.Items = list.Items[:limit]
 	}
 	if printer != nil && o.output == "name" {

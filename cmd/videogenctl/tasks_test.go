@@ -167,3 +167,14 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 		t.Errorf("help as a kubectl plugin: %v\n%s", err, help.String())
 	}
 }
+
+// A negative --limit is a usage error, not every task.
+func TestTaskListRefusesNegativeLimit(t *testing.T) {
+	for _, use := range [][]string{{"task", "list"}, {"tasks"}} {
+		args := append(use, "--limit", "-1", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out); err == nil || !strings.Contains(err.Error(), "--limit must be 0 or more, not -1") {
+			t.Errorf("%v: err = %v", args, err)
+		}
+	}
+}
