@@ -73,6 +73,8 @@ tasks in the cluster of your kubeconfig, with kubectl's connection flags (--cont
 		root.AddCommand(c)
 	}
 	root.AddCommand(newVersionCommand(o))
+	// Added now, not at Execute, so that `completion nosh` is refused as well.
+	root.InitDefaultCompletionCmd()
 	refuseUnknownSubcommands(root)
 	return root
 }

@@ -333,7 +333,7 @@ func startTopUpController(t *testing.T, ctx context.Context, env *envtest.Enviro
 // A mistyped subcommand of a group is an error naming the group's commands, not the group's
 // help with exit status 0; the group alone still shows its help.
 func TestGroupsRefuseUnknownSubcommands(t *testing.T) {
-	for _, args := range [][]string{{"task", "describe", "vt-x"}, {"account", "list"}, {"apikey", "delete", "x"}} {
+	for _, args := range [][]string{{"task", "describe", "vt-x"}, {"account", "list"}, {"apikey", "delete", "x"}, {"completion", "nosh"}} {
 		var out bytes.Buffer
 		err := run(context.Background(), args, &out)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("unknown command %q", args[1])) || !strings.Contains(err.Error(), "its commands: ") {
@@ -341,6 +341,9 @@ func TestGroupsRefuseUnknownSubcommands(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
+	if err := run(context.Background(), []string{"completion", "nosh"}, &out); err == nil || !strings.Contains(err.Error(), "bash, fish, powershell, zsh") {
+		t.Errorf("completion nosh does not name the shells: %v", err)
+	}
 	if err := run(context.Background(), []string{"task"}, &out); err != nil || !strings.Contains(out.String(), "Available Commands:") {
 		t.Errorf("task alone: %v\n%s", err, out.String())
 	}
