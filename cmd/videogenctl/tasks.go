@@ -175,12 +175,30 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	if printer != nil {
 		return printer.PrintObj(&list, o.out)
 	}
+	if len(list.Items) == 0 {
+		// As kubectl's "No resources found": a note on stderr for a person, exit status 0.
+		fmt.Fprintln(stderr, noTasksNote(ctx, c, ns))
+		return nil
+	}
 	tw := printers.GetNewTabWriter(o.out)
 	fmt.Fprint(tw, taskHeader)
 	for i := range list.Items {
 		rowOf(&list.Items[i]).write(tw)
 	}
 	return tw.Flush()
+}
+
+// noTasksNote says that a listing is empty, and why when its account does not exist (a typo in
+// -n, most likely).
+func noTasksNote(ctx context.Context, c client.Reader, ns string) string {
+	if ns == "" {
+		return "No tasks found."
+	}
+	key := client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}
+	if apierrors.IsNotFound(c.Get(ctx, key, &videogenv1alpha1.PointAccount{})) {
+		return fmt.Sprintf("No tasks found: there is no account %q.", ns)
+	}
+	return fmt.Sprintf("No tasks found in account %q.", ns)
 }
 
 // getTask reads one task of the namespace the flags name.

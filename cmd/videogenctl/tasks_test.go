@@ -92,6 +92,13 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	if out, err := cli(asAdmin, "task", "list", "--namespace", "acme", "-o", "name"); err != nil || out != "videotask.videogen.dev/vt-1\n" {
 		t.Errorf("task list -o name: %q %v", out, err)
 	}
+	// An empty listing is a note on stderr, as kubectl's "No resources found", not a bare header.
+	var note bytes.Buffer
+	stderr = &note
+	t.Cleanup(func() { stderr = os.Stderr })
+	if out, err := cli(asAdmin, "task", "list", "-n", "nosuch"); err != nil || out != "" || note.String() != "No tasks found: there is no account \"nosuch\".\n" {
+		t.Errorf("task list -n nosuch: %v, printed %q, noted %q", err, out, note.String())
+	}
 	if _, err := cli(asAdmin, "task", "get", "vt-1", "-n", "globex"); err == nil || !strings.Contains(err.Error(), `no task "vt-1" in account "globex"`) {
 		t.Errorf("task get in another account: %v", err)
 	}
