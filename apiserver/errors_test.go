@@ -74,7 +74,7 @@ var _ = Describe("Errors", func() {
 		Entry("empty face", "/v1/videos/short", map[string]any{"template_id": "x", "face": " "}, `"face" must not be empty`),
 		Entry("unknown field", "/v1/videos/short", map[string]any{"template_id": "x", "face": "https://cdn.example.com/f.jpg", "speed": 2}, `unknown field "speed"`),
 		Entry("wrong type", "/v1/videos/template", map[string]any{"template_id": "x", "duration": "ten"}, `field "duration" must be an integer, not a string`),
-		Entry("negative duration", "/v1/videos/template", map[string]any{"template_id": "x", "duration": -3}, `"template_id"`),
+		Entry("negative duration (refused before the template is looked up)", "/v1/videos/template", map[string]any{"template_id": "x", "duration": -3}, `field "duration" must be from 1 to 3600`),
 		Entry("malformed JSON", "/v1/videos/short", `{"template_id": "x",`, "malformed JSON"),
 		Entry("two objects", "/v1/videos/short", `{"template_id":"x"} {}`, "exactly one JSON object"),
 		Entry("not an object", "/v1/videos/short", `[1,2]`, "must be a JSON object"),

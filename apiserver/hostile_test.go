@@ -20,7 +20,7 @@ import (
 )
 
 // templates are the official templates a hostile request names.
-type templates struct{ short, adjustable string }
+type templates struct{ short, adjustable, fixedVideo string }
 
 // hostile is one request an attacker or a broken client might send.
 type hostile struct {
@@ -88,6 +88,7 @@ var _ = Describe("Hostile input", func() {
 				s.DurationAdjustable, s.MinDuration, s.MaxDuration = true, ptr.To[int32](2), ptr.To[int32](10)
 				s.DurationPrices = map[string]int64{"2": 5, "10": 9}
 			}),
+			fixedVideo: template(videogenv1alpha1.CapabilityTemplate, ptr.To[int64](10), nil),
 		}
 	})
 
@@ -153,6 +154,19 @@ var _ = Describe("Hostile input", func() {
 		Entry("duration 1e309", hostile{"POST", "/v1/videos/template", durationOf("1e309"), nil}, 400, "invalid_request", `"duration"`),
 		Entry("duration 2.5", hostile{"POST", "/v1/videos/template", durationOf("2.5"), nil}, 400, "invalid_request", `"duration"`),
 		Entry("duration null", hostile{"POST", "/v1/videos/template", durationOf("null"), nil}, 400, "invalid_request", `"duration" is required`),
+		// A fixed-price template ignores duration in its price, but the range holds on every endpoint.
+		Entry("duration -5 on a fixed short template", hostile{"POST", "/v1/videos/short", func(t templates) any {
+			return map[string]any{"template_id": t.short, "face": "https://cdn.example.com/f.jpg", "duration": -5}
+		}, nil}, 400, "invalid_request", `field "duration" must be from 1 to 3600 seconds, not -5`),
+		Entry("duration 3601 on a fixed short template", hostile{"POST", "/v1/videos/short", func(t templates) any {
+			return map[string]any{"template_id": t.short, "face": "https://cdn.example.com/f.jpg", "duration": 3601}
+		}, nil}, 400, "invalid_request", `field "duration" must be from 1 to 3600 seconds, not 3601`),
+		Entry("duration 0 on a fixed video template", hostile{"POST", "/v1/videos/template", func(t templates) any {
+			return map[string]any{"template_id": t.fixedVideo, "duration": 0}
+		}, nil}, 400, "invalid_request", `field "duration" must be from 1 to 3600 seconds, not 0`),
+		Entry("duration -5 with an unknown template (checked before the template is looked up)", hostile{"POST", "/v1/videos/short", func(t templates) any {
+			return map[string]any{"template_id": "no-such-template", "face": "https://cdn.example.com/f.jpg", "duration": -5}
+		}, nil}, 400, "invalid_request", `"duration"`),
 		Entry("short template duration 3601", hostile{"POST", "/v1/short-templates",
 			raw(`{"name":"t","target_url":"https://cdn.example.com/t.mp4","duration":3601}`), nil}, 400, "invalid_request", `"duration"`),
 		Entry("short template duration 2^32+1", hostile{"POST", "/v1/short-templates",

@@ -17,6 +17,12 @@ const (
 	maxNameLength       = 128  // ShortTemplate spec.displayName
 )
 
+// The range of every duration field, the minimum and maximum of the CRDs' spec.duration.
+const (
+	minDuration = 1
+	maxDuration = 3600
+)
+
 // fieldLimit ties a request field to the CRD field that stores it.
 type fieldLimit struct {
 	Field    string // in the request body
@@ -40,6 +46,21 @@ func (c *fieldChecker) maxLength(name string, v *string, max int) {
 	if v != nil && c.err == nil {
 		c.err = lengthError(name, *v, max)
 	}
+}
+
+// duration refuses a duration outside 1–3600 seconds, on every endpoint that takes one: a
+// fixed-price template ignores it in the price, but it is stored all the same.
+func (c *fieldChecker) duration(v *int32) {
+	if v != nil && c.err == nil {
+		c.err = durationError(*v)
+	}
+}
+
+func durationError(d int32) *requestError {
+	if d < minDuration || d > maxDuration {
+		return badRequest("field \"duration\" must be from %d to %d seconds, not %d", minDuration, maxDuration, d)
+	}
+	return nil
 }
 
 func lengthError(field, v string, max int) *requestError {

@@ -237,8 +237,8 @@ func (s *Server) applyShortTemplate(spec *videogenv1alpha1.ShortTemplateSpec, re
 		spec.CoverURL = u
 	}
 	if req.Duration != nil {
-		if *req.Duration < 1 || *req.Duration > 3600 {
-			return badRequest("field \"duration\" must be from 1 to 3600 seconds, not %d", *req.Duration)
+		if err := durationError(*req.Duration); err != nil {
+			return err
 		}
 		spec.Duration = req.Duration
 	}

@@ -54,6 +54,7 @@ func (s *Server) createShort(w http.ResponseWriter, r *http.Request, p apikeys.P
 		c.required("face", req.Face)
 		c.optional("webhook_url", req.WebhookURL)
 		c.maxLength("template_id", req.TemplateID, maxTemplateIDLength)
+		c.duration(req.Duration)
 		if err := c.result(); err != nil {
 			return taskInput{}, err
 		}
@@ -110,6 +111,7 @@ func (s *Server) createTemplateVideo(w http.ResponseWriter, r *http.Request, p a
 		}
 		c.optional("webhook_url", req.WebhookURL)
 		c.maxLength("template_id", req.TemplateID, maxTemplateIDLength)
+		c.duration(req.Duration)
 		if err := c.result(); err != nil {
 			return taskInput{}, err
 		}
