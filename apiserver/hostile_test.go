@@ -55,6 +55,14 @@ func longURL(n int) string {
 	return prefix + strings.Repeat("a", n-len(prefix))
 }
 
+// longTemplateID is a valid object name of 253 characters starting with prefix.
+func longTemplateID(prefix string) string {
+	label := func(c string, n int) string { return strings.Repeat(c, n) }
+	id := prefix + label("a", 63-len(prefix)) + "." + label("b", 63) + "." + label("c", 63) + "." + label("d", 61)
+	Expect(id).To(HaveLen(253))
+	return id
+}
+
 // truncated shows at most 1 KiB of a body in a failure message.
 func truncated(b []byte) string {
 	if len(b) > 1024 {
@@ -294,6 +302,41 @@ var _ = Describe("Hostile input", func() {
 		Entry("octal", "http://0177.0.0.1/v.mp4"),
 		Entry("hex", "http://0x7f.0.0.1/v.mp4"),
 		Entry("short form", "http://127.1/v.mp4"),
+	)
+
+	// A value quoted back in a message is cut to 64 bytes with its length said, whichever
+	// check refuses it.
+	DescribeTable("quotes a long value back cut to 64 bytes, with its length",
+		func(path string, body func(templates) map[string]any, length int) {
+			resp := api.post(path, a.key, body(tmpl))
+			Expect(resp.Status).To(Equal(http.StatusBadRequest), truncated(resp.Body))
+			Expect(resp.Message()).To(ContainSubstring("(%d bytes)", length))
+			Expect(len(resp.Message())).To(BeNumerically("<", 200), resp.Message())
+			expectNothingChanged()
+		},
+		Entry("an unknown template id of 253 characters", "/v1/videos/short", func(templates) map[string]any {
+			return map[string]any{"template_id": longTemplateID("no-such"), "face": "https://cdn.example.com/f.jpg"}
+		}, 253),
+		Entry("a template id of 253 characters for another capability", "/v1/videos/short", func(templates) map[string]any {
+			id := longTemplateID(envsuite.Unique("eraser"))
+			t := &videogenv1alpha1.Template{ObjectMeta: objectMeta(id), Spec: videogenv1alpha1.TemplateSpec{
+				Capability: videogenv1alpha1.CapabilityEraser, DisplayName: "long", MediaURL: "https://cdn.example.com/m.mp4"}}
+			Expect(k8sClient.Create(ctx, t)).To(Succeed())
+			DeferCleanup(func() { Expect(k8sClient.Delete(ctx, t)).To(Succeed()) })
+			return map[string]any{"template_id": id, "face": "https://cdn.example.com/f.jpg"}
+		}, 253),
+		Entry("a URL scheme of 100 characters", "/v1/videos/short", func(t templates) map[string]any {
+			return map[string]any{"template_id": t.short, "face": strings.Repeat("s", 100) + "://cdn.example.com/f.jpg"}
+		}, 100),
+		Entry("a numeric port of 100 digits", "/v1/videos/eraser", func(templates) map[string]any {
+			return map[string]any{"video": "https://cdn.example.com:" + strings.Repeat("9", 100) + "/v.mp4"}
+		}, 100),
+		Entry("a port of 100 letters", "/v1/videos/eraser", func(templates) map[string]any {
+			return map[string]any{"video": "https://cdn.example.com:" + strings.Repeat("p", 100) + "/v.mp4"}
+		}, 101),
+		Entry("a loopback address written in 100 characters", "/v1/videos/eraser", func(templates) map[string]any {
+			return map[string]any{"video": "http://0x" + strings.Repeat("0", 94) + "7f.1/v.mp4"}
+		}, 100),
 	)
 
 	It("refuses two Idempotency-Key headers", func() {

@@ -155,7 +155,7 @@ func (s *Server) quote(ctx context.Context, account string, in *taskInput) (cata
 	var wrong *catalog.WrongCapabilityError
 	switch {
 	case errors.Is(err, catalog.ErrTemplateNotFound):
-		return tmpl, 0, badRequest("field \"template_id\": no template %q is available to this account", in.templateID)
+		return tmpl, 0, badRequest("field \"template_id\": no template %s is available to this account", httpjson.Echo(in.templateID))
 	case errors.As(err, &wrong):
 		return tmpl, 0, badRequest("field \"template_id\": %v", err)
 	case err != nil:

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 	"github.com/videogen-dev/videogen-operator/internal/pricing"
 )
 
@@ -29,7 +30,8 @@ type WrongCapabilityError struct {
 }
 
 func (e *WrongCapabilityError) Error() string {
-	return fmt.Sprintf("template %q is for %s, not %s", e.ID, e.Template, e.Requested)
+	// The id is the caller's, and this message is their answer: quote it cut short.
+	return fmt.Sprintf("template %s is for %s, not %s", httpjson.Echo(e.ID), e.Template, e.Requested)
 }
 
 // Template is a resolved template reference.

@@ -14,12 +14,15 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/net/idna"
+
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // ErrForbiddenDestination is wrapped by every refusal of an address.
@@ -101,10 +104,10 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 		if errors.As(err, &ue) { // without the URL, which the caller has
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("not a valid URL: %v", err)
+		return nil, fmt.Errorf("not a valid URL: %s", echoQuoted(err.Error()))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("must be an http or https URL, not %q", u.Scheme)
+		return nil, fmt.Errorf("must be an http or https URL, not %s", httpjson.Echo(u.Scheme))
 	}
 	if u.User != nil {
 		return nil, errors.New("must not carry credentials")
@@ -115,7 +118,7 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	host := u.Hostname()
 	if addr, err := netip.ParseAddr(host); err == nil {
 		if !p.AllowedAddr(addr) {
-			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, host)
+			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, httpjson.Echo(host))
 		}
 		return u, nil
 	}
@@ -123,17 +126,32 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	// inet_aton (and so curl, Python and most model servers) reads them as 127.0.0.1.
 	if addr, ok := parseInetAton(host); ok {
 		if !p.AllowedAddr(addr) {
-			return nil, fmt.Errorf("%w: %s (%s)", ErrForbiddenDestination, host, addr)
+			return nil, fmt.Errorf("%w: %s (%s)", ErrForbiddenDestination, httpjson.Echo(host), addr)
 		}
 		return u, nil
 	}
 	lower := strings.TrimSuffix(host, ".")
 	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
 		if !p.AllowedAddr(netip.MustParseAddr("127.0.0.1")) {
-			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, host)
+			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, httpjson.Echo(host))
 		}
 	}
 	return u, nil
+}
+
+// Refusals end up in API answers, so a caller's value is quoted back cut to a few dozen bytes.
+
+// quoted finds the Go-quoted values that net/url and idna put in their errors.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// echoQuoted cuts every quoted value in a library's error message as httpjson.Echo does.
+func echoQuoted(msg string) string {
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if v, err := strconv.Unquote(q); err == nil {
+			return httpjson.Echo(v)
+		}
+		return q
+	})
 }
 
 // hostNames maps a host name as resolvers do (UTS #46: "。" is a dot, full-width and
@@ -148,7 +166,7 @@ func normaliseHost(u *url.URL) error {
 	if port != "" {
 		n, err := strconv.Atoi(port)
 		if err != nil || n < 1 || n > 65535 || port[0] == '0' {
-			return fmt.Errorf("has an invalid port %q: use 1 to 65535", port)
+			return fmt.Errorf("has an invalid port %s: use 1 to 65535", httpjson.Echo(port))
 		}
 	}
 	if strings.HasPrefix(u.Host, "[") { // an IPv6 literal; url.Parse checked its form
@@ -156,7 +174,7 @@ func normaliseHost(u *url.URL) error {
 	}
 	ascii, err := hostNames.ToASCII(host)
 	if err != nil {
-		return fmt.Errorf("has an invalid host name: %v", err)
+		return fmt.Errorf("has an invalid host name: %s", echoQuoted(err.Error()))
 	}
 	if strings.Trim(ascii, ".") == "" {
 		return errors.New("has no host")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -157,6 +158,23 @@ func TestCheckURLRefusesInvalidPorts(t *testing.T) {
 	for _, raw := range []string{"https://cdn.example.com:1/f.jpg", "https://cdn.example.com:65535/f.jpg", "https://cdn.example.com:/f.jpg"} {
 		if _, err := p.CheckURL(raw); err != nil {
 			t.Errorf("CheckURL(%q) = %v, want accepted", raw, err)
+		}
+	}
+}
+
+// Refusals are shown to callers: whatever part of the URL is wrong, it comes back cut to 64
+// bytes with its length said.
+func TestRefusalsQuoteLongValuesCut(t *testing.T) {
+	long := strings.Repeat("9", 100)
+	for _, raw := range []string{
+		strings.Repeat("s", 100) + "://cdn.example.com/f.jpg",           // scheme
+		"https://cdn.example.com:" + long + "/f.jpg",                    // numeric port
+		"https://cdn.example.com:" + strings.Repeat("p", 99) + "/f.jpg", // url.Parse's port error
+		"http://0x" + strings.Repeat("0", 94) + "7f.1/x",                // a forbidden host
+	} {
+		_, err := Policy{}.CheckURL(raw)
+		if err == nil || !strings.Contains(err.Error(), "(100 bytes)") || len(err.Error()) > 200 {
+			t.Errorf("CheckURL(%.40q…) = %v, want the value cut to 64 bytes with \"(100 bytes)\"", raw, err)
 		}
 	}
 }
