@@ -129,6 +129,7 @@ var _ = Describe("Hostile input", func() {
 		},
 		// SSRF: what errors_test.go does not already try.
 		Entry("localhost by name", hostile{"POST", "/v1/videos/short", shortWith("http://localhost:8080/f.jpg"), nil}, 400, "invalid_request", `"face"`),
+		Entry("a private face address with a trailing dot", hostile{"POST", "/v1/videos/short", shortWith("http://192.168.1.1./x"), nil}, 400, "invalid_request", `"face"`),
 		Entry("LOCALHOST. (upper case, trailing dot)", hostile{"POST", "/v1/videos/short", shortWith("http://LOCALHOST./f.jpg"), nil}, 400, "invalid_request", `"face"`),
 		Entry("a name under .localhost", hostile{"POST", "/v1/images/pose", func(t templates) any {
 			return map[string]any{"template_id": t.short, "face": "http://api.localhost/f.jpg"}
@@ -302,6 +303,9 @@ var _ = Describe("Hostile input", func() {
 		Entry("octal", "http://0177.0.0.1/v.mp4"),
 		Entry("hex", "http://0x7f.0.0.1/v.mp4"),
 		Entry("short form", "http://127.1/v.mp4"),
+		Entry("with a trailing dot", "http://192.168.1.1./v.mp4"),
+		Entry("short form with a trailing dot", "http://127.1./v.mp4"),
+		Entry("hex with a trailing dot", "http://0x7f.1./v.mp4"),
 	)
 
 	// A value quoted back in a message is cut to 64 bytes with its length said, whichever

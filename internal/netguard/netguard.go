@@ -115,7 +115,9 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	if err := normaliseHost(u); err != nil {
 		return nil, err
 	}
-	host := u.Hostname()
+	// One trailing dot (a fully qualified name) is dropped by resolvers and WHATWG URL parsers
+	// alike: "192.168.1.1." is 192.168.1.1, so every check below sees the host without it.
+	host := strings.TrimSuffix(u.Hostname(), ".")
 	if addr, err := netip.ParseAddr(host); err == nil {
 		if !p.AllowedAddr(addr) {
 			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, httpjson.Echo(host))
@@ -130,8 +132,7 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 		}
 		return u, nil
 	}
-	lower := strings.TrimSuffix(host, ".")
-	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		if !p.AllowedAddr(netip.MustParseAddr("127.0.0.1")) {
 			return nil, fmt.Errorf("%w: %s", ErrForbiddenDestination, httpjson.Echo(host))
 		}

@@ -39,6 +39,14 @@ func TestCheckURL(t *testing.T) {
 		"http://127.1/x",            // short form
 		"http://0xa9fea9fe/x",       // 169.254.169.254
 		"http://10.1/x",
+		// A trailing dot (a fully qualified name) is one a resolver ignores: "192.168.1.1." is
+		// 192.168.1.1 to getaddrinfo and to WHATWG URL parsers.
+		"http://192.168.1.1./x",
+		"http://127.1./x",
+		"http://0x7f.1./x",
+		"http://2130706433./x",
+		"http://127.0.0.1.:8080/x",
+		"http://169.254.169.254./latest",
 	}
 	for _, raw := range refused {
 		if _, err := p.CheckURL(raw); err == nil {
@@ -46,7 +54,8 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 	for _, raw := range []string{"https://cdn.example.com/face.jpg", "http://93.184.216.34/v.mp4", "https://[2606:4700::1]/x",
-		"http://1570309390/x", "https://123.example.com/x", "http://deadbeef.cafe/x"} {
+		"http://1570309390/x", "https://123.example.com/x", "http://deadbeef.cafe/x",
+		"https://cdn.example.com./face.jpg", "http://93.184.216.34./v.mp4", "http://1570309390./x"} {
 		if _, err := p.CheckURL(raw); err != nil {
 			t.Errorf("CheckURL(%q) = %v, want accepted", raw, err)
 		}
