@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -56,6 +59,62 @@ var _ = Describe("An Idempotency-Key still in use", func() {
 		expectCharged(a.ns, 70, 30)
 	})
 })
+
+// Requests with one key that miss the replay check (the first is still being created) each
+// store their inline face before the ledger tells them the task exists: the face's stored name
+// is derived from the task and the bytes, so they store one object, not one each.
+var _ = Describe("An inline face sent again with the same Idempotency-Key", func() {
+	It("is stored once", func() {
+		a := newAccount(100)
+		body := map[string]any{"template_id": template(videogenv1alpha1.CapabilityPose, ptr.To[int64](30), nil), "face": facePNG()}
+		before := storedBlobs(api)
+		release := holdCreate(apiserver.TaskName(a.ns, "same-face"))
+		defer release()
+		first := make(chan response, 1)
+		go func() {
+			defer GinkgoRecover()
+			first <- api.post("/v1/images/pose", a.key, body, "Idempotency-Key", "same-face")
+		}()
+		Eventually(func() any { return api.get("/v1/balance", a.key).JSON()["frozen"] }).Should(BeNumerically("==", 30))
+		second := api.post("/v1/images/pose", a.key, body, "Idempotency-Key", "same-face")
+		Expect(second.Status).To(Equal(http.StatusConflict), string(second.Body))
+		release()
+		var got response
+		Eventually(first).Should(Receive(&got))
+		Expect(got.Status).To(Equal(http.StatusAccepted), string(got.Body))
+
+		added := newBlobs(before, storedBlobs(api))
+		Expect(added).To(HaveLen(1), "both requests stored the face; it must be one object")
+		Expect(added[0]).To(MatchRegexp(`^[0-9a-f]{64}\.png$`), "named by a SHA-256, with the extension of the detected type")
+		Expect(tasksIn(a.ns)[0].Spec.Inputs.FaceImageURL).To(HaveSuffix("/" + added[0]))
+	})
+})
+
+// storedBlobs lists the objects in a replica's blob directory.
+func storedBlobs(srv *apiClient) []string {
+	GinkgoHelper()
+	entries, err := os.ReadDir(srv.blobDir)
+	if err != nil && !os.IsNotExist(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+func newBlobs(before, after []string) []string {
+	var added []string
+	for _, n := range after {
+		if !slices.Contains(before, n) {
+			added = append(added, n)
+		}
+	}
+	return added
+}
 
 var _ = Describe("Operability", func() {
 	It("logs one structured line per request, carrying its request id", func() {

@@ -17,6 +17,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
@@ -175,7 +176,10 @@ func (s *Server) quote(ctx context.Context, account string, in *taskInput) (cata
 // replay or a GET before the controller writes status.cost shows as the cost).
 func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *taskInput, tmpl catalog.Template) (*videogenv1alpha1.VideoTask, error) {
 	if in.face != nil {
-		url, err := s.cfg.Blobs.Put(ctx, in.face.ContentType, in.face.Data)
+		// Named by the task and the bytes: requests with one Idempotency-Key that all miss the
+		// replay check store one object between them.
+		blob := blobstore.ContentName(name, in.face.ContentType, in.face.Data)
+		url, err := s.cfg.Blobs.Put(ctx, blob, in.face.ContentType, in.face.Data)
 		if err != nil {
 			return nil, fmt.Errorf("storing the face image: %w", err)
 		}

@@ -206,14 +206,15 @@ func startAPIServerWith(limit rate.Limit, burst int, reg prometheus.Registerer, 
 	// Redirects are answers to check, not to follow: the API never redirects.
 	hc := hs.Client()
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &apiClient{base: hs.URL, http: hc}
+	return &apiClient{base: hs.URL, http: hc, blobDir: blobs.Root}
 }
 
 // --- HTTP client helpers -------------------------------------------------------------
 
 type apiClient struct {
-	base string
-	http *http.Client
+	base    string
+	http    *http.Client
+	blobDir string // where this replica's blob store keeps its files
 }
 
 type response struct {

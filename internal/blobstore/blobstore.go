@@ -6,6 +6,7 @@ package blobstore
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,9 +20,11 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
-// Store saves blobs and returns the URL they can be fetched from.
+// Store saves a blob under name (from NewName or ContentName) and returns the URL it can be
+// fetched from. A name is only ever given to the same bytes, so putting it again is harmless:
+// Dir keeps the file it has, S3 overwrites the object with identical bytes.
 type Store interface {
-	Put(ctx context.Context, contentType string, data []byte) (url string, err error)
+	Put(ctx context.Context, name, contentType string, data []byte) (url string, err error)
 }
 
 var extensions = map[string]string{"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp", "video/mp4": ".mp4"}
@@ -33,6 +36,17 @@ func NewName(contentType string) string {
 	return hex.EncodeToString(b[:]) + extensions[contentType]
 }
 
+// ContentName names data by a SHA-256 of scope and the bytes, with an extension for
+// contentType: retries of one request (one scope) store one object, however many race, and
+// the bytes alone do not tell another scope's name.
+func ContentName(scope, contentType string, data []byte) string {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil)) + extensions[contentType]
+}
+
 // Dir stores blobs as files in Root and names them under BaseURL (e.g.
 // "http://videogen-apiserver.videogen-system.svc/v1/blobs/"), which Handler serves.
 type Dir struct {
@@ -41,11 +55,18 @@ type Dir struct {
 }
 
 // Put implements Store.
-func (d *Dir) Put(_ context.Context, contentType string, data []byte) (string, error) {
+func (d *Dir) Put(_ context.Context, name, _ string, data []byte) (string, error) {
+	if !validName.MatchString(name) {
+		return "", fmt.Errorf("blob store: invalid name %q", name)
+	}
+	url := strings.TrimSuffix(d.BaseURL, "/") + "/" + name
+	path := filepath.Join(d.Root, name)
+	if _, err := os.Stat(path); err == nil { // the same name holds the same bytes, complete (renamed in)
+		return url, nil
+	}
 	if err := os.MkdirAll(d.Root, 0o755); err != nil {
 		return "", fmt.Errorf("blob store: %w", err)
 	}
-	name := NewName(contentType)
 	tmp, err := os.CreateTemp(d.Root, ".upload-*")
 	if err != nil {
 		return "", fmt.Errorf("blob store: %w", err)
@@ -60,13 +81,16 @@ func (d *Dir) Put(_ context.Context, contentType string, data []byte) (string, e
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("blob store: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(d.Root, name)); err != nil {
+	// Two racing Puts of one name rename identical files over each other: either wins.
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
 		return "", fmt.Errorf("blob store: %w", err)
 	}
-	return strings.TrimSuffix(d.BaseURL, "/") + "/" + name, nil
+	return url, nil
 }
 
-var validName = regexp.MustCompile(`^[0-9a-f]{32}(\.[a-z0-9]{2,5})?$`)
+// validName matches NewName's random names and ContentName's SHA-256 ones.
+var validName = regexp.MustCompile(`^([0-9a-f]{32}|[0-9a-f]{64})(\.[a-z0-9]{2,5})?$`)
 
 // ErrNotFound: no blob of that name.
 var ErrNotFound = errors.New("blob not found")

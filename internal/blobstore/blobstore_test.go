@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 )
@@ -16,7 +17,7 @@ func TestDirStoresAndServes(t *testing.T) {
 	defer srv.Close()
 	d.BaseURL = srv.URL + "/v1/blobs/"
 
-	url, err := d.Put(context.Background(), "image/png", []byte("png-bytes"))
+	url, err := d.Put(context.Background(), NewName("image/png"), "image/png", []byte("png-bytes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,5 +50,32 @@ func TestDirStoresAndServes(t *testing.T) {
 			e.Error.RequestID != resp.Header.Get("X-Request-Id") {
 			t.Errorf("GET %q = %d %+v (%v), want 404 in the error envelope", bad, resp.StatusCode, e, err)
 		}
+	}
+}
+
+// Retries of one request put the same name: the second Put keeps the first file.
+func TestDirPutsAContentNameOnce(t *testing.T) {
+	d := &Dir{Root: t.TempDir(), BaseURL: "http://blobs.example/"}
+	name := ContentName("vt-task", "image/jpeg", []byte("face"))
+	if !validName.MatchString(name) || !strings.HasSuffix(name, ".jpg") {
+		t.Fatalf("ContentName = %q, want 64 hex digits and .jpg", name)
+	}
+	if other := ContentName("vt-other", "image/jpeg", []byte("face")); other == name {
+		t.Fatalf("two scopes share the name %q", name)
+	}
+	first, err := d.Put(context.Background(), name, "image/jpeg", []byte("face"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := d.Put(context.Background(), name, "image/jpeg", []byte("face"))
+	if err != nil || second != first {
+		t.Fatalf("second Put = %q, %v; want %q", second, err, first)
+	}
+	entries, _ := os.ReadDir(d.Root)
+	if len(entries) != 1 || entries[0].Name() != name {
+		t.Fatalf("the store holds %v, want only %s", entries, name)
+	}
+	if _, err := d.Put(context.Background(), "../escape.png", "image/png", []byte("x")); err == nil {
+		t.Fatal("Put accepted a name that is not a blob name")
 	}
 }

@@ -61,9 +61,10 @@ func NewS3(cfg S3Config) (*S3, error) {
 // Client is the underlying S3 client (for setup such as creating a bucket).
 func (s *S3) Client() *minio.Client { return s.client }
 
-// Put implements Store.
-func (s *S3) Put(ctx context.Context, contentType string, data []byte) (string, error) {
-	name := s.cfg.Prefix + NewName(contentType)
+// Put implements Store. Putting a name again overwrites the object with the same bytes (on a
+// versioned bucket, a version more).
+func (s *S3) Put(ctx context.Context, name, contentType string, data []byte) (string, error) {
+	name = s.cfg.Prefix + name
 	_, err := s.client.PutObject(ctx, s.cfg.Bucket, name, bytes.NewReader(data), int64(len(data)),
 		minio.PutObjectOptions{ContentType: contentType})
 	if err != nil {

@@ -32,7 +32,7 @@ func TestS3StoresAndPresigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := []byte("\x89PNG not really, but bytes all the same")
-	u, err := s.Put(ctx, "image/png", payload)
+	u, err := s.Put(ctx, NewName("image/png"), "image/png", payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,23 @@ func TestS3StoresAndPresigns(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "image/png" {
 		t.Errorf("content type = %q", ct)
 	}
+	// A retry puts the same name again: harmless, the object is the same bytes.
+	name := ContentName("vt-task", "image/png", payload)
+	for range 2 {
+		if _, err := s.Put(ctx, name, "image/png", payload); err != nil {
+			t.Fatalf("Put of an existing name: %v", err)
+		}
+	}
+	listed := 0
+	for obj := range s.Client().ListObjects(ctx, "uploads", minio.ListObjectsOptions{Prefix: "faces/" + name}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		listed++
+	}
+	if listed != 1 {
+		t.Fatalf("%d objects named %s, want 1", listed, name)
+	}
 	// Without the signature the object is private.
 	plain := strings.Split(u, "?")[0]
 	resp, err = http.Get(plain)
@@ -70,7 +87,7 @@ func TestS3ReportsAMissingBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Put(context.Background(), "image/png", []byte("x"))
+	_, err = s.Put(context.Background(), NewName("image/png"), "image/png", []byte("x"))
 	if err == nil || !strings.Contains(err.Error(), `bucket "missing"`) {
 		t.Fatalf("Put into a missing bucket = %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 	"github.com/videogen-dev/videogen-operator/internal/imageinput"
 	"github.com/videogen-dev/videogen-operator/internal/worker/ffmpeg"
@@ -60,7 +61,7 @@ func (p *Pipelines) publish(ctx context.Context, path, mediaType string, metadat
 	if err != nil {
 		return nil, err
 	}
-	url, err := p.d.Store.Put(ctx, mediaType, data)
+	url, err := p.d.Store.Put(ctx, blobstore.NewName(mediaType), mediaType, data)
 	if err != nil {
 		return nil, fmt.Errorf("storing the result: %w", err)
 	}
