@@ -8,9 +8,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +33,8 @@ import (
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/apiserver/openapi"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
+	"github.com/videogen-dev/videogen-operator/internal/taskview"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
@@ -105,7 +114,7 @@ func checkAgainstOpenAPI(method, path string, r response) {
 func expectMethodNotAllowed(method, tmpl string, item map[string]any, r response) {
 	GinkgoHelper()
 	Expect(r.Status).To(Equal(http.StatusMethodNotAllowed), "%s %s is not in the OpenAPI document, so it must answer 405", method, tmpl)
-	validate("/components/schemas/Error", r)
+	validate("/components/responses/MethodNotAllowed/content/application~1json/schema", r)
 	var documented []string
 	for m := range item {
 		switch m {
@@ -213,6 +222,60 @@ var _ = Describe("OpenAPI document", func() {
 		Expect(string(again.Body)).To(ContainSubstring(`"duplicate":true`))
 	})
 
+	// The server's codes are httpjson's constants and the few literals its handlers and
+	// net/http's early answers use; each must be one a client reading the enum expects.
+	It("lists every error code the server can send in Error.code's enum", func() {
+		loadSpec()
+		root, err := testenv.ModuleRoot()
+		Expect(err).NotTo(HaveOccurred())
+		codes := httpjsonCodes(filepath.Join(root, "internal", "httpjson", "httpjson.go"))
+		Expect(codes).To(ContainElements("invalid_request", "request_timeout", "request_header_fields_too_large"))
+		// The Event Service on the same port is a Connect API with its own codes, not this document's.
+		for _, dir := range []string{"apiserver", "apiserver/webhookingress", "apiserver/connectorsecrets", "internal/httpserver"} {
+			codes = append(codes, literalCodes(filepath.Join(root, dir))...)
+		}
+		Expect(codes).To(ContainElements("account_suspended", "not_implemented"))
+		enum := errorCodeEnum()
+		for _, code := range codes {
+			Expect(enum).To(ContainElement(code), "the server can answer error code %q, which Error.code's enum leaves out", code)
+		}
+	})
+
+	It("declares 431 on every operation, since any request's headers can be too large", func() {
+		loadSpec()
+		for path, item := range spec["paths"].(map[string]any) {
+			for method, op := range item.(map[string]any) {
+				responses := op.(map[string]any)["responses"].(map[string]any)
+				Expect(responses).To(HaveKey("431"), "%s %s", strings.ToUpper(method), path)
+			}
+		}
+		Expect(spec["components"].(map[string]any)["responses"]).To(HaveKey("MethodNotAllowed"))
+	})
+
+	It("requires every field of the task view that is always sent", func() {
+		loadSpec()
+		task := spec["components"].(map[string]any)["schemas"].(map[string]any)["Task"].(map[string]any)
+		props := task["properties"].(map[string]any)
+		for name, v := range map[string]any{
+			"Task":    taskview.Task{},
+			"webhook": taskview.Webhook{},
+			"phases":  taskview.TaskPhase{},
+		} {
+			schema := map[string]map[string]any{
+				"Task":    task,
+				"webhook": props["webhook"].(map[string]any)["oneOf"].([]any)[1].(map[string]any),
+				"phases":  props["phases"].(map[string]any)["items"].(map[string]any),
+			}[name]
+			t := reflect.TypeOf(v)
+			for i := range t.NumField() {
+				tag := t.Field(i).Tag.Get("json")
+				if field, opts, _ := strings.Cut(tag, ","); !strings.Contains(opts, "omitempty") {
+					Expect(schema["required"]).To(ContainElement(field), "%s.%s is always sent, so the document must require it", name, field)
+				}
+			}
+		}
+	})
+
 	It("catches a response that breaks its schema", func() {
 		loadSpec()
 		bad := response{Status: 200, Body: []byte(`{"object":"balance","balance":-1}`), Header: http.Header{}}
@@ -225,4 +288,55 @@ func mustJSON(b []byte) any {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	Expect(err).NotTo(HaveOccurred())
 	return v
+}
+
+// httpjsonCodes reads the values of httpjson's Code constants.
+func httpjsonCodes(file string) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	Expect(err).NotTo(HaveOccurred())
+	var codes []string
+	for _, decl := range f.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Code") {
+					v, err := strconv.Unquote(lit.Value)
+					Expect(err).NotTo(HaveOccurred())
+					codes = append(codes, v)
+				}
+			}
+		}
+	}
+	return codes
+}
+
+// literalCode finds an error code written as a literal: WriteError(w, r, status, "code", …)
+// or code = "…".
+var literalCode = regexp.MustCompile(`WriteError\([^,]+, [^,]+, [^,]+, "([a-z_]+)"|\bcode = "([a-z_]+)"`)
+
+func literalCodes(dir string) []string {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	Expect(err).NotTo(HaveOccurred())
+	var codes []string
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		Expect(err).NotTo(HaveOccurred())
+		for _, m := range literalCode.FindAllStringSubmatch(string(src), -1) {
+			codes = append(codes, m[1]+m[2])
+		}
+	}
+	return codes
+}
+
+func errorCodeEnum() []any {
+	errSchema := spec["components"].(map[string]any)["schemas"].(map[string]any)["Error"].(map[string]any)
+	inner := errSchema["properties"].(map[string]any)["error"].(map[string]any)
+	return inner["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
 }
