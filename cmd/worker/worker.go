@@ -134,7 +134,7 @@ func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, erro
 	if err != nil {
 		return nil, err
 	}
-	table := jobs.New(ctx, jobs.Config{MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, TTL: cfg.ResultTTL})
+	table := jobs.New(ctx, jobs.Config{MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, TTL: cfg.ResultTTL, Log: log})
 
 	mux := http.NewServeMux()
 	if dir, ok := blobs.(*blobstore.Dir); ok {

@@ -68,7 +68,8 @@ func (f *Fetcher) ToFile(ctx context.Context, rawURL, path string) error {
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetching %s: %w", redact(rawURL), unwrapURLError(err))
+		// The message reaches the task's caller: no addresses of our network (Detail has them).
+		return fmt.Errorf("fetching %s: %w", redact(rawURL), netguard.Explain(unwrapURLError(err)))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -86,7 +87,7 @@ func (f *Fetcher) ToFile(ctx context.Context, rawURL, path string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("fetching %s: %w", redact(rawURL), err)
+		return fmt.Errorf("fetching %s: %w", redact(rawURL), netguard.Explain(err))
 	}
 	if n > f.maxBytes {
 		return fmt.Errorf("fetching %s: %w of %d bytes", redact(rawURL), ErrTooLarge, f.maxBytes)

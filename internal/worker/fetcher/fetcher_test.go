@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,31 @@ func TestMessagesNameTheURLWithoutItsQuery(t *testing.T) {
 	err := New(loopbackOnly, 1024, time.Second).ToFile(context.Background(), srv.URL+"/face.jpg?X-Amz-Signature=abc", filepath.Join(t.TempDir(), "in"))
 	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || strings.Contains(err.Error(), "Signature") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A failure becomes a task's error message: it says what failed, not where our resolver is or
+// what our own address is (the detail is kept for the worker's log).
+func TestFailuresShowNoAddressOfOurNetwork(t *testing.T) {
+	closed := serve(t, func(http.ResponseWriter, *http.Request) {})
+	closed.Close() // a port nothing listens on
+	internal := regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+|\[[0-9a-f:]+\]:\d+| on `)
+	for _, c := range []struct{ url, want string }{
+		{"http://no-such-host.invalid/face.jpg", "could not resolve host no-such-host.invalid"},
+		{closed.URL + "/face.jpg", "could not connect to the host: connection refused"},
+	} {
+		err := New(loopbackOnly, 1024, 5*time.Second).ToFile(context.Background(), c.url, filepath.Join(t.TempDir(), "in"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ToFile(%s) = %v, want it to say %q", c.url, err, c.want)
+			continue
+		}
+		// The URL's own host and port are the caller's; what follows them must be none of ours.
+		if _, rest, _ := strings.Cut(err.Error(), c.url); internal.MatchString(rest) {
+			t.Errorf("ToFile(%s) = %q, which shows an address of our network", c.url, err)
+		}
+		var detail interface{ Detail() string }
+		if !errors.As(err, &detail) || detail.Detail() == "" {
+			t.Errorf("ToFile(%s) = %v keeps no detail for the log", c.url, err)
+		}
 	}
 }

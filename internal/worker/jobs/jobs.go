@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -35,6 +36,8 @@ type Config struct {
 	MaxQueued int
 	// TTL is how long a finished stage's status is kept.
 	TTL time.Duration
+	// Log receives a line per failed stage, with the detail its message leaves out (nil: none).
+	Log *slog.Logger
 }
 
 // ErrBusy: too many stages are waiting; the caller should retry later.
@@ -135,10 +138,25 @@ func (t *Table) run(ctx context.Context, j *job, fn Func) {
 	case ctx.Err() != nil:
 		t.finish(j, protocol.StateFailed, "cancelled", Outcome{})
 	case err != nil:
+		t.logFailure(j, err)
 		t.finish(j, protocol.StateFailed, err.Error(), Outcome{})
 	default:
 		t.finish(j, protocol.StateSucceeded, "done", out)
 	}
+}
+
+// logFailure logs a failed stage. Its message is shown to the task's caller, so parts of it
+// (a fetch's DNS error) say less than the cause: an error with a Detail gives the whole cause.
+func (t *Table) logFailure(j *job, err error) {
+	if t.cfg.Log == nil {
+		return
+	}
+	attrs := []any{"id", j.status.ID, "key", j.status.Key, "error", err.Error()}
+	var detailed interface{ Detail() string }
+	if errors.As(err, &detailed) {
+		attrs = append(attrs, "detail", detailed.Detail())
+	}
+	t.cfg.Log.Warn("stage failed", attrs...)
 }
 
 // safely turns a panic in one stage into that stage's failure instead of the worker's crash.

@@ -1,8 +1,12 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,5 +146,27 @@ func TestFinishedStagesAreForgottenAfterTheTTL(t *testing.T) {
 	again, created, _ := tbl.Start("k", func(context.Context, Report) (Outcome, error) { return Outcome{}, nil })
 	if !created || again.ID == st.ID {
 		t.Errorf("a key forgotten after the TTL should start a new stage")
+	}
+}
+
+type detailedError struct{}
+
+func (detailedError) Error() string  { return "could not resolve host example.com" }
+func (detailedError) Detail() string { return "lookup example.com on 10.255.255.53:53: no such host" }
+
+// A failed stage's message is shown to callers; the log line keeps what the message leaves out.
+func TestAFailedStageIsLoggedWithItsDetail(t *testing.T) {
+	var logged bytes.Buffer
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, TTL: time.Hour, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	st, _, _ := tbl.Start("key-1", func(context.Context, Report) (Outcome, error) {
+		return Outcome{}, fmt.Errorf("the face image could not be fetched: %w", detailedError{})
+	})
+	failed := waitFor(t, tbl, st.ID, protocol.StateFailed)
+	tbl.Wait()
+	if strings.Contains(failed.Message, "10.255.255.53") {
+		t.Errorf("the stage's message %q shows the detail", failed.Message)
+	}
+	if !strings.Contains(logged.String(), "10.255.255.53:53") || !strings.Contains(logged.String(), "stage failed") {
+		t.Errorf("log = %q, want the failure with its detail", logged.String())
 	}
 }
