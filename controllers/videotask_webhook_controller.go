@@ -20,9 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
 	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/taskview"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
@@ -98,9 +100,7 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	res := outbound.Send(ctx, r.Config.Client, outbound.Message{URL: task.Spec.WebhookURL, ID: d.ID,
 		Secrets: secrets.Signing(now), Body: body, UserAgent: "videogen-webhooks/1"}, now)
-	if res.Err != nil {
-		res.Err = fmt.Errorf("receiver %w", res.Err) // reads "receiver answered 503 ..."
-	}
+	res.Err = receiverError(ctx, res.Err)
 	outbound.Record(&d.DeliveryAttempts, res, now)
 	eventType, reason, note := corev1.EventTypeNormal, "WebhookDelivered", "Delivered the completion webhook to "+task.Spec.WebhookURL
 	switch res.Outcome {
@@ -201,4 +201,18 @@ func (r *VideoTaskWebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(r.Config.Concurrency, 0), DefaultWebhookConcurrency)}).
 		Named("videotask-webhook").
 		Complete(r)
+}
+
+// receiverError words a failed attempt for last_error, which the task's caller reads: "receiver
+// answered 503 ...", or what failed on the network without our resolver's or our own
+// addresses (those go to the log).
+func receiverError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if public := netguard.Explain(err); public != err {
+		logf.FromContext(ctx).Info("completion webhook not delivered", "detail", err.Error())
+		return fmt.Errorf("receiver: %w", public)
+	}
+	return fmt.Errorf("receiver %w", err)
 }

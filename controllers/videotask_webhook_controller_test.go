@@ -314,4 +314,25 @@ var _ = Describe("Completion webhooks to private addresses", func() {
 	})
 })
 
+var _ = Describe("A completion webhook's last_error", func() {
+	It("says the receiver's host did not resolve, without our resolver's address", func() {
+		backend := testbackend.New()
+		opts := testOptions(backend)
+		opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{}, time.Second)
+		stop := startManager(opts)
+		defer stop()
+		ns := suite.NewAccount(100)
+		task := taskWithWebhook(ns, "http://no-such-host.invalid/hook", testbackend.Script{}, backend)
+		var lastError string
+		Eventually(func() string {
+			if w := webhookOf(ns, task.Name); w != nil {
+				lastError = w.LastError
+			}
+			return lastError
+		}).Should(ContainSubstring("could not resolve host no-such-host.invalid"))
+		// last_error is in the task object its caller reads.
+		Expect(lastError).NotTo(MatchRegexp(`\d+\.\d+\.\d+\.\d+:\d+| on `), "no address of our network")
+	})
+})
+
 var errNotCalled = io.ErrNoProgress

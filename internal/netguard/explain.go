@@ -44,11 +44,11 @@ func explain(err error) string {
 		return ""
 	case errors.Is(err, ErrForbiddenDestination):
 		// Only a refusal at connect time gets here: the address came from our resolver.
-		return "the host name resolves to an address that is not public"
+		return ErrForbiddenDestination.Error() + " (what the host name resolves to)"
 	case errors.As(err, &dnsErr):
 		return "could not resolve host " + dnsErr.Name + dnsOutcome(dnsErr)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "timed out"
+		return "no answer before the timeout"
 	case errors.As(err, &opErr):
 		return connectionOutcome(opErr)
 	}

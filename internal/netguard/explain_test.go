@@ -27,7 +27,9 @@ func TestExplainKeepsOurNetworkOutOfTheMessage(t *testing.T) {
 		{lookup, "could not resolve host example.com: no such host"},
 		{refused, "could not connect to the host: connection refused"},
 		{reset, "the connection failed: connection reset by peer"},
-		{forbidden, "the host name resolves to an address that is not public"},
+		{&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 443}, Err: timeoutError{}},
+			"no answer before the timeout"},
+		{forbidden, "destination is not a public address (what the host name resolves to)"},
 	} {
 		got := Explain(c.err)
 		if got.Error() != c.want {
@@ -46,3 +48,9 @@ func TestExplainKeepsOurNetworkOutOfTheMessage(t *testing.T) {
 		t.Errorf("Explain changed an error that is not a network error")
 	}
 }
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
