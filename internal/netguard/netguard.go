@@ -140,12 +140,11 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// Refusals end up in API answers, so a caller's value is quoted back cut to a few dozen bytes.
-
 // quoted finds the Go-quoted values that net/url and idna put in their errors.
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
-// echoQuoted cuts every quoted value in a library's error message as httpjson.Echo does.
+// echoQuoted cuts every quoted value in a library's error message as httpjson.Echo does:
+// refusals end up in API answers, which quote a caller's value cut to a few dozen bytes.
 func echoQuoted(msg string) string {
 	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
 		if v, err := strconv.Unquote(q); err == nil {
