@@ -101,8 +101,10 @@ var _ = Describe("PointTopUp", func() {
 		// Clearing or rewriting what its status says of the application is refused too: with
 		// appliedAt gone, the delete policy would let it go.
 		for name, edit := range map[string]func(*videogenv1alpha1.PointTopUpStatus){
-			"cleared":         func(s *videogenv1alpha1.PointTopUpStatus) { *s = videogenv1alpha1.PointTopUpStatus{} },
-			"appliedAt moved": func(s *videogenv1alpha1.PointTopUpStatus) { s.AppliedAt = &metav1.Time{Time: s.AppliedAt.Add(-time.Hour)} },
+			"cleared": func(s *videogenv1alpha1.PointTopUpStatus) { *s = videogenv1alpha1.PointTopUpStatus{} },
+			"appliedAt moved": func(s *videogenv1alpha1.PointTopUpStatus) {
+				s.AppliedAt = &metav1.Time{Time: s.AppliedAt.Add(-time.Hour)}
+			},
 			"balance changed": func(s *videogenv1alpha1.PointTopUpStatus) { s.BalanceAfter = ptr.To(*s.BalanceAfter + 1) },
 			"balance dropped": func(s *videogenv1alpha1.PointTopUpStatus) { s.BalanceAfter = nil },
 			"account changed": func(s *videogenv1alpha1.PointTopUpStatus) { s.AccountUID = "another" },
