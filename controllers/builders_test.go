@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
@@ -35,6 +36,18 @@ func (b *templateBuilder) Adjustable(lo, hi int32, prices map[string]int64) *tem
 func (b *templateBuilder) Create() string {
 	Expect(k8sClient.Create(ctx, &b.t)).To(Succeed())
 	return b.t.Name
+}
+
+// aRunningTask creates a short task in ns on a new template of price whose analyze stage runs
+// at backend until it is cancelled, and waits until the task runs. It returns the task and the
+// template.
+func aRunningTask(backend *testbackend.Backend, ns string, price int64) (*videogenv1alpha1.VideoTask, string) {
+	tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(price).Create()
+	b := aShortTask(ns, tmpl)
+	backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+	task := b.Create()
+	Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
+	return task, tmpl
 }
 
 // taskBuilder makes VideoTasks.

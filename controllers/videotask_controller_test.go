@@ -210,11 +210,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 
 	It("stops the backend's work of a task whose template is deleted mid-task, and refunds it", func() {
 		ns := suite.NewAccount(50)
-		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
-		b := aShortTask(ns, tmpl)
-		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
-		task := b.Create()
-		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
+		task, tmpl := aRunningTask(backend, ns, 20)
 
 		Expect(k8sClient.Delete(ctx, &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: tmpl}})).To(Succeed())
 		done := finished(ns, task.Name)
@@ -228,11 +224,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 
 	It("cancels on request and refunds", func() {
 		ns := suite.NewAccount(50)
-		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
-		b := aShortTask(ns, tmpl)
-		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
-		task := b.Create()
-		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
+		task, _ := aRunningTask(backend, ns, 20)
 
 		patch := client.MergeFrom(task.DeepCopy())
 		task.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
