@@ -126,6 +126,13 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		s.internalError(w, r, err)
 		return
 	}
+	// The patch answers with the task as stored: a cache that lagged may have shown a task
+	// that had ended already, and then the cancel changed nothing.
+	if task.Status.Phase.Terminal() {
+		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
+			"task "+task.Name+" already "+taskview.Status(task)+" and cannot be canceled")
+		return
+	}
 	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
 }
 

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"image"
@@ -11,7 +12,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/time/rate"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
@@ -175,6 +179,32 @@ var _ = Describe("Generation endpoints", func() {
 		again := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
 		Expect(again.Status).To(Equal(http.StatusConflict))
 		Expect(again.ErrorCode()).To(Equal("conflict"))
+	})
+
+	It("answers 409 to a cancel of a task that ended, even when its replica's cache shows it running", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](40), nil)
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"})
+		id := resp.JSON()["id"].(string)
+		waitTask(a, id, "succeeded")
+		// A replica whose cache has not seen the task end yet.
+		lagging := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if err := c.Get(ctx, key, obj, opts...); err != nil {
+						return err
+					}
+					if t, ok := obj.(*videogenv1alpha1.VideoTask); ok {
+						t.Status.Phase, t.Status.CompletedAt = videogenv1alpha1.TaskRunning, nil
+					}
+					return nil
+				},
+			})
+		})
+		c := lagging.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(c.Status).To(Equal(http.StatusConflict), string(c.Body))
+		Expect(c.Message()).To(ContainSubstring("already succeeded"))
+		suite.ExpectBalanced(a.ns, 60, 0, 40)
 	})
 
 	It("cancels a queued task, not yet started, and refunds its points in full", func() {
