@@ -1,12 +1,14 @@
 // Package webhooksecrets keeps each account's signing secret (whsec_…) for completion webhooks.
 // The secret lives in a Secret "webhook-signing-<account>" in the operator's namespace, so
 // neither the manager nor the apiserver needs access to Secrets in account namespaces. A
-// rotation keeps the previous secret valid for an overlap period, and deliveries are signed
-// with both meanwhile (Standard Webhooks allows several signatures).
+// rotation keeps the replaced secret valid for an overlap period, and deliveries are signed
+// with every secret still valid (Standard Webhooks allows several signatures): a second
+// rotation, or a retry after a 409, does not cut the overlap of the one before short.
 package webhooksecrets
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,23 +32,49 @@ const (
 
 	keyCurrent  = "current"
 	keyPrevious = "previous"
+	// keyOlder holds the secrets replaced before the previous one whose overlap had not ended
+	// at the last rotation, newest first, as JSON.
+	keyOlder = "older"
+
+	// maxOlder bounds keyOlder: with the previous secret, the last 10 replaced secrets sign
+	// during their overlap, so a client that rotates in a loop cannot grow every delivery.
+	maxOlder = 9
 )
 
 // Secrets is an account's signing material.
 type Secrets struct {
 	Current           string
-	Previous          string
+	Previous          string // the secret the last rotation replaced
 	PreviousExpiresAt *time.Time
+	// Older are secrets replaced before Previous, newest first, each valid until its ExpiresAt.
+	Older []Retired
 }
 
-// Signing returns the secrets to sign with at now: the current one, and the previous one while
-// its overlap lasts.
+// Retired is a replaced secret and the end of its overlap.
+type Retired struct {
+	Secret    string    `json:"secret"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Signing returns the secrets to sign with at now: the current one, and every replaced one
+// while its overlap lasts.
 func (s Secrets) Signing(now time.Time) []string {
 	out := []string{s.Current}
-	if s.Previous != "" && s.PreviousExpiresAt != nil && now.Before(*s.PreviousExpiresAt) {
-		out = append(out, s.Previous)
+	for _, r := range s.retired() {
+		if now.Before(r.ExpiresAt) {
+			out = append(out, r.Secret)
+		}
 	}
 	return out
+}
+
+// retired lists Previous and Older, newest first.
+func (s Secrets) retired() []Retired {
+	var out []Retired
+	if s.Previous != "" && s.PreviousExpiresAt != nil {
+		out = append(out, Retired{Secret: s.Previous, ExpiresAt: *s.PreviousExpiresAt})
+	}
+	return append(out, s.Older...)
 }
 
 // SecretName is the name of account's signing Secret.
@@ -108,7 +136,23 @@ func (s *Store) Rotate(ctx context.Context, account string, overlap time.Duratio
 	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: SecretName(account)}, sec); err != nil {
 		return Secrets{}, fmt.Errorf("reading the webhook secret of account %q: %w", account, err)
 	}
-	expires := s.now().Add(overlap).UTC().Truncate(time.Second)
+	before, err := decode(sec)
+	if err != nil {
+		return Secrets{}, err
+	}
+	now := s.now()
+	var older []Retired
+	for _, r := range before.retired() {
+		if now.Before(r.ExpiresAt) && len(older) < maxOlder {
+			older = append(older, r)
+		}
+	}
+	olderJSON, err := json.Marshal(older)
+	if err != nil {
+		return Secrets{}, err
+	}
+	sec.Data[keyOlder] = olderJSON
+	expires := now.Add(overlap).UTC().Truncate(time.Second)
 	sec.Data[keyPrevious] = sec.Data[keyCurrent]
 	sec.Data[keyCurrent] = []byte(standardwebhooks.NewSecret())
 	if sec.Annotations == nil {
@@ -135,6 +179,11 @@ func decode(sec *corev1.Secret) (Secrets, error) {
 			return Secrets{}, errors.New("secret " + sec.Name + ": bad " + AnnotationPreviousExpiresAt)
 		}
 		out.PreviousExpiresAt = &t
+	}
+	if raw := sec.Data[keyOlder]; len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out.Older); err != nil {
+			return Secrets{}, fmt.Errorf("secret %s/%s: bad %s: %w", sec.Namespace, sec.Name, keyOlder, err)
+		}
 	}
 	return out, nil
 }

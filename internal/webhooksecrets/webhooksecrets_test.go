@@ -3,6 +3,7 @@ package webhooksecrets
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,15 +65,44 @@ func TestSigningUsesThePreviousSecretOnlyDuringTheOverlap(t *testing.T) {
 		t.Fatalf("read back %+v (%v), want %+v", read, err, rotated)
 	}
 
-	// A second rotation drops the first secret for good.
+	// A second rotation (or a retry after a 409) half an hour later does not cut the first
+	// secret's overlap short: receivers still on it keep verifying until it ends.
+	s.Clock = clocktesting.NewFakePassiveClock(now.Add(30 * time.Minute))
 	third, err := s.Rotate(ctx, "acme", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sec := range third.Signing(now) {
-		if sec == first.Current {
-			t.Error("the secret of two rotations ago still signs")
+	if third.Previous != rotated.Current {
+		t.Fatalf("previous %q, want the secret the second rotation replaced", third.Previous)
+	}
+	if got, want := third.Signing(now.Add(45*time.Minute)), []string{third.Current, rotated.Current, first.Current}; !slices.Equal(got, want) {
+		t.Errorf("Signing 45 minutes in = %v, want %v (all three)", got, want)
+	}
+	if got, want := third.Signing(now.Add(61*time.Minute)), []string{third.Current, rotated.Current}; !slices.Equal(got, want) {
+		t.Errorf("Signing after the first overlap = %v, want %v", got, want)
+	}
+	read, err = s.Ensure(ctx, "acme")
+	if err != nil || !slices.Equal(read.Signing(now.Add(45*time.Minute)), third.Signing(now.Add(45*time.Minute))) {
+		t.Fatalf("read back %+v (%v), want %+v", read, err, third)
+	}
+}
+
+// A client that rotates in a loop signs its deliveries with at most eleven secrets: the current
+// one and the last ten replaced.
+func TestRotationsKeepAtMostTenReplacedSecrets(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	c := fake.NewClientBuilder().Build()
+	s := &Store{Client: c, Reader: c, Namespace: "videogen-system", Clock: clocktesting.NewFakePassiveClock(now)}
+	var last Secrets
+	for range 15 {
+		var err error
+		if last, err = s.Rotate(ctx, "acme", 24*time.Hour); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if got := len(last.Signing(now)); got != 11 {
+		t.Fatalf("%d secrets sign, want 11", got)
 	}
 }
 
