@@ -60,6 +60,9 @@ var _ = Describe("Templates and custom short templates", func() {
 			HaveKeyWithValue("duration", BeNumerically("==", 8)), HaveKeyWithValue("cover_url", "https://cdn.example.com/intro.jpg")))
 		Eventually(func() []any { return api.get("/v1/short-templates", a.key).JSON()["data"].([]any) }).
 			Should(ConsistOf(HaveKeyWithValue("name", "Intro v2")))
+		one := api.get("/v1/short-templates/"+id, a.key)
+		Expect(one.Status).To(Equal(http.StatusOK), string(one.Body))
+		Expect(one.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("name", "Intro v2"), HaveKeyWithValue("object", "short_template")))
 
 		// Usable as template_id right away, at the default price.
 		task := api.post("/v1/videos/short", a.key, map[string]any{"template_id": id, "face": "https://cdn.example.com/f.jpg"})
@@ -138,6 +141,7 @@ var _ = Describe("Owner isolation", func() {
 		for _, c := range []call{
 			{method: "GET", path: "/v1/tasks/" + taskID},
 			{method: "POST", path: "/v1/tasks/" + taskID + "/cancel"},
+			{method: "GET", path: "/v1/short-templates/" + stID},
 			{method: "PATCH", path: "/v1/short-templates/" + stID, body: map[string]any{"name": "mine now"}},
 			{method: "DELETE", path: "/v1/short-templates/" + stID},
 		} {

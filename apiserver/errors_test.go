@@ -118,7 +118,7 @@ var _ = Describe("Errors", func() {
 			{"GET", "/v1/videos/short", "POST"},
 			{"POST", "/v1/tasks", "GET, HEAD"},
 			{"GET", "/v1/tasks/vt-x/cancel", "POST"},
-			{"PUT", "/v1/short-templates/ushort_x", "PATCH, DELETE"},
+			{"PUT", "/v1/short-templates/ushort_x", "GET, HEAD, PATCH, DELETE"},
 			{"DELETE", "/v1/short-templates", "GET, HEAD, POST"},
 		} {
 			resp := api.do(call{method: c.method, path: c.path, key: a.key})

@@ -155,6 +155,7 @@ func (s *Server) routes() {
 	authed("POST /v1/webhook-secret/rotate", s.rotateWebhookSecret)
 	authed("GET /v1/short-templates", s.listShortTemplates)
 	authed("POST /v1/short-templates", s.createShortTemplate)
+	authed("GET /v1/short-templates/{id}", s.getShortTemplate)
 	authed("PATCH /v1/short-templates/{id}", s.patchShortTemplate)
 	authed("DELETE /v1/short-templates/{id}", s.deleteShortTemplate)
 

@@ -180,6 +180,14 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 	httpjson.WriteJSON(w, http.StatusOK, viewShortTemplate(st))
 }
 
+func (s *Server) getShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	st, ok := s.findShortTemplate(w, r, p)
+	if !ok {
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, viewShortTemplate(st))
+}
+
 func (s *Server) deleteShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	st, ok := s.findShortTemplate(w, r, p)
 	if !ok {
