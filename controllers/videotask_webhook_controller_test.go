@@ -104,6 +104,7 @@ var _ = Describe("Completion webhooks", func() {
 		Expect(d.task).To(HaveKeyWithValue("status", "succeeded"))
 		Expect(d.task).To(HaveKeyWithValue("charge", "Deducted"))
 		Expect(d.task).To(HaveKey("result"))
+		Expect(d.task).To(HaveKeyWithValue("webhook", BeNil()), "the delivery's own state is not in what it delivers (docs/api.md)")
 		// The receiver can have the delivery before the write that records it lands.
 		Eventually(func() videogenv1alpha1.WebhookState {
 			if w := webhookOf(ns, task.Name); w != nil {
