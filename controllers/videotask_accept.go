@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
@@ -53,7 +55,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		case errors.Is(err, ledger.ErrAccountClosing):
 			return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonAccountClosing, "account_closing", "the account is being deleted and takes no new tasks")
 		case errors.Is(err, ledger.ErrAccountNotFound):
-			return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "account_not_found", err.Error())
+			return r.noAccount(ctx, task, err)
 		case errors.Is(err, ledger.ErrNotReady):
 			return ctrl.Result{RequeueAfter: r.Config.PollInterval}, nil
 		case err != nil:
@@ -120,4 +122,18 @@ func (r *VideoTaskReconciler) setCondition(task *videogenv1alpha1.VideoTask, typ
 		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: task.Generation,
 	})
 	task.Status.ObservedGeneration = task.Generation
+}
+
+// noAccount refuses a task whose namespace has no PointAccount, after asking the kube-apiserver:
+// the ledger learns of an account from its informer, so one created a moment before the task
+// (kubectl apply of both, a GitOps sync) may not be in its books yet. The task then waits.
+func (r *VideoTaskReconciler) noAccount(ctx context.Context, task *videogenv1alpha1.VideoTask, notFound error) (ctrl.Result, error) {
+	key := client.ObjectKey{Namespace: task.Namespace, Name: videogenv1alpha1.PointAccountName}
+	switch err := r.APIReader.Get(ctx, key, &videogenv1alpha1.PointAccount{}); {
+	case err == nil:
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "account_not_found", notFound.Error())
 }

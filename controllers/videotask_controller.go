@@ -85,7 +85,7 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if task.Status.Phase.Terminal() {
 			return r.reconcileFinished(ctx, task)
 		}
-		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "account_not_found", err.Error())
+		return r.noAccount(ctx, task, err)
 	case err != nil:
 		return ctrl.Result{}, err
 	case view.Stale:
