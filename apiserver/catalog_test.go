@@ -46,6 +46,33 @@ var _ = Describe("Templates and custom short templates", func() {
 		Expect(bad.Message()).To(ContainSubstring("unknown capability"))
 	})
 
+	It("creates a short template once per Idempotency-Key", func() {
+		a := newAccount(100)
+		body := map[string]any{"name": "Intro", "target_url": "https://cdn.example.com/intro.mp4"}
+		first := api.post("/v1/short-templates", a.key, body, "Idempotency-Key", "tmpl-1")
+		Expect(first.Status).To(Equal(http.StatusCreated), string(first.Body))
+		id := first.JSON()["id"].(string)
+
+		// A retry (the answer was lost): the same template, marked as a replay.
+		Eventually(func() int { return api.post("/v1/short-templates", a.key, body, "Idempotency-Key", "tmpl-1").Status }).
+			Should(Equal(http.StatusOK))
+		again := api.post("/v1/short-templates", a.key, body, "Idempotency-Key", "tmpl-1")
+		Expect(again.Header.Get("Idempotent-Replayed")).To(Equal("true"))
+		Expect(again.JSON()).To(HaveKeyWithValue("id", id))
+		other := api.post("/v1/short-templates", a.key, map[string]any{"name": "Other", "target_url": "https://cdn.example.com/o.mp4"},
+			"Idempotency-Key", "tmpl-1")
+		Expect(other.Status).To(Equal(http.StatusUnprocessableEntity))
+		Expect(other.ErrorCode()).To(Equal("idempotency_key_reused"))
+		Consistently(func() []any { return api.get("/v1/short-templates", a.key).JSON()["data"].([]any) }, "500ms").
+			Should(ConsistOf(HaveKeyWithValue("id", id)))
+
+		// The same key in another account is another template.
+		b := newAccount(100)
+		elsewhere := api.post("/v1/short-templates", b.key, body, "Idempotency-Key", "tmpl-1")
+		Expect(elsewhere.Status).To(Equal(http.StatusCreated), string(elsewhere.Body))
+		Expect(elsewhere.JSON()["id"]).NotTo(Equal(id))
+	})
+
 	It("creates, lists, patches, uses and deletes an account's own short templates", func() {
 		a := newAccount(100)
 		created := api.post("/v1/short-templates", a.key, map[string]any{"name": "Intro", "target_url": "https://cdn.example.com/intro.mp4", "duration": 8})

@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -75,8 +77,11 @@ func (s *Server) listShortTemplates(w http.ResponseWriter, r *http.Request, p ap
 
 func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	var req shortTemplateRequest
+	key, err := idempotencyKey(r)
 	// A suspended account is refused whatever it sends, before the body is read.
-	err := s.refuseSuspended(r.Context(), p.Account)
+	if err == nil {
+		err = s.refuseSuspended(r.Context(), p.Account)
+	}
 	if err == nil {
 		err = decodeJSON(w, r, 64<<10, &req)
 	}
@@ -97,18 +102,24 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 		}
 		return
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	suffix := hex.EncodeToString(b[:])
+	suffix := shortTemplateSuffix(p.Account, key)
+	hash := requestHash(r.URL.Path, &req)
 	st := &videogenv1alpha1.ShortTemplate{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: p.Account,
-			Name:      "ushort-" + suffix,
-			Labels:    map[string]string{videogenv1alpha1.LabelShortTemplateID: videogenv1alpha1.ShortTemplateIDPrefix + suffix},
+			Namespace:   p.Account,
+			Name:        "ushort-" + suffix,
+			Labels:      map[string]string{videogenv1alpha1.LabelShortTemplateID: videogenv1alpha1.ShortTemplateIDPrefix + suffix},
+			Annotations: map[string]string{AnnotationRequestHash: hash},
 		},
 		Spec: spec,
 	}
+	if key != "" && s.replayShortTemplate(r.Context(), w, r, s.cfg.Client, st.ObjectMeta, hash) {
+		return
+	}
 	if err := s.cfg.Client.Create(r.Context(), st); err != nil {
+		if apierrors.IsAlreadyExists(err) && key != "" && s.replayShortTemplate(r.Context(), w, r, s.cfg.APIReader, st.ObjectMeta, hash) {
+			return
+		}
 		if apierrors.IsInvalid(err) {
 			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Error())
 			return
@@ -117,6 +128,35 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusCreated, viewShortTemplate(st))
+}
+
+// shortTemplateSuffix names a new short template (ushort-<suffix>, id ushort_<suffix>): with an
+// Idempotency-Key it is derived from the account and the key, so retries meet at one object.
+func shortTemplateSuffix(account, key string) string {
+	if key == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}
+	sum := sha256.Sum256([]byte("short-template\x00" + account + "\x00" + key))
+	return hex.EncodeToString(sum[:12])
+}
+
+// replayShortTemplate answers a create whose Idempotency-Key already made a template: 200 with
+// it for the same body, 422 for another. It reports whether it answered.
+func (s *Server) replayShortTemplate(ctx context.Context, w http.ResponseWriter, r *http.Request, reader client.Reader, meta metav1.ObjectMeta, hash string) bool {
+	st := &videogenv1alpha1.ShortTemplate{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: meta.Namespace, Name: meta.Name}, st); err != nil || !st.DeletionTimestamp.IsZero() {
+		return false
+	}
+	if st.Annotations[AnnotationRequestHash] != hash {
+		httpjson.WriteError(w, r, http.StatusUnprocessableEntity, httpjson.CodeIdempotencyKeyReused,
+			"this Idempotency-Key was already used with a different request body")
+		return true
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	httpjson.WriteJSON(w, http.StatusOK, viewShortTemplate(st))
+	return true
 }
 
 func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
