@@ -121,11 +121,20 @@ var _ = Describe("Templates and custom short templates", func() {
 		Expect(shortTemplateSpec(a.ns, id)).To(Equal(want))
 
 		// A refused patch changes nothing.
-		for _, body := range []map[string]any{{"target_url": "http://10.0.0.5/x.mp4"}, {"duration": 0}} {
+		for _, body := range []map[string]any{{"target_url": "http://10.0.0.5/x.mp4"}, {"duration": 0}, {"name": nil}, {"target_url": nil}} {
 			bad := api.do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key, body: body})
 			Expect(bad.Status).To(Equal(http.StatusBadRequest), "%v", body)
 			Expect(bad.ErrorCode()).To(Equal("invalid_request"))
 		}
+		Expect(shortTemplateSpec(a.ns, id)).To(Equal(want))
+
+		// null clears an optional field; absence keeps it.
+		cleared := api.do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key, body: map[string]any{"cover_url": nil}})
+		Expect(cleared.Status).To(Equal(http.StatusOK), string(cleared.Body))
+		Expect(cleared.JSON()).To(And(HaveKeyWithValue("cover_url", BeNil()), HaveKeyWithValue("duration", BeNumerically("==", 12))))
+		cleared = api.do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key, body: map[string]any{"duration": nil}})
+		Expect(cleared.Status).To(Equal(http.StatusOK), string(cleared.Body))
+		want.CoverURL, want.Duration = "", nil
 		Expect(shortTemplateSpec(a.ns, id)).To(Equal(want))
 	})
 

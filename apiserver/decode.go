@@ -43,30 +43,50 @@ func writeRequestError(w http.ResponseWriter, r *http.Request, err error) bool {
 // field names exactly as documented and each at most once, no unknown fields, no trailing
 // data, and error messages that name the offending field.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	_, err := readJSON(w, r, limit, v)
+	return err
+}
+
+// readJSON is decodeJSON that also returns the body it read.
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byte, error) {
 	form, err := jsonContentType(r.Header.Get("Content-Type"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		return describeReadError(err, limit)
+		return nil, describeReadError(err, limit)
 	}
 	if err := checkEncoding(body, form); err != nil {
-		return err
+		return nil, err
 	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		// encoding/json reads null into a struct as nothing at all; it is not an object.
-		return badRequest("the body must be a JSON object, not null")
+		return nil, badRequest("the body must be a JSON object, not null")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return describeDecodeError(err)
+		return nil, describeDecodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("the body must hold exactly one JSON object")
+		return nil, badRequest("the body must hold exactly one JSON object")
 	}
-	return checkFieldNames(body, v)
+	return body, checkFieldNames(body, v)
+}
+
+// nullFields are the fields of a JSON object (one readJSON accepted) sent as null. encoding/json
+// reads null as absent; a PATCH tells them apart: null clears a field, absence keeps it.
+func nullFields(body []byte) map[string]bool {
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(body, &fields)
+	out := map[string]bool{}
+	for name, raw := range fields {
+		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // jsonContentType accepts JSON in UTF-8 (no Content-Type at all counts as JSON) and curl -d's

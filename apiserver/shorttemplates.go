@@ -164,23 +164,32 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 	if !ok {
 		return
 	}
-	var req shortTemplateRequest
+	var (
+		req  shortTemplateRequest
+		body []byte
+	)
 	err := s.refuseSuspended(r.Context(), p.Account)
 	if err == nil {
-		err = decodeJSON(w, r, 64<<10, &req)
+		body, err = readJSON(w, r, 64<<10, &req)
 	}
+	nulls := nullFields(body)
 	if err == nil {
 		var c fieldChecker
 		c.optional("name", req.Name)
 		c.optional("target_url", req.TargetURL)
 		c.optional("cover_url", req.CoverURL)
-		if req.Name == nil && req.TargetURL == nil && req.CoverURL == nil && req.Duration == nil {
-			c.fail("nothing to change: send one or more of name, target_url, cover_url, duration")
+		for _, name := range []string{"name", "target_url"} {
+			if nulls[name] {
+				c.fail("field %q cannot be cleared; send a new value", name)
+			}
+		}
+		if req.Name == nil && req.TargetURL == nil && req.CoverURL == nil && req.Duration == nil && !nulls["cover_url"] && !nulls["duration"] {
+			c.fail("nothing to change: send one or more of name, target_url, cover_url, duration (null clears cover_url or duration)")
 		}
 		err = c.result()
 	}
 	if err == nil {
-		err = s.applyShortTemplate(&st.Spec, &req)
+		err = s.patchSpec(&st.Spec, &req, nulls)
 	}
 	if err != nil {
 		if !writeRequestError(w, r, err) {
@@ -195,7 +204,7 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 		if err := s.cfg.APIReader.Get(r.Context(), client.ObjectKeyFromObject(st), fresh); err != nil {
 			return err
 		}
-		if err := s.applyShortTemplate(&fresh.Spec, &req); err != nil {
+		if err := s.patchSpec(&fresh.Spec, &req, nulls); err != nil {
 			return err
 		}
 		if err := s.cfg.Client.Update(r.Context(), fresh); err != nil {
@@ -256,6 +265,17 @@ func (s *Server) findShortTemplate(w http.ResponseWriter, r *http.Request, p api
 		return nil, false
 	}
 	return st.DeepCopy(), true
+}
+
+// patchSpec is applyShortTemplate for a PATCH: the fields sent as null are cleared too.
+func (s *Server) patchSpec(spec *videogenv1alpha1.ShortTemplateSpec, req *shortTemplateRequest, nulls map[string]bool) error {
+	if nulls["cover_url"] {
+		spec.CoverURL = ""
+	}
+	if nulls["duration"] {
+		spec.Duration = nil
+	}
+	return s.applyShortTemplate(spec, req)
 }
 
 // applyShortTemplate copies the present fields of req into spec, checking URLs and duration.
