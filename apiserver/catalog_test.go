@@ -1,12 +1,17 @@
 package apiserver_test
 
 import (
+	"context"
 	"net/http"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -65,6 +70,23 @@ var _ = Describe("Templates and custom short templates", func() {
 		Expect(other.ErrorCode()).To(Equal("idempotency_key_reused"))
 		Consistently(func() []any { return api.get("/v1/short-templates", a.key).JSON()["data"].([]any) }, "500ms").
 			Should(ConsistOf(HaveKeyWithValue("id", id)))
+
+		// A key whose template is being deleted (its create meets the old object, which is gone
+		// when read back) is 409 with Retry-After, never a 500.
+		gone := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*videogenv1alpha1.ShortTemplate); ok {
+						return apierrors.NewAlreadyExists(schema.GroupResource{Group: "videogen.dev", Resource: "shorttemplates"}, obj.GetName())
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+		})
+		deleting := gone.post("/v1/short-templates", a.key, body, "Idempotency-Key", "tmpl-being-deleted")
+		Expect(deleting.Status).To(Equal(http.StatusConflict), string(deleting.Body))
+		Expect(deleting.ErrorCode()).To(Equal("idempotency_key_in_use"))
+		Expect(deleting.Header.Get("Retry-After")).To(Equal("1"))
 
 		// The same key in another account is another template.
 		b := newAccount(100)

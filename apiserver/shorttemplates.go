@@ -117,7 +117,13 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 		return
 	}
 	if err := s.cfg.Client.Create(r.Context(), st); err != nil {
-		if apierrors.IsAlreadyExists(err) && key != "" && s.replayShortTemplate(r.Context(), w, r, s.cfg.APIReader, st.ObjectMeta, hash) {
+		if apierrors.IsAlreadyExists(err) && key != "" {
+			if !s.replayShortTemplate(r.Context(), w, r, s.cfg.APIReader, st.ObjectMeta, hash) {
+				// The template of this key was being deleted: its name is free in a moment.
+				w.Header().Set("Retry-After", "1")
+				httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeIdempotencyKeyInUse,
+					"the template this Idempotency-Key made is being deleted; retry shortly")
+			}
 			return
 		}
 		if apierrors.IsInvalid(err) {
