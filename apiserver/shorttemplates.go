@@ -113,12 +113,12 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 		},
 		Spec: spec,
 	}
-	if key != "" && s.replayShortTemplate(r.Context(), w, r, s.cfg.Client, st.ObjectMeta, hash) {
+	if key != "" && s.replayShortTemplate(r.Context(), w, r, s.cfg.Client, client.ObjectKeyFromObject(st), hash) {
 		return
 	}
 	if err := s.cfg.Client.Create(r.Context(), st); err != nil {
 		if apierrors.IsAlreadyExists(err) && key != "" {
-			if !s.replayShortTemplate(r.Context(), w, r, s.cfg.APIReader, st.ObjectMeta, hash) {
+			if !s.replayShortTemplate(r.Context(), w, r, s.cfg.APIReader, client.ObjectKeyFromObject(st), hash) {
 				// The template of this key was being deleted: its name is free in a moment.
 				w.Header().Set("Retry-After", "1")
 				httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeIdempotencyKeyInUse,
@@ -150,18 +150,12 @@ func shortTemplateSuffix(account, key string) string {
 
 // replayShortTemplate answers a create whose Idempotency-Key already made a template: 200 with
 // it for the same body, 422 for another. It reports whether it answered.
-func (s *Server) replayShortTemplate(ctx context.Context, w http.ResponseWriter, r *http.Request, reader client.Reader, meta metav1.ObjectMeta, hash string) bool {
+func (s *Server) replayShortTemplate(ctx context.Context, w http.ResponseWriter, r *http.Request, reader client.Reader, key client.ObjectKey, hash string) bool {
 	st := &videogenv1alpha1.ShortTemplate{}
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: meta.Namespace, Name: meta.Name}, st); err != nil || !st.DeletionTimestamp.IsZero() {
+	if err := reader.Get(ctx, key, st); err != nil || !st.DeletionTimestamp.IsZero() {
 		return false
 	}
-	if st.Annotations[AnnotationRequestHash] != hash {
-		httpjson.WriteError(w, r, http.StatusUnprocessableEntity, httpjson.CodeIdempotencyKeyReused,
-			"this Idempotency-Key was already used with a different request body")
-		return true
-	}
-	w.Header().Set("Idempotent-Replayed", "true")
-	httpjson.WriteJSON(w, http.StatusOK, viewShortTemplate(st))
+	answerReplay(w, r, st, hash, viewShortTemplate(st))
 	return true
 }
 

@@ -106,14 +106,20 @@ func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, task); err != nil {
 		return false
 	}
-	if task.Annotations[AnnotationRequestHash] != hash {
+	answerReplay(w, r, task, hash, taskview.Of(task))
+	return true
+}
+
+// answerReplay answers a request whose Idempotency-Key already made obj: 200 with view and
+// Idempotent-Replayed for the same body (obj's request hash), 422 for another.
+func answerReplay(w http.ResponseWriter, r *http.Request, obj metav1.Object, hash string, view any) {
+	if obj.GetAnnotations()[AnnotationRequestHash] != hash {
 		httpjson.WriteError(w, r, http.StatusUnprocessableEntity, httpjson.CodeIdempotencyKeyReused,
 			"this Idempotency-Key was already used with a different request body")
-		return true
+		return
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
-	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task))
-	return true
+	httpjson.WriteJSON(w, http.StatusOK, view)
 }
 
 // admissionRefused answers a task the ledger did not create.
