@@ -88,10 +88,10 @@ func checkURL(policy netguard.Policy, field, raw string) (string, error) {
 }
 
 // displayName checks a name shown to people (the CRDs' displayName pattern says the same; a
-// blank one is refused where the body is decoded): no control characters (a NUL, a newline, an escape sequence for a terminal), line
-// separators or zero-width spaces, which break or hide text; and no bidirectional overrides,
-// which can make a name read differently from what it is ("invoice" U+202E "gpj.exe" shows as
-// "invoiceexe.jpg").
+// blank one is refused where the body is decoded): no control characters (a NUL, a newline, an
+// escape sequence for a terminal), line separators or zero-width spaces, which break or hide
+// text; and no bidirectional overrides, which can make a name read differently from what it is
+// ("invoice" U+202E "gpj.exe" shows as "invoiceexe.jpg").
 func displayName(name string) error {
 	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || isHiddenOrBidi(r) }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(name[i:])

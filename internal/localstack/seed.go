@@ -2,8 +2,6 @@ package localstack
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +16,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
 const (
@@ -92,21 +91,16 @@ func (s *Stack) stripeWebhookSecret(ctx context.Context) error {
 	path := s.path("stripe-webhook-secret")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: "stripe-webhook-local",
 		Labels: map[string]string{connectorsecrets.LabelConnector: "stripe"}}}
-	err := s.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)
-	switch {
+	switch err := s.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); {
 	case err == nil:
 		s.Demo.StripeWebhookSecret = strings.TrimSpace(string(secret.Data[connectorsecrets.KeySecret]))
-		return os.WriteFile(path, []byte(s.Demo.StripeWebhookSecret+"\n"), 0o600)
-	case !apierrors.IsNotFound(err):
-		return err
-	}
-	raw := make([]byte, 24)
-	if _, err := rand.Read(raw); err != nil {
-		return err
-	}
-	s.Demo.StripeWebhookSecret = "whsec_" + base64.RawStdEncoding.EncodeToString(raw)
-	secret.StringData = map[string]string{connectorsecrets.KeySecret: s.Demo.StripeWebhookSecret}
-	if err := s.Client.Create(ctx, secret); err != nil {
+	case apierrors.IsNotFound(err):
+		s.Demo.StripeWebhookSecret = standardwebhooks.NewSecret() // whsec_…, as Stripe's
+		secret.StringData = map[string]string{connectorsecrets.KeySecret: s.Demo.StripeWebhookSecret}
+		if err := s.Client.Create(ctx, secret); err != nil {
+			return err
+		}
+	default:
 		return err
 	}
 	return os.WriteFile(path, []byte(s.Demo.StripeWebhookSecret+"\n"), 0o600)
