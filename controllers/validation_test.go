@@ -17,6 +17,8 @@ import (
 // The CRDs' schema and CEL rules refuse bad objects at the apiserver, before any controller.
 var _ = Describe("API validation", func() {
 	ns := "default"
+	// Templates below have media, so that each is refused for the one reason its entry names.
+	media := "https://media.example/template.mp4"
 
 	DescribeTable("refuses invalid Templates",
 		func(spec videogenv1alpha1.TemplateSpec, message string) {
@@ -25,23 +27,36 @@ var _ = Describe("API validation", func() {
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(ContainSubstring(message))
 		},
-		Entry("min above max", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+		Entry("min above max", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x", MediaURL: media,
 			DurationAdjustable: true, MinDuration: ptr.To[int32](20), MaxDuration: ptr.To[int32](10)}, "minDuration must not exceed maxDuration"),
-		Entry("adjustable without bounds", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+		Entry("adjustable without bounds", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x", MediaURL: media,
 			DurationAdjustable: true}, "minDuration and maxDuration are required"),
-		Entry("duration prices on a fixed template", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x",
+		Entry("duration prices on a fixed template", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media,
 			DurationPrices: map[string]int64{"5": 1}}, "only allowed when durationAdjustable"),
-		Entry("a duration key that is not seconds", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+		Entry("a duration key that is not seconds", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x", MediaURL: media,
 			DurationAdjustable: true, MinDuration: ptr.To[int32](1), MaxDuration: ptr.To[int32](9), DurationPrices: map[string]int64{"5s": 1}}, "whole seconds"),
 		Entry("an unknown capability", videogenv1alpha1.TemplateSpec{Capability: "video.unknown", DisplayName: "x"}, "Unsupported value"),
-		Entry("a negative price", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", Price: ptr.To[int64](-1)}, "spec.price"),
-		Entry("a right-to-left override in the name", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "invoice\u202Egpj.exe"}, "spec.displayName"),
-		Entry("a line separator in the name", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "a\u2028b"}, "spec.displayName"),
-		Entry("a name of spaces", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "   "}, "displayName must not be blank"),
-		Entry("a duration price outside [min, max]", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+		Entry("a negative price", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media, Price: ptr.To[int64](-1)}, "spec.price"),
+		Entry("a right-to-left override in the name", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "invoice\u202Egpj.exe", MediaURL: media}, "spec.displayName"),
+		Entry("a line separator in the name", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "a\u2028b", MediaURL: media}, "spec.displayName"),
+		Entry("a name of spaces", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "   ", MediaURL: media}, "displayName must not be blank"),
+		Entry("a duration price outside [min, max]", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x", MediaURL: media,
 			DurationAdjustable: true, MinDuration: ptr.To[int32](5), MaxDuration: ptr.To[int32](10), DurationPrices: map[string]int64{"5": 1, "30": 2}},
 			"keys must lie within [minDuration, maxDuration]"),
+		Entry("a video.short template without media", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x"},
+			"mediaURL is required for video.short, video.template and image.pose templates"),
+		Entry("a video.template template without media", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x",
+			DurationAdjustable: true, MinDuration: ptr.To[int32](2), MaxDuration: ptr.To[int32](10)}, "mediaURL is required"),
+		Entry("an image.pose template without media", videogenv1alpha1.TemplateSpec{Capability: "image.pose", DisplayName: "x"},
+			"mediaURL is required"),
 	)
+
+	It("accepts a video.eraser Template without media: it works on the caller's video", func() {
+		t := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: envsuite.Unique("eraser")},
+			Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityEraser, DisplayName: "Eraser"}}
+		Expect(k8sClient.Create(ctx, t)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, t)).To(Succeed()) })
+	})
 
 	DescribeTable("refuses ShortTemplate names that hide or break text",
 		func(name, message string) {

@@ -5,6 +5,7 @@ import (
 )
 
 // TemplateSpec describes one entry of the official template catalog.
+// +kubebuilder:validation:XValidation:rule="!(self.capability in ['video.short', 'video.template', 'image.pose']) || has(self.mediaURL)",message="mediaURL is required for video.short, video.template and image.pose templates"
 // +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || (has(self.minDuration) && has(self.maxDuration))",message="minDuration and maxDuration are required when durationAdjustable is true"
 // +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || !has(self.minDuration) || !has(self.maxDuration) || self.minDuration <= self.maxDuration",message="minDuration must not exceed maxDuration"
 // +kubebuilder:validation:XValidation:rule="self.durationAdjustable || !has(self.durationPrices) || size(self.durationPrices) == 0",message="durationPrices is only allowed when durationAdjustable is true"
@@ -34,7 +35,8 @@ type TemplateSpec struct {
 	// +optional
 	CoverURL string `json:"coverURL,omitempty"`
 
-	// MediaURL is the template's media: the target video (video.*) or image (image.pose).
+	// MediaURL is the template's media: the target video (video.short, video.template) or image
+	// (image.pose), required for those; video.eraser works on the caller's video and needs none.
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +optional
 	MediaURL string `json:"mediaURL,omitempty"`
