@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -34,7 +35,9 @@ var _ = Describe("Templates and custom short templates", func() {
 			return shorts["data"].([]any)
 		}).Should(ContainElement(HaveKeyWithValue("id", ownID)))
 		Expect(shorts["data"]).To(ContainElement(And(HaveKeyWithValue("id", short), HaveKeyWithValue("price", BeNumerically("==", 12)),
-			HaveKeyWithValue("cover_url", "https://cdn.example.com/"+short+".jpg"), HaveKeyWithValue("custom", false))))
+			HaveKeyWithValue("cover_url", "https://cdn.example.com/"+short+".jpg"), HaveKeyWithValue("custom", false),
+			HaveKeyWithValue("default_price", BeNil()))))
+		Expect(shorts["data"]).To(ContainElement(And(HaveKeyWithValue("id", ownID), HaveKeyWithValue("default_price", BeNil()))))
 		Expect(shorts["data"]).NotTo(ContainElement(HaveKeyWithValue("id", adjustable)))
 
 		templates := api.get("/v1/templates?capability=video.template", a.key).JSON()["data"].([]any)
@@ -49,6 +52,41 @@ var _ = Describe("Templates and custom short templates", func() {
 		bad := api.get("/v1/templates?capability=video.long", a.key)
 		Expect(bad.Status).To(Equal(http.StatusBadRequest))
 		Expect(bad.Message()).To(ContainSubstring("unknown capability"))
+	})
+
+	It("says what every selectable duration of an adjustable template costs, as a task on it is charged", func() {
+		a := newAccount(100)
+		// Its flat price is not what any duration costs: an adjustable template is priced by duration.
+		adjustable := template(videogenv1alpha1.CapabilityTemplate, ptr.To[int64](50), func(s *videogenv1alpha1.TemplateSpec) {
+			s.DurationAdjustable, s.MinDuration, s.MaxDuration = true, ptr.To[int32](5), ptr.To[int32](20)
+			s.DurationPrices = map[string]int64{"5": 12, "20": 30}
+		})
+		fixed := template(videogenv1alpha1.CapabilityTemplate, ptr.To[int64](7), nil)
+
+		var listed []any
+		Eventually(func() []any {
+			listed = api.get("/v1/templates?capability=video.template", a.key).JSON()["data"].([]any)
+			return listed
+		}).Should(ContainElements(HaveKeyWithValue("id", adjustable), HaveKeyWithValue("id", fixed)))
+		Expect(listed).To(ContainElement(And(HaveKeyWithValue("id", fixed), HaveKeyWithValue("default_price", BeNil()))))
+		var view map[string]any
+		for _, t := range listed {
+			if t.(map[string]any)["id"] == adjustable {
+				view = t.(map[string]any)
+			}
+		}
+		Expect(view).To(HaveKeyWithValue("default_price", BeNumerically("==", 10)))
+		priceOf := func(d int) any {
+			if p, ok := view["duration_prices"].(map[string]any)[strconv.Itoa(d)]; ok {
+				return p
+			}
+			return view["default_price"]
+		}
+		for _, d := range []int{5, 7, 20} {
+			task := api.post("/v1/videos/template", a.key, map[string]any{"template_id": adjustable, "duration": d})
+			Expect(task.Status).To(Equal(http.StatusAccepted), string(task.Body))
+			Expect(task.JSON()["cost"]).To(Equal(priceOf(d)), "duration %d", d)
+		}
 	})
 
 	It("creates a short template once per Idempotency-Key", func() {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -12,7 +13,8 @@ import (
 )
 
 // TemplateView is a template as the catalog shows it. Price is the flat price (or the default
-// price); adjustable templates list their duration prices, with durations as string keys.
+// price); adjustable templates list their duration prices, with durations as string keys, and
+// the default price that a duration in range without an entry costs.
 type TemplateView struct {
 	ID                 string           `json:"id"`
 	Object             string           `json:"object"`
@@ -24,6 +26,7 @@ type TemplateView struct {
 	MinDuration        *int32           `json:"min_duration"`
 	MaxDuration        *int32           `json:"max_duration"`
 	DurationPrices     map[string]int64 `json:"duration_prices"`
+	DefaultPrice       *int64           `json:"default_price"`
 	Custom             bool             `json:"custom"`
 }
 
@@ -76,6 +79,8 @@ func (s *Server) viewTemplate(t *videogenv1alpha1.Template) TemplateView {
 		v.Price = *t.Spec.Price
 	}
 	if t.Spec.DurationAdjustable {
+		// Without it a client could not know, before submitting, what an unlisted duration costs.
+		v.DefaultPrice = ptr.To(s.cfg.DefaultPrice)
 		v.MinDuration, v.MaxDuration = t.Spec.MinDuration, t.Spec.MaxDuration
 		for k, p := range t.Spec.DurationPrices {
 			v.DurationPrices[k] = p
