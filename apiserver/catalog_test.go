@@ -145,11 +145,13 @@ var _ = Describe("Templates and custom short templates", func() {
 		Expect(patched.Status).To(Equal(http.StatusOK), string(patched.Body))
 		Expect(patched.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("name", "Intro v2"),
 			HaveKeyWithValue("duration", BeNumerically("==", 8)), HaveKeyWithValue("cover_url", "https://cdn.example.com/intro.jpg")))
+		// The listing and the template itself show its duration.
 		Eventually(func() []any { return api.get("/v1/short-templates", a.key).JSON()["data"].([]any) }).
-			Should(ConsistOf(HaveKeyWithValue("name", "Intro v2")))
+			Should(ConsistOf(And(HaveKeyWithValue("name", "Intro v2"), HaveKeyWithValue("duration", BeNumerically("==", 8)))))
 		one := api.get("/v1/short-templates/"+id, a.key)
 		Expect(one.Status).To(Equal(http.StatusOK), string(one.Body))
-		Expect(one.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("name", "Intro v2"), HaveKeyWithValue("object", "short_template")))
+		Expect(one.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("name", "Intro v2"), HaveKeyWithValue("object", "short_template"),
+			HaveKeyWithValue("duration", BeNumerically("==", 8))))
 
 		// Usable as template_id right away, at the default price.
 		task := api.post("/v1/videos/short", a.key, map[string]any{"template_id": id, "face": "https://cdn.example.com/f.jpg"})
