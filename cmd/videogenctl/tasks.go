@@ -81,7 +81,7 @@ func newTaskListCommand(o *options, use string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&account, "account", "", "only this account's tasks, like -n (default: all accounts)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many tasks")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many tasks; 0 lists them all")
 	_ = cmd.RegisterFlagCompletionFunc("account", o.completeAccounts)
 	return cmd
 }
@@ -160,7 +160,7 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	sort.SliceStable(list.Items, func(i, j int) bool {
 		return list.Items[i].CreationTimestamp.After(list.Items[j].CreationTimestamp.Time)
 	})
-	if len(list.Items) > limit {
+	if limit > 0 && len(list.Items) > limit {
 		list.Items = list.Items[:limit]
 	}
 	if printer != nil && o.output == "name" {

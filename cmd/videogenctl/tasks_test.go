@@ -92,6 +92,10 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	if out, err := cli(asAdmin, "task", "list", "--namespace", "acme", "-o", "name"); err != nil || out != "videotask.videogen.dev/vt-1\n" {
 		t.Errorf("task list -o name: %q %v", out, err)
 	}
+	// --limit 0 is every task, not none.
+	if out, err := cli(asAdmin, "task", "list", "-n", "acme", "--limit", "0", "-o", "name"); err != nil || out != "videotask.videogen.dev/vt-1\n" {
+		t.Errorf("task list --limit 0: %q %v", out, err)
+	}
 	// An empty listing is a note on stderr, as kubectl's "No resources found", not a bare header.
 	var note bytes.Buffer
 	stderr = &note
