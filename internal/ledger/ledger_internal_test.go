@@ -560,3 +560,41 @@ func TestAFenceSeenByTheInformerStopsTheOldManager(t *testing.T) {
 		t.Fatalf("the old manager wrote over the fence: %+v", a.Status)
 	}
 }
+
+// A charge waits for the account's next write, at most one a WriteInterval, so that the charges
+// of other tasks share it; once every task the account holds waits to be charged, nothing more
+// can share it, and it goes at once instead of delaying their success to the interval's end.
+func TestTheChargeOfTheLastHeldTaskIsWrittenAtOnce(t *testing.T) {
+	h := newHarness(t, 100)
+	clk := clocktesting.NewFakeClock(time.Now())
+	// An interval that never ends in this test: any charge written was written early.
+	l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) { cfg.Clock, cfg.WriteInterval = clk, time.Hour })
+	first, second := h.create(l, "a", 10), h.create(l, "b", 15)
+	result := &videogenv1alpha1.TaskResult{URL: "https://media.example/out.mp4"}
+
+	if done, err := l.Charge(first, result); done || err != nil {
+		t.Fatalf("charging a: %v %v, want it queued", done, err)
+	}
+	time.Sleep(300 * time.Millisecond) // the writer's chance to write too early
+	if a := h.account(); a.Status.Spent != 0 {
+		t.Fatalf("a's charge was written while b still held points (spent %d): it should wait for the interval", a.Status.Spent)
+	}
+
+	if done, err := l.Charge(second, result); done || err != nil {
+		t.Fatalf("charging b: %v %v, want it queued", done, err)
+	}
+	var a *videogenv1alpha1.PointAccount
+	must(t, wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		a = h.account()
+		return a.Status.Spent != 0, nil
+	}))
+	h.books(a, 100, 25, 0)
+	if len(a.Status.Journal) != 2 {
+		t.Fatalf("journal %+v: want both charges in the one write", a.Status.Journal)
+	}
+	for _, task := range []*videogenv1alpha1.VideoTask{first, second} {
+		if done, err := l.Charge(task, result); !done || err != nil {
+			t.Fatalf("%s: charge written %v (%v), want true", task.Name, done, err)
+		}
+	}
+}
