@@ -56,8 +56,7 @@ var _ = Describe("Templates and custom short templates", func() {
 
 	It("says what every selectable duration of an adjustable template costs, as a task on it is charged", func() {
 		a := newAccount(100)
-		// Its flat price is not what any duration costs: an adjustable template is priced by duration.
-		adjustable := template(videogenv1alpha1.CapabilityTemplate, ptr.To[int64](50), func(s *videogenv1alpha1.TemplateSpec) {
+		adjustable := template(videogenv1alpha1.CapabilityTemplate, nil, func(s *videogenv1alpha1.TemplateSpec) {
 			s.DurationAdjustable, s.MinDuration, s.MaxDuration = true, ptr.To[int32](5), ptr.To[int32](20)
 			s.DurationPrices = map[string]int64{"5": 12, "20": 30}
 		})

@@ -9,6 +9,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || (has(self.minDuration) && has(self.maxDuration))",message="minDuration and maxDuration are required when durationAdjustable is true"
 // +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || !has(self.minDuration) || !has(self.maxDuration) || self.minDuration <= self.maxDuration",message="minDuration must not exceed maxDuration"
 // +kubebuilder:validation:XValidation:rule="self.durationAdjustable || !has(self.durationPrices) || size(self.durationPrices) == 0",message="durationPrices is only allowed when durationAdjustable is true"
+// +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || !has(self.price)",message="price is for fixed-duration templates: an adjustable template is priced by durationPrices, and durations without an entry cost the default price"
 // +kubebuilder:validation:XValidation:rule="!has(self.durationPrices) || !has(self.minDuration) || !has(self.maxDuration) || self.durationPrices.all(k, !k.matches('^[1-9][0-9]{0,3}$') || (int(k) >= self.minDuration && int(k) <= self.maxDuration))",message="durationPrices keys must lie within [minDuration, maxDuration]"
 type TemplateSpec struct {
 	// Capability is the kind of generation this template is used for.
@@ -25,7 +26,8 @@ type TemplateSpec struct {
 	// +required
 	DisplayName string `json:"displayName"`
 
-	// Price in points for fixed-duration templates. When unset, the system default price applies.
+	// Price in points for fixed-duration templates (refused on adjustable ones, which are priced
+	// by durationPrices). When unset, the system default price applies.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Price *int64 `json:"price,omitempty"`
