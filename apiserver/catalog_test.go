@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -219,6 +220,57 @@ var _ = Describe("Templates and custom short templates", func() {
 			Expect(resp.Message()).To(ContainSubstring(c.message))
 		}
 		Expect(api.get("/v1/short-templates", a.key).JSON()["data"]).To(BeEmpty())
+	})
+})
+
+// A rule of the ShortTemplate CRD that the REST checks missed: the kube-apiserver's Invalid
+// names spec fields and quotes the value, so the client gets a 400 in request field names.
+var _ = Describe("A short template the cluster refuses", func() {
+	// breaking makes the replica store a target the CRD refuses, whatever the request said.
+	breaking := func() *apiClient {
+		bad := "ftp://" + strings.Repeat("x", 300)
+		breakSpec := func(obj client.Object) {
+			if st, ok := obj.(*videogenv1alpha1.ShortTemplate); ok {
+				st.Spec.TargetURL = bad
+			}
+		}
+		return startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					breakSpec(obj)
+					return c.Create(ctx, obj, opts...)
+				},
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					breakSpec(obj)
+					return c.Update(ctx, obj, opts...)
+				},
+			})
+		})
+	}
+	expectRESTWorded := func(resp response) {
+		GinkgoHelper()
+		Expect(resp.Status).To(Equal(http.StatusBadRequest), string(resp.Body))
+		Expect(resp.ErrorCode()).To(Equal("invalid_request"))
+		Expect(resp.Message()).To(ContainSubstring(`field "target_url" was refused`))
+		Expect(resp.Message()).NotTo(Or(ContainSubstring("spec."), ContainSubstring("targetURL"), ContainSubstring("ftp://")))
+	}
+
+	It("answers a create with a 400 naming the request's field, and stores nothing", func() {
+		a := newAccount(0)
+		resp := breaking().post("/v1/short-templates", a.key, map[string]any{"name": "n", "target_url": "https://cdn.example.com/t.mp4"})
+		expectRESTWorded(resp)
+		Expect(api.get("/v1/short-templates", a.key).JSON()["data"]).To(BeEmpty())
+	})
+
+	It("answers a patch with a 400 naming the request's field, and changes nothing", func() {
+		a := newAccount(0)
+		created := api.post("/v1/short-templates", a.key, map[string]any{"name": "n", "target_url": "https://cdn.example.com/t.mp4"})
+		Expect(created.Status).To(Equal(http.StatusCreated), string(created.Body))
+		id := created.JSON()["id"].(string)
+		before := shortTemplateSpec(a.ns, id)
+		resp := breaking().do(call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key, body: map[string]any{"name": "renamed"}})
+		expectRESTWorded(resp)
+		Expect(shortTemplateSpec(a.ns, id)).To(Equal(before))
 	})
 })
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -127,13 +128,40 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 			return
 		}
 		if apierrors.IsInvalid(err) {
-			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Error())
+			s.shortTemplateRefused(w, r, err)
 			return
 		}
 		s.internalError(w, r, err)
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusCreated, viewShortTemplate(st))
+}
+
+// requestFields names the request field stored in each ShortTemplate spec field.
+var requestFields = map[string]string{
+	"spec.displayName": "name",
+	"spec.targetURL":   "target_url",
+	"spec.coverURL":    "cover_url",
+	"spec.duration":    "duration",
+}
+
+// shortTemplateRefused answers a create or update that the kube-apiserver refused as Invalid.
+// applyShortTemplate checks every rule of the CRD, so this is one it missed; the kube message
+// names spec fields and quotes the value at length, so it goes to the log, not to the client.
+func (s *Server) shortTemplateRefused(w http.ResponseWriter, r *http.Request, err error) {
+	s.cfg.Logger.WarnContext(r.Context(), "short template refused by the cluster's validation",
+		"request_id", httpjson.RequestID(r.Context()), "error", err.Error())
+	msg := "the short template was refused: check name, target_url, cover_url and duration against the API reference"
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, cause := range status.Status().Details.Causes {
+			if field, ok := requestFields[cause.Field]; ok {
+				msg = fmt.Sprintf("field %q was refused: check it against the API reference", field)
+				break
+			}
+		}
+	}
+	httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, msg)
 }
 
 // shortTemplateSuffix names a new short template (ushort-<suffix>, id ushort_<suffix>): with an
@@ -218,7 +246,7 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 		case apierrors.IsNotFound(err):
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+httpjson.Echo(r.PathValue("id")))
 		case apierrors.IsInvalid(err):
-			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Error())
+			s.shortTemplateRefused(w, r, err)
 		case apierrors.IsConflict(err):
 			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict, "the template kept changing while this request ran; retry")
 		default:
