@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -220,6 +221,59 @@ var _ = Describe("Templates and custom short templates", func() {
 			Expect(resp.Message()).To(ContainSubstring(c.message))
 		}
 		Expect(api.get("/v1/short-templates", a.key).JSON()["data"]).To(BeEmpty())
+	})
+})
+
+// The REST API's template ids are official Template names and ushort_ ids; a ShortTemplate's
+// object name (ushort-…, as kubectl lists it) is for tasks made with kubectl only.
+var _ = Describe("A short template's object name as template_id", func() {
+	It("is answered as an unknown template, on every endpoint, moving nothing", func() {
+		a := newAccount(100)
+		created := api.post("/v1/short-templates", a.key, map[string]any{"name": "Mine", "target_url": "https://cdn.example.com/mine.mp4"})
+		Expect(created.Status).To(Equal(http.StatusCreated), string(created.Body))
+		id := created.JSON()["id"].(string)
+		var l videogenv1alpha1.ShortTemplateList
+		Expect(k8sClient.List(ctx, &l, client.InNamespace(a.ns), client.MatchingLabels{videogenv1alpha1.LabelShortTemplateID: id})).To(Succeed())
+		Expect(l.Items).To(HaveLen(1))
+		objectName := l.Items[0].Name
+		Expect(objectName).To(HavePrefix("ushort-"))
+
+		unknown := api.post("/v1/videos/short", a.key, map[string]any{"template_id": "no-such-template", "face": "https://cdn.example.com/f.jpg"})
+		Expect(unknown.Status).To(Equal(http.StatusBadRequest), string(unknown.Body))
+		for _, path := range []string{"/v1/videos/short", "/v1/images/pose"} {
+			resp := api.post(path, a.key, map[string]any{"template_id": objectName, "face": "https://cdn.example.com/f.jpg"})
+			Expect(resp.Status).To(Equal(unknown.Status), "%s: %s", path, resp.Body)
+			Expect(resp.ErrorCode()).To(Equal(unknown.ErrorCode()))
+			Expect(resp.Message()).To(ContainSubstring("no template %q is available to this account", objectName))
+		}
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
+
+		// Its id is the way.
+		byID := api.post("/v1/videos/short", a.key, map[string]any{"template_id": id, "face": "https://cdn.example.com/f.jpg"})
+		Expect(byID.Status).To(Equal(http.StatusAccepted), string(byID.Body))
+	})
+
+	// A REST task is run on what it was quoted on: when its official Template goes, a
+	// ShortTemplate of the account that bears the same object name does not stand in for it.
+	It("does not stand in for a REST task's official template that was deleted", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		backend.Stall(tmpl)
+		namesake := &videogenv1alpha1.ShortTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: tmpl},
+			Spec: videogenv1alpha1.ShortTemplateSpec{DisplayName: "Namesake", TargetURL: "https://cdn.example.com/namesake.mp4"}}
+		Expect(k8sClient.Create(ctx, namesake)).To(Succeed())
+
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		Expect(resp.JSON()["cost"]).To(BeNumerically("==", 30))
+		id := resp.JSON()["id"].(string)
+		waitTask(a, id, "queued")
+
+		Expect(k8sClient.Delete(ctx, &videogenv1alpha1.Template{ObjectMeta: objectMeta(tmpl)})).To(Succeed())
+		done := waitTask(a, id, "failed")
+		Expect(done["error"]).To(HaveKeyWithValue("code", "template_unavailable"))
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
 	})
 })
 

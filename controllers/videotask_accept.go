@@ -99,9 +99,15 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 // the cache: a template created just before the task (one kubectl apply of both) may not be
 // cached yet, and a missing template fails the task for good.
 func (r *VideoTaskReconciler) resolveTemplate(ctx context.Context, task *videogenv1alpha1.VideoTask) (catalog.Template, error) {
-	tmpl, err := catalog.Resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+	resolve := catalog.ResolveWithObjectNames
+	if _, rest := task.Annotations[videogenv1alpha1.AnnotationAdmission]; rest {
+		// Made by the ledger for the REST API, which quoted it without object names: a
+		// ShortTemplate named like a vanished official Template must not stand in for it.
+		resolve = catalog.Resolve
+	}
+	tmpl, err := resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
 	if errors.Is(err, catalog.ErrTemplateNotFound) && r.APIReader != nil {
-		tmpl, err = catalog.Resolve(ctx, r.APIReader, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
+		tmpl, err = resolve(ctx, r.APIReader, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
 	}
 	return tmpl, err
 }

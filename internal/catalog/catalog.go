@@ -1,7 +1,8 @@
 // Package catalog resolves a task's template reference (an official Template name, a
-// ShortTemplate's ushort_ id, or the object name of a ShortTemplate in the task's namespace) to
-// the media and pricing terms the task uses. The controller and
-// the REST apiserver resolve the same way, so a price quoted at submission is the price frozen.
+// ShortTemplate's ushort_ id, or, for tasks made with kubectl, the object name of a
+// ShortTemplate in the task's namespace) to the media and pricing terms the task uses. The
+// controller resolves a REST task as the REST apiserver quoted it (Resolve), so a price quoted
+// at submission is the price frozen.
 package catalog
 
 import (
@@ -42,11 +43,22 @@ type Template struct {
 	Terms    pricing.Terms
 }
 
-// Resolve finds the template ref for a task of capability c in namespace. An empty ref is
-// allowed only for video.eraser, which is priced at the default price. A ref that is not an
-// official Template's name may name a ShortTemplate of the namespace, as kubectl users refer to
-// objects; an official Template of the same name comes first.
+// Resolve finds the template ref for a task of capability c in namespace: an official
+// Template's name or a ShortTemplate's ushort_ id, the ids the REST API documents. An empty ref
+// is allowed only for video.eraser, which is priced at the default price.
 func Resolve(ctx context.Context, r client.Reader, namespace string, c videogenv1alpha1.Capability, ref string) (Template, error) {
+	return resolve(ctx, r, namespace, c, ref, false)
+}
+
+// ResolveWithObjectNames is Resolve that also takes the object name of a ShortTemplate of the
+// namespace (ushort-…, as kubectl shows it), as kubectl users refer to objects; an official
+// Template of the same name comes first. Only for tasks made with kubectl: a REST task was
+// quoted by Resolve.
+func ResolveWithObjectNames(ctx context.Context, r client.Reader, namespace string, c videogenv1alpha1.Capability, ref string) (Template, error) {
+	return resolve(ctx, r, namespace, c, ref, true)
+}
+
+func resolve(ctx context.Context, r client.Reader, namespace string, c videogenv1alpha1.Capability, ref string, objectNames bool) (Template, error) {
 	if ref == "" {
 		if c == videogenv1alpha1.CapabilityEraser {
 			return Template{}, nil
@@ -63,8 +75,11 @@ func Resolve(ctx context.Context, r client.Reader, namespace string, c videogenv
 	}
 	var t videogenv1alpha1.Template
 	if err := r.Get(ctx, client.ObjectKey{Name: ref}, &t); err != nil {
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && objectNames {
 			return resolveShortByName(ctx, r, namespace, c, ref)
+		}
+		if apierrors.IsNotFound(err) {
+			return Template{}, fmt.Errorf("%w: %q", ErrTemplateNotFound, ref)
 		}
 		return Template{}, fmt.Errorf("reading template %q: %w", ref, err)
 	}
