@@ -2,7 +2,11 @@ package apiserver_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
+	"image"
+	"image/png"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +16,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver"
@@ -89,6 +98,44 @@ var _ = Describe("An inline face sent again with the same Idempotency-Key", func
 		Expect(tasksIn(a.ns)[0].Spec.Inputs.FaceImageURL).To(HaveSuffix("/" + added[0]))
 	})
 })
+
+// A retry with the key and another face, through a replica whose cache has not seen the task
+// yet: the mismatch is found before the new face is stored, so the 422 leaves nothing behind.
+var _ = Describe("Another inline face sent with a used Idempotency-Key", func() {
+	It("is refused with 422 before it is stored", func() {
+		a := newAccount(100)
+		lagging := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*videogenv1alpha1.VideoTask); ok {
+						return apierrors.NewNotFound(schema.GroupResource{Group: "videogen.dev", Resource: "videotasks"}, key.Name)
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+		})
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		first := lagging.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": facePNG()}, "Idempotency-Key", "other-face")
+		Expect(first.Status).To(Equal(http.StatusAccepted), string(first.Body))
+		before := storedBlobs(lagging)
+		Expect(before).To(HaveLen(1))
+
+		other := lagging.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": pngOfSide(48)}, "Idempotency-Key", "other-face")
+		Expect(other.Status).To(Equal(http.StatusUnprocessableEntity), string(other.Body))
+		Expect(other.ErrorCode()).To(Equal("idempotency_key_reused"))
+		Expect(storedBlobs(lagging)).To(Equal(before), "the refused face was stored")
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+		expectCharged(a.ns, 70, 30)
+	})
+})
+
+// pngOfSide is a base64 PNG of side×side pixels.
+func pngOfSide(side int) string {
+	GinkgoHelper()
+	var buf bytes.Buffer
+	Expect(png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, side, side)))).To(Succeed())
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
 
 // storedBlobs lists the objects in a replica's blob directory.
 func storedBlobs(srv *apiClient) []string {

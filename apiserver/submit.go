@@ -61,7 +61,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	ctx := r.Context()
 
 	if key != "" {
-		if done := s.replay(ctx, w, r, p.Account, name, hash, true); done {
+		// With an inline face, ask around the cache too: a retry whose task the cache has not
+		// seen yet would store its face before the ledger says the task exists, and a reuse of
+		// the key with another face would leave that face stored behind its 422.
+		if s.replay(ctx, w, r, p.Account, name, hash, true) || (in.face != nil && s.replay(ctx, w, r, p.Account, name, hash, false)) {
 			return
 		}
 	}
