@@ -64,7 +64,7 @@ func main() {
 	flag.StringVar(&ledgerKeySecret, "ledger-signing-key-secret", "videogen-ledger-signing-key",
 		"Secret (in --webhook-secret-namespace) holding the key that signs the admissions of tasks the ledger creates; made if missing.")
 	flag.DurationVar(&opts.Ledger.WriteInterval, "ledger-write-interval", opts.Ledger.WriteInterval,
-		"Least time between two writes of one PointAccount: charges and top-ups in the meantime share the next write (one carrying the charge of every task the account holds goes at once).")
+		"Least time between two writes of one PointAccount: charges and top-ups in the meantime share the next write.")
 	var watchDelay time.Duration
 	flag.DurationVar(&watchDelay, "debug-watch-delay", 0,
 		"Fault injection for tests only: deliver every watch event to the manager's caches this late (the chaos test's lagging cache).")

@@ -81,10 +81,6 @@ type book struct {
 	tasks  map[string]*entry // by task name
 	frozen int64
 	holds  int
-	// charging counts the holds whose charge waits for the account's next write; when it is
-	// every hold, nothing more can join that write by waiting, so it goes at once (wake).
-	charging int
-	wake     chan struct{}
 
 	// queued are the journal entries waiting for the account's next write, by source UID.
 	queued map[types.UID]videogenv1alpha1.JournalEntry
@@ -112,7 +108,7 @@ type book struct {
 // the writer's state stay.
 func (b *book) load(f *book) {
 	b.account, b.built, b.fenced, b.listRV = f.account, true, false, f.listRV
-	b.tasks, b.frozen, b.holds, b.charging = f.tasks, f.frozen, f.holds, f.charging
+	b.tasks, b.frozen, b.holds = f.tasks, f.frozen, f.holds
 	b.queued, b.debits, b.fates = f.queued, f.debits, f.fates
 	b.topUpsShown, b.references = f.topUpsShown, f.references
 	b.dirty = true
@@ -126,7 +122,6 @@ func newBook(namespace string) *book {
 		fates:       map[types.UID]fate{},
 		topUpsShown: map[types.UID]bool{},
 		references:  map[string]types.UID{},
-		wake:        make(chan struct{}, 1),
 	}
 }
 
@@ -158,27 +153,11 @@ func (b *book) set(e *entry, s state) {
 		b.frozen += e.price
 		b.holds++
 	}
-	if e.state == charging {
-		b.charging--
-	}
-	if s == charging {
-		b.charging++
-	}
 	if e.state != s {
 		b.dirty = true
 	}
 	e.state = s
-	if b.chargesDue() {
-		select {
-		case b.wake <- struct{}{}: // a writer waiting for the interval writes now
-		default:
-		}
-	}
 }
-
-// chargesDue reports whether every task the account holds waits for the next write to be
-// charged: then that write waits for nothing (no other charge can come to share it).
-func (b *book) chargesDue() bool { return b.charging > 0 && b.charging == b.holds }
 
 // drop takes a task out of the books: it is gone, or closed (which means settled), and its
 // hold ends either way. A charge queued for it is still written: its work was done.

@@ -18,8 +18,7 @@ import (
 
 // An account is written by one goroutine at a time (book.flushing), at most once per
 // WriteInterval: its queued journal entries (charges, top-ups), the entries whose sources show
-// them (forgotten), and the summary of the books. A write that would carry the charge of every
-// task the account holds goes at once: waiting would only delay those tasks' success.
+// them (forgotten), and the summary of the books.
 
 // schedule starts the account's writer if there is something to write and none runs. Call it
 // with b.mu held.
@@ -47,16 +46,9 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 	for ctx.Err() == nil {
 		b.mu.Lock()
 		wait := b.lastWrite.Add(l.cfg.WriteInterval).Sub(l.cfg.Clock.Now())
-		if b.chargesDue() {
-			wait = 0
-		}
 		b.mu.Unlock()
-		if wait > 0 {
-			// Woken early by chargesDue (or by a stale wake): look again from the top.
-			if sleepOrWake(ctx, l.cfg.Clock, wait, b.wake) != nil {
-				return
-			}
-			continue
+		if wait > 0 && sleep(ctx, l.cfg.Clock, wait) != nil {
+			return
 		}
 		b.mu.Lock()
 		if b.fenced || b.account == nil || !b.built ||

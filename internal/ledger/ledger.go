@@ -37,8 +37,7 @@ type Config struct {
 	// Identity names this manager in status.authority (unique per process).
 	Identity string
 	// WriteInterval is the least time between two writes of one account (default 1 s): the
-	// charges and top-ups that come meanwhile share the next write. A write that carries the
-	// charge of every task the account holds does not wait: nothing more could share it.
+	// charges and top-ups that come meanwhile share the next write.
 	WriteInterval time.Duration
 	Clock         clock.WithTicker
 	Logger        logr.Logger
@@ -521,19 +520,12 @@ func send(ch chan event.GenericEvent, obj client.Object, namespace, name string)
 }
 
 func sleep(ctx context.Context, c clock.WithTicker, d time.Duration) error {
-	return sleepOrWake(ctx, c, d, nil)
-}
-
-// sleepOrWake is sleep that also ends when wake delivers.
-func sleepOrWake(ctx context.Context, c clock.WithTicker, d time.Duration, wake <-chan struct{}) error {
 	t := c.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C():
-		return nil
-	case <-wake:
 		return nil
 	}
 }
