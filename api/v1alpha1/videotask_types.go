@@ -135,7 +135,8 @@ type VideoTaskSpec struct {
 	Capability Capability `json:"capability"`
 
 	// TemplateRef is an official Template's name, or a ShortTemplate of this namespace: its id
-	// (ushort_…) or its object name. An official Template of the same name comes first.
+	// (ushort_…), or, in a task made with kubectl, its object name. An official Template of the
+	// same name comes first.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
