@@ -22,7 +22,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", displayName(), err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -30,7 +30,10 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	root := newRootCommand(out)
 	root.SetArgs(args)
-	return root.ExecuteContext(ctx)
+	if err := root.ExecuteContext(ctx); err != nil {
+		return explainConnection(err)
+	}
+	return nil
 }
 
 // displayName is how the user called us: "kubectl videogen" when kubectl runs us as its

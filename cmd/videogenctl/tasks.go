@@ -37,18 +37,24 @@ func newTaskCommands(o *options) []*cobra.Command {
 	}
 	watchCmd := &cobra.Command{
 		Use:   "watch [NAME] [-n ACCOUNT]",
-		Short: "Print tasks as they change; with NAME, until it ends (exit status 1 if it did not succeed)",
+		Short: "Print tasks as they change; with NAME, until it ends (exit status 1 if it did not succeed, 2 on an error)",
 		Args:  cobra.MaximumNArgs(1),
 		Long: `Print a line (or, with -o, the object) each time a task changes. With NAME, watch that
-task until it ends, and exit non-zero unless it succeeded: usable in scripts. Without it, watch
-the tasks of -n ACCOUNT (of every account when no namespace is given) until interrupted.`,
+task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise, 2 if it could not be
+followed (no such task, the cluster unreachable), as kubectl diff tells its answer from its
+errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
+until interrupted.`,
 		ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
 			if len(args) == 1 {
 				name = args[0]
 			}
-			return taskWatch(cmd.Context(), o, name)
+			err := taskWatch(cmd.Context(), o, name)
+			if name != "" && err != nil && !errors.Is(err, errTaskDidNotSucceed) {
+				return &exitError{code: exitWatchFailed, err: err}
+			}
+			return err
 		},
 	}
 	cancel := &cobra.Command{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -142,8 +143,8 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	}
 	select {
 	case err := <-watched:
-		if !errors.Is(err, errTaskDidNotSucceed) || !strings.Contains(err.Error(), "canceled on request") {
-			t.Errorf("watch of a canceled task ended with %v", err)
+		if !errors.Is(err, errTaskDidNotSucceed) || !strings.Contains(err.Error(), "canceled on request") || exitCode(err) != 1 {
+			t.Errorf("watch of a canceled task ended with %v (exit status %d, want 1)", err, exitCode(err))
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("task watch did not end when the task did")
@@ -186,6 +187,38 @@ func TestTaskListRefusesNegativeLimit(t *testing.T) {
 		var out bytes.Buffer
 		if err := run(context.Background(), args, &out); err == nil || !strings.Contains(err.Error(), "--limit must be 0 or more, not -1") {
 			t.Errorf("%v: err = %v", args, err)
+		}
+	}
+}
+
+// A cluster that cannot be reached is said in kubectl's words, and `task watch NAME` tells it
+// from a task that did not succeed by its exit status (2, not 1), as kubectl diff does.
+func TestAnUnreachableClusterIsSaidPlainly(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now: connections are refused
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"-n", "acme", "--server", "https://" + addr, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}
+	for _, tc := range []struct {
+		args []string
+		exit int
+	}{
+		{[]string{"task", "list"}, 1},
+		{[]string{"task", "watch", "vt-1"}, 2},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), append(tc.args, flags...), &out)
+		if err == nil || !strings.Contains(err.Error(), "the connection to the server "+addr+" was refused") {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+		if got := exitCode(err); got != tc.exit {
+			t.Errorf("%v: exit status %d, want %d", tc.args, got, tc.exit)
 		}
 	}
 }
