@@ -67,6 +67,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	view.Standing, view.Price = ledger.Held, price
 	task.Status.Phase = videogenv1alpha1.TaskQueued
 	task.Status.Cost = &price
+	task.Status.TemplateMediaURL = tmpl.MediaURL
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, videogenv1alpha1.ReasonFrozen, fmt.Sprintf("Froze %d points", price))
 	res, err := r.advance(ctx, task, tmpl, before, view)
@@ -110,6 +111,15 @@ func (r *VideoTaskReconciler) resolveTemplate(ctx context.Context, task *videoge
 		tmpl, err = resolve(ctx, r.APIReader, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
 	}
 	return tmpl, err
+}
+
+// templateMedia is the media a task's stages run on: the template's as recorded when the task
+// was accepted, or, for a task accepted before that was recorded, the template's as resolved now.
+func templateMedia(task *videogenv1alpha1.VideoTask, tmpl catalog.Template) string {
+	if task.Status.TemplateMediaURL != "" {
+		return task.Status.TemplateMediaURL
+	}
+	return tmpl.MediaURL
 }
 
 func invalidTemplateCode(err error) (string, bool) {

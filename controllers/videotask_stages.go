@@ -225,7 +225,7 @@ func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalo
 		Capability:       task.Spec.Capability,
 		Stage:            stage,
 		TemplateID:       tmpl.ID,
-		TemplateMediaURL: tmpl.MediaURL,
+		TemplateMediaURL: templateMedia(task, tmpl),
 		Inputs:           task.Spec.Inputs,
 		Duration:         task.Spec.Duration,
 	}

@@ -258,6 +258,10 @@ type VideoTaskStatus struct {
 	// Cost is the price in points: frozen while running, deducted on success.
 	// +optional
 	Cost *int64 `json:"cost,omitempty"`
+	// TemplateMediaURL is the template's media as it was when the task was accepted: every
+	// stage runs on it, as the task keeps its price, whatever edits the template gets later.
+	// +optional
+	TemplateMediaURL string `json:"templateMediaURL,omitempty"`
 	// Charge says where the task's points are: Frozen while it runs; when it ends, Deducted
 	// (the account's spent already counts it) or Refunded, written with its terminal phase.
 	// A settled charge never changes.
