@@ -44,6 +44,9 @@ const TemplateName = "bench-short"
 // TemplatePrice is its price in points.
 const TemplatePrice = 10
 
+// TemplateMediaURL is the bench template's media, which a task's status records when accepted.
+const TemplateMediaURL = "https://media.example/bench.mp4"
+
 // Env is a running control plane and an unthrottled client to it.
 type Env struct {
 	Env    *envtest.Environment
@@ -76,7 +79,7 @@ func Start(ctx context.Context) (*Env, error) {
 	}
 	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: TemplateName},
 		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Benchmark",
-			Price: ptr.To[int64](TemplatePrice), MediaURL: "https://media.example/bench.mp4"}}
+			Price: ptr.To[int64](TemplatePrice), MediaURL: TemplateMediaURL}}
 	if err := c.Create(ctx, tmpl); err != nil {
 		e.Stop()
 		return nil, err
@@ -327,7 +330,8 @@ func FinishedStatus(t *videogenv1alpha1.VideoTask, closed bool, at time.Time) vi
 	}
 	return videogenv1alpha1.VideoTaskStatus{
 		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
-		Closed:   closed,
+		TemplateMediaURL: TemplateMediaURL,
+		Closed:           closed,
 		Progress: 100, StartedAt: &now, CompletedAt: &now, ObservedGeneration: 1,
 		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + t.Name + ".mp4", MediaType: "video/mp4"},
 		Stages: []videogenv1alpha1.StageStatus{
