@@ -33,7 +33,7 @@ func (r *VideoTaskReconciler) guardWork(ctx context.Context, task *videogenv1alp
 		// Deleted (or being deleted) since the stage started: stop its work now.
 		for _, st := range task.Status.Stages {
 			if st.State == videogenv1alpha1.StageRunning && st.Handle != "" {
-				cancelWork(ctx, b, r.work(task, tmpl, st.Name), st.Handle)
+				r.cancelWork(ctx, b, r.work(task, tmpl, st.Name), st.Handle)
 			}
 		}
 		return nil
@@ -77,9 +77,11 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 			if st.State != videogenv1alpha1.StageRunning || st.Handle == "" {
 				continue
 			}
-			if err := b.Cancel(ctx, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
+			cctx, cancel := context.WithTimeout(ctx, r.cancelTimeout()) // each try is bounded, the retries by CancelGrace
+			if err := b.Cancel(cctx, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
 				failed = err
 			}
+			cancel()
 		}
 		if failed != nil {
 			waited := r.Clock.Since(task.DeletionTimestamp.Time)

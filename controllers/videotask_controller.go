@@ -36,6 +36,10 @@ type TaskConfig struct {
 	TransitionEvents bool
 	// CancelGrace bounds how long a deleted task waits for its backend to cancel its work.
 	CancelGrace time.Duration
+	// CancelTimeout bounds each call that cancels a stage at its backend, and the last look at
+	// the stage of a task that must stop (cancelled or timed out): an unreachable backend must
+	// not hold a task's end (default 5s).
+	CancelTimeout time.Duration
 }
 
 // VideoTaskReconciler prices tasks and has the ledger freeze them, runs their two stages on a

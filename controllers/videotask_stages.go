@@ -58,6 +58,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	name, backend, ok := r.Backends.Route(task.Spec.Capability)
 	if !ok {
 		if end, stop := r.abandoned(task, now, deadline); stop {
+			r.cancelRunningStages(ctx, task) // with no backend to ask, they are only marked
 			return r.finish(ctx, task, before, view, end)
 		}
 		msg := fmt.Sprintf("no generation backend serves %s; the task waits until its timeout", task.Spec.Capability)
@@ -78,12 +79,12 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 			if end, stop := r.abandoned(task, now, deadline); stop {
 				// An earlier Submit whose status write was lost (a conflict with the cancel
 				// request itself, say) may have started work under w.Key: stop it too.
-				cancelWork(ctx, backend, w, "")
+				r.cancelWork(ctx, backend, w, "")
 				return r.finish(ctx, task, before, view, end)
 			}
 			handle, err := backend.Submit(ctx, w)
 			if err != nil {
-				return r.backendError(ctx, task, before, view, st, err, now, deadline)
+				return r.backendError(ctx, task, before, view, backend, w, st, err, now, deadline)
 			}
 			at := metav1.NewTime(now)
 			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, ""
@@ -99,7 +100,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 
 		obs, err := backend.Observe(ctx, w, st.Handle)
 		if err != nil {
-			return r.backendError(ctx, task, before, view, st, err, now, deadline)
+			return r.backendError(ctx, task, before, view, backend, w, st, err, now, deadline)
 		}
 		switch obs.State {
 		case generation.Succeeded:
@@ -138,9 +139,11 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	return ctrl.Result{RequeueAfter: until(now, deadline, r.Config.PollInterval)}, nil
 }
 
-// backendError fails the stage on a permanent error and otherwise records it and retries.
+// backendError handles a failed Submit or Observe of st (work w at b): a permanent error fails
+// the stage, a task that must stop stops, with its running work cancelled, and any other error
+// is recorded and retried.
 func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
-	view ledger.View, st *videogenv1alpha1.StageStatus, err error, now, deadline time.Time) (ctrl.Result, error) {
+	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, now, deadline time.Time) (ctrl.Result, error) {
 	if generation.IsPermanent(err) {
 		at := metav1.NewTime(now)
 		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, err.Error()
@@ -148,6 +151,11 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 			message: fmt.Sprintf("the %s stage was refused: %v", st.Name, err)})
 	}
 	if end, stop := r.abandoned(task, now, deadline); stop {
+		if st.Handle == "" {
+			// The failed Submit may have reached the backend all the same: stop what it started.
+			r.cancelWork(ctx, b, w, "")
+		}
+		r.cancelRunningStages(ctx, task)
 		return r.finish(ctx, task, before, view, end)
 	}
 	logf.FromContext(ctx).Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
@@ -173,7 +181,7 @@ func (r *VideoTaskReconciler) abandoned(task *videogenv1alpha1.VideoTask, now, d
 
 // cancelStage stops the backend's work for a stage and marks it Canceled.
 func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1alpha1.VideoTask, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus) {
-	cancelWork(ctx, b, w, st.Handle)
+	r.cancelWork(ctx, b, w, st.Handle)
 	at := metav1.NewTime(r.Clock.Now())
 	st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
 }
@@ -196,13 +204,26 @@ func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *vid
 	}
 }
 
-// cancelWork asks the backend to stop w's work; failing to is logged, never fatal, because the
-// task's points are refunded either way. An empty handle stands for work that may have been
-// submitted without its handle reaching the status: backends find it by w.Key.
-func cancelWork(ctx context.Context, b generation.Backend, w generation.Work, handle string) {
+// cancelWork asks the backend to stop w's work, for at most CancelTimeout; failing to is
+// logged, never fatal, because the task's points are refunded either way. An empty handle
+// stands for work that may have been submitted without its handle reaching the status:
+// backends find it by w.Key.
+func (r *VideoTaskReconciler) cancelWork(ctx context.Context, b generation.Backend, w generation.Work, handle string) {
+	ctx, cancel := context.WithTimeout(ctx, r.cancelTimeout())
+	defer cancel()
 	if err := b.Cancel(ctx, w, handle); err != nil {
 		logf.FromContext(ctx).Error(err, "cancelling backend work", "stage", w.Stage, "handle", handle)
 	}
+}
+
+// defaultCancelTimeout is CancelTimeout when the config sets none.
+const defaultCancelTimeout = 5 * time.Second
+
+func (r *VideoTaskReconciler) cancelTimeout() time.Duration {
+	if r.Config.CancelTimeout > 0 {
+		return r.Config.CancelTimeout
+	}
+	return defaultCancelTimeout
 }
 
 func (r *VideoTaskReconciler) timeout(task *videogenv1alpha1.VideoTask) time.Duration {

@@ -1,0 +1,157 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+)
+
+// The QA reports of a worker stopped mid-render (kill -STOP) or restarted: the task must still
+// end on time, its running stage marked Canceled and cancelled at the backend, best effort.
+var _ = Describe("A task whose backend is unreachable", func() {
+	var (
+		l       *ledger.Ledger
+		backend *downBackend
+		ns      string
+	)
+	BeforeEach(func() {
+		ns = accountWithoutController(100)
+		var stopLedger func()
+		l, stopLedger = startLedger()
+		DeferCleanup(stopLedger)
+		backend = &downBackend{Backend: testbackend.New()}
+	})
+
+	// runningTask creates a task of timeout whose analyze stage runs at backend, and reconciles
+	// it with r until it runs.
+	runningTask := func(r *controllers.VideoTaskReconciler, timeout time.Duration) *videogenv1alpha1.VideoTask {
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl).Timeout(timeout)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		task := b.Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+		}).Should(Succeed())
+		return task
+	}
+
+	// endedWithStageCanceled checks a task that ended while its analyze stage ran.
+	endedWithStageCanceled := func(task *videogenv1alpha1.VideoTask, code string) {
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(done.Status.Error.Code).To(Equal(code))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+		Expect(done.Finalizers).To(BeEmpty())
+		for _, st := range done.Status.Stages {
+			Expect(st.State).NotTo(Equal(videogenv1alpha1.StageRunning), "stage %s of an ended task", st.Name)
+		}
+		Expect(done.Status.Stages).To(ContainElement(SatisfyAll(
+			HaveField("Name", videogenv1alpha1.StageAnalyze), HaveField("State", videogenv1alpha1.StageCanceled))))
+		Expect(backend.cancelAsked(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze))).
+			To(BeTrue(), "the backend was asked to stop the stage")
+	}
+
+	DescribeTable("marks its running stage Canceled and asks the backend to cancel it, without waiting for the backend",
+		func(end func(*controllers.VideoTaskReconciler, *clocktesting.FakePassiveClock, *videogenv1alpha1.VideoTask), code string) {
+			r := directReconciler(k8sClient, l, backend)
+			fake := clocktesting.NewFakePassiveClock(timeNow())
+			r.Clock = fake
+			r.Config.CancelTimeout = 300 * time.Millisecond
+			task := runningTask(r, time.Minute)
+
+			// The worker is stopped: every call fails, and a cancel hangs until it is given up.
+			backend.observe = func(context.Context) error { return errors.New("connection refused") }
+			backend.cancel = hangUntilDone
+			end(r, fake, task)
+			Eventually(func(g Gomega) {
+				started := time.Now()
+				reconcileOnce(g, r, task)
+				g.Expect(time.Since(started)).To(BeNumerically("<", 3*time.Second), "a reconcile held by the backend")
+				g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+			}).Should(Succeed())
+			endedWithStageCanceled(task, code)
+		},
+		Entry("when it is cancelled", func(_ *controllers.VideoTaskReconciler, _ *clocktesting.FakePassiveClock, task *videogenv1alpha1.VideoTask) {
+			requestCancel(task)
+		}, "canceled"),
+		Entry("when it times out", func(_ *controllers.VideoTaskReconciler, fake *clocktesting.FakePassiveClock, _ *videogenv1alpha1.VideoTask) {
+			fake.SetTime(fake.Now().Add(2 * time.Minute))
+		}, "timed_out"),
+	)
+})
+
+// reconcileOnce runs one reconcile of task with r.
+func reconcileOnce(g Gomega, r *controllers.VideoTaskReconciler, task *videogenv1alpha1.VideoTask) {
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// requestCancel asks for task's cancellation, as POST /v1/tasks/{id}/cancel does.
+func requestCancel(task *videogenv1alpha1.VideoTask) {
+	GinkgoHelper()
+	t := taskOf(task.Namespace, task.Name)
+	patch := client.MergeFrom(t.DeepCopy())
+	t.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
+	Expect(k8sClient.Patch(ctx, t, patch)).To(Succeed())
+}
+
+// hangUntilDone is a call to a stopped worker: no answer until the caller gives up (or, so that
+// a test without bounds fails instead of hanging, for a long while).
+func hangUntilDone(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return errors.New("test backend: no answer")
+	}
+}
+
+// downBackend is a testbackend whose Observe and Cancel, once set, fail as an unreachable
+// worker's do. It records every Cancel asked, failed or not.
+type downBackend struct {
+	*testbackend.Backend
+	observe, cancel func(context.Context) error
+
+	mu    sync.Mutex
+	asked map[string]bool
+}
+
+func (b *downBackend) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
+	if b.observe != nil {
+		return generation.Observation{}, b.observe(ctx)
+	}
+	return b.Backend.Observe(ctx, w, handle)
+}
+
+func (b *downBackend) Cancel(ctx context.Context, w generation.Work, handle string) error {
+	b.mu.Lock()
+	if b.asked == nil {
+		b.asked = map[string]bool{}
+	}
+	b.asked[w.Key] = true
+	b.mu.Unlock()
+	if b.cancel != nil {
+		return b.cancel(ctx)
+	}
+	return b.Backend.Cancel(ctx, w, handle)
+}
+
+func (b *downBackend) cancelAsked(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.asked[key]
+}
