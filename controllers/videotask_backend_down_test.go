@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,6 +94,44 @@ var _ = Describe("A task whose backend is unreachable", func() {
 			fake.SetTime(fake.Now().Add(2 * time.Minute))
 		}, "timed_out"),
 	)
+
+	// The worker stopped mid-task: each look takes the HTTP client's full retries (about 61 s),
+	// which here pass on the fake clock during the failing call.
+	It("times out on the first failed look that ended past its deadline", func() {
+		r := directReconciler(k8sClient, l, backend)
+		fake := clocktesting.NewFakePassiveClock(timeNow())
+		r.Clock = fake
+		task := runningTask(r, 30*time.Second)
+
+		var failures atomic.Int32
+		backend.observe = func(context.Context) error {
+			fake.SetTime(fake.Now().Add(61 * time.Second))
+			failures.Add(1)
+			return errors.New("backend GET /v1/stages/stg_1: context deadline exceeded")
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(failures.Load()).To(BeNumerically(">=", 1))
+		}).Should(Succeed())
+		Expect(failures.Load()).To(Equal(int32(1)))
+		endedWithStageCanceled(task, "timed_out")
+	})
+
+	It("never lets a backend call run past the task's deadline", func() {
+		r := directReconciler(k8sClient, l, backend)
+		r.Clock = clock.RealClock{}
+		r.Config.CancelTimeout = 300 * time.Millisecond
+		task := runningTask(r, 5*time.Second)
+
+		backend.observe, backend.cancel = hangUntilDone, hangUntilDone
+		deadline := task.CreationTimestamp.Add(5 * time.Second)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(time.Until(deadline) + 5*time.Second).Should(Succeed())
+		Expect(time.Now()).To(BeTemporally("<", deadline.Add(3*time.Second)), "ended soon after its deadline")
+		endedWithStageCanceled(task, "timed_out")
+	})
 })
 
 // reconcileOnce runs one reconcile of task with r.

@@ -82,9 +82,12 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 				r.cancelWork(ctx, backend, w, "")
 				return r.finish(ctx, task, before, view, end)
 			}
-			handle, err := backend.Submit(ctx, w)
+			callCtx, done := r.callContext(ctx, task, now, deadline)
+			handle, err := backend.Submit(callCtx, w)
+			done()
+			now = r.Clock.Now() // a slow backend's call took its time: judge by the time after it
 			if err != nil {
-				return r.backendError(ctx, task, before, view, backend, w, st, err, now, deadline)
+				return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 			}
 			at := metav1.NewTime(now)
 			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, ""
@@ -98,9 +101,12 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 			// next stage (or the end) is written in this same status update.
 		}
 
-		obs, err := backend.Observe(ctx, w, st.Handle)
+		callCtx, done := r.callContext(ctx, task, now, deadline)
+		obs, err := backend.Observe(callCtx, w, st.Handle)
+		done()
+		now = r.Clock.Now()
 		if err != nil {
-			return r.backendError(ctx, task, before, view, backend, w, st, err, now, deadline)
+			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 		}
 		switch obs.State {
 		case generation.Succeeded:
@@ -139,11 +145,12 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	return ctrl.Result{RequeueAfter: until(now, deadline, r.Config.PollInterval)}, nil
 }
 
-// backendError handles a failed Submit or Observe of st (work w at b): a permanent error fails
-// the stage, a task that must stop stops, with its running work cancelled, and any other error
-// is recorded and retried.
+// backendError handles a failed Submit or Observe of st (work w at b), judged at the time after
+// the call: a permanent error fails the stage, a task that must stop stops, with its running
+// work cancelled, and any other error is recorded and retried.
 func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
-	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, now, deadline time.Time) (ctrl.Result, error) {
+	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, deadline time.Time) (ctrl.Result, error) {
+	now := r.Clock.Now()
 	if generation.IsPermanent(err) {
 		at := metav1.NewTime(now)
 		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, err.Error()
@@ -165,6 +172,17 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		return ctrl.Result{}, werr
 	}
 	return ctrl.Result{RequeueAfter: until(now, deadline, 2*r.Config.PollInterval)}, nil
+}
+
+// callContext bounds a Submit or Observe: it never runs past the task's deadline, and the stage
+// of a task that must stop already (cancelled or timed out) gets one last look of at most
+// CancelTimeout, for a render that finished just in time.
+func (r *VideoTaskReconciler) callContext(ctx context.Context, task *videogenv1alpha1.VideoTask, now, deadline time.Time) (context.Context, context.CancelFunc) {
+	bound := deadline.Sub(now)
+	if _, stop := r.abandoned(task, now, deadline); stop {
+		bound = r.cancelTimeout()
+	}
+	return context.WithTimeout(ctx, bound)
 }
 
 // abandoned says whether the task must stop now because it timed out or was cancelled.
