@@ -3,12 +3,15 @@ package controllers_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +20,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 )
@@ -131,6 +135,48 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		}).WithTimeout(time.Until(deadline) + 5*time.Second).Should(Succeed())
 		Expect(time.Now()).To(BeTemporally("<", deadline.Add(3*time.Second)), "ended soon after its deadline")
 		endedWithStageCanceled(task, "timed_out")
+	})
+
+	// A worker that restarted mid-render forgot its stages: observing one answers 404.
+	It("says in the caller's terms that the backend lost a stage it forgot", func() {
+		var lost atomic.Bool
+		worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			switch {
+			case req.Method == http.MethodPost && req.URL.Path == "/v1/stages":
+				_, _ = w.Write([]byte(`{"id":"stg_68b5","state":"running","progress":10}`))
+			case req.Method == http.MethodGet && req.URL.Path == "/v1/stages/stg_68b5" && !lost.Load():
+				_, _ = w.Write([]byte(`{"id":"stg_68b5","state":"running","progress":50}`))
+			default:
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"no stage stg_68b5 (unknown, or forgotten after its result TTL)"}}`))
+			}
+		}))
+		DeferCleanup(worker.Close)
+		client, err := httpbackend.New(httpbackend.Config{BaseURL: worker.URL})
+		Expect(err).NotTo(HaveOccurred())
+		r := directReconciler(k8sClient, l, client)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+		}).Should(Succeed())
+
+		lost.Store(true) // the worker restarted
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("analyze_failed"))
+		Expect(done.Status.Error.Message).To(Equal("the backend lost the analyze stage (it may have restarted)"))
+		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionFailed).Message).To(Equal(done.Status.Error.Message))
+		// Operators still find the backend's answer on the stage.
+		Expect(done.Status.Stages).To(ContainElement(SatisfyAll(
+			HaveField("Name", videogenv1alpha1.StageAnalyze),
+			HaveField("State", videogenv1alpha1.StageFailed),
+			HaveField("Message", ContainSubstring("GET /v1/stages/stg_68b5 with 404")))))
 	})
 })
 

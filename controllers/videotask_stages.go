@@ -154,8 +154,9 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 	if generation.IsPermanent(err) {
 		at := metav1.NewTime(now)
 		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, err.Error()
+		logf.FromContext(ctx).Info("backend ended the stage", "stage", st.Name, "handle", st.Handle, "error", err.Error())
 		return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
-			message: fmt.Sprintf("the %s stage was refused: %v", st.Name, err)})
+			message: permanentErrorMessage(st, err)})
 	}
 	if end, stop := r.abandoned(task, now, deadline); stop {
 		if st.Handle == "" {
@@ -172,6 +173,17 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		return ctrl.Result{}, werr
 	}
 	return ctrl.Result{RequeueAfter: until(now, deadline, 2*r.Config.PollInterval)}, nil
+}
+
+// permanentErrorMessage is the task's message for a stage that a permanent backend error ended.
+// A stage has no handle only while it is submitted: then the backend refused its input. With a
+// handle, the backend no longer knows the stage (it restarted, or forgot it); its handle and the
+// backend's answer mean nothing to the caller and stay in the stage's status message and the log.
+func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
+	if st.Handle == "" {
+		return fmt.Sprintf("the %s stage was refused: %v", st.Name, err)
+	}
+	return fmt.Sprintf("the backend lost the %s stage (it may have restarted)", st.Name)
 }
 
 // callContext bounds a Submit or Observe: it never runs past the task's deadline, and the stage
