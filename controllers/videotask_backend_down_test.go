@@ -29,13 +29,13 @@ import (
 // end on time, its running stage marked Canceled and cancelled at the backend, best effort.
 var _ = Describe("A task whose backend is unreachable", func() {
 	var (
-		l       *ledger.Ledger
-		backend *downBackend
-		ns      string
+		l          *ledger.Ledger
+		stopLedger func()
+		backend    *downBackend
+		ns         string
 	)
 	BeforeEach(func() {
 		ns = accountWithoutController(100)
-		var stopLedger func()
 		l, stopLedger = startLedger()
 		DeferCleanup(stopLedger)
 		backend = &downBackend{Backend: testbackend.New()}
@@ -137,6 +137,28 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		endedWithStageCanceled(task, "timed_out")
 	})
 
+	// kill -STOP on the worker, then POST /v1/tasks/{id}/cancel: the poll under way would wait
+	// for the HTTP client's retries (about 61 s) before the cancel request is even seen.
+	It("stops waiting for a hung backend when the task is cancelled", func() {
+		stopLedger() // the manager runs its own
+		opts := testOptions(backend)
+		opts.Task.CancelTimeout = 300 * time.Millisecond
+		startManager(opts)
+		ns = suite.NewAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		task := b.Create()
+		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
+
+		var hung atomic.Int32
+		backend.setDown(func(ctx context.Context) error { hung.Add(1); return hangUntilDone(ctx) }, hangUntilDone)
+		Eventually(hung.Load).Should(BeNumerically(">=", 1), "a look at the stage hangs")
+		requestCancel(task)
+		Eventually(func() bool { return taskOf(ns, task.Name).Status.Phase.Terminal() }).WithTimeout(5 * time.Second).Should(BeTrue())
+		endedWithStageCanceled(task, "canceled")
+	})
+
 	// A worker that restarted mid-render forgot its stages: observing one answers 404.
 	It("says in the caller's terms that the backend lost a stage it forgot", func() {
 		var lost atomic.Bool
@@ -216,9 +238,19 @@ type downBackend struct {
 	asked map[string]bool
 }
 
+// setDown makes Observe and Cancel call observe and cancel, while a manager may be calling them.
+func (b *downBackend) setDown(observe, cancel func(context.Context) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.observe, b.cancel = observe, cancel
+}
+
 func (b *downBackend) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
-	if b.observe != nil {
-		return generation.Observation{}, b.observe(ctx)
+	b.mu.Lock()
+	observe := b.observe
+	b.mu.Unlock()
+	if observe != nil {
+		return generation.Observation{}, observe(ctx)
 	}
 	return b.Backend.Observe(ctx, w, handle)
 }
@@ -229,9 +261,10 @@ func (b *downBackend) Cancel(ctx context.Context, w generation.Work, handle stri
 		b.asked = map[string]bool{}
 	}
 	b.asked[w.Key] = true
+	cancel := b.cancel
 	b.mu.Unlock()
-	if b.cancel != nil {
-		return b.cancel(ctx)
+	if cancel != nil {
+		return cancel(ctx)
 	}
 	return b.Backend.Cancel(ctx, w, handle)
 }

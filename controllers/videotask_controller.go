@@ -58,6 +58,9 @@ type VideoTaskReconciler struct {
 	// next write, by task UID: written when it lands (after a restart, rebuilt from the
 	// charge's journal entry instead).
 	ends sync.Map
+	// calls are the cancel funcs of the backend calls under way, by task UID: a cancel request
+	// cuts its task's call short instead of waiting for a hung backend's retries.
+	calls sync.Map
 }
 
 // +kubebuilder:rbac:groups=videogen.dev,resources=videotasks,verbs=get;list;watch;create;update;patch;delete

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,9 +29,20 @@ func (r *VideoTaskReconciler) enqueueTasks() handler.EventHandler {
 			if task, ok := e.ObjectNew.(*videogenv1alpha1.VideoTask); ok && task.Status.Closed && task.DeletionTimestamp.IsZero() {
 				return
 			}
+			if cancelRequested(e.ObjectNew) && !cancelRequested(e.ObjectOld) {
+				r.interruptCall(e.ObjectNew.GetUID()) // its reconcile stops waiting for the backend
+			}
 			base.Update(ctx, e, q)
 		},
 		DeleteFunc:  base.Delete,
 		GenericFunc: base.Generic,
 	}
+}
+
+func cancelRequested(obj client.Object) bool {
+	if obj == nil {
+		return false
+	}
+	_, ok := obj.GetAnnotations()[videogenv1alpha1.AnnotationCancelRequested]
+	return ok
 }

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -150,6 +152,10 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 // work cancelled, and any other error is recorded and retried.
 func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
 	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, deadline time.Time) (ctrl.Result, error) {
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		// A cancel request cut the call short (interruptCall): start again from the task as it is now.
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
 	now := r.Clock.Now()
 	if generation.IsPermanent(err) {
 		at := metav1.NewTime(now)
@@ -194,7 +200,16 @@ func (r *VideoTaskReconciler) callContext(ctx context.Context, task *videogenv1a
 	if _, stop := r.abandoned(task, now, deadline); stop {
 		bound = r.cancelTimeout()
 	}
-	return context.WithTimeout(ctx, bound)
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	r.calls.Store(task.UID, cancel)
+	return ctx, func() { r.calls.Delete(task.UID); cancel() }
+}
+
+// interruptCall cuts short the backend call a reconcile of the task is making, if any.
+func (r *VideoTaskReconciler) interruptCall(uid types.UID) {
+	if cancel, ok := r.calls.Load(uid); ok {
+		cancel.(context.CancelFunc)()
+	}
 }
 
 // abandoned says whether the task must stop now because it timed out or was cancelled.
