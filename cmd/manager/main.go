@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"os"
 	"time"
@@ -192,7 +193,12 @@ func main() {
 	}
 	log.Info("starting manager")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		log.Error(err, "problem running manager")
+		if errors.Is(err, ledger.ErrFenced) {
+			// As when it loses its Lease: restarted, it campaigns again instead of idling as a non-authority.
+			log.Error(err, "exiting: another manager took over the points ledger")
+		} else {
+			log.Error(err, "problem running manager")
+		}
 		os.Exit(1)
 	}
 }

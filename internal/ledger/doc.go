@@ -23,7 +23,8 @@
 // One authority. The books are rebuilt when a manager is elected: for each account a write of
 // status.authority first (so that no write of an earlier manager still in flight can land),
 // then the open tasks and top-ups read from the kube-apiserver, never from a cache; a manager
-// that sees another's authority, in an event or on a conflict, stops deciding. The informer's
+// that sees another's authority, in an event or on a conflict, stops deciding, and Start returns
+// ErrFenced so that the manager exits, as on losing its Lease. The informer's
 // events only bring what others did; a copy older than the books know is ignored.
 // A hold the books did not count (a late create, a write that reported an error and landed) is
 // counted when seen if the balance covers it, and refused before it runs otherwise. So 402 is

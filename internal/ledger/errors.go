@@ -18,6 +18,9 @@ var (
 	ErrNotReady = errors.New("the ledger is not ready")
 	// ErrSettled: the task's points were already settled (or it never held any).
 	ErrSettled = errors.New("the task's points are settled")
+	// ErrFenced: another manager wrote its name into an account this ledger kept (its fence
+	// write), so this one is no longer the authority; Start returns it, and the manager exits.
+	ErrFenced = errors.New("another manager took over the points ledger")
 )
 
 // InsufficientBalanceError refuses a freeze (or a debit) the account's available points do not

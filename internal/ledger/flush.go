@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -79,10 +80,9 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		b.writing = false
 		if err != nil {
 			b.dirty = true
-			if err == errFenced {
-				b.fenced = true
-				l.ready.Store(false)
-				l.cfg.Logger.Error(err, "stopping: another manager keeps this account's books", "namespace", b.namespace)
+			var fenced *fencedError
+			if errors.As(err, &fenced) {
+				l.stepDown(b, fenced.authority)
 			} else if ctx.Err() == nil {
 				l.cfg.Logger.Error(err, "writing the account; retrying", "namespace", b.namespace)
 			}
@@ -240,7 +240,7 @@ func (l *Ledger) commit(ctx context.Context, b *book, p *plan) (*videogenv1alpha
 			return nil, fmt.Errorf("the account was replaced by a new one")
 		}
 		if fresh.Status.Authority != l.cfg.Identity {
-			return nil, errFenced
+			return nil, &fencedError{authority: fresh.Status.Authority}
 		}
 		base = fresh
 		if attempt >= 20 {
@@ -393,3 +393,11 @@ func (l *Ledger) landed(b *book, p *plan, written *videogenv1alpha1.PointAccount
 		l.requeueAccount(b.namespace)
 	}
 }
+
+// fencedError: the account names another manager as its authority.
+type fencedError struct{ authority string }
+
+func (e *fencedError) Error() string {
+	return fmt.Sprintf("%v: %q keeps the books", ErrFenced, e.authority)
+}
+func (e *fencedError) Unwrap() error { return ErrFenced }

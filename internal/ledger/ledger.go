@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -50,6 +49,11 @@ type Ledger struct {
 	ready atomic.Bool
 	ctx   context.Context // Start's: the account writers run in it
 
+	// deposed is closed (once, with deposedBy set) when another manager fences an account.
+	deposed     chan struct{}
+	deposedOnce sync.Once
+	deposedBy   error
+
 	mu    sync.Mutex
 	books map[string]*book
 
@@ -74,6 +78,7 @@ func New(cfg Config) *Ledger {
 	return &Ledger{
 		cfg:      cfg,
 		books:    map[string]*book{},
+		deposed:  make(chan struct{}),
 		tasks:    make(chan event.GenericEvent, 1024),
 		topUps:   make(chan event.GenericEvent, 256),
 		accounts: make(chan event.GenericEvent, 256),
@@ -92,7 +97,8 @@ func (l *Ledger) Ready() bool { return l.ready.Load() }
 func (l *Ledger) NeedLeaderElection() bool { return true }
 
 // Start builds the books of every account (each after its fence write) and keeps them until
-// ctx ends.
+// ctx ends, or until another manager fences one of them: then it returns ErrFenced, which stops
+// the manager (its Deployment restarts it, and it campaigns again).
 func (l *Ledger) Start(ctx context.Context) error {
 	log := l.cfg.Logger
 	l.ctx = ctx
@@ -161,9 +167,16 @@ func (l *Ledger) Start(ctx context.Context) error {
 	}
 	l.ready.Store(true)
 	log.Info("ledger books built", "accounts", len(accounts.Items), "openTasks", len(tasks), "identity", l.cfg.Identity)
-	<-ctx.Done()
-	l.ready.Store(false)
-	return nil
+	select {
+	case <-ctx.Done():
+		l.ready.Store(false)
+		return nil
+	case <-l.deposed:
+		if ctx.Err() != nil {
+			return nil // stopping anyway: a fence seen on the way out is no failure
+		}
+		return l.deposedBy
+	}
 }
 
 // build (re)builds one account's books, for an account that appears while the ledger runs:
@@ -450,9 +463,7 @@ func (l *Ledger) accountEvent(ctx context.Context, obj any, deleted bool) {
 	case newer(a.ResourceVersion, b.account.ResourceVersion) && a.Status.Authority != l.cfg.Identity:
 		// Another manager took the account over (its fence write): stop deciding for it.
 		if !b.fenced {
-			b.fenced = true
-			l.ready.Store(false)
-			l.cfg.Logger.Error(errFenced, "stopping: another manager keeps this account's books", "namespace", a.Namespace, "authority", a.Status.Authority)
+			l.stepDown(b, a.Status.Authority)
 		}
 	case b.writing:
 		// Most likely the writer's own write, landed before its answer: the writer decides
@@ -530,4 +541,15 @@ func sleep(ctx context.Context, c clock.WithTicker, d time.Duration) error {
 	}
 }
 
-var errFenced = errors.New("another manager took over the account")
+// stepDown stops this ledger deciding for anything once another manager fenced one of its
+// accounts: it is no longer the authority, so Start returns ErrFenced and the manager exits, as
+// when it loses its Lease. Call it with b.mu held.
+func (l *Ledger) stepDown(b *book, authority string) {
+	b.fenced = true
+	l.ready.Store(false)
+	l.deposedOnce.Do(func() {
+		l.deposedBy = fmt.Errorf("%w: %q now keeps the books of account %q", ErrFenced, authority, b.namespace)
+		close(l.deposed)
+	})
+	l.cfg.Logger.Error(ErrFenced, "stopping: another manager keeps this account's books", "namespace", b.namespace, "authority", authority)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -180,6 +182,7 @@ func TestTheFenceStopsTheOldManager(t *testing.T) {
 	if old.Ready() {
 		t.Fatal("the fenced ledger still says it is ready")
 	}
+	expectDeposed(t, old)
 	if a := h.account(); a.Status.Spent != 0 || len(a.Status.Journal) != 0 {
 		t.Fatalf("the old manager's charge landed after the fence: %+v", a.Status)
 	}
@@ -549,6 +552,7 @@ func TestAFenceSeenByTheInformerStopsTheOldManager(t *testing.T) {
 	if !fenced || old.Ready() {
 		t.Fatalf("fenced %v, ready %v: the old manager keeps deciding after seeing the fence", fenced, old.Ready())
 	}
+	expectDeposed(t, old)
 	if _, err := old.Charge(task, &videogenv1alpha1.TaskResult{URL: "x"}); !errors.Is(err, ErrNotReady) {
 		t.Fatalf("a charge through the fenced ledger: %v, want ErrNotReady", err)
 	}
@@ -558,5 +562,52 @@ func TestAFenceSeenByTheInformerStopsTheOldManager(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // five write intervals: a writer would have written
 	if a := h.account(); a.Status.Authority != "ledger-2" || a.Status.Spent != 0 {
 		t.Fatalf("the old manager wrote over the fence: %+v", a.Status)
+	}
+}
+
+// A fenced ledger is no longer the authority anywhere, so it does not linger as a manager that
+// reports healthy and decides nothing: Start returns ErrFenced, which stops the manager (its
+// Deployment restarts it, and it campaigns again), as losing its Lease does.
+func TestAFencedLedgerEndsItsStart(t *testing.T) {
+	h := newHarness(t, 100)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme()})
+	must(t, err)
+	go func() { _ = informers.Start(ctx) }()
+	signer, err := NewSigner(testKey)
+	must(t, err)
+	l := New(Config{Client: k8s, Reader: k8s, Cache: informers, Signer: signer, Identity: "ledger-started", WriteInterval: 20 * time.Millisecond})
+	started := make(chan error, 1)
+	go func() { started <- l.Start(ctx) }()
+	waitFor(t, l.Ready)
+
+	h.l = h.start(h.ctx, "ledger-2") // its fence write reaches the started ledger's informer
+	select {
+	case err := <-started:
+		if !errors.Is(err, ErrFenced) {
+			t.Fatalf("Start returned %v, want ErrFenced", err)
+		}
+		if !strings.Contains(err.Error(), h.ns) || !strings.Contains(err.Error(), "ledger-2") {
+			t.Fatalf("Start returned %q: want the account and the manager that fenced it named", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the fenced ledger's Start still runs (ready %v): its manager would keep running, deciding nothing", l.Ready())
+	}
+	if l.Ready() {
+		t.Fatal("the fenced ledger still says it is ready")
+	}
+}
+
+// expectDeposed checks that a fenced ledger told its Start to end (and so its manager to exit).
+func expectDeposed(t *testing.T, l *Ledger) {
+	t.Helper()
+	select {
+	case <-l.deposed:
+		if !errors.Is(l.deposedBy, ErrFenced) {
+			t.Fatalf("deposed by %v, want ErrFenced", l.deposedBy)
+		}
+	default:
+		t.Fatal("the fenced ledger did not tell its Start: its manager would keep running, deciding nothing")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -28,7 +29,10 @@ import (
 // cache), and which writes land but report an error (interceptor), so every interleaving the
 // argument in docs/ledger.md covers is forced, not hoped for.
 
-var k8s client.WithWatch
+var (
+	k8s        client.WithWatch
+	restConfig *rest.Config // for the tests that run Start with a real cache
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -36,6 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run()) // the fuzz target needs no control plane
 	}
 	env, cfg, _, err := testenv.Start()
+	restConfig = cfg
 	if err == nil {
 		k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
 	}
