@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"time"
 
@@ -162,6 +163,37 @@ var _ = Describe("Errors", func() {
 		suite.ExpectBalanced(a.ns, 100, 0, 0)
 		// The key is free: the same request through a replica that reaches the ledger goes through.
 		Expect(api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "during-failover").Status).To(Equal(http.StatusAccepted))
+	})
+
+	It("answers 503 'did not answer in time', within the ledger call's deadline, while the ledger hangs, and creates nothing", func() {
+		// A replica whose ledger (the elected manager) takes calls and never answers: kill -STOP.
+		release := make(chan struct{})
+		hung := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		DeferCleanup(func() { close(release); hung.Close() })
+		stuck := startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: hung.URL, Deadline: 300 * time.Millisecond})
+		expectNoAnswer := func(resp response, took time.Duration, retry string) {
+			GinkgoHelper()
+			Expect(resp.Status).To(Equal(http.StatusServiceUnavailable), string(resp.Body))
+			Expect(resp.ErrorCode()).To(Equal("service_unavailable"))
+			Expect(resp.Message()).To(Equal("the points ledger did not answer in time; retry shortly" + retry))
+			Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
+			Expect(took).To(BeNumerically("<", 2*time.Second), "one ledger call's deadline (300 ms), not several")
+		}
+		for _, face := range []string{"https://cdn.example.com/f.jpg", pngOfSide(48)} {
+			started := time.Now()
+			resp := stuck.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": face}, "Idempotency-Key", "while-hung")
+			expectNoAnswer(resp, time.Since(started), " (with the same Idempotency-Key)")
+		}
+		started := time.Now()
+		expectNoAnswer(stuck.get("/v1/balance", a.key), time.Since(started), "")
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		Expect(storedBlobs(stuck)).To(BeEmpty(), "an inline face was stored for a task the ledger never admitted")
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
 	})
 
 	It("leaves nothing half-made when a replica dies after the ledger created the task: the retry is a replay", func() {

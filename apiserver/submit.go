@@ -78,8 +78,14 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	}
 	if in.face != nil {
 		// Refuse a short balance before the image is stored (the ledger decides again below).
-		if f, err := s.cfg.Ledger.Balance(ctx, p.Account); err == nil && f.Balance < price {
+		f, err := s.cfg.Ledger.Balance(ctx, p.Account)
+		switch {
+		case err == nil && f.Balance < price:
 			s.admissionRefused(ctx, w, r, p.Account, name, hash, &ledger.InsufficientBalanceError{Required: price, Available: max(f.Balance, 0)})
+			return
+		case errors.Is(err, ledger.ErrNoAnswer), errors.Is(err, ledger.ErrNotReady):
+			// The create would wait for the ledger as long again: answer now, nothing stored.
+			s.admissionRefused(ctx, w, r, p.Account, name, hash, err)
 			return
 		}
 	}
@@ -150,6 +156,11 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		w.Header().Set("Retry-After", "5")
 		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
 			"the service is electing its points ledger; retry shortly (with the same Idempotency-Key)")
+	case errors.Is(err, ledger.ErrNoAnswer):
+		// The create may have landed after all: the same key finds it.
+		w.Header().Set("Retry-After", "5")
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
+			"the points ledger did not answer in time; retry shortly (with the same Idempotency-Key)")
 	default:
 		s.internalError(w, r, err)
 	}

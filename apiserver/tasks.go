@@ -163,6 +163,10 @@ func (s *Server) getBalance(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		w.Header().Set("Retry-After", "5")
 		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, "the service is electing its points ledger; retry shortly")
 		return
+	case errors.Is(err, ledger.ErrNoAnswer):
+		w.Header().Set("Retry-After", "5")
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, "the points ledger did not answer in time; retry shortly")
+		return
 	case err != nil:
 		s.internalError(w, r, err)
 		return

@@ -16,6 +16,9 @@ var (
 	ErrTaskExists = errors.New("a task of that name exists")
 	// ErrNotReady: this ledger is not the elected one, or is still rebuilding its books; retry.
 	ErrNotReady = errors.New("the ledger is not ready")
+	// ErrNoAnswer: the ledger did not answer within the Client's Deadline (a manager that hangs);
+	// unlike ErrNotReady, no manager said it is electing or rebuilding. A create is safe to retry.
+	ErrNoAnswer = errors.New("the points ledger did not answer in time")
 	// ErrSettled: the task's points were already settled (or it never held any).
 	ErrSettled = errors.New("the task's points are settled")
 	// ErrFenced: another manager wrote its name into an account this ledger kept (its fence

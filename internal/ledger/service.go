@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,7 +15,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/transport"
-	"k8s.io/client-go/util/retry"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -124,18 +124,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // Client is the REST apiserver's way to the ledger. It retries while no manager answers as the
-// elected one (a failover takes seconds), for up to about 15 s. A create is safe to retry: its
-// task's name is fixed, so a repeat finds the task (ErrTaskExists) instead of making a second.
+// elected one (a failover takes seconds), for up to Deadline (15 s) in all. A create is safe to
+// retry: its task's name is fixed, so a repeat finds the task (ErrTaskExists) instead of making
+// a second.
 type Client struct {
 	// URL of the ledger: the manager's --ledger-bind-address, or the Service in front of it.
 	URL string
-	// HTTP client (default: 10 s timeout, and keep-alive connections for MaxIdleConnsPerHost
-	// concurrent calls).
+	// HTTP client (default: 10 s timeout per attempt, and keep-alive connections for
+	// MaxIdleConnsPerHost concurrent calls).
 	HTTP *http.Client
 	// TokenFile, if set, holds the bearer token sent (a service account token; re-read as it rotates).
 	TokenFile string
 	// Backoff between attempts while the ledger is not ready or unreachable.
 	Backoff wait.Backoff
+	// Deadline bounds a call, its attempts and the waits between them together (default
+	// DefaultDeadline): a hung manager costs the caller this long, not attempts × HTTP timeout.
+	Deadline time.Duration
 
 	setup  sync.Once
 	hc     *http.Client
@@ -165,6 +169,9 @@ func (c *Client) init() {
 // DefaultBackoff retries for about 15 s.
 var DefaultBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 14, Cap: 2 * time.Second}
 
+// DefaultDeadline is how long a call may take in all: about a failover (docs/api.md).
+const DefaultDeadline = 15 * time.Second
+
 // CreateTask asks the ledger to admit and create task at price (Ledger.CreateTask).
 func (c *Client) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
 	body, err := json.Marshal(createRequest{Price: price, Task: task})
@@ -187,17 +194,32 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 	if backoff.Steps == 0 {
 		backoff = DefaultBackoff
 	}
-	err := retry.OnError(backoff, retriable, func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return c.once(ctx, method, path, body, want, out)
-	})
-	var unreachable *unreachableError
-	if errors.As(err, &unreachable) && ctx.Err() == nil {
-		return fmt.Errorf("%w: %w", ErrNotReady, err) // no manager answered for the whole backoff
+	deadline := c.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
 	}
-	return err
+	callCtx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	var last error
+	err := wait.ExponentialBackoffWithContext(callCtx, backoff, func(ctx context.Context) (bool, error) {
+		last = c.once(ctx, method, path, body, want, out)
+		if last != nil && retriable(last) {
+			return false, nil
+		}
+		return true, last
+	})
+	switch {
+	case err == nil || !retriable(last):
+		return err
+	case ctx.Err() != nil:
+		return fmt.Errorf("asking the ledger: %w", ctx.Err()) // the caller gave up
+	case noAnswer(last):
+		return fmt.Errorf("%w (within %v): %w", ErrNoAnswer, deadline, last)
+	case errors.Is(last, ErrNotReady):
+		return last // the ledger said so: a failover or a rebuild is under way
+	default:
+		return fmt.Errorf("%w: %w", ErrNotReady, last) // no manager listened: one is starting
+	}
 }
 
 func (c *Client) once(ctx context.Context, method, path string, body []byte, want int, out any) error {
@@ -255,8 +277,17 @@ type unreachableError struct{ err error }
 func (e *unreachableError) Error() string { return "the ledger is unreachable: " + e.err.Error() }
 func (e *unreachableError) Unwrap() error { return e.err }
 
+// noAnswer: an attempt got no answer in time (a manager that hangs), as opposed to one that
+// refused the connection or said it is not ready.
+func noAnswer(err error) bool {
+	var unreachable *unreachableError
+	var netErr net.Error
+	return errors.As(err, &unreachable) &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout())
+}
+
 // retriable: the ledger is not ready or did not answer; a create is safe to send again. (When
-// the caller's context ends, the next attempt returns its error, which ends the retries.)
+// the caller's context or the call's deadline ends, so do the retries.)
 func retriable(err error) bool {
 	var unreachable *unreachableError
 	return errors.As(err, &unreachable) || errors.Is(err, ErrNotReady)

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
 // A REST apiserver replica asks the ledger for every submission, many at a time. Its default
@@ -52,4 +59,74 @@ func TestTheClientKeepsItsConnectionsToTheLedger(t *testing.T) {
 	if n := unauthorized.Load(); n != 0 {
 		t.Fatalf("%d calls without the token", n)
 	}
+}
+
+// hungLedger is a manager that takes calls and never answers (kill -STOP): each call waits
+// until its caller gives up.
+func hungLedger(t *testing.T) *httptest.Server {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	return srv
+}
+
+// A hung manager costs a call the Client's one Deadline, however many attempts fit in it, and
+// the caller learns that the ledger did not answer, not that it is electing.
+func TestAHungLedgerCostsACallOneDeadline(t *testing.T) {
+	srv := hungLedger(t)
+	// Per attempt 200 ms, ten attempts: without one deadline over them, a call takes over 2 s.
+	c := &Client{URL: srv.URL, HTTP: &http.Client{Timeout: 200 * time.Millisecond},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Steps: 10}, Deadline: 300 * time.Millisecond}
+	for name, call := range map[string]func() error{
+		"balance": func() error { _, err := c.Balance(context.Background(), "team"); return err },
+		"create":  func() error { _, err := c.CreateTask(context.Background(), taskNamed("team", "t"), 10); return err },
+	} {
+		started := time.Now()
+		err := call()
+		if took := time.Since(started); took > time.Second {
+			t.Errorf("%s: the call took %v, want about its 300 ms deadline", name, took.Round(time.Millisecond))
+		}
+		if !errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrNotReady) {
+			t.Errorf("%s: %v; want ErrNoAnswer (the ledger did not answer in time), not ErrNotReady (electing)", name, err)
+		}
+	}
+}
+
+// A ledger that answers not_ready (a failover, books being rebuilt) is still reported as not
+// ready, and the waits between attempts end at the deadline too.
+func TestANotReadyLedgerIsNotReadyWithinTheDeadline(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeLedgerError(w, ErrNotReady)
+	}))
+	defer srv.Close()
+	c := &Client{URL: srv.URL, Backoff: wait.Backoff{Duration: time.Second, Steps: 10}, Deadline: 300 * time.Millisecond}
+	started := time.Now()
+	_, err := c.Balance(context.Background(), "team")
+	if took := time.Since(started); took > time.Second {
+		t.Errorf("the call took %v, want about its 300 ms deadline", took.Round(time.Millisecond))
+	}
+	if !errors.Is(err, ErrNotReady) || errors.Is(err, ErrNoAnswer) {
+		t.Errorf("%v: want ErrNotReady", err)
+	}
+}
+
+// A caller that gives up is told so: the ledger did not fail to answer it.
+func TestACallerThatGivesUpIsNotANoAnswer(t *testing.T) {
+	srv := hungLedger(t)
+	c := &Client{URL: srv.URL, Deadline: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Balance(ctx, "team")
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrNotReady) {
+		t.Errorf("%v: want the caller's own context error", err)
+	}
+}
+
+func taskNamed(namespace, name string) *videogenv1alpha1.VideoTask {
+	return &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 }
