@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -32,7 +33,7 @@ func serveLedger(mgr ctrl.Manager, l *ledger.Ledger, addr string, secure bool) e
 		if err != nil {
 			return err
 		}
-		if handler, err = filter(mgr.GetLogger().WithName("ledger-auth"), handler); err != nil {
+		if handler, err = filter(quietWhenCallerGaveUp(mgr.GetLogger().WithName("ledger-auth")), handler); err != nil {
 			return err
 		}
 	}
@@ -56,6 +57,33 @@ func serveLedger(mgr ctrl.Manager, l *ledger.Ledger, addr string, secure bool) e
 			return nil
 		}
 	}))
+}
+
+// quietWhenCallerGaveUp logs the filter's "Authentication failed" for context.Canceled at V(1),
+// without a stack trace: the caller (a REST apiserver replica past its deadline for a hung
+// manager) hung up before the TokenReview came back, which says nothing about its credentials.
+func quietWhenCallerGaveUp(log logr.Logger) logr.Logger {
+	return logr.New(callerGaveUpSink{log.GetSink()})
+}
+
+type callerGaveUpSink struct{ logr.LogSink }
+
+func (s callerGaveUpSink) Error(err error, msg string, keysAndValues ...any) {
+	if !errors.Is(err, context.Canceled) {
+		s.LogSink.Error(err, msg, keysAndValues...)
+		return
+	}
+	if s.LogSink.Enabled(1) {
+		s.LogSink.Info(1, "a ledger caller gave up before it was answered", append(keysAndValues, "during", msg, "error", err.Error())...)
+	}
+}
+
+func (s callerGaveUpSink) WithValues(keysAndValues ...any) logr.LogSink {
+	return callerGaveUpSink{s.LogSink.WithValues(keysAndValues...)}
+}
+
+func (s callerGaveUpSink) WithName(name string) logr.LogSink {
+	return callerGaveUpSink{s.LogSink.WithName(name)}
 }
 
 // leaderless is a runnable that runs on every replica, elected or not.
