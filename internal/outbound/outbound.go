@@ -119,6 +119,10 @@ func Send(ctx context.Context, hc *http.Client, m Message, now time.Time) Attemp
 		return Attempt{Outcome: Delivered, Status: resp.StatusCode}
 	case resp.StatusCode == http.StatusGone:
 		return Attempt{Outcome: Gone, Status: resp.StatusCode, Err: errors.New("answered " + resp.Status)}
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		// Said outright: a bare "answered 307" reads as a receiver fault that retrying may cure.
+		return Attempt{Outcome: Retry, Status: resp.StatusCode,
+			Err: errors.New("answered " + resp.Status + " (redirects are not followed: point the webhook at the final URL)")}
 	}
 	return Attempt{Outcome: Retry, Status: resp.StatusCode, Err: errors.New("answered " + resp.Status)}
 }

@@ -53,6 +53,9 @@ func TestSendDoesNotFollowRedirects(t *testing.T) {
 		if res.Outcome != Retry || res.Status != code {
 			t.Errorf("redirect %d: %+v, want an undelivered %d", code, res, code)
 		}
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "redirects are not followed: point the webhook at the final URL") {
+			t.Errorf("redirect %d: error %v does not say that redirects are not followed", code, res.Err)
+		}
 	}
 	if gets != 0 {
 		t.Fatalf("the redirect target was called %d times", gets)
