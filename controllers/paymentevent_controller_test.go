@@ -188,6 +188,43 @@ var _ = Describe("PaymentEvent", func() {
 		}
 	})
 
+	It("waits the whole backoff after an attempt that timed out, counted from its end", func() {
+		var (
+			mu       sync.Mutex
+			arrivals []time.Time
+		)
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			mu.Lock()
+			arrivals = append(arrivals, time.Now())
+			first := len(arrivals) == 1
+			mu.Unlock()
+			if first {
+				select { // past the sink's timeout
+				case <-req.Context().Done():
+				case <-time.After(6 * time.Second):
+				}
+			}
+		}))
+		DeferCleanup(slow.Close)
+		sink := paymentevents.Sink{Name: "slow", URL: slow.URL, Secret: standardwebhooks.NewSecret(), Timeout: metav1.Duration{Duration: 4 * time.Second}}
+		opts := paymentEventOptions(5, sink)
+		// A 4 s backoff, scaled by its jitter into [2 s, 4 s].
+		retry := &opts.PaymentEvents.Sinks.(paymentevents.StaticSinks).Config.Retry
+		retry.InitialBackoff.Duration, retry.MaxBackoff.Duration = 4*time.Second, 4*time.Second
+		startPaymentManager(opts)
+		pe := aPaymentEvent(newPaymentNamespace(), connectors.PaymentIntentSuccess)
+
+		row := deliveryRow(pe, "slow", videogenv1alpha1.DeliveryDelivered)
+		Expect(row.Attempts).To(Equal(int32(2)))
+		mu.Lock()
+		defer mu.Unlock()
+		// The first attempt ended 4 s after it arrived; the retry is due at least 2 s later, at
+		// least 1 s even on a next-attempt time cut to the second. Counted from the attempt's
+		// start, the whole backoff had passed when it failed, and the retry went out at once.
+		Expect(arrivals[1].Sub(arrivals[0])).To(BeNumerically(">=", 4500*time.Millisecond),
+			"the retry waited its backoff after the timed-out attempt ended")
+	})
+
 	It("stops at the first 410 Gone", func() {
 		sink := newReceiver(http.StatusGone, http.StatusOK)
 		startPaymentManager(paymentEventOptions(5, sink.sink("retired")))

@@ -52,7 +52,9 @@ func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1
 		}
 		wg.Go(func() {
 			attempt := paymentevents.Deliver(ctx, r.Options.HTTPClient, sink, row.WebhookID, body, now)
-			r.apply(row, attempt, retry, now)
+			// Recorded and rescheduled from when the attempt ended: a sink that waited out its
+			// timeout must still get the whole backoff before the next attempt.
+			r.apply(row, attempt, retry, r.Clock.Now())
 		})
 	}
 	wg.Wait()
@@ -95,9 +97,9 @@ func requeueAt(pe *videogenv1alpha1.PaymentEvent, now time.Time) ctrl.Result {
 	return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Millisecond)}
 }
 
-// apply records one attempt in its row.
-func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a outbound.Attempt, retry paymentevents.RetryPolicy, now time.Time) {
-	outbound.Record(&row.DeliveryAttempts, a, now)
+// apply records one attempt, which ended at ended, in its row.
+func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a outbound.Attempt, retry paymentevents.RetryPolicy, ended time.Time) {
+	outbound.Record(&row.DeliveryAttempts, a, ended)
 	switch {
 	case a.Outcome == outbound.Delivered:
 		row.State = videogenv1alpha1.DeliveryDelivered
@@ -110,7 +112,7 @@ func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a out
 		row.LastError = outbound.Truncate(fmt.Sprintf("gave up after %d attempts: %s", row.Attempts, row.LastError), videogenv1alpha1.PaymentEventMaxTextLength)
 		paymentEventDeliveries.WithLabelValues(row.Name, "gave_up").Inc()
 	default:
-		next := metav1.NewTime(now.Add(retry.Delay(row.Attempts, r.Jitter())))
+		next := metav1.NewTime(ended.Add(retry.Delay(row.Attempts, r.Jitter())))
 		row.NextAttemptAt = &next
 		paymentEventDeliveries.WithLabelValues(row.Name, "retry").Inc()
 	}

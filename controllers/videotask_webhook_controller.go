@@ -101,7 +101,10 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	res := outbound.Send(ctx, r.Config.Client, outbound.Message{URL: task.Spec.WebhookURL, ID: d.ID,
 		Secrets: secrets.Signing(now), Body: body, UserAgent: "videogen-webhooks/1"}, now)
 	res.Err = receiverError(ctx, res.Err)
-	outbound.Record(&d.DeliveryAttempts, res, now)
+	// The attempt is recorded, and the next one scheduled, from when it ended: an attempt that
+	// waited out a 10 s timeout would otherwise eat the first 5 s step of the schedule.
+	ended := r.Clock.Now()
+	outbound.Record(&d.DeliveryAttempts, res, ended)
 	eventType, reason, note := corev1.EventTypeNormal, "WebhookDelivered", "Delivered the completion webhook to "+task.Spec.WebhookURL
 	switch res.Outcome {
 	case outbound.Delivered:
@@ -110,7 +113,7 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		d.State = videogenv1alpha1.WebhookStopped
 		eventType, reason, note = corev1.EventTypeWarning, "WebhookStopped", "The webhook receiver answered 410 Gone; no more attempts"
 	default:
-		if next, ok := r.schedule().Next(d.Attempts, now); ok {
+		if next, ok := r.schedule().Next(d.Attempts, ended); ok {
 			n := metav1.NewTime(next)
 			d.NextAttemptAt = &n
 			eventType, reason, note = corev1.EventTypeWarning, "WebhookRetrying",
@@ -156,10 +159,10 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	webhookAttempts.WithLabelValues(attemptOutcome[reason]).Inc()
 	if d.State == videogenv1alpha1.WebhookDelivered && task.Status.CompletedAt != nil {
-		webhookLatency.Observe(now.Sub(task.Status.CompletedAt.Time).Seconds())
+		webhookLatency.Observe(ended.Sub(task.Status.CompletedAt.Time).Seconds())
 	}
 	if d.NextAttemptAt != nil {
-		return ctrl.Result{RequeueAfter: d.NextAttemptAt.Sub(now)}, nil
+		return ctrl.Result{RequeueAfter: d.NextAttemptAt.Sub(r.Clock.Now())}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,30 +145,58 @@ var _ = Describe("Completion webhooks", func() {
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElements("WebhookRetrying", "WebhookDelivered"))
 	})
 
-	It("retries an attempt that times out, under the same id, and shows when the next one is due", func() {
-		stop() // this spec's own manager: a short attempt timeout and a retry 3 s later
+	It("retries an attempt that times out, under the same id, counting the retry's wait from when the attempt ended", func() {
+		stop() // this spec's own manager: a 3 s attempt timeout and a retry 3 s after it
 		opts := testOptions(backend)
-		opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Second)
+		opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 3*time.Second)
 		opts.Webhooks.Schedule = []time.Duration{3 * time.Second}
 		stop = startManager(opts)
 
 		var (
-			mu  sync.Mutex
-			ids []string
+			mu       sync.Mutex
+			ids      []string
+			arrivals []time.Time
 		)
 		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			mu.Lock()
 			ids = append(ids, req.Header.Get("webhook-id"))
+			arrivals = append(arrivals, time.Now())
 			first := len(ids) == 1
 			mu.Unlock()
 			if first {
-				time.Sleep(3 * time.Second) // past the sender's timeout
+				select { // past the sender's timeout
+				case <-req.Context().Done():
+				case <-time.After(5 * time.Second):
+				}
 			}
 			w.WriteHeader(http.StatusOK)
 		}))
 		DeferCleanup(recv.Close)
 		ns := suite.NewAccount(100)
 		task := taskWithWebhook(ns, recv.URL, testbackend.Script{}, backend)
+
+		// The first attempt fails 3 s after it reached the receiver, so the retry is due 3 s
+		// (±10 %) after that: at least 4 s after the first arrival even on timestamps cut to
+		// the second. Counted from the attempt's start it would be due as it failed.
+		var retryAt time.Time
+		Eventually(func(g Gomega) {
+			var note string
+			for _, e := range eventsAbout(ns, task.Name) {
+				if e.Reason == "WebhookRetrying" {
+					note = e.Note
+				}
+			}
+			_, at, found := strings.Cut(note, "retrying at ")
+			g.Expect(found).To(BeTrue(), "a WebhookRetrying event")
+			var err error
+			retryAt, err = time.Parse(time.RFC3339, at)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
+		mu.Lock()
+		firstArrival := arrivals[0]
+		mu.Unlock()
+		Expect(retryAt.Sub(firstArrival)).To(BeNumerically(">=", 4*time.Second),
+			"the retry is scheduled from when the timed-out attempt ended (it reached the receiver at %s)", firstArrival.UTC().Format(time.RFC3339Nano))
 
 		Eventually(func(g Gomega) {
 			w := webhookOf(ns, task.Name)
@@ -188,6 +217,19 @@ var _ = Describe("Completion webhooks", func() {
 		mu.Lock()
 		defer mu.Unlock()
 		Expect(ids).To(Equal([]string{controllers.WebhookID(task), controllers.WebhookID(task)}))
+		Expect(arrivals[1].Sub(arrivals[0])).To(BeNumerically(">=", 4*time.Second), "the retry waited its step after the failure")
+	})
+
+	It("says that a redirect is not followed", func() {
+		ns := suite.NewAccount(100)
+		recv := newTaskReceiver(ns, http.StatusTemporaryRedirect)
+		task := taskWithWebhook(ns, recv.server.URL, testbackend.Script{}, backend)
+		Eventually(func() string {
+			if w := webhookOf(ns, task.Name); w != nil {
+				return w.LastError
+			}
+			return ""
+		}).Should(Equal("receiver answered 307 Temporary Redirect (redirects are not followed: point the webhook at the final URL)"))
 	})
 
 	It("stops at 410 Gone", func() {
