@@ -93,6 +93,7 @@ type templateBackend struct {
 	*testbackend.Backend
 	scripts sync.Map // template id → testbackend.Script
 	stalled sync.Map // template id → struct{}
+	held    sync.Map // task name → chan struct{}: its cancel waits until the channel closes
 }
 
 // ScriptTemplate scripts every task of template tmpl.
@@ -100,6 +101,27 @@ func (b *templateBackend) ScriptTemplate(tmpl string, s testbackend.Script) { b.
 
 // Stall keeps every task of template tmpl queued, its points frozen: the backend answers busy.
 func (b *templateBackend) Stall(tmpl string) { b.stalled.Store(tmpl, struct{}{}) }
+
+// HoldCancel makes the backend's cancel of task's work wait until release is called: a cancel
+// that was requested but has not stopped the work yet.
+func (b *templateBackend) HoldCancel(task string) (release func()) {
+	ch := make(chan struct{})
+	b.held.Store(task, ch)
+	release = sync.OnceFunc(func() { close(ch); b.held.Delete(task) })
+	DeferCleanup(release)
+	return release
+}
+
+func (b *templateBackend) Cancel(ctx context.Context, w generation.Work, handle string) error {
+	if ch, ok := b.held.Load(w.Task); ok {
+		select {
+		case <-ch.(chan struct{}):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return b.Backend.Cancel(ctx, w, handle)
+}
 
 func (b *templateBackend) Submit(ctx context.Context, w generation.Work) (string, error) {
 	if _, ok := b.stalled.Load(w.TemplateID); ok {

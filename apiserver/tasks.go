@@ -108,14 +108,15 @@ func newerFirst(a, b *videogenv1alpha1.VideoTask) bool {
 }
 
 // cancelTask asks the controller to stop a queued or running task; its points are refunded.
+// It is idempotent: a repeated cancel answers 202 while the work is being stopped, and 200
+// with the task once it is canceled, so a client retrying a cancel never sees an error.
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	task, ok := s.findTask(w, r, p)
 	if !ok {
 		return
 	}
 	if task.Status.Phase.Terminal() {
-		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
-			"task "+task.Name+" already "+taskview.Status(task)+" and cannot be canceled")
+		answerEnded(w, r, task)
 		return
 	}
 	if err := requestCancel(r.Context(), s.cfg.Client, task); err != nil {
@@ -129,11 +130,21 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 	// The patch answers with the task as stored: a cache that lagged may have shown a task
 	// that had ended already, and then the cancel changed nothing.
 	if task.Status.Phase.Terminal() {
-		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
-			"task "+task.Name+" already "+taskview.Status(task)+" and cannot be canceled")
+		answerEnded(w, r, task)
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
+}
+
+// answerEnded answers a cancel of a task that has ended: 200 with the task if it ended
+// canceled (the cancel asked for is done), 409 if it ended otherwise.
+func answerEnded(w http.ResponseWriter, r *http.Request, task *videogenv1alpha1.VideoTask) {
+	if status := taskview.Status(task); status != taskview.StatusCanceled {
+		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
+			"task "+task.Name+" already "+status+" and cannot be canceled")
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task))
 }
 
 // requestCancel sets the cancel annotation with a merge patch (no read-modify-write race).

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -177,8 +178,36 @@ var _ = Describe("Generation endpoints", func() {
 		suite.ExpectBalanced(a.ns, 100, 0, 0)
 
 		again := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
-		Expect(again.Status).To(Equal(http.StatusConflict))
-		Expect(again.ErrorCode()).To(Equal("conflict"))
+		Expect(again.Status).To(Equal(http.StatusOK), "a cancel of a canceled task is done already: "+string(again.Body))
+		Expect(again.JSON()).To(HaveKeyWithValue("status", "canceled"))
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
+	})
+
+	It("answers a repeated cancel with 202 while the cancel is under way, and 200 once the task is canceled", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](40), nil)
+		backend.ScriptTemplate(tmpl, testbackend.Script{Analyze: testbackend.Hang})
+		id := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"}).JSON()["id"].(string)
+		waitTask(a, id, "running")
+		release := backend.HoldCancel(id) // the backend takes its time to stop the work
+
+		first := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(first.Status).To(Equal(http.StatusAccepted), string(first.Body))
+		Expect(first.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("status", "running")))
+		second := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(second.Status).To(Equal(http.StatusAccepted), "a retried cancel while the first is under way: "+string(second.Body))
+		Expect(keysOf(second.JSON())).To(Equal(keysOf(first.JSON())), "the same answer as the first")
+		Expect(second.JSON()).To(HaveKeyWithValue("status", "running"))
+		Consistently(func() any { return api.get("/v1/tasks/"+id, a.key).JSON()["status"] }, 500*time.Millisecond).
+			Should(Equal("running"), "not canceled until its work stopped")
+
+		release()
+		waitTask(a, id, "canceled")
+		third := api.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(third.Status).To(Equal(http.StatusOK), "a cancel of a canceled task: "+string(third.Body))
+		Expect(third.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("status", "canceled")))
+		Expect(keysOf(third.JSON())).To(Equal(keysOf(first.JSON())))
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
 	})
 
 	It("answers 409 to a cancel of a task that ended, even when its replica's cache shows it running", func() {
