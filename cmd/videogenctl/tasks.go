@@ -266,8 +266,15 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	if err != nil {
 		return err
 	}
+	// As the REST API answers: canceling a canceled task again is done, not an error, so a
+	// retried cancel exits 0.
+	status := taskview.Status(t)
+	if status == taskview.StatusCanceled {
+		fmt.Fprintf(o.out, "task %s is canceled; its points were refunded\n", t.Name)
+		return nil
+	}
 	if t.Status.Phase.Terminal() {
-		return fmt.Errorf("task %s already %s and cannot be canceled", t.Name, taskview.Status(t))
+		return fmt.Errorf("task %s already %s and cannot be canceled", t.Name, status)
 	}
 	// A merge patch of the annotation, as the REST API cancels: no read-modify-write race.
 	patch := []byte(`{"metadata":{"annotations":{"` + videogenv1alpha1.AnnotationCancelRequested + `":"true"}}}`)

@@ -133,6 +133,9 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(task), task); err != nil || task.Annotations[videogenv1alpha1.AnnotationCancelRequested] != "true" {
 		t.Fatalf("cancel did not set the annotation: %v %v", err, task.Annotations)
 	}
+	if out, err := cli(asAdmin, "task", "cancel", "vt-1", "-n", "acme"); err != nil || !strings.Contains(out, "cancel requested for task vt-1") {
+		t.Errorf("a retried cancel while the first is under way: %v\n%s", err, out)
+	}
 	// What the controller does with a cancel request.
 	task.Status.Phase, task.Status.Charge = videogenv1alpha1.TaskFailed, videogenv1alpha1.ChargeRefunded
 	task.Status.Error = &videogenv1alpha1.TaskError{Code: "canceled", Message: "canceled on request"}
@@ -152,8 +155,8 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	if rows := regexp.MustCompile(`(?m)^acme\s+vt-1\s`).FindAllString(watchOut.String(), -1); len(rows) != 3 {
 		t.Errorf("watch printed %d rows, want 3 (running 20%%, running 60%%, canceled):\n%s", len(rows), watchOut.String())
 	}
-	if _, err := cli(asAdmin, "task", "cancel", "vt-1", "-n", "acme"); err == nil || !strings.Contains(err.Error(), "already canceled") {
-		t.Errorf("cancel of an ended task: %v", err)
+	if out, err := cli(asAdmin, "task", "cancel", "vt-1", "-n", "acme"); err != nil || out != "task vt-1 is canceled; its points were refunded\n" {
+		t.Errorf("a retried cancel of a canceled task: %v, printed %q", err, out)
 	}
 
 	// Shell completion of task and account names, from the cluster.
