@@ -33,6 +33,10 @@ var (
 		Name: "videogen_task_webhook_attempts_total",
 		Help: "Completion webhook attempts by outcome: delivered, retry, gone (410), gave_up.",
 	}, []string{"outcome"})
+	backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "videogen_backend_errors_total",
+		Help: "Backend calls (submit, observe) that failed and are retried, by backend and stage: the backend did not answer or answered with a transient error.",
+	}, []string{"backend", "stage"})
 	webhookLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "videogen_task_webhook_delivery_seconds",
 		Help:    "Time from a task's completion to the delivery of its webhook.",
@@ -46,7 +50,7 @@ var tasksByPhase = &taskCounter{desc: prometheus.NewDesc("videogen_tasks",
 	"Open tasks (not yet closed) by capability and phase (Pending, Queued, Running, and Succeeded or Failed while settling or delivering the webhook); finished tasks are counted by videogen_tasks_finished_total.", []string{"capability", "phase"}, nil)}
 
 func init() {
-	metrics.Registry.MustRegister(tasksFinished, taskDuration, accountPoints, webhookAttempts, webhookLatency, tasksByPhase)
+	metrics.Registry.MustRegister(tasksFinished, taskDuration, accountPoints, webhookAttempts, webhookLatency, backendErrors, tasksByPhase)
 }
 
 func outcomeOf(p videogenv1alpha1.TaskPhase) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -98,6 +100,44 @@ var _ = Describe("A task whose backend is unreachable", func() {
 			fake.SetTime(fake.Now().Add(2 * time.Minute))
 		}, "timed_out"),
 	)
+
+	It("tells on-call once per outage, with a Warning event and a metric", func() {
+		r := directReconciler(k8sClient, l, backend)
+		recorder := events.NewFakeRecorder(100)
+		r.Recorder = recorder
+		task := runningTask(r, time.Minute)
+		labels := map[string]string{"backend": "test-backend", "stage": "analyze"}
+		errorsBefore := metricValue("videogen_backend_errors_total", labels)
+		warnings := func() int {
+			n := 0
+			for {
+				select {
+				case e := <-recorder.Events:
+					if strings.HasPrefix(e, "Warning BackendUnavailable") {
+						n++
+					}
+				default:
+					return n
+				}
+			}
+		}
+		warnings() // the events of the task's start
+
+		backend.setDown(func(context.Context) error { return errors.New("connection refused") }, nil)
+		for range 3 {
+			reconcileOnce(Default, r, task)
+		}
+		Expect(warnings()).To(Equal(1), "one Warning for the outage, not one per retry")
+		Expect(metricValue("videogen_backend_errors_total", labels) - errorsBefore).To(BeNumerically("==", 3))
+
+		// It answers again, then stops again: a second outage is told too.
+		backend.setDown(nil, nil)
+		reconcileOnce(Default, r, task)
+		Expect(meta.IsStatusConditionTrue(taskOf(ns, task.Name).Status.Conditions, videogenv1alpha1.ConditionDispatched)).To(BeTrue())
+		backend.setDown(func(context.Context) error { return errors.New("connection refused") }, nil)
+		reconcileOnce(Default, r, task)
+		Expect(warnings()).To(Equal(1), "the second outage")
+	})
 
 	// The worker stopped mid-task: each look takes the HTTP client's full retries (about 61 s),
 	// which here pass on the fake clock during the failing call.

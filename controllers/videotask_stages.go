@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -110,6 +112,11 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 		if err != nil {
 			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 		}
+		if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionDispatched); c != nil && c.Reason == videogenv1alpha1.ReasonBackendUnavailable {
+			// It answers again: the outage is over (and a next one is reported anew).
+			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
+				fmt.Sprintf("%s answers again for the %s stage", name, stageName))
+		}
 		switch obs.State {
 		case generation.Succeeded:
 			at := metav1.NewTime(now)
@@ -173,7 +180,14 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		return r.finish(ctx, task, before, view, end)
 	}
 	logf.FromContext(ctx).Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
+	name, _, _ := r.Backends.Route(task.Spec.Capability)
+	backendErrors.WithLabelValues(name, string(st.Name)).Inc()
 	st.Message = "backend unavailable: " + err.Error()
+	if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionDispatched); c == nil || c.Reason != videogenv1alpha1.ReasonBackendUnavailable {
+		// Once per outage of the task, not per retry: on-call sees it in kubectl describe.
+		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonBackendUnavailable, "Dispatch",
+			"Backend %s did not answer for the %s stage; retrying until the task's timeout (%v)", name, st.Name, err)
+	}
 	r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionFalse, videogenv1alpha1.ReasonBackendUnavailable, st.Message)
 	if werr := r.writeIfChanged(ctx, task, before); werr != nil {
 		return ctrl.Result{}, werr
