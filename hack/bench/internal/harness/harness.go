@@ -332,7 +332,7 @@ func FinishedStatus(t *videogenv1alpha1.VideoTask, closed bool, at time.Time) vi
 		Phase: videogenv1alpha1.TaskSucceeded, Cost: ptr.To[int64](TemplatePrice), Charge: videogenv1alpha1.ChargeDeducted,
 		TemplateMediaURL: TemplateMediaURL,
 		Closed:           closed,
-		Progress: 100, StartedAt: &now, CompletedAt: &now, ObservedGeneration: 1,
+		Progress:         100, StartedAt: &now, CompletedAt: &now, ObservedGeneration: 1,
 		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/" + t.Name + ".mp4", MediaType: "video/mp4"},
 		Stages: []videogenv1alpha1.StageStatus{
 			{Name: videogenv1alpha1.StageAnalyze, State: videogenv1alpha1.StageSucceeded, Backend: "bench-backend", Handle: handle(videogenv1alpha1.StageAnalyze),
