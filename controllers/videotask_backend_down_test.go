@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -175,6 +176,24 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		}).WithTimeout(time.Until(deadline) + 5*time.Second).Should(Succeed())
 		Expect(time.Now()).To(BeTemporally("<", deadline.Add(3*time.Second)), "ended soon after its deadline")
 		endedWithStageCanceled(task, "timed_out")
+	})
+
+	// kill -STOP on the worker: each call would wait for the HTTP client's retries (about 61 s),
+	// holding a task worker, and a new task would show nothing until then.
+	It("shows a hung backend as unavailable after one bounded call, not after the client's retries", func() {
+		r := directReconciler(k8sClient, l, backend)
+		r.Clock = clock.RealClock{}
+		r.Config.BackendCallTimeout = 500 * time.Millisecond
+		task := runningTask(r, time.Minute)
+
+		backend.setDown(hangUntilDone, nil)
+		started := time.Now()
+		reconcileOnce(Default, r, task)
+		Expect(time.Since(started)).To(BeNumerically("<", 3*time.Second), "a reconcile held by the hung backend")
+		got := taskOf(ns, task.Name)
+		Expect(got.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "the task waits for its backend until its timeout")
+		Expect(meta.FindStatusCondition(got.Status.Conditions, videogenv1alpha1.ConditionDispatched)).To(SatisfyAll(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", videogenv1alpha1.ReasonBackendUnavailable)))
 	})
 
 	// kill -STOP on the worker, then POST /v1/tasks/{id}/cancel: the poll under way would wait

@@ -40,6 +40,10 @@ type TaskConfig struct {
 	// the stage of a task that must stop (cancelled or timed out): an unreachable backend must
 	// not hold a task's end (default 5s).
 	CancelTimeout time.Duration
+	// BackendCallTimeout bounds each Submit and Observe (default 20s): a backend that hangs holds
+	// a task worker that long, not for its client's every retry, and its task shows
+	// BackendUnavailable (a Warning event) after one bounded call.
+	BackendCallTimeout time.Duration
 }
 
 // VideoTaskReconciler prices tasks and has the ledger freeze them, runs their two stages on a

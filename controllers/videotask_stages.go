@@ -206,11 +206,12 @@ func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 	return fmt.Sprintf("the backend lost the %s stage (it may have restarted)", st.Name)
 }
 
-// callContext bounds a Submit or Observe: it never runs past the task's deadline, and the stage
+// callContext bounds a Submit or Observe: it never runs past the task's deadline nor
+// BackendCallTimeout, and the stage
 // of a task that must stop already (cancelled or timed out) gets one last look of at most
 // CancelTimeout, for a render that finished just in time.
 func (r *VideoTaskReconciler) callContext(ctx context.Context, task *videogenv1alpha1.VideoTask, now, deadline time.Time) (context.Context, context.CancelFunc) {
-	bound := deadline.Sub(now)
+	bound := min(deadline.Sub(now), r.backendCallTimeout())
 	if _, stop := r.abandoned(task, now, deadline); stop {
 		bound = r.cancelTimeout()
 	}
@@ -273,6 +274,18 @@ func (r *VideoTaskReconciler) cancelWork(ctx context.Context, b generation.Backe
 	if err := b.Cancel(ctx, w, handle); err != nil {
 		logf.FromContext(ctx).Error(err, "cancelling backend work", "stage", w.Stage, "handle", handle)
 	}
+}
+
+// defaultBackendCallTimeout is BackendCallTimeout when the config sets none: longer than any
+// Submit or Observe of a live backend takes (they only enqueue or read a stage), shorter than
+// the HTTP client's retries against a backend that accepts connections and never answers.
+const defaultBackendCallTimeout = 20 * time.Second
+
+func (r *VideoTaskReconciler) backendCallTimeout() time.Duration {
+	if r.Config.BackendCallTimeout > 0 {
+		return r.Config.BackendCallTimeout
+	}
+	return defaultBackendCallTimeout
 }
 
 // defaultCancelTimeout is CancelTimeout when the config sets none.
