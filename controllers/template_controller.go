@@ -39,7 +39,12 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	before := t.Status.DeepCopy()
 	cond := metav1.Condition{Type: videogenv1alpha1.ConditionReady, ObservedGeneration: t.Generation}
-	if name, _, ok := r.Backends.Route(t.Spec.Capability); ok {
+	if t.Spec.Capability.NeedsTemplateMedia() && t.Spec.MediaURL == "" {
+		// The schema refuses this since mediaURL became required; a template made before
+		// stays (validation ratchets), and every task on it would fail at the backend.
+		cond.Status, cond.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonNoMedia
+		cond.Message = fmt.Sprintf("no spec.mediaURL: a %s template needs its media, and its tasks fail without it; set mediaURL", t.Spec.Capability)
+	} else if name, _, ok := r.Backends.Route(t.Spec.Capability); ok {
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonServed
 		cond.Message = fmt.Sprintf("%s serves %s; %s", name, t.Spec.Capability, priceSummary(t.Spec, r.DefaultPrice))
 	} else {

@@ -15,6 +15,12 @@ const (
 	CapabilityPose Capability = "image.pose"
 )
 
+// NeedsTemplateMedia reports whether a template of this capability needs spec.mediaURL (the
+// video or image its tasks render on); video.eraser works on the caller's video.
+func (c Capability) NeedsTemplateMedia() bool {
+	return c == CapabilityShort || c == CapabilityTemplate || c == CapabilityPose
+}
+
 // Capabilities lists every capability, in the order the API documents them.
 var Capabilities = []Capability{CapabilityShort, CapabilityEraser, CapabilityTemplate, CapabilityPose}
 

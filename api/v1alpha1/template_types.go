@@ -71,7 +71,8 @@ type TemplateSpec struct {
 // TemplateStatus is the observed state of a Template.
 type TemplateStatus struct {
 	// Conditions of the template: Ready says whether a generation backend serves its
-	// capability (reason Served, or NoBackend), and what a task on it costs.
+	// capability (reason Served, or NoBackend), and what a task on it costs; NoMedia when its
+	// capability needs mediaURL and it has none (made before that was required).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

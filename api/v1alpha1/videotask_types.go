@@ -97,9 +97,12 @@ const (
 	ReasonInsufficientBalance = "InsufficientBalance"
 	ReasonAccountSuspended    = "AccountSuspended"
 	// ReasonAccountClosing: the account is being deleted and takes no new tasks.
-	ReasonAccountClosing     = "AccountClosing"
-	ReasonInvalidRequest     = "InvalidRequest"
-	ReasonNoBackend          = "NoBackend"
+	ReasonAccountClosing = "AccountClosing"
+	ReasonInvalidRequest = "InvalidRequest"
+	ReasonNoBackend      = "NoBackend"
+	// ReasonNoMedia: a template whose capability needs media has none (made before mediaURL
+	// was required of it).
+	ReasonNoMedia            = "NoMedia"
 	ReasonBackendAccepted    = "BackendAccepted"
 	ReasonBackendUnavailable = "BackendUnavailable"
 	ReasonSucceeded          = "Succeeded"
