@@ -9,6 +9,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
@@ -46,8 +47,8 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys
 	out := list[TemplateView]{Object: "list", Data: []TemplateView{}}
 	for i := range official.Items {
 		t := &official.Items[i]
-		if capability != "" && t.Spec.Capability != capability {
-			continue
+		if (capability != "" && t.Spec.Capability != capability) || !catalog.Usable(t) {
+			continue // another capability, or no template a task can run on
 		}
 		out.Data = append(out.Data, s.viewTemplate(t))
 	}

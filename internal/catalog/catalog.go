@@ -86,7 +86,17 @@ func resolve(ctx context.Context, r client.Reader, namespace string, c videogenv
 	if t.Spec.Capability != c {
 		return Template{}, &WrongCapabilityError{ID: ref, Template: t.Spec.Capability, Requested: c}
 	}
+	if !Usable(&t) {
+		// Made before mediaURL was required (Ready=False, NoMedia): no task can render on it.
+		return Template{}, fmt.Errorf("%w: %q has no media", ErrTemplateNotFound, ref)
+	}
 	return Template{ID: ref, MediaURL: t.Spec.MediaURL, Terms: TermsOf(&t.Spec)}, nil
+}
+
+// Usable reports whether tasks can run on an official template: one whose capability needs
+// media has it (the schema requires it now; a template made before may lack it).
+func Usable(t *videogenv1alpha1.Template) bool {
+	return !t.Spec.Capability.NeedsTemplateMedia() || t.Spec.MediaURL != ""
 }
 
 // TermsOf returns the pricing terms of an official template.

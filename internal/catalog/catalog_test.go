@@ -64,3 +64,20 @@ func TestObjectNamesResolveOnlyForKubectlTasks(t *testing.T) {
 		t.Errorf("Resolve(pose, object name) = %v; want ErrTemplateNotFound", err)
 	}
 }
+
+// A Template made without the media its capability needs, before the schema required it, is no
+// template to run a task on: it resolves as not found, so nothing is frozen for a task that
+// could only fail at the backend.
+func TestATemplateWithoutItsMediaResolvesToNothing(t *testing.T) {
+	bare := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "bare"},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Bare"}}
+	eraser := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "clean"},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityEraser, DisplayName: "Clean"}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(bare, eraser).Build()
+	if _, err := catalog.Resolve(context.Background(), c, "acme", videogenv1alpha1.CapabilityShort, "bare"); !errors.Is(err, catalog.ErrTemplateNotFound) {
+		t.Errorf("a video.short template without media: %v, want ErrTemplateNotFound", err)
+	}
+	if _, err := catalog.Resolve(context.Background(), c, "acme", videogenv1alpha1.CapabilityEraser, "clean"); err != nil {
+		t.Errorf("an eraser template needs no media: %v", err)
+	}
+}
