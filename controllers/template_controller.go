@@ -39,7 +39,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	before := t.Status.DeepCopy()
 	cond := metav1.Condition{Type: videogenv1alpha1.ConditionReady, ObservedGeneration: t.Generation}
-	if t.Spec.Capability.NeedsTemplateMedia() && t.Spec.MediaURL == "" {
+	if !catalog.Usable(t) {
 		// The schema refuses this since mediaURL became required; a template made before
 		// stays (validation ratchets), and every task on it would fail at the backend.
 		cond.Status, cond.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonNoMedia

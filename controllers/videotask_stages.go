@@ -112,7 +112,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 		if err != nil {
 			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 		}
-		if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionDispatched); c != nil && c.Reason == videogenv1alpha1.ReasonBackendUnavailable {
+		if backendUnavailable(task) {
 			// It answers again: the outage is over (and a next one is reported anew).
 			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
 				fmt.Sprintf("%s answers again for the %s stage", name, stageName))
@@ -183,7 +183,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 	name, _, _ := r.Backends.Route(task.Spec.Capability)
 	backendErrors.WithLabelValues(name, string(st.Name)).Inc()
 	st.Message = "backend unavailable: " + err.Error()
-	if c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionDispatched); c == nil || c.Reason != videogenv1alpha1.ReasonBackendUnavailable {
+	if !backendUnavailable(task) {
 		// Once per outage of the task, not per retry: on-call sees it in kubectl describe.
 		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonBackendUnavailable, "Dispatch",
 			"Backend %s did not answer for the %s stage; retrying until the task's timeout (%v)", name, st.Name, err)
@@ -193,6 +193,13 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		return ctrl.Result{}, werr
 	}
 	return ctrl.Result{RequeueAfter: until(now, deadline, 2*r.Config.PollInterval)}, nil
+}
+
+// backendUnavailable reports whether the task's Dispatched condition says its backend did not
+// answer: an outage under way, told once with its Warning event.
+func backendUnavailable(task *videogenv1alpha1.VideoTask) bool {
+	c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionDispatched)
+	return c != nil && c.Reason == videogenv1alpha1.ReasonBackendUnavailable
 }
 
 // permanentErrorMessage is the task's message for a stage that a permanent backend error ended.
@@ -229,7 +236,7 @@ func (r *VideoTaskReconciler) interruptCall(uid types.UID) {
 
 // abandoned says whether the task must stop now because it timed out or was cancelled.
 func (r *VideoTaskReconciler) abandoned(task *videogenv1alpha1.VideoTask, now, deadline time.Time) (outcome, bool) {
-	if _, ok := task.Annotations[videogenv1alpha1.AnnotationCancelRequested]; ok {
+	if cancelRequested(task) {
 		return outcome{reason: videogenv1alpha1.ReasonCanceled, code: "canceled", message: "the task was canceled on request"}, true
 	}
 	if !now.Before(deadline) {
