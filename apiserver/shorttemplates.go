@@ -137,12 +137,18 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 	httpjson.WriteJSON(w, http.StatusCreated, viewShortTemplate(st))
 }
 
-// requestFields names the request field stored in each ShortTemplate spec field.
-var requestFields = map[string]string{
-	"spec.displayName": "name",
-	"spec.targetURL":   "target_url",
-	"spec.coverURL":    "cover_url",
-	"spec.duration":    "duration",
+// shortTemplateField names the request field stored at path of a ShortTemplate: fieldLimits
+// ties the text fields to theirs; duration has a range, not a length, so it is not among them.
+func shortTemplateField(path string) (string, bool) {
+	if path == "spec.duration" {
+		return "duration", true
+	}
+	for _, l := range fieldLimits {
+		if l.Resource == "shorttemplates" && l.Path == path {
+			return l.Field, true
+		}
+	}
+	return "", false
 }
 
 // shortTemplateRefused answers a create or update that the kube-apiserver refused as Invalid.
@@ -155,7 +161,7 @@ func (s *Server) shortTemplateRefused(w http.ResponseWriter, r *http.Request, er
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Details != nil {
 		for _, cause := range status.Status().Details.Causes {
-			if field, ok := requestFields[cause.Field]; ok {
+			if field, ok := shortTemplateField(cause.Field); ok {
 				msg = fmt.Sprintf("field %q was refused: check it against the API reference", field)
 				break
 			}
