@@ -145,6 +145,15 @@ if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
 fi
 step "3/6 the cluster ($node_image)"
 kind create cluster --name "$cluster" --kubeconfig "$KUBECONFIG" --wait 180s --image "$node_image" "${kind_config[@]}"
+# kind returns once the node is Ready, when the control plane may still be settling: a CI run
+# saw etcd restart a few seconds in and the first request fail. Wait for the kube-apiserver to
+# be ready, and for the control plane's pods, before asking it anything that must succeed.
+for i in $(seq 1 120); do
+  kubectl get --raw /readyz >/dev/null 2>&1 && break
+  [ "$i" -lt 120 ] || { kubectl get --raw '/readyz?verbose' >&2 || true; echo "kind-e2e: the kube-apiserver was not ready after 120 s" >&2; exit 1; }
+  sleep 1
+done
+kubectl -n kube-system wait --for=condition=Ready --timeout=180s pod --all
 minor=$(kubectl version -o json | sed -n '/serverVersion/,$ s/.*"minor": *"\([0-9]*\).*/\1/p' | head -1)
 if [ "${minor:-0}" -lt 32 ]; then
   echo "kind made a Kubernetes 1.${minor:-?} cluster; videogen needs 1.32 or newer (set KIND_IMAGE, or update kind)" >&2
