@@ -68,6 +68,7 @@ type ShortTemplateStatus struct {
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Duration",type=integer,JSONPath=`.spec.duration`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Target",type=string,priority=1,JSONPath=`.spec.targetURL`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ShortTemplate is a custom video.short template owned by the account of its namespace.

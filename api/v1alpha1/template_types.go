@@ -87,6 +87,8 @@ type TemplateStatus struct {
 // +kubebuilder:printcolumn:name="Price",type=integer,JSONPath=`.spec.price`
 // +kubebuilder:printcolumn:name="Adjustable",type=boolean,JSONPath=`.spec.durationAdjustable`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Media",type=string,priority=1,JSONPath=`.spec.mediaURL`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Template is an official catalog template, shared by all accounts.
