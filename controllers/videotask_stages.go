@@ -208,6 +208,10 @@ func backendUnavailable(task *videogenv1alpha1.VideoTask) bool {
 // backend's answer mean nothing to the caller and stay in the stage's status message and the log.
 func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 	if st.Handle == "" {
+		if refusal := generation.RefusalOf(err); refusal != "" {
+			// What the backend said of the input, without the HTTP exchange it was said in.
+			return fmt.Sprintf("the %s stage was refused: %s", st.Name, refusal)
+		}
 		return fmt.Sprintf("the %s stage was refused: %v", st.Name, err)
 	}
 	return fmt.Sprintf("the backend lost the %s stage (it may have restarted)", st.Name)

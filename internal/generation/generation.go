@@ -94,13 +94,30 @@ func (r Routes) Route(c videogenv1alpha1.Capability) (string, Backend, bool) {
 
 // PermanentError marks a backend error that retrying cannot fix (a rejected input): the stage
 // fails at once. Any other error from Submit or Observe is retried with backoff.
-type PermanentError struct{ Err error }
+type PermanentError struct {
+	Err error
+	// Refusal, when set, is what the backend said of the input, for the task's caller: Err
+	// also carries how it was said (the method, path and status), for the stage and the log.
+	Refusal string
+}
 
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent wraps err as a PermanentError.
 func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// Refused wraps err as a PermanentError whose refusal, for the task's caller, is refusal.
+func Refused(err error, refusal string) error { return &PermanentError{Err: err, Refusal: refusal} }
+
+// RefusalOf is what a backend said of a refused input, or "" when err does not say.
+func RefusalOf(err error) string {
+	var p *PermanentError
+	if errors.As(err, &p) {
+		return p.Refusal
+	}
+	return ""
+}
 
 // IsPermanent reports whether err is, or wraps, a PermanentError.
 func IsPermanent(err error) bool {

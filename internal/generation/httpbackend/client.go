@@ -90,7 +90,7 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 	err := c.call(ctx, http.MethodPost, protocol.StagesPath, requestFor(w), &st)
 	var se *StatusError
 	if errors.As(err, &se) && se.Refused() {
-		return "", generation.Permanent(err)
+		return "", generation.Refused(err, se.Message)
 	}
 	if err != nil {
 		return "", err

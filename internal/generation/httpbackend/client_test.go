@@ -218,6 +218,10 @@ func TestSubmitRefusedInputIsPermanentAndNotRetried(t *testing.T) {
 	if !generation.IsPermanent(err) || !strings.Contains(err.Error(), "scripted failure") {
 		t.Fatalf("err = %v, want a permanent error carrying the backend's message", err)
 	}
+	// The caller of the task is told what the backend said, not the HTTP exchange.
+	if got := generation.RefusalOf(err); got != "scripted failure" {
+		t.Errorf("refusal = %q, want the backend's message alone", got)
+	}
 	if got := fake.requests.Load(); got != 1 {
 		t.Errorf("requests = %d, want 1", got)
 	}
