@@ -142,10 +142,10 @@ install-plugin: ## Install videogenctl as the kubectl plugin `kubectl videogen` 
 	@echo "installed $(PLUGIN_DIR)/kubectl-videogen: try kubectl videogen --help (it must be on PATH)"
 
 .PHONY: run
-run: ## Set up what is missing, then run the whole service locally (control plane, manager, apiserver, worker) with demo data.
+run: ## Set up what is missing, then run the whole service locally (control plane, manager, apiserver, worker) with demo data; RUN_ARGS passes flags to bin/videogen-local (--help lists them).
 	hack/setup.sh run
 	$(MAKE) --no-print-directory setup-envtest build-all
-	bin/videogen-local
+	bin/videogen-local $(RUN_ARGS)
 
 .PHONY: run-manager
 run-manager: manifests generate ## Run only the manager against the cluster in your kubeconfig.

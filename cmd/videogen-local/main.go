@@ -21,13 +21,18 @@ func main() {
 	flag.StringVar(&cfg.APIAddress, "api-address", "127.0.0.1:8080", "Address of the REST API.")
 	flag.StringVar(&cfg.WorkerAddress, "worker-address", "127.0.0.1:8090", "Address of the reference worker.")
 	flag.Int64Var(&cfg.DemoPoints, "demo-points", 1000, "Points of the demo account's first top-up.")
+	flag.StringVar(&cfg.ManagerMetricsAddress, "manager-metrics-address", "", "Serve the manager's Prometheus metrics over HTTP here (e.g. 127.0.0.1:8443); none if empty.")
+	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty.")
 	flag.Parse()
 	cfg.Log = os.Stderr
 
-	for _, addr := range []string{cfg.APIAddress, cfg.WorkerAddress} {
+	for _, addr := range []string{cfg.APIAddress, cfg.WorkerAddress, cfg.ManagerMetricsAddress, cfg.APIMetricsAddress} {
+		if addr == "" {
+			continue
+		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "videogen-local: %s is taken (%v); choose others with --api-address / --worker-address\n", addr, err)
+			fmt.Fprintf(os.Stderr, "videogen-local: %s is taken (%v); choose others with the --…-address flags\n", addr, err)
 			os.Exit(1)
 		}
 		l.Close()

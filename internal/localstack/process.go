@@ -122,19 +122,20 @@ backends:
 	}{
 		{"worker", append([]string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
 			"--blob-dir=" + s.path("worker-blobs"), "--token-file=" + workerToken, loopback}, deadlines...)},
-		{"manager", append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+		{"manager", append([]string{"--metrics-bind-address=" + orZero(s.cfg.ManagerMetricsAddress), "--metrics-secure=false",
+			"--health-probe-bind-address=127.0.0.1:0",
 			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback,
 			"--ledger-bind-address=" + ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, s.cfg.ManagerArgs...)},
 	}
 	for i, url := range s.APIURLs {
-		name, blobs := "apiserver", s.path("api-blobs")
+		name, blobs, metrics := "apiserver", s.path("api-blobs"), orZero(s.cfg.APIMetricsAddress)
 		if i > 0 {
-			name, blobs = fmt.Sprintf("apiserver-%d", i+1), s.path(fmt.Sprintf("api-blobs-%d", i+1))
+			name, blobs, metrics = fmt.Sprintf("apiserver-%d", i+1), s.path(fmt.Sprintf("api-blobs-%d", i+1)), "0"
 		}
 		steps = append(steps, struct {
 			name string
 			args []string
-		}{name, append([]string{"--bind-address=" + strings.TrimPrefix(url, "http://"), "--metrics-bind-address=0",
+		}{name, append([]string{"--bind-address=" + strings.TrimPrefix(url, "http://"), "--metrics-bind-address=" + metrics,
 			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + blobs,
 			"--public-url=" + url, "--event-service-tokens-file=" + tokens, loopback,
 			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}, deadlines...)})
@@ -149,6 +150,14 @@ backends:
 		s.logf("started %s (log: %s)", st.name, s.path("logs", st.name+".log"))
 	}
 	return nil
+}
+
+// orZero is a metrics bind address: "0" (none) when addr is empty.
+func orZero(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
 }
 
 // checkProcesses reports a component that exited, with the end of its log.

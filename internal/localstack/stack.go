@@ -39,6 +39,9 @@ type Config struct {
 	// instead of the reference worker, which is then not started (tests' fault-injecting
 	// backends). It must answer GET /healthz with 200.
 	Backend string
+	// ManagerMetricsAddress, APIMetricsAddress: where the manager and the (first) REST apiserver
+	// serve Prometheus metrics, over plain HTTP on this machine; empty serves none.
+	ManagerMetricsAddress, APIMetricsAddress string
 	// ManagerArgs are extra manager flags, after the stack's own (the last of a flag wins).
 	ManagerArgs []string
 	// Timeouts, if set, are the read deadlines of the apiserver's and the worker's listeners

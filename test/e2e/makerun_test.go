@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -77,7 +78,9 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 
 	It("keeps the data and the key on a second run", func() {
 		Expect(firstKey).NotTo(BeEmpty(), "the first run must have succeeded")
-		run := startLocal(bin, dataDir, apiAddr, workerAddr)
+		managerMetrics, apiMetrics := freeAddr(), freeAddr()
+		run := startLocal(bin, dataDir, apiAddr, workerAddr,
+			"--manager-metrics-address", managerMetrics, "--api-metrics-address", apiMetrics)
 		Expect(run.key).To(Equal(firstKey))
 
 		task := callAt("http://"+apiAddr, "GET", "/v1/tasks/"+taskID, run.key, nil)
@@ -91,6 +94,12 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		replay := callAt("http://"+apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
 			"Idempotency-Key", "before-restart")
 		Expect(replay.json()["id"]).To(Equal(taskID), "the Idempotency-Key still names the same task")
+
+		// Asked for, both serve their metrics: the demo account the manager reconciled, the calls
+		// just made.
+		Eventually(func() string { return scrape(managerMetrics) }).Should(
+			MatchRegexp(`(?m)^videogen_account_points\{namespace="[^"]+",state="credited"\} 1000$`))
+		Expect(scrape(apiMetrics)).To(MatchRegexp(`(?m)^videogen_api_requests_total\{.*route="GET /v1/balance".*\} [1-9]`))
 
 		run.interrupt()
 	})
@@ -108,10 +117,10 @@ var (
 	bannerVideo = regexp.MustCompile(`-d '\{"video":"([^"]+)"\}'`)
 )
 
-// startLocal runs videogen-local and waits for its banner.
-func startLocal(bin, dataDir, apiAddr, workerAddr string) *localRun {
-	cmd := exec.Command(bin, "--data-dir", dataDir, "--bin-dir", sys.binDir,
-		"--api-address", apiAddr, "--worker-address", workerAddr)
+// startLocal runs videogen-local, with more flags if given, and waits for its banner.
+func startLocal(bin, dataDir, apiAddr, workerAddr string, flags ...string) *localRun {
+	cmd := exec.Command(bin, append([]string{"--data-dir", dataDir, "--bin-dir", sys.binDir,
+		"--api-address", apiAddr, "--worker-address", workerAddr}, flags...)...)
 	session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	r := &localRun{cmd: cmd, session: session}
@@ -131,4 +140,15 @@ func startLocal(bin, dataDir, apiAddr, workerAddr string) *localRun {
 func (r *localRun) interrupt() {
 	Expect(r.cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
 	Eventually(r.session, time.Minute).Should(gexec.Exit(0))
+}
+
+// scrape is the Prometheus text served at addr's /metrics ("" while it does not answer).
+func scrape(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }
