@@ -40,7 +40,7 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (:8443 for HTTPS, :8080 for HTTP, 0 to disable).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health probe endpoint.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
-	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader so that only one manager reconciles at a time.")
+	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader so that only one manager reconciles at a time. Without it run one manager: a second one takes the points ledger over and the first exits.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve metrics over HTTP/2 (off by default: HTTP/2 rapid reset CVEs).")
 	flag.Int64Var(&opts.Task.DefaultPrice, "default-price", opts.Task.DefaultPrice,
 		"System default price in points: for templates without a price, and for durations of adjustable templates that have no entry in durationPrices.")
