@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -14,3 +15,7 @@ func SweepFinishedTasks(ctx context.Context, c client.Client, ttl time.Duration,
 	col := &finishedTaskCollector{client: c, reader: c, ttl: ttl, clock: clock.RealClock{}, page: page}
 	return col.sweep(ctx)
 }
+
+// InterruptCall cuts short the backend call a reconcile of the task is making, as the watch
+// event of a cancel request does.
+func (r *VideoTaskReconciler) InterruptCall(uid types.UID) { r.interruptCall(uid) }

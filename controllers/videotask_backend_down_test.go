@@ -287,10 +287,13 @@ func hangUntilDone(ctx context.Context) error {
 	}
 }
 
-// downBackend is a testbackend whose Observe and Cancel, once set, fail as an unreachable
-// worker's do. It records every Cancel asked, failed or not.
+// downBackend is a testbackend whose Submit, Observe and Cancel, once set, fail (or hang) as an
+// unreachable worker's do. It records every Cancel asked, failed or not.
 type downBackend struct {
 	*testbackend.Backend
+	// submit, if set, is called first by each Submit: an error is Submit's answer, nil lets the
+	// test backend take the stage.
+	submit          func(context.Context) error
 	observe, cancel func(context.Context) error
 
 	mu    sync.Mutex
@@ -302,6 +305,25 @@ func (b *downBackend) setDown(observe, cancel func(context.Context) error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.observe, b.cancel = observe, cancel
+}
+
+// setSubmit makes each Submit call submit first, while a manager may be calling it.
+func (b *downBackend) setSubmit(submit func(context.Context) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.submit = submit
+}
+
+func (b *downBackend) Submit(ctx context.Context, w generation.Work) (string, error) {
+	b.mu.Lock()
+	submit := b.submit
+	b.mu.Unlock()
+	if submit != nil {
+		if err := submit(ctx); err != nil {
+			return "", err
+		}
+	}
+	return b.Backend.Submit(ctx, w)
 }
 
 func (b *downBackend) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {

@@ -160,7 +160,10 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
 	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, deadline time.Time) (ctrl.Result, error) {
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
-		// A cancel request cut the call short (interruptCall): start again from the task as it is now.
+		// A cancel request cut the call short (interruptCall): start again from the task as it
+		// is now. Nothing was written, so no event may tell of this reconcile's changes (its
+		// acceptance, say: the next reconcile writes that and tells it).
+		task.Status = *before
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	now := r.Clock.Now()
