@@ -73,6 +73,19 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 		return ctrl.Result{RequeueAfter: until(now, deadline, 30*time.Second)}, nil
 	}
 
+	// The acceptance is written with the first stage's dispatch, in one status write, unless
+	// the backend takes longer than acceptWait to answer: then it is written alone.
+	calls := ctx
+	if before.Charge != videogenv1alpha1.ChargeFrozen {
+		var cancel context.CancelFunc
+		calls, cancel = context.WithTimeout(ctx, acceptWait)
+		defer cancel()
+	}
+	// acceptDue says whether a failed call ran out of acceptWait (not of its own bounds, nor
+	// cut short by a cancel request): the status is then written as it stands.
+	acceptDue := func() bool { return calls.Err() != nil && ctx.Err() == nil }
+
+stages:
 	for _, stageName := range videogenv1alpha1.Stages {
 		st := stageStatus(task, stageName)
 		if st.State == videogenv1alpha1.StageSucceeded {
@@ -86,10 +99,15 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 				r.cancelWork(ctx, backend, w, "")
 				return r.finish(ctx, task, before, view, end)
 			}
-			callCtx, done := r.callContext(ctx, task, now, deadline)
+			callCtx, done := r.callContext(calls, task, now, deadline)
 			handle, err := backend.Submit(callCtx, w)
 			done()
 			now = r.Clock.Now() // a slow backend's call took its time: judge by the time after it
+			if err != nil && acceptDue() {
+				// The next reconcile submits again: Submit is idempotent by w.Key.
+				st.Message = fmt.Sprintf("waiting for %s to take the stage", name)
+				break stages
+			}
 			if err != nil {
 				return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 			}
@@ -105,10 +123,13 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 			// next stage (or the end) is written in this same status update.
 		}
 
-		callCtx, done := r.callContext(ctx, task, now, deadline)
+		callCtx, done := r.callContext(calls, task, now, deadline)
 		obs, err := backend.Observe(callCtx, w, st.Handle)
 		done()
 		now = r.Clock.Now()
+		if err != nil && acceptDue() {
+			break stages // the stage runs: its first look is the next reconcile's
+		}
 		if err != nil {
 			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 		}
@@ -289,6 +310,13 @@ func (r *VideoTaskReconciler) cancelWork(ctx context.Context, b generation.Backe
 		logf.FromContext(ctx).Error(err, "cancelling backend work", "stage", w.Stage, "handle", handle)
 	}
 }
+
+// acceptWait bounds the backend calls made before a new task's acceptance is written. Written
+// with the first stage's dispatch, the acceptance costs no status write of its own when the
+// backend answers within it (as a live one does: Submit only enqueues); a backend slower than
+// that (hung, overloaded) would otherwise leave the task without a phase or an event for up to
+// BackendCallTimeout. Then the acceptance is written alone and the next reconcile submits again.
+const acceptWait = 2 * time.Second
 
 // defaultBackendCallTimeout is BackendCallTimeout when the config sets none: longer than any
 // Submit or Observe of a live backend takes (they only enqueue or read a stage), shorter than
