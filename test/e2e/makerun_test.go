@@ -124,7 +124,16 @@ func startLocal(bin, dataDir, apiAddr, workerAddr string, flags ...string) *loca
 	session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	r := &localRun{cmd: cmd, session: session}
-	DeferCleanup(func() { session.Kill() }) // only if a step failed before the interrupt
+	DeferCleanup(func() {
+		// Only if a step failed before the interrupt: Ctrl-C first, so that videogen-local stops
+		// its children (a SIGKILL would leave the control plane and the manager running).
+		if session.ExitCode() == -1 {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			if !waitExit(session, time.Minute) {
+				session.Kill()
+			}
+		}
+	})
 	Eventually(session.Out, 5*time.Minute).Should(gbytes.Say("Ctrl-C stops everything"))
 	r.banner = string(session.Out.Contents())
 	m := bannerKey.FindStringSubmatch(r.banner)
@@ -151,4 +160,14 @@ func scrape(addr string) string {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
+}
+
+// waitExit says whether session exited within d.
+func waitExit(session *gexec.Session, d time.Duration) bool {
+	select {
+	case <-session.Exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
