@@ -3,6 +3,8 @@
 // nothing of Kubernetes or of the operator, so a backend links only what it speaks.
 package protocol
 
+import "time"
+
 // Paths of the protocol, relative to the backend's base URL.
 const (
 	StagesPath = "/v1/stages"
@@ -21,6 +23,9 @@ type StageRequest struct {
 	Previous         map[string]string `json:"previous,omitempty"`
 	// Task names the task for the backend's logs only.
 	Task *TaskRef `json:"task,omitempty"`
+	// Deadline, if set, is when the backend stops the stage on its own (RFC 3339): a cancel
+	// the operator could not deliver then cannot leave the work running for ever.
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // Inputs are the caller's media, by URL.

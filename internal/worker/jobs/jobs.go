@@ -1,6 +1,6 @@
 // Package jobs runs a worker's stages in the background: each stage is started once per
 // idempotency key, runs in its own goroutine under a bound on concurrency, reports progress,
-// can be cancelled, and is forgotten a while after it ended.
+// can be cancelled, is stopped at its deadline, and is forgotten a while after it ended.
 package jobs
 
 import (
@@ -25,7 +25,8 @@ type Outcome struct {
 // Report tells the table how far a stage got.
 type Report func(progress int, message string)
 
-// Func does one stage's work; ctx ends when the stage is cancelled or the worker stops.
+// Func does one stage's work; ctx ends when the stage is cancelled, passes its deadline, or the
+// worker stops.
 type Func func(ctx context.Context, report Report) (Outcome, error)
 
 // Config bounds the table.
@@ -73,22 +74,48 @@ func New(root context.Context, cfg Config) *Table {
 // Start runs fn for key unless a stage with that key is already known, in which case that
 // stage's status is returned and created is false.
 func (t *Table) Start(key string, fn Func) (st protocol.StageStatus, created bool, err error) {
+	return t.StartBy(key, time.Time{}, fn)
+}
+
+// StartBy is Start for a stage that must end by deadline (zero: none): its context ends then,
+// and it reads failed with PastDeadline. A stage whose deadline has already passed is created
+// failed at once and never runs, so a resubmission still finds it by key.
+func (t *Table) StartBy(key string, deadline time.Time, fn Func) (st protocol.StageStatus, created bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweepLocked()
 	if j, ok := t.byKey[key]; ok {
 		return j.status, false, nil
 	}
+	status := protocol.StageStatus{ID: newID(), Key: key, State: protocol.StateRunning, Message: "queued"}
+	if !deadline.IsZero() && !t.now().Before(deadline) {
+		// It takes no slot, so it is never refused as busy.
+		j := &job{cancel: func() {}, status: status}
+		t.byID[j.status.ID], t.byKey[key] = j, j
+		t.finishLocked(j, protocol.StateFailed, PastDeadline+" before it started", Outcome{})
+		return j.status, true, nil
+	}
 	if t.unfinishedLocked() >= t.cfg.MaxConcurrent+t.cfg.MaxQueued {
 		return protocol.StageStatus{}, false, ErrBusy
 	}
-	ctx, cancel := context.WithCancel(t.root)
-	j := &job{cancel: cancel, status: protocol.StageStatus{ID: newID(), Key: key, State: protocol.StateRunning, Message: "queued"}}
+	ctx, cancel := stageContext(t.root, deadline)
+	j := &job{cancel: cancel, status: status}
 	t.byID[j.status.ID], t.byKey[key] = j, j
 	t.wg.Add(1)
 	go t.run(ctx, j, fn)
 	return j.status, true, nil
 }
+
+// stageContext ends with root, at the stage's cancel, and at its deadline (zero: none).
+func stageContext(root context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if deadline.IsZero() {
+		return context.WithCancel(root)
+	}
+	return context.WithDeadline(root, deadline)
+}
+
+// PastDeadline is the message of a stage its deadline stopped.
+const PastDeadline = "the stage passed its deadline"
 
 // Get returns a stage's status.
 func (t *Table) Get(id string) (protocol.StageStatus, bool) {
@@ -129,20 +156,29 @@ func (t *Table) run(ctx context.Context, j *job, fn Func) {
 	case <-ctx.Done():
 	}
 	if ctx.Err() != nil { // select picks at random when a slot frees as the stage is cancelled
-		t.finish(j, protocol.StateFailed, "cancelled before it started", Outcome{})
+		t.finish(j, protocol.StateFailed, stopped(ctx)+" before it started", Outcome{})
 		return
 	}
 	t.report(j, 0, "started")
 	out, err := safely(ctx, fn, func(p int, msg string) { t.report(j, p, msg) })
 	switch {
 	case ctx.Err() != nil:
-		t.finish(j, protocol.StateFailed, "cancelled", Outcome{})
+		t.finish(j, protocol.StateFailed, stopped(ctx), Outcome{})
 	case err != nil:
 		t.logFailure(j, err)
 		t.finish(j, protocol.StateFailed, err.Error(), Outcome{})
 	default:
 		t.finish(j, protocol.StateSucceeded, "done", out)
 	}
+}
+
+// stopped says why a stage's context ended: its deadline, or a cancel (the caller's, or the
+// worker's stopping).
+func stopped(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return PastDeadline
+	}
+	return "cancelled"
 }
 
 // logFailure logs a failed stage. Its message is shown to the task's caller, so parts of it

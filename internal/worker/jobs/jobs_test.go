@@ -170,3 +170,89 @@ func TestAFailedStageIsLoggedWithItsDetail(t *testing.T) {
 		t.Errorf("log = %q, want the failure with its detail", logged.String())
 	}
 }
+
+// blockUntilStopped is a stage that runs until its context ends, and says when it started.
+func blockUntilStopped(started chan<- string, name string) Func {
+	return func(ctx context.Context, _ Report) (Outcome, error) {
+		started <- name
+		<-ctx.Done()
+		return Outcome{}, ctx.Err()
+	}
+}
+
+func TestAStageIsStoppedAtItsDeadlineAndFreesItsSlot(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, MaxQueued: 1, TTL: time.Hour})
+	started := make(chan string, 2)
+	late, _, _ := tbl.StartBy("late", time.Now().Add(200*time.Millisecond), blockUntilStopped(started, "late"))
+	if <-started != "late" {
+		t.Fatal("the first stage did not start first")
+	}
+	next, _, _ := tbl.StartBy("next", time.Now().Add(time.Minute), blockUntilStopped(started, "next"))
+	if got := waitFor(t, tbl, late.ID, protocol.StateFailed); got.Message != PastDeadline {
+		t.Errorf("message = %q, want %q", got.Message, PastDeadline)
+	}
+	select {
+	case <-started: // the slot went to the next stage
+	case <-time.After(5 * time.Second):
+		st, _ := tbl.Get(next.ID)
+		t.Fatalf("the next stage never got the slot: %+v", st)
+	}
+	tbl.Cancel(next.ID)
+	tbl.Wait()
+}
+
+func TestAStageQueuedPastItsDeadlineNeverRuns(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, MaxQueued: 1, TTL: time.Hour})
+	started := make(chan string, 2)
+	busy, _, _ := tbl.Start("busy", blockUntilStopped(started, "busy"))
+	<-started
+	queued, _, _ := tbl.StartBy("queued", time.Now().Add(100*time.Millisecond), blockUntilStopped(started, "queued"))
+	if got := waitFor(t, tbl, queued.ID, protocol.StateFailed); got.Message != PastDeadline+" before it started" {
+		t.Errorf("message = %q", got.Message)
+	}
+	tbl.Cancel(busy.ID)
+	tbl.Wait()
+	if len(started) != 0 {
+		t.Errorf("the stage queued past its deadline ran")
+	}
+}
+
+// A deadline already past at submission ends the stage at once, without a slot; the stage is
+// kept, so submitting its key again finds it instead of refusing or starting it.
+func TestAStageSubmittedPastItsDeadlineEndsAtOnce(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, MaxQueued: 0, TTL: time.Hour})
+	started := make(chan string, 2)
+	busy, _, _ := tbl.Start("busy", blockUntilStopped(started, "busy"))
+	<-started
+	past := time.Now().Add(-time.Second)
+	st, created, err := tbl.StartBy("past", past, blockUntilStopped(started, "past"))
+	if err != nil || !created || st.State != protocol.StateFailed || st.Message != PastDeadline+" before it started" {
+		t.Fatalf("StartBy past its deadline = %+v, created %v, err %v", st, created, err)
+	}
+	again, created, err := tbl.StartBy("past", past, blockUntilStopped(started, "past"))
+	if err != nil || created || again.ID != st.ID {
+		t.Errorf("resubmission = %+v, created %v, err %v; want the same stage", again, created, err)
+	}
+	tbl.Cancel(busy.ID)
+	tbl.Wait()
+	if len(started) != 0 {
+		t.Errorf("the stage submitted past its deadline ran")
+	}
+}
+
+// Without a deadline a stage runs until it ends or is cancelled, as before deadlines existed.
+func TestAStageWithoutADeadlineRunsUntilCancelled(t *testing.T) {
+	tbl := New(context.Background(), Config{MaxConcurrent: 1, TTL: time.Hour})
+	started := make(chan string, 1)
+	st, _, _ := tbl.StartBy("k", time.Time{}, blockUntilStopped(started, "k"))
+	<-started
+	time.Sleep(100 * time.Millisecond)
+	if got, _ := tbl.Get(st.ID); got.State != protocol.StateRunning {
+		t.Fatalf("a stage without a deadline = %+v, want running", got)
+	}
+	tbl.Cancel(st.ID)
+	tbl.Wait()
+	if got := waitFor(t, tbl, st.ID, protocol.StateFailed); got.Message != "cancelled" {
+		t.Errorf("message = %q", got.Message)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
@@ -74,7 +75,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, protocol.CodeInvalidRequest, err.Error())
 		return
 	}
-	st, created, err := s.table.Start(req.Key, fn)
+	var deadline time.Time // none unless the request sets one
+	if req.Deadline != nil {
+		deadline = *req.Deadline
+	}
+	st, created, err := s.table.StartBy(req.Key, deadline, fn)
 	if errors.Is(err, jobs.ErrBusy) {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, protocol.CodeBusy, err.Error())
@@ -87,7 +92,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
-		s.log.Info("stage started", "id", st.ID, "key", req.Key, "capability", req.Capability, "stage", req.Stage)
+		attrs := []any{"id", st.ID, "key", req.Key, "capability", req.Capability, "stage", req.Stage}
+		if req.Deadline != nil {
+			attrs = append(attrs, "deadline", req.Deadline.UTC().Format(time.RFC3339), "state", st.State)
+		}
+		s.log.Info("stage started", attrs...)
 	}
 	writeJSON(w, code, st)
 }
