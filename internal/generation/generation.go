@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -31,6 +32,10 @@ type Work struct {
 
 	// Previous holds the analyze stage's outputs when rendering.
 	Previous map[string]string
+
+	// Deadline is when the backend stops the stage on its own, whatever became of the
+	// controller's cancel (zero: never). The controller's own timeout comes first.
+	Deadline time.Time
 }
 
 // State of a stage at its backend.

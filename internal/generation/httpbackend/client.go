@@ -132,7 +132,7 @@ func (c *Client) Cancel(ctx context.Context, _ generation.Work, handle string) e
 }
 
 func requestFor(w generation.Work) protocol.StageRequest {
-	return protocol.StageRequest{
+	req := protocol.StageRequest{
 		Key:              w.Key,
 		Capability:       string(w.Capability),
 		Stage:            string(w.Stage),
@@ -143,6 +143,11 @@ func requestFor(w generation.Work) protocol.StageRequest {
 		Previous:         w.Previous,
 		Task:             &protocol.TaskRef{Namespace: w.Namespace, Name: w.Task, UID: w.TaskUID},
 	}
+	if !w.Deadline.IsZero() {
+		deadline := w.Deadline.UTC()
+		req.Deadline = &deadline
+	}
+	return req
 }
 
 func observation(st protocol.StageStatus) (generation.Observation, error) {
