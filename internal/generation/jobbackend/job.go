@@ -3,8 +3,10 @@ package jobbackend
 import (
 	"encoding/json"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -113,7 +115,7 @@ func (c Config) buildJob(w generation.Work, cc CapabilityConfig, key types.Names
 			},
 		},
 		Spec: batchv1.JobSpec{
-			ActiveDeadlineSeconds:   c.ActiveDeadlineSeconds,
+			ActiveDeadlineSeconds:   c.activeDeadlineSeconds(w),
 			BackoffLimit:            c.BackoffLimit,
 			TTLSecondsAfterFinished: c.TTLSecondsAfterFinished,
 			PodFailurePolicy:        podFailurePolicy(),
@@ -132,6 +134,24 @@ func (c Config) buildJob(w generation.Work, cc CapabilityConfig, key types.Names
 		}}
 	}
 	return job
+}
+
+// activeDeadlineSeconds bounds the Job by the configured limit and by w's deadline, so a Job
+// whose cancel was lost stops by then. It counts from the Job's start, a moment after now. A
+// deadline already past leaves one second: the Job fails at once with DeadlineExceeded.
+func (c Config) activeDeadlineSeconds(w generation.Work) *int64 {
+	if w.Deadline.IsZero() {
+		return c.ActiveDeadlineSeconds
+	}
+	now := time.Now()
+	if c.Clock != nil {
+		now = c.Clock.Now()
+	}
+	left := max(int64(math.Ceil(w.Deadline.Sub(now).Seconds())), 1)
+	if c.ActiveDeadlineSeconds != nil && *c.ActiveDeadlineSeconds < left {
+		return c.ActiveDeadlineSeconds
+	}
+	return &left
 }
 
 // podFailurePolicy fails the Job at once on exitCodeInvalidInput and does not count evicted or

@@ -3,9 +3,11 @@ package jobbackend
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -132,4 +134,33 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A Job ends by its stage's deadline, so a Job whose delete was lost does not run past it; the
+// configured limit still bounds a later deadline.
+func TestBuildJobEndsByTheStagesDeadline(t *testing.T) {
+	cfg, err := LoadConfig("testdata/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	cfg.Clock = clocktesting.NewFakePassiveClock(now)
+	cfg.ActiveDeadlineSeconds = ptr.To[int64](1800)
+	for _, c := range []struct {
+		name     string
+		deadline time.Time
+		want     int64
+	}{
+		{"no deadline", time.Time{}, 1800},
+		{"a deadline within the limit", now.Add(10*time.Minute + 500*time.Millisecond), 601},
+		{"a deadline beyond the limit", now.Add(2 * time.Hour), 1800},
+		{"a deadline already past", now.Add(-time.Minute), 1},
+	} {
+		w := testWork(videogenv1alpha1.StageRender)
+		w.Deadline = c.deadline
+		job := cfg.buildJob(w, cfg.Capabilities[w.Capability], cfg.jobKey(w))
+		if got := job.Spec.ActiveDeadlineSeconds; got == nil || *got != c.want {
+			t.Errorf("%s: activeDeadlineSeconds = %v, want %d", c.name, ptr.Deref(got, -1), c.want)
+		}
+	}
 }
