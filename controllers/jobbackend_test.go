@@ -55,6 +55,9 @@ var _ = Describe("VideoTasks on the Kubernetes Job backend", func() {
 		task := aShortTask(ns, tmpl).Create()
 		job := stageJob(ns, task.Name, videogenv1alpha1.StageAnalyze)
 		Expect(job.OwnerReferences).To(ContainElement(HaveField("UID", task.UID)))
+		// The suite's tasks time out after a minute: with the grace, the Job ends within two
+		// minutes (not the config's 1800 s), though its delete were lost.
+		Expect(*job.Spec.ActiveDeadlineSeconds).To(BeNumerically("<=", 120))
 		suite.ExpectBalanced(ns, 75, 25, 0)
 
 		Expect(jobtest.Fail(ctx, k8sClient, job, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")).To(Succeed())

@@ -208,6 +208,24 @@ var _ = Describe("VideoTask lifecycle", func() {
 		suite.ExpectBalanced(ns, 50, 0, 0)
 	})
 
+	It("gives every stage its task's deadline, with a minute's grace, so a lost cancel cannot leave work running", func() {
+		ns := suite.NewAccount(50)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl).Timeout(10 * time.Minute)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
+		task := b.Create()
+
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		Eventually(func() int { return backend.Submits(renderKey) }).Should(BeNumerically(">=", 1))
+		// The task's deadline is its creation plus its timeout; the controller's own timeout
+		// comes a minute before the backend's.
+		want := task.CreationTimestamp.Add(10*time.Minute + time.Minute)
+		for _, stage := range videogenv1alpha1.Stages {
+			key := generation.WorkKey(ns, task.Name, string(task.UID), stage)
+			Expect(backend.Deadline(key)).To(BeTemporally("==", want), "the %s stage's deadline", stage)
+		}
+	})
+
 	It("stops the backend's work of a task whose template is deleted mid-task, and refunds it", func() {
 		ns := suite.NewAccount(50)
 		task, tmpl := aRunningTask(backend, ns, 20)

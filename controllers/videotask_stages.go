@@ -351,6 +351,11 @@ func (r *VideoTaskReconciler) deadline(task *videogenv1alpha1.VideoTask) time.Ti
 	return task.CreationTimestamp.Add(r.timeout(task))
 }
 
+// stageDeadlineGrace is how long after its task's deadline a backend stops a stage on its own.
+// The controller's timeout, with its last look and its cancel, comes first and decides how the
+// task ends; the backend's deadline only stops work whose cancel was lost.
+const stageDeadlineGrace = time.Minute
+
 func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalog.Template, stage videogenv1alpha1.StageName) generation.Work {
 	w := generation.Work{
 		Key:              generation.WorkKey(task.Namespace, task.Name, string(task.UID), stage),
@@ -363,6 +368,7 @@ func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalo
 		TemplateMediaURL: templateMedia(task, tmpl),
 		Inputs:           task.Spec.Inputs,
 		Duration:         task.Spec.Duration,
+		Deadline:         r.deadline(task).Add(stageDeadlineGrace),
 	}
 	if stage == videogenv1alpha1.StageRender {
 		w.Previous = stageStatus(task, videogenv1alpha1.StageAnalyze).Outputs

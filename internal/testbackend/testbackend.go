@@ -40,10 +40,11 @@ type Backend struct {
 	started  map[string]time.Time // by work key
 	submits  map[string]int       // by work key
 	canceled map[string]bool      // by work key
+	deadline map[string]time.Time // by work key, as last submitted
 }
 
 func New() *Backend {
-	return &Backend{scripts: map[string]Script{}, started: map[string]time.Time{}, submits: map[string]int{}, canceled: map[string]bool{}}
+	return &Backend{scripts: map[string]Script{}, started: map[string]time.Time{}, submits: map[string]int{}, canceled: map[string]bool{}, deadline: map[string]time.Time{}}
 }
 
 func (b *Backend) Set(task string, s Script) {
@@ -67,6 +68,7 @@ func (b *Backend) Submit(_ context.Context, w generation.Work) (string, error) {
 		return "", generation.Permanent(errors.New("input refused by test backend"))
 	}
 	b.submits[w.Key]++
+	b.deadline[w.Key] = w.Deadline
 	if _, ok := b.started[w.Key]; !ok {
 		b.started[w.Key] = time.Now()
 	}
@@ -114,6 +116,13 @@ func (b *Backend) WasCanceled(key string) bool {
 
 // ResultURL is the result URL the backend reports for a task.
 func ResultURL(task string) string { return "https://media.example/" + task + ".mp4" }
+
+// Deadline returns the deadline a stage key was last submitted with (zero: none, or never).
+func (b *Backend) Deadline(key string) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.deadline[key]
+}
 
 // Submits returns how often a stage key was submitted.
 func (b *Backend) Submits(key string) int {
