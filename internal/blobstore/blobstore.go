@@ -12,19 +12,26 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // Store saves a blob under name (from NewName or ContentName) and returns the URL it can be
 // fetched from. A name is only ever given to the same bytes, so putting it again is harmless:
-// Dir keeps the file it has, S3 overwrites the object with identical bytes.
+// Dir keeps the file it has, S3 overwrites the object with identical bytes. Either way the
+// blob counts as put now, which List reports.
 type Store interface {
 	Put(ctx context.Context, name, contentType string, data []byte) (url string, err error)
+	// Delete removes the blob name; one already gone is no error.
+	Delete(ctx context.Context, name string) error
+	// List calls fn with the name of every blob in the store and when it was last put.
+	List(ctx context.Context, fn func(name string, put time.Time) error) error
 }
 
 var extensions = map[string]string{"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp", "video/mp4": ".mp4"}
@@ -35,6 +42,23 @@ func NewName(contentType string) string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:]) + extensions[contentType]
 }
+
+// IsContentName reports whether name is one ContentName gives (NewName's are shorter).
+func IsContentName(name string) bool { return contentName.MatchString(name) }
+
+var contentName = regexp.MustCompile(`^[0-9a-f]{64}(\.[a-z0-9]{2,5})?$`)
+
+// NameIn returns the ContentName that url (from Put) ends with, or "" if it ends with none.
+// Dir's URLs, S3's presigned and public ones all end their path with the name.
+func NameIn(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return contentNameSuffix.FindString(u.Path)
+}
+
+var contentNameSuffix = regexp.MustCompile(`[0-9a-f]{64}(\.[a-z0-9]{2,5})?$`)
 
 // ContentName names data by a SHA-256 of scope and the bytes, with an extension for
 // contentType: retries of one request (one scope) store one object, however many race, and
@@ -59,10 +83,16 @@ func (d *Dir) Put(_ context.Context, name, _ string, data []byte) (string, error
 	if !validName.MatchString(name) {
 		return "", fmt.Errorf("blob store: invalid name %q", name)
 	}
-	url := strings.TrimSuffix(d.BaseURL, "/") + "/" + name
+	link := strings.TrimSuffix(d.BaseURL, "/") + "/" + name
 	path := filepath.Join(d.Root, name)
-	if _, err := os.Stat(path); err == nil { // the same name holds the same bytes, complete (renamed in)
-		return url, nil
+	// The same name holds the same bytes, complete (renamed in): keep the file, and count it
+	// as put now (List), as S3's overwrite does.
+	now := time.Now()
+	switch err := os.Chtimes(path, now, now); {
+	case err == nil:
+		return link, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("blob store: %w", err)
 	}
 	if err := os.MkdirAll(d.Root, 0o755); err != nil {
 		return "", fmt.Errorf("blob store: %w", err)
@@ -86,7 +116,43 @@ func (d *Dir) Put(_ context.Context, name, _ string, data []byte) (string, error
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("blob store: %w", err)
 	}
-	return url, nil
+	return link, nil
+}
+
+// Delete implements Store.
+func (d *Dir) Delete(_ context.Context, name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("blob store: invalid name %q", name)
+	}
+	if err := os.Remove(filepath.Join(d.Root, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	return nil
+}
+
+// List implements Store: the put time is the file's modification time. Files that are no
+// blob (an upload being written) are skipped.
+func (d *Dir) List(_ context.Context, fn func(name string, put time.Time) error) error {
+	entries, err := os.ReadDir(d.Root)
+	if err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	for _, e := range entries {
+		if !validName.MatchString(e.Name()) {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) { // deleted meanwhile
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("blob store: %w", err)
+		}
+		if err := fn(e.Name(), info.ModTime()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // validName matches NewName's random names and ContentName's SHA-256 ones.

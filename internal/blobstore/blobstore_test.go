@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDirStoresAndServes(t *testing.T) {
@@ -77,5 +79,71 @@ func TestDirPutsAContentNameOnce(t *testing.T) {
 	}
 	if _, err := d.Put(context.Background(), "../escape.png", "image/png", []byte("x")); err == nil {
 		t.Fatal("Put accepted a name that is not a blob name")
+	}
+}
+
+// What a sweep of stray blobs needs: List tells each blob's last put (a put again counts),
+// Delete removes one, and deleting it again is no error.
+func TestDirListsAndDeletes(t *testing.T) {
+	d := &Dir{Root: t.TempDir(), BaseURL: "http://blobs.example/"}
+	ctx := context.Background()
+	face := ContentName("vt-task", "image/png", []byte("face"))
+	result := NewName("video/mp4")
+	for _, name := range []string{face, result} {
+		if _, err := d.Put(ctx, name, "", []byte("bytes")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d.Root, ".upload-123"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	longAgo := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(filepath.Join(d.Root, face), longAgo, longAgo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Put(ctx, face, "image/png", []byte("face")); err != nil { // a retry of the request
+		t.Fatal(err)
+	}
+	listed := map[string]time.Time{}
+	if err := d.List(ctx, func(name string, put time.Time) error { listed[name] = put; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 2 || listed[face].IsZero() || listed[result].IsZero() {
+		t.Fatalf("List = %v, want %s and %s (and no upload being written)", listed, face, result)
+	}
+	if time.Since(listed[face]) > time.Minute {
+		t.Fatalf("%s was put again just now, List says %v", face, listed[face])
+	}
+	if !IsContentName(face) || IsContentName(result) {
+		t.Fatalf("IsContentName(%s), IsContentName(%s) = %v, %v; want true, false", face, result, IsContentName(face), IsContentName(result))
+	}
+	for range 2 {
+		if err := d.Delete(ctx, face); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if entries, _ := os.ReadDir(d.Root); len(entries) != 2 { // the result and the upload
+		t.Fatalf("after Delete the store holds %v", entries)
+	}
+	if err := d.Delete(ctx, "../escape.png"); err == nil {
+		t.Fatal("Delete accepted a name that is not a blob name")
+	}
+}
+
+func TestNameIn(t *testing.T) {
+	name := ContentName("vt-task", "image/jpeg", []byte("face"))
+	for _, u := range []string{
+		"http://api.example/v1/blobs/" + name,
+		"https://s3.example/uploads/faces/" + name + "?X-Amz-Signature=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"https://cdn.example/up-" + name,
+	} {
+		if got := NameIn(u); got != name {
+			t.Errorf("NameIn(%s) = %q, want %s", u, got, name)
+		}
+	}
+	for _, u := range []string{"https://cdn.example.com/face.jpg", "http://worker/v1/blobs/" + NewName("video/mp4"), "::"} {
+		if got := NameIn(u); got != "" {
+			t.Errorf("NameIn(%s) = %q, want none", u, got)
+		}
 	}
 }

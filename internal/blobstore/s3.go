@@ -79,3 +79,32 @@ func (s *S3) Put(ctx context.Context, name, contentType string, data []byte) (st
 	}
 	return u.String(), nil
 }
+
+// Delete implements Store. S3 answers a delete of a missing object with success.
+func (s *S3) Delete(ctx context.Context, name string) error {
+	key := s.cfg.Prefix + name
+	if err := s.client.RemoveObject(ctx, s.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		return fmt.Errorf("blob store: deleting %s from bucket %q: %w", key, s.cfg.Bucket, err)
+	}
+	return nil
+}
+
+// List implements Store: the objects under Prefix whose rest is a blob name, put when they
+// were last modified (an overwrite counts).
+func (s *S3) List(ctx context.Context, fn func(name string, put time.Time) error) error {
+	ctx, cancel := context.WithCancel(ctx) // ends the listing when fn stops it early
+	defer cancel()
+	for obj := range s.client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: s.cfg.Prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return fmt.Errorf("blob store: listing bucket %q: %w", s.cfg.Bucket, obj.Err)
+		}
+		name := strings.TrimPrefix(obj.Key, s.cfg.Prefix)
+		if !validName.MatchString(name) {
+			continue
+		}
+		if err := fn(name, obj.LastModified); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -69,6 +69,30 @@ func TestS3StoresAndPresigns(t *testing.T) {
 	if listed != 1 {
 		t.Fatalf("%d objects named %s, want 1", listed, name)
 	}
+	// List names the blobs under the prefix (not other objects of the bucket) with their last
+	// put; Delete removes one, and deleting it again is no error.
+	if _, err := s.Client().PutObject(ctx, "uploads", "results/"+NewName("video/mp4"), bytes.NewReader(payload), int64(len(payload)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[string]time.Time{}
+	if err := s.List(ctx, func(n string, put time.Time) error { blobs[n] = put; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(blobs) != 2 || blobs[name].IsZero() || time.Since(blobs[name]) > time.Minute {
+		t.Fatalf("List = %v, want two blobs, %s put just now", blobs, name)
+	}
+	for range 2 {
+		if err := s.Delete(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := map[string]time.Time{}
+	if err := s.List(ctx, func(n string, put time.Time) error { left[n] = put; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := left[name]; ok || len(left) != 1 {
+		t.Fatalf("after Delete of %s List = %v, want the other blob only", name, left)
+	}
 	// Without the signature the object is private.
 	plain := strings.Split(u, "?")[0]
 	resp, err = http.Get(plain)
