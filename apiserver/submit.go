@@ -40,7 +40,8 @@ var taskIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").With
 // submit runs the shared path of every task-creating POST:
 // decode → validate → replay check → price → store inputs → the ledger freezes and creates.
 // A validation error or a 402 happens before anything is frozen or created, so it changes
-// nothing and leaves the Idempotency-Key free.
+// nothing and leaves the Idempotency-Key free. An inline face stored for a task the ledger
+// then did not create is removed (faces.go).
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Principal, body any, validate func() (taskInput, error)) {
 	key, err := idempotencyKey(r)
 	if err == nil {
@@ -98,6 +99,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	// the freeze, and 402 is decided with every admitted task counted, whichever replica asks.
 	created, err := s.cfg.Ledger.CreateTask(ctx, task, price)
 	if err != nil {
+		if in.face != nil && s.faceUnused(ctx, p.Account, name, in.faceBlob, key != "", err) {
+			s.removeFace(ctx, in.faceBlob)
+		}
 		s.admissionRefused(ctx, w, r, p.Account, name, hash, err)
 		return
 	}
@@ -198,8 +202,8 @@ func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *
 	if in.face != nil {
 		// Named by the task and the bytes: requests with one Idempotency-Key that all miss the
 		// replay check store one object between them.
-		blob := blobstore.ContentName(name, in.face.ContentType, in.face.Data)
-		url, err := s.cfg.Blobs.Put(ctx, blob, in.face.ContentType, in.face.Data)
+		in.faceBlob = blobstore.ContentName(name, in.face.ContentType, in.face.Data)
+		url, err := s.cfg.Blobs.Put(ctx, in.faceBlob, in.face.ContentType, in.face.Data)
 		if err != nil {
 			return nil, fmt.Errorf("storing the face image: %w", err)
 		}

@@ -228,7 +228,7 @@ func startAPIServerWith(limit rate.Limit, burst int, reg prometheus.Registerer, 
 	// Redirects are answers to check, not to follow: the API never redirects.
 	hc := hs.Client()
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &apiClient{base: hs.URL, http: hc, blobDir: blobs.Root}
+	return &apiClient{base: hs.URL, http: hc, blobDir: blobs.Root, srv: srv}
 }
 
 // --- HTTP client helpers -------------------------------------------------------------
@@ -237,6 +237,7 @@ type apiClient struct {
 	base    string
 	http    *http.Client
 	blobDir string // where this replica's blob store keeps its files
+	srv     *apiserver.Server
 }
 
 type response struct {

@@ -40,7 +40,8 @@ type taskInput struct {
 	capability videogenv1alpha1.Capability
 	templateID string
 	faceURL    string
-	face       *imageinput.Image // an inline face, stored after the points are frozen
+	face       *imageinput.Image // an inline face, stored before the ledger creates the task
+	faceBlob   string            // the stored face's name in the blob store
 	videoURL   string
 	duration   *int32
 	webhookURL string

@@ -160,6 +160,10 @@ func run() error {
 	if err := mgr.Add(serve(httpServer, logger)); err != nil {
 		return err
 	}
+	// Faces of submissions that created no task, and of tasks since deleted, are removed.
+	if err := mgr.Add(runnableFunc(srv.RunFaceSweep)); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
