@@ -131,7 +131,8 @@ func TestJobExitCodesTellTheJobWhetherToRetry(t *testing.T) {
 			for k, v := range tc.env {
 				pod.env[k] = v
 			}
-			code := runJob([]string{"--blob-dir", pod.blobs, "--allow-private-urls", "127.0.0.0/8", "--termination-log", pod.termLog},
+			// A refused connection is tried again: the fetch timeout keeps that short.
+			code := runJob([]string{"--blob-dir", pod.blobs, "--allow-private-urls", "127.0.0.0/8", "--termination-log", pod.termLog, "--fetch-timeout", "2s"},
 				func(k string) string { return pod.env[k] }, io.Discard)
 			msg, _ := os.ReadFile(pod.termLog)
 			if code != tc.wantCode || !strings.Contains(string(msg), tc.wantMsg) {

@@ -89,7 +89,7 @@ func (cfg *config) bindStageFlags(fs *flag.FlagSet) {
 	cfg.Blobs.Bind(fs, "rendered results", cfg.Blobs.Dir, "results/")
 	fs.StringVar(&cfg.AllowPrivateURLs, "allow-private-urls", cfg.AllowPrivateURLs, "Comma-separated CIDRs that input URLs may reach although they are not public (e.g. 127.0.0.0/8 for a local stack).")
 	fs.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
-	fs.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download.")
+	fs.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download, its attempts included (a transient failure is tried again: 4 attempts within about 15 s).")
 	fs.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
 }
 

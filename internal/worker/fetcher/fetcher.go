@@ -1,6 +1,7 @@
 // Package fetcher downloads the media that callers hand the worker by URL. Those URLs come from
 // users, so every connection goes through netguard: private destinations are refused after DNS
-// resolution, on every redirect hop, and downloads are bounded in size and time.
+// resolution, on every redirect hop, and downloads are bounded in size and time. A download
+// that fails for a reason that may pass is tried again a few times (see defaultRetries).
 package fetcher
 
 import (
@@ -8,8 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
@@ -21,15 +26,35 @@ type Fetcher struct {
 	maxBytes int64
 	timeout  time.Duration
 	client   *http.Client
+	retries  backoff
 }
 
 // maxRedirects is how many hops a download may follow.
 const maxRedirects = 5
 
+// backoff is a schedule of attempts: attempts in all, the first wait first, each next wait
+// factor times the one before, and each up to jitter of itself longer so that workers that
+// failed together do not try again together.
+type backoff struct {
+	attempts int
+	first    time.Duration
+	factor   float64
+	jitter   float64
+}
+
+// defaultRetries is how a download that failed for a reason that may pass (the host refused or
+// reset the connection or did not answer in time; HTTP 408, 429 or 5xx) is tried again: 4
+// attempts in all, 1 s, 3 s and 9 s apart (each up to a fifth longer, so about 15 s of waiting
+// at most), and never past the download's timeout or the end of the stage's context. Anything
+// else (another 4xx, a destination netguard refuses, a download over the size limit) fails at
+// once: trying again would not help. (A loop of its own, not apimachinery's wait: the worker
+// links nothing of Kubernetes.)
+var defaultRetries = backoff{attempts: 4, first: time.Second, factor: 3, jitter: 0.2}
+
 // New returns a Fetcher that refuses what policy refuses, stops after maxBytes and gives up
-// after timeout per download.
+// after timeout per download, its attempts and the waits between them included.
 func New(policy netguard.Policy, maxBytes int64, timeout time.Duration) *Fetcher {
-	f := &Fetcher{policy: policy, maxBytes: maxBytes, timeout: timeout}
+	f := &Fetcher{policy: policy, maxBytes: maxBytes, timeout: timeout, retries: defaultRetries}
 	f.client = &http.Client{
 		Transport: &http.Transport{
 			// No proxy: a proxy would make the connection, and the dial check would see only it.
@@ -54,14 +79,86 @@ func New(policy netguard.Policy, maxBytes int64, timeout time.Duration) *Fetcher
 // ErrTooLarge: the download exceeds the size limit.
 var ErrTooLarge = errors.New("larger than the size limit")
 
-// ToFile downloads rawURL into path.
+// Error is a download that failed. Its message names the URL without its query (signed URLs
+// carry credentials there) and says what went wrong without an address of our network; Err
+// is that cause alone, for a message that must not name the URL.
+type Error struct {
+	// Op is "fetching", or "refusing to fetch" for a URL netguard refused before any attempt.
+	Op  string
+	URL string
+	// Attempts is how many downloads were tried (0 when none was).
+	Attempts int
+	Err      error
+}
+
+func (e *Error) Error() string {
+	msg := e.Op + " " + e.URL + ": " + e.Err.Error()
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(" (tried %d times)", e.Attempts)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// StatusError is an answer other than 200 OK.
+type StatusError struct{ Code int }
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Code) }
+
+// localError is a failure of this machine (writing the file), which says nothing of the URL.
+type localError struct{ error }
+
+// ToFile downloads rawURL into path, trying again while the failure may pass (see defaultRetries).
 func (f *Fetcher) ToFile(ctx context.Context, rawURL, path string) error {
 	u, err := f.policy.CheckURL(rawURL)
 	if err != nil {
-		return fmt.Errorf("refusing to fetch %s: %w", redact(rawURL), err)
+		return &Error{Op: "refusing to fetch", URL: redact(rawURL), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	var last error
+	attempts := 0
+	for wait := f.retries.first; ; wait = time.Duration(float64(wait) * f.retries.factor) {
+		attempts++
+		last = f.once(ctx, u, path)
+		if last == nil {
+			return nil
+		}
+		if attempts >= f.retries.attempts || ctx.Err() != nil || !transient(last) || !sleep(ctx, f.retries.jittered(wait)) {
+			break
+		}
+	}
+	var local localError
+	if errors.As(last, &local) {
+		return local.error
+	}
+	// The last attempt's failure is the news, also when ctx ended before the next one.
+	return &Error{Op: "fetching", URL: redact(rawURL), Attempts: attempts, Err: last}
+}
+
+// jittered is d made up to b.jitter of itself longer.
+func (b backoff) jittered(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Float64()*b.jitter*float64(d))
+}
+
+// sleep waits d and reports true, or reports false at once if ctx ends before d has passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		return false // no attempt could follow: say now what failed
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// once is one attempt; its error says what failed without the URL, which ToFile adds.
+func (f *Fetcher) once(ctx context.Context, u *url.URL, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err
@@ -69,30 +166,57 @@ func (f *Fetcher) ToFile(ctx context.Context, rawURL, path string) error {
 	resp, err := f.client.Do(req)
 	if err != nil {
 		// The message reaches the task's caller: no addresses of our network (Detail has them).
-		return fmt.Errorf("fetching %s: %w", redact(rawURL), netguard.Explain(unwrapURLError(err)))
+		return netguard.Explain(unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetching %s: HTTP %d", redact(rawURL), resp.StatusCode)
+		return &StatusError{Code: resp.StatusCode}
 	}
 	if resp.ContentLength > f.maxBytes {
-		return fmt.Errorf("fetching %s: %d bytes is %w of %d bytes", redact(rawURL), resp.ContentLength, ErrTooLarge, f.maxBytes)
+		return fmt.Errorf("%d bytes is %w of %d bytes", resp.ContentLength, ErrTooLarge, f.maxBytes)
 	}
 	out, err := os.Create(path)
 	if err != nil {
-		return err
+		return localError{err}
 	}
 	n, err := io.Copy(out, io.LimitReader(resp.Body, f.maxBytes+1))
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if cerr := out.Close(); cerr != nil && err == nil {
+		return localError{cerr}
 	}
 	if err != nil {
-		return fmt.Errorf("fetching %s: %w", redact(rawURL), netguard.Explain(err))
+		return netguard.Explain(err)
 	}
 	if n > f.maxBytes {
-		return fmt.Errorf("fetching %s: %w of %d bytes", redact(rawURL), ErrTooLarge, f.maxBytes)
+		return fmt.Errorf("%w of %d bytes", ErrTooLarge, f.maxBytes)
 	}
 	return nil
+}
+
+// transient reports whether a failed attempt may succeed if tried again shortly: the host
+// refused, reset or dropped the connection, nothing answered in time, or the answer was 408
+// Request Timeout, 429 Too Many Requests or a 5xx.
+func transient(err error) bool {
+	var status *StatusError
+	if errors.As(err, &status) {
+		return status.Code == http.StatusRequestTimeout || status.Code == http.StatusTooManyRequests || status.Code >= 500
+	}
+	if errors.Is(err, netguard.ErrForbiddenDestination) || errors.Is(err, ErrTooLarge) {
+		return false
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return dnsErr.IsTimeout || dnsErr.IsTemporary
+	}
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() {
+		return true
+	}
+	for _, passing := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE, io.EOF, io.ErrUnexpectedEOF} {
+		if errors.Is(err, passing) {
+			return true
+		}
+	}
+	return false
 }
 
 // unwrapURLError drops url.Error's "Get \"…\":" prefix, which would repeat the full URL.

@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,16 @@ import (
 )
 
 var loopbackOnly = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+
+// quick retries as the default ones do, without the seconds between attempts.
+var quick = backoff{attempts: 4, first: 10 * time.Millisecond, factor: 3}
+
+// newQuick is New with quick retries.
+func newQuick(policy netguard.Policy, maxBytes int64, timeout time.Duration) *Fetcher {
+	f := New(policy, maxBytes, timeout)
+	f.retries = quick
+	return f
+}
 
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
@@ -71,6 +83,8 @@ func TestStopsAtTheSizeLimit(t *testing.T) {
 	}
 }
 
+// The timeout bounds the download, its attempts included: a host that does not answer is not
+// waited for again.
 func TestGivesUpAfterTheTimeout(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -80,7 +94,7 @@ func TestGivesUpAfterTheTimeout(t *testing.T) {
 	})
 	start := time.Now()
 	err := New(loopbackOnly, 1024, 100*time.Millisecond).ToFile(context.Background(), srv.URL+"/", filepath.Join(t.TempDir(), "in"))
-	if err == nil || time.Since(start) > time.Second {
+	if err == nil || !strings.Contains(err.Error(), "no answer before the timeout") || time.Since(start) > time.Second {
 		t.Fatalf("err = %v after %s, want a timeout after about 100ms", err, time.Since(start))
 	}
 }
@@ -103,7 +117,7 @@ func TestFailuresShowNoAddressOfOurNetwork(t *testing.T) {
 		{"http://no-such-host.invalid/face.jpg", "could not resolve host no-such-host.invalid"},
 		{closed.URL + "/face.jpg", "could not connect to the host: connection refused"},
 	} {
-		err := New(loopbackOnly, 1024, 5*time.Second).ToFile(context.Background(), c.url, filepath.Join(t.TempDir(), "in"))
+		err := newQuick(loopbackOnly, 1024, 5*time.Second).ToFile(context.Background(), c.url, filepath.Join(t.TempDir(), "in"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ToFile(%s) = %v, want it to say %q", c.url, err, c.want)
 			continue
@@ -116,5 +130,109 @@ func TestFailuresShowNoAddressOfOurNetwork(t *testing.T) {
 		if !errors.As(err, &detail) || detail.Detail() == "" {
 			t.Errorf("ToFile(%s) = %v keeps no detail for the log", c.url, err)
 		}
+	}
+}
+
+// failing serves status to the first n requests and then the media; hits counts them all.
+func failing(t *testing.T, n int32, status int, hits *atomic.Int32) *httptest.Server {
+	return serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) <= n {
+			http.Error(w, "not now", status)
+			return
+		}
+		w.Write([]byte("media bytes"))
+	})
+}
+
+func TestTriesAgainWhileTheFailureMayPass(t *testing.T) {
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusTooManyRequests, http.StatusRequestTimeout} {
+		var hits atomic.Int32
+		srv := failing(t, 3, status, &hits)
+		path := filepath.Join(t.TempDir(), "in")
+		if err := newQuick(loopbackOnly, 1024, time.Second).ToFile(context.Background(), srv.URL+"/face.jpg", path); err != nil {
+			t.Errorf("HTTP %d three times, then 200: err = %v, want the fourth attempt to succeed", status, err)
+			continue
+		}
+		if got, _ := os.ReadFile(path); string(got) != "media bytes" || hits.Load() != 4 {
+			t.Errorf("HTTP %d three times, then 200: file %q after %d requests, want the media after 4", status, got, hits.Load())
+		}
+	}
+}
+
+func TestTriesAgainWhenTheHostRefusesTheConnection(t *testing.T) {
+	// A port that refuses connections until a server starts listening on it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	f := New(loopbackOnly, 1024, 5*time.Second)
+	f.retries = backoff{attempts: 4, first: 200 * time.Millisecond, factor: 2}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("media bytes")) })}
+	t.Cleanup(func() { srv.Close() })
+	go func() {
+		// After the first attempt, before the second. Should the port be taken meanwhile,
+		// ToFile fails below.
+		time.Sleep(100 * time.Millisecond)
+		if l, err := net.Listen("tcp", addr); err == nil {
+			srv.Serve(l)
+		}
+	}()
+	if err := f.ToFile(context.Background(), "http://"+addr+"/face.jpg", filepath.Join(t.TempDir(), "in")); err != nil {
+		t.Fatalf("err = %v, want the attempt after the host came up to succeed", err)
+	}
+}
+
+func TestGivesUpAfterItsAttempts(t *testing.T) {
+	var hits atomic.Int32
+	srv := failing(t, 100, http.StatusServiceUnavailable, &hits)
+	err := newQuick(loopbackOnly, 1024, time.Second).ToFile(context.Background(), srv.URL+"/face.jpg", filepath.Join(t.TempDir(), "in"))
+	var fe *Error
+	if !errors.As(err, &fe) || fe.Attempts != 4 || hits.Load() != 4 || !strings.Contains(err.Error(), "HTTP 503 (tried 4 times)") {
+		t.Fatalf("err = %v after %d requests, want HTTP 503 after 4 attempts", err, hits.Load())
+	}
+}
+
+func TestDoesNotTryAgainWhatCannotPass(t *testing.T) {
+	for name, c := range map[string]struct {
+		answer func(w http.ResponseWriter, r *http.Request)
+		check  func(error) bool
+	}{
+		"404": {http.NotFound, func(err error) bool { return strings.Contains(err.Error(), "HTTP 404") }},
+		"403": {func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusForbidden) },
+			func(err error) bool { return strings.Contains(err.Error(), "HTTP 403") }},
+		"too large": {func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(strings.Repeat("x", 2048))) },
+			func(err error) bool { return errors.Is(err, ErrTooLarge) }},
+		"a destination netguard refuses": {func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://127.0.0.2:1/metadata", http.StatusFound)
+		}, func(err error) bool { return errors.Is(err, netguard.ErrForbiddenDestination) }},
+	} {
+		var hits atomic.Int32
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1); c.answer(w, r) })
+		err := newQuick(loopbackOnly, 1024, time.Second).ToFile(context.Background(), srv.URL+"/face.jpg", filepath.Join(t.TempDir(), "in"))
+		if err == nil || !c.check(err) || hits.Load() != 1 {
+			t.Errorf("%s: err = %v after %d requests, want it after one", name, err, hits.Load())
+		}
+	}
+}
+
+func TestTheContextsDeadlineBoundsTheAttempts(t *testing.T) {
+	var hits atomic.Int32
+	srv := failing(t, 1000, http.StatusServiceUnavailable, &hits)
+	f := New(loopbackOnly, 1024, time.Second)
+	f.retries = backoff{attempts: 100, first: 100 * time.Millisecond, factor: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := f.ToFile(ctx, srv.URL+"/face.jpg", filepath.Join(t.TempDir(), "in"))
+	took := time.Since(start)
+	// About 4 attempts fit in 350 ms at 100 ms apart; all 100 would take 10 s.
+	if n := hits.Load(); n < 2 || n > 6 || took > time.Second {
+		t.Fatalf("%d attempts in %s, want a few within the context's 350 ms", n, took)
+	}
+	// The failure is the download's, not the context's.
+	if err == nil || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Fatalf("err = %v, want the last attempt's HTTP 503", err)
 	}
 }
