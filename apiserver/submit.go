@@ -199,6 +199,7 @@ func (s *Server) quote(ctx context.Context, account string, in *taskInput) (cata
 // buildTask makes the VideoTask (the ledger adds the signed admission of its price, which a
 // replay or a GET before the controller writes status.cost shows as the cost).
 func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *taskInput, tmpl catalog.Template) (*videogenv1alpha1.VideoTask, error) {
+	annotations := map[string]string{AnnotationRequestHash: hash}
 	if in.face != nil {
 		// Named by the task and the bytes: requests with one Idempotency-Key that all miss the
 		// replay check store one object between them.
@@ -208,13 +209,15 @@ func (s *Server) buildTask(ctx context.Context, account, name, hash string, in *
 			return nil, fmt.Errorf("storing the face image: %w", err)
 		}
 		in.faceURL = url
+		// The caller never saw that URL: a failure to read it back is told without it.
+		annotations[videogenv1alpha1.AnnotationFaceImageUploaded] = "true"
 	}
 	return &videogenv1alpha1.VideoTask{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   account,
 			Name:        name,
 			Labels:      map[string]string{LabelCreatedBy: "apiserver"},
-			Annotations: map[string]string{AnnotationRequestHash: hash},
+			Annotations: annotations,
 		},
 		Spec: videogenv1alpha1.VideoTaskSpec{
 			Capability:  in.capability,

@@ -44,6 +44,7 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(task).To(HaveKeyWithValue("webhook_url", "https://hooks.example.com/done"))
 		Expect(task["id"]).To(HavePrefix("vt-"))
 		expectCharged(a.ns, 70, 30) // frozen before the 202
+		Expect(tasksIn(a.ns)[0].Annotations).NotTo(HaveKey(videogenv1alpha1.AnnotationFaceImageUploaded), "the caller's own URL")
 
 		done := waitTask(a, task["id"].(string), "succeeded")
 		Expect(done["result"]).To(HaveKeyWithValue("video_url", testbackend.ResultURL(task["id"].(string))))
@@ -67,6 +68,8 @@ var _ = Describe("Generation endpoints", func() {
 			Expect(tasks).To(HaveLen(1))
 			url := tasks[0].Spec.Inputs.FaceImageURL
 			Expect(url).To(HavePrefix(api.base + "/v1/blobs/"))
+			Expect(tasks[0].Annotations).To(HaveKeyWithValue(videogenv1alpha1.AnnotationFaceImageUploaded, "true"),
+				"a failure to read it back must not name that URL, which the caller never saw")
 			got, err := http.Get(url)
 			Expect(err).NotTo(HaveOccurred())
 			defer got.Body.Close()

@@ -369,6 +369,8 @@ func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalo
 		Inputs:           task.Spec.Inputs,
 		Duration:         task.Spec.Duration,
 		Deadline:         r.deadline(task).Add(stageDeadlineGrace),
+		// Only the face a caller sends inline is the service's copy.
+		FaceImageUploaded: task.Annotations[videogenv1alpha1.AnnotationFaceImageUploaded] == "true" && task.Spec.Inputs.FaceImageURL != "",
 	}
 	if stage == videogenv1alpha1.StageRender {
 		w.Previous = stageStatus(task, videogenv1alpha1.StageAnalyze).Outputs

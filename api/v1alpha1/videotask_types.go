@@ -16,6 +16,12 @@ const AnnotationCancelRequested = "videogen.dev/cancel-requested"
 // holds its price from its creation on.
 const AnnotationAdmission = "videogen.dev/admission"
 
+// AnnotationFaceImageUploaded ("true") marks a task whose face the caller sent inline to the
+// REST API: inputs.faceImageURL is the service's own copy, a URL the caller never saw, so a
+// failure to read it is told as the service's, without that URL. The apiserver sets it; the
+// controller passes it to the backend (face_image_uploaded).
+const AnnotationFaceImageUploaded = "videogen.dev/face-image-uploaded"
+
 // FinalizerCancelWork is on a task while a stage runs at a backend: deleting the task cancels
 // that work before the task goes.
 const FinalizerCancelWork = "videogen.dev/cancel-work"

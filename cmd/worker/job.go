@@ -101,8 +101,9 @@ func stageRequestFromEnv(getenv func(string) string) (protocol.StageRequest, err
 		TemplateID:       getenv("VIDEOGEN_TEMPLATE_ID"),
 		TemplateMediaURL: getenv("VIDEOGEN_TEMPLATE_MEDIA_URL"),
 		Inputs: protocol.Inputs{
-			FaceImageURL:   getenv("VIDEOGEN_FACE_IMAGE_URL"),
-			SourceVideoURL: getenv("VIDEOGEN_SOURCE_VIDEO_URL"),
+			FaceImageURL:      getenv("VIDEOGEN_FACE_IMAGE_URL"),
+			FaceImageUploaded: getenv("VIDEOGEN_FACE_IMAGE_UPLOADED") == "true",
+			SourceVideoURL:    getenv("VIDEOGEN_SOURCE_VIDEO_URL"),
 		},
 		Task: &protocol.TaskRef{
 			Namespace: getenv("VIDEOGEN_NAMESPACE"),

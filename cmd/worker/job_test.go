@@ -141,3 +141,17 @@ func TestJobExitCodesTellTheJobWhetherToRetry(t *testing.T) {
 		})
 	}
 }
+
+// The Job backend says, as the HTTP protocol does, when the face is the service's copy of one
+// sent inline: its failure names no URL of the service's storage.
+func TestJobToldTheFaceWasUploadedKeepsItsURLOutOfTheMessage(t *testing.T) {
+	gone := serveMedia(t, t.TempDir()) + "/0123.png"
+	pod := newJobPod(t, "video.short")
+	pod.env["VIDEOGEN_TEMPLATE_MEDIA_URL"] = gone
+	pod.env["VIDEOGEN_FACE_IMAGE_URL"] = gone
+	pod.env["VIDEOGEN_FACE_IMAGE_UPLOADED"] = "true"
+	code, msg := pod.run(t, "analyze")
+	if code != exitFailed || !strings.Contains(msg, "the face image you uploaded could not be read back") || strings.Contains(msg, gone) {
+		t.Fatalf("exit %d with message %q, want a failure that names no URL", code, msg)
+	}
+}

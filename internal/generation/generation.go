@@ -28,7 +28,10 @@ type Work struct {
 	TemplateID       string
 	TemplateMediaURL string
 	Inputs           videogenv1alpha1.TaskInputs
-	Duration         *int32
+	// FaceImageUploaded: Inputs.FaceImageURL is the service's copy of a face the caller sent
+	// inline, so a failure to fetch it must not show that URL (AnnotationFaceImageUploaded).
+	FaceImageUploaded bool
+	Duration          *int32
 
 	// Previous holds the analyze stage's outputs when rendering.
 	Previous map[string]string

@@ -138,7 +138,7 @@ func requestFor(w generation.Work) protocol.StageRequest {
 		Stage:            string(w.Stage),
 		TemplateID:       w.TemplateID,
 		TemplateMediaURL: w.TemplateMediaURL,
-		Inputs:           protocol.Inputs{FaceImageURL: w.Inputs.FaceImageURL, SourceVideoURL: w.Inputs.SourceVideoURL},
+		Inputs:           protocol.Inputs{FaceImageURL: w.Inputs.FaceImageURL, FaceImageUploaded: w.FaceImageUploaded, SourceVideoURL: w.Inputs.SourceVideoURL},
 		Duration:         w.Duration,
 		Previous:         w.Previous,
 		Task:             &protocol.TaskRef{Namespace: w.Namespace, Name: w.Task, UID: w.TaskUID},

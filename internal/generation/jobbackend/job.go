@@ -34,6 +34,10 @@ func inputVars(w generation.Work) []inputVar {
 		previous = map[string]string{}
 	}
 	previousJSON, _ := json.Marshal(previous) // a map of strings always marshals
+	uploaded := ""
+	if w.FaceImageUploaded {
+		uploaded = "true"
+	}
 	duration := ""
 	if w.Duration != nil {
 		duration = strconv.Itoa(int(*w.Duration))
@@ -47,6 +51,8 @@ func inputVars(w generation.Work) []inputVar {
 		{"VIDEOGEN_TEMPLATE_ID", "template-id", w.TemplateID},
 		{"VIDEOGEN_TEMPLATE_MEDIA_URL", "template-media-url", w.TemplateMediaURL},
 		{"VIDEOGEN_FACE_IMAGE_URL", "face-image-url", w.Inputs.FaceImageURL},
+		// No flag: a container given the inputs as flags may refuse one it does not know.
+		{"VIDEOGEN_FACE_IMAGE_UPLOADED", "", uploaded},
 		{"VIDEOGEN_SOURCE_VIDEO_URL", "source-video-url", w.Inputs.SourceVideoURL},
 		{"VIDEOGEN_DURATION", "duration", duration},
 		{"VIDEOGEN_PREVIOUS", "previous", string(previousJSON)},
@@ -69,9 +75,11 @@ func inputEnv(vars []inputVar) []corev1.EnvVar {
 
 // inputArgs refer to the env vars, so the kubelet substitutes the values and nothing is quoted twice.
 func inputArgs(vars []inputVar) []string {
-	args := make([]string, len(vars))
-	for i, v := range vars {
-		args[i] = "--" + v.flag + "=$(" + v.env + ")"
+	args := make([]string, 0, len(vars))
+	for _, v := range vars {
+		if v.flag != "" {
+			args = append(args, "--"+v.flag+"=$("+v.env+")")
+		}
 	}
 	return args
 }

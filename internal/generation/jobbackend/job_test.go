@@ -47,6 +47,35 @@ func TestJobNameIsStableShortAndValid(t *testing.T) {
 	}
 }
 
+// Whether the face was sent inline goes to the containers as an env var only: a container that
+// takes the inputs as flags may refuse one it does not know.
+func TestBuildJobSaysWhetherTheFaceWasUploaded(t *testing.T) {
+	cfg, err := LoadConfig("testdata/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uploaded := range []bool{true, false} {
+		w := testWork(videogenv1alpha1.StageAnalyze)
+		w.FaceImageUploaded = uploaded
+		pod := cfg.buildJob(w, cfg.Capabilities[w.Capability], cfg.jobKey(w)).Spec.Template.Spec
+		for _, ctr := range pod.Containers {
+			want := map[bool]string{true: "true", false: ""}[uploaded]
+			found := false
+			for _, e := range ctr.Env {
+				found = found || e.Name == "VIDEOGEN_FACE_IMAGE_UPLOADED" && e.Value == want
+			}
+			if !found {
+				t.Errorf("uploaded %v: container %s has no VIDEOGEN_FACE_IMAGE_UPLOADED=%q", uploaded, ctr.Name, want)
+			}
+			for _, arg := range ctr.Args {
+				if strings.Contains(arg, "UPLOADED") {
+					t.Errorf("uploaded %v: container %s has the flag %s", uploaded, ctr.Name, arg)
+				}
+			}
+		}
+	}
+}
+
 func TestHandleRoundTrips(t *testing.T) {
 	key := Config{}.jobKey(testWork(videogenv1alpha1.StageAnalyze))
 	got, err := parseHandle(handle(key))

@@ -30,8 +30,12 @@ type StageRequest struct {
 
 // Inputs are the caller's media, by URL.
 type Inputs struct {
-	FaceImageURL   string `json:"face_image_url,omitempty"`
-	SourceVideoURL string `json:"source_video_url,omitempty"`
+	FaceImageURL string `json:"face_image_url,omitempty"`
+	// FaceImageUploaded: the caller sent the face inline and FaceImageURL is the service's own
+	// copy, a URL the caller never saw. A failure to fetch it is the service's, and its message
+	// must not name that URL.
+	FaceImageUploaded bool   `json:"face_image_uploaded,omitempty"`
+	SourceVideoURL    string `json:"source_video_url,omitempty"`
 }
 
 // TaskRef identifies the VideoTask a stage belongs to.

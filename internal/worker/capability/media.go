@@ -3,6 +3,7 @@ package capability
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 	"github.com/videogen-dev/videogen-operator/internal/imageinput"
+	"github.com/videogen-dev/videogen-operator/internal/worker/fetcher"
 	"github.com/videogen-dev/videogen-operator/internal/worker/ffmpeg"
 	"github.com/videogen-dev/videogen-operator/internal/worker/raster"
 )
@@ -24,8 +26,8 @@ func (s *scratch) path(name string) string { return filepath.Join(s.dir, name) }
 // fetchVideo downloads a video and probes it; what describes the input in messages.
 func (p *Pipelines) fetchVideo(ctx context.Context, s *scratch, what, url, name string) (string, ffmpeg.Info, error) {
 	path := s.path(name)
-	if err := p.d.Fetcher.ToFile(ctx, url, path); err != nil {
-		return "", ffmpeg.Info{}, fmt.Errorf("the %s could not be fetched: %w", what, err)
+	if err := p.download(ctx, what, url, false, path); err != nil {
+		return "", ffmpeg.Info{}, err
 	}
 	info, err := p.d.Tools.Probe(ctx, path)
 	if err != nil {
@@ -35,11 +37,11 @@ func (p *Pipelines) fetchVideo(ctx context.Context, s *scratch, what, url, name 
 }
 
 // fetchImage downloads an image, checks it against imageinput's limits (a decompression bomb
-// is refused before it is decoded) and decodes it.
-func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url, name string) (string, *raster.Image, error) {
+// is refused before it is decoded) and decodes it. uploaded: see download.
+func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url string, uploaded bool, name string) (string, *raster.Image, error) {
 	path := s.path(name)
-	if err := p.d.Fetcher.ToFile(ctx, url, path); err != nil {
-		return "", nil, fmt.Errorf("the %s could not be fetched: %w", what, err)
+	if err := p.download(ctx, what, url, uploaded, path); err != nil {
+		return "", nil, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -53,6 +55,51 @@ func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url, name 
 		return "", nil, fmt.Errorf("the %s: %w", what, err)
 	}
 	return path, img, nil
+}
+
+// download fetches url into path; what describes the input in messages. uploaded says the
+// caller sent the input inline and url is the service's own copy, which the caller never saw.
+func (p *Pipelines) download(ctx context.Context, what, url string, uploaded bool, path string) error {
+	err := p.d.Fetcher.ToFile(ctx, url, path)
+	switch {
+	case err == nil:
+		return nil
+	case uploaded:
+		return &storageError{what: what, err: err}
+	}
+	return fmt.Errorf("the %s could not be fetched: %w", what, err)
+}
+
+// storageError is a failure to read back an input the caller sent inline. It is the service's
+// failure, and the caller is told so without the URL of the service's storage; Detail keeps
+// that URL for the worker's log.
+type storageError struct {
+	what string
+	err  error
+}
+
+func (e *storageError) Error() string {
+	msg := "the " + e.what + " you uploaded could not be read back from the service's storage"
+	var fe *fetcher.Error
+	if errors.As(e.err, &fe) { // the cause alone: its message names no address of ours
+		msg += " (" + fe.Err.Error()
+		if fe.Attempts > 1 {
+			msg += fmt.Sprintf(", tried %d times", fe.Attempts)
+		}
+		msg += ")"
+	}
+	return msg + "; the fault is the service's, not your image's: submit the task again"
+}
+
+func (e *storageError) Unwrap() error { return e.err }
+
+// Detail is the whole failure, with the URL and any address: for the log only.
+func (e *storageError) Detail() string {
+	var detailed interface{ Detail() string }
+	if errors.As(e.err, &detailed) {
+		return e.err.Error() + ": " + detailed.Detail()
+	}
+	return e.err.Error()
 }
 
 // publish stores a finished file and describes it as the stage's result.

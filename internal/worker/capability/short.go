@@ -49,7 +49,7 @@ func (p *Pipelines) short(req protocol.StageRequest) (stage, error) {
 
 func (p *Pipelines) shortAnalyze(ctx context.Context, s *scratch, req protocol.StageRequest, report jobs.Report) (jobs.Outcome, error) {
 	report(5, "fetching the face image")
-	facePath, _, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, "face")
+	facePath, _, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, req.Inputs.FaceImageUploaded, "face")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -104,7 +104,7 @@ func (p *Pipelines) trackFaces(ctx context.Context, s *scratch, path string, inf
 
 func (p *Pipelines) shortRender(ctx context.Context, s *scratch, req protocol.StageRequest, track face.Track, faceBox image.Rectangle, report jobs.Report) (jobs.Outcome, error) {
 	report(2, "fetching the face image")
-	_, photo, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, "face")
+	_, photo, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, req.Inputs.FaceImageUploaded, "face")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}

@@ -1,0 +1,41 @@
+package capability
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+)
+
+// A face the caller sent inline is the service's own copy, at a URL of the service's storage
+// the caller never saw: a failure to read it back says so without that URL (the worker's log
+// keeps it). A face the caller gave by URL is named by that URL, as before.
+func TestAnUploadedFaceThatCannotBeReadBackIsToldWithoutItsURL(t *testing.T) {
+	r := newRig(t)
+	gone := r.url + "/v1/blobs/" + strings.Repeat("ab", 32) + ".jpg" // 404: the rig serves no blobs there
+	stage := func(uploaded bool) error {
+		_, err := r.run(protocol.StageRequest{Key: "k", Capability: "video.short", Stage: "analyze",
+			TemplateMediaURL: r.url + "/media/template.mp4",
+			Inputs:           protocol.Inputs{FaceImageURL: gone, FaceImageUploaded: uploaded}})
+		return err
+	}
+
+	err := stage(true)
+	want := "the face image you uploaded could not be read back from the service's storage (HTTP 404)"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("uploaded face: err = %v, want it to start %q", err, want)
+	}
+	if host := strings.TrimPrefix(r.url, "http://"); strings.Contains(err.Error(), host) || strings.Contains(err.Error(), "/v1/blobs/") {
+		t.Errorf("uploaded face: %q names the service's storage", err)
+	}
+	var detailed interface{ Detail() string }
+	if !errors.As(err, &detailed) || !strings.Contains(detailed.Detail(), gone) {
+		t.Errorf("uploaded face: %v keeps no detail with the URL for the log", err)
+	}
+
+	err = stage(false)
+	if want := "the face image could not be fetched: fetching " + gone + ": HTTP 404"; err == nil || err.Error() != want {
+		t.Errorf("face by URL: err = %v, want %q", err, want)
+	}
+}
