@@ -41,7 +41,7 @@ func (p *Pipelines) eraser(req protocol.StageRequest) (stage, error) {
 
 func (p *Pipelines) eraserAnalyze(ctx context.Context, s *scratch, req protocol.StageRequest, report jobs.Report) (jobs.Outcome, error) {
 	report(5, "fetching the video")
-	in, info, err := p.fetchVideo(ctx, s, "source video", req.Inputs.SourceVideoURL, "source")
+	in, info, err := p.fetchVideo(ctx, s, "source video", req.Inputs.SourceVideoURL, givenByCaller, "source")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -72,7 +72,7 @@ func (p *Pipelines) eraserAnalyze(ctx context.Context, s *scratch, req protocol.
 
 func (p *Pipelines) eraserRender(ctx context.Context, s *scratch, req protocol.StageRequest, boxes []raster.Box, report jobs.Report) (jobs.Outcome, error) {
 	report(5, "fetching the video")
-	in, info, err := p.fetchVideo(ctx, s, "source video", req.Inputs.SourceVideoURL, "source")
+	in, info, err := p.fetchVideo(ctx, s, "source video", req.Inputs.SourceVideoURL, givenByCaller, "source")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}

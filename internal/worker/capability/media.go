@@ -23,10 +23,31 @@ type scratch struct{ dir string }
 
 func (s *scratch) path(name string) string { return filepath.Join(s.dir, name) }
 
+// origin says whose an input's URL is, which decides whether a failure to fetch it may name it.
+type origin int
+
+const (
+	// givenByCaller: the caller gave the URL, and is told it back.
+	givenByCaller origin = iota
+	// uploadedByCaller: the caller sent the input inline; the URL is the service's own copy.
+	uploadedByCaller
+	// ofTemplate: the template's media, which its owner set: an official Template's may be an
+	// address of the service's network, so it is never named to the task's caller.
+	ofTemplate
+)
+
+// faceOrigin is where the request's face image comes from.
+func faceOrigin(req protocol.StageRequest) origin {
+	if req.Inputs.FaceImageUploaded {
+		return uploadedByCaller
+	}
+	return givenByCaller
+}
+
 // fetchVideo downloads a video and probes it; what describes the input in messages.
-func (p *Pipelines) fetchVideo(ctx context.Context, s *scratch, what, url, name string) (string, ffmpeg.Info, error) {
+func (p *Pipelines) fetchVideo(ctx context.Context, s *scratch, what, url string, from origin, name string) (string, ffmpeg.Info, error) {
 	path := s.path(name)
-	if err := p.download(ctx, what, url, false, path); err != nil {
+	if err := p.download(ctx, what, url, from, path); err != nil {
 		return "", ffmpeg.Info{}, err
 	}
 	info, err := p.d.Tools.Probe(ctx, path)
@@ -37,10 +58,10 @@ func (p *Pipelines) fetchVideo(ctx context.Context, s *scratch, what, url, name 
 }
 
 // fetchImage downloads an image, checks it against imageinput's limits (a decompression bomb
-// is refused before it is decoded) and decodes it. uploaded: see download.
-func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url string, uploaded bool, name string) (string, *raster.Image, error) {
+// is refused before it is decoded) and decodes it.
+func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url string, from origin, name string) (string, *raster.Image, error) {
 	path := s.path(name)
-	if err := p.download(ctx, what, url, uploaded, path); err != nil {
+	if err := p.download(ctx, what, url, from, path); err != nil {
 		return "", nil, err
 	}
 	data, err := os.ReadFile(path)
@@ -57,44 +78,49 @@ func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url string
 	return path, img, nil
 }
 
-// download fetches url into path; what describes the input in messages. uploaded says the
-// caller sent the input inline and url is the service's own copy, which the caller never saw.
-func (p *Pipelines) download(ctx context.Context, what, url string, uploaded bool, path string) error {
+// download fetches url into path; what describes the input in messages, from says whether
+// they may name url.
+func (p *Pipelines) download(ctx context.Context, what, url string, from origin, path string) error {
 	err := p.d.Fetcher.ToFile(ctx, url, path)
 	switch {
 	case err == nil:
 		return nil
-	case uploaded:
-		return &storageError{what: what, err: err}
+	case from == uploadedByCaller:
+		return &unnamedError{err: err, msg: "the " + what + " you uploaded could not be read back from the service's storage" +
+			cause(err) + "; the fault is the service's, not your image's: submit the task again"}
+	case from == ofTemplate:
+		return &unnamedError{err: err, msg: "the " + what + " could not be fetched" + cause(err)}
 	}
 	return fmt.Errorf("the %s could not be fetched: %w", what, err)
 }
 
-// storageError is a failure to read back an input the caller sent inline. It is the service's
-// failure, and the caller is told so without the URL of the service's storage; Detail keeps
-// that URL for the worker's log.
-type storageError struct {
-	what string
-	err  error
-}
-
-func (e *storageError) Error() string {
-	msg := "the " + e.what + " you uploaded could not be read back from the service's storage"
+// cause is " (what failed)" for a fetch error, without its URL: its message names no address
+// of ours. It is "" for any other error.
+func cause(err error) string {
 	var fe *fetcher.Error
-	if errors.As(e.err, &fe) { // the cause alone: its message names no address of ours
-		msg += " (" + fe.Err.Error()
-		if fe.Attempts > 1 {
-			msg += fmt.Sprintf(", tried %d times", fe.Attempts)
-		}
-		msg += ")"
+	if !errors.As(err, &fe) {
+		return ""
 	}
-	return msg + "; the fault is the service's, not your image's: submit the task again"
+	msg := " (" + fe.Err.Error()
+	if fe.Attempts > 1 {
+		msg += fmt.Sprintf(", tried %d times", fe.Attempts)
+	}
+	return msg + ")"
 }
 
-func (e *storageError) Unwrap() error { return e.err }
+// unnamedError is a failed fetch told to the task's caller without its URL (see origin);
+// Detail keeps the URL, and any address, for the worker's log.
+type unnamedError struct {
+	msg string
+	err error
+}
+
+func (e *unnamedError) Error() string { return e.msg }
+
+func (e *unnamedError) Unwrap() error { return e.err }
 
 // Detail is the whole failure, with the URL and any address: for the log only.
-func (e *storageError) Detail() string {
+func (e *unnamedError) Detail() string {
 	var detailed interface{ Detail() string }
 	if errors.As(e.err, &detailed) {
 		return e.err.Error() + ": " + detailed.Detail()

@@ -39,3 +39,19 @@ func TestAnUploadedFaceThatCannotBeReadBackIsToldWithoutItsURL(t *testing.T) {
 		t.Errorf("face by URL: err = %v, want %q", err, want)
 	}
 }
+
+// A template's media is its owner's: an official Template's may be an address of the service's
+// network, so a failure to fetch it names no URL to the task's caller (the log keeps it).
+func TestATemplateMediaThatCannotBeFetchedIsToldWithoutItsURL(t *testing.T) {
+	r := newRig(t)
+	missing := r.url + "/media/internal/template.mp4" // 404
+	seconds := int32(3)
+	_, err := r.run(protocol.StageRequest{Key: "k", Capability: "video.template", Stage: "analyze", TemplateMediaURL: missing, Duration: &seconds})
+	if want := "the template video could not be fetched (HTTP 404)"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	var detailed interface{ Detail() string }
+	if !errors.As(err, &detailed) || !strings.Contains(detailed.Detail(), missing) {
+		t.Errorf("%v keeps no detail with the URL for the log", err)
+	}
+}

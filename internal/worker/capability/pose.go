@@ -37,7 +37,7 @@ func (p *Pipelines) pose(req protocol.StageRequest) (stage, error) {
 
 func (p *Pipelines) poseAnalyze(ctx context.Context, s *scratch, req protocol.StageRequest, report jobs.Report) (jobs.Outcome, error) {
 	report(10, "fetching the face image")
-	facePath, _, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, req.Inputs.FaceImageUploaded, "face")
+	facePath, _, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, faceOrigin(req), "face")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -46,7 +46,7 @@ func (p *Pipelines) poseAnalyze(ctx context.Context, s *scratch, req protocol.St
 		return jobs.Outcome{}, err
 	}
 	report(50, "fetching the pose template")
-	tmplPath, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, false, "template")
+	tmplPath, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, ofTemplate, "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -75,7 +75,7 @@ func defaultHeadRegion(w, h int) image.Rectangle {
 
 func (p *Pipelines) poseRender(ctx context.Context, s *scratch, req protocol.StageRequest, faceBox, target image.Rectangle, report jobs.Report) (jobs.Outcome, error) {
 	report(10, "fetching the face image")
-	_, photo, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, req.Inputs.FaceImageUploaded, "face")
+	_, photo, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, faceOrigin(req), "face")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -84,7 +84,7 @@ func (p *Pipelines) poseRender(ctx context.Context, s *scratch, req protocol.Sta
 		return jobs.Outcome{}, fmt.Errorf("previous.face_box %v lies outside the %dx%d face image", faceBox, photo.W, photo.H)
 	}
 	report(40, "fetching the pose template")
-	_, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, false, "template")
+	_, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, ofTemplate, "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}

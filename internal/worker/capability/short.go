@@ -49,7 +49,7 @@ func (p *Pipelines) short(req protocol.StageRequest) (stage, error) {
 
 func (p *Pipelines) shortAnalyze(ctx context.Context, s *scratch, req protocol.StageRequest, report jobs.Report) (jobs.Outcome, error) {
 	report(5, "fetching the face image")
-	facePath, _, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, req.Inputs.FaceImageUploaded, "face")
+	facePath, _, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, faceOrigin(req), "face")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -58,7 +58,7 @@ func (p *Pipelines) shortAnalyze(ctx context.Context, s *scratch, req protocol.S
 		return jobs.Outcome{}, err
 	}
 	report(15, "fetching the template")
-	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, "template")
+	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, ofTemplate, "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -104,7 +104,7 @@ func (p *Pipelines) trackFaces(ctx context.Context, s *scratch, path string, inf
 
 func (p *Pipelines) shortRender(ctx context.Context, s *scratch, req protocol.StageRequest, track face.Track, faceBox image.Rectangle, report jobs.Report) (jobs.Outcome, error) {
 	report(2, "fetching the face image")
-	_, photo, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, req.Inputs.FaceImageUploaded, "face")
+	_, photo, err := p.fetchImage(ctx, s, "face image", req.Inputs.FaceImageURL, faceOrigin(req), "face")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -113,7 +113,7 @@ func (p *Pipelines) shortRender(ctx context.Context, s *scratch, req protocol.St
 		return jobs.Outcome{}, fmt.Errorf("previous.face_box %v lies outside the %dx%d face image", faceBox, photo.W, photo.H)
 	}
 	report(5, "fetching the template")
-	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, "template")
+	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, ofTemplate, "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
