@@ -657,6 +657,7 @@ func (r *run) verifyWebhook(acct string, task *videogenv1alpha1.VideoTask) {
 
 func (r *run) summary(ctx context.Context, took time.Duration) string {
 	var tasks, succeeded, failed, refusedLate int
+	codes := map[string]int{} // failed tasks by error code: what the faults cost, run to run
 	for _, a := range r.accounts {
 		var l videogenv1alpha1.VideoTaskList
 		if err := r.stack.Client.List(ctx, &l, client.InNamespace(a.name)); err != nil {
@@ -669,6 +670,9 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 				succeeded++
 			case videogenv1alpha1.TaskFailed:
 				failed++
+				if t.Status.Error != nil {
+					codes[t.Status.Error.Code]++
+				}
 				if t.Status.Error != nil && t.Status.Error.Code == "insufficient_balance" {
 					refusedLate++ // never here: the accounts hold a million points
 				}
@@ -677,11 +681,16 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	}
 	var events videogenv1alpha1.PaymentEventList
 	_ = r.stack.Client.List(ctx, &events, client.InNamespace(localstack.SystemNamespace))
+	byCode := make([]string, 0, len(codes))
+	for code, n := range codes {
+		byCode = append(byCode, fmt.Sprintf("%s=%d", code, n))
+	}
+	sort.Strings(byCode)
 	c := &r.count
-	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d direct=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
+	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d [%s] direct=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
 		"requests=%d replays=%d retries=%d in-use-409=%d deliveries=%d (refused=%d) payment-events=%d (deliveries=%d) "+
 		"insufficient-balance=%d watch-delay=%s took=%s",
-		tasks, succeeded, failed, c.directTasks.Load(), c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
+		tasks, succeeded, failed, strings.Join(byCode, " "), c.directTasks.Load(), c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
 		c.apiserverKills.Load(), c.backendOutages.Load(), c.sends.Load(), c.replays.Load(), c.retries.Load(), c.inUse.Load(),
 		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), refusedLate, r.set.watchDelay, took.Round(time.Second))
 }
