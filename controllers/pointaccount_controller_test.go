@@ -105,6 +105,32 @@ var _ = Describe("PointAccount", func() {
 		}).Should(BeTrue())
 	})
 
+	It("says only the steps left to close an account: no debit of 0 points, no tasks when none hold any", func() {
+		// Every point held by a task: the balance is 0, and a debit of 0 points is a
+		// PointTopUp the API refuses, so the refusal names only the tasks.
+		held := suite.NewAccount(20)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(held, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		b.Create()
+		suite.ExpectBalanced(held, 0, 20, 0)
+		Eventually(func() int32 { return suite.AccountOf(held).Status.Holds }).Should(BeEquivalentTo(1))
+		err := k8sClient.Delete(ctx, suite.AccountOf(held))
+		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("0 points available and 1 tasks holding 20 points"))
+		Expect(err.Error()).NotTo(ContainSubstring("amount 0"))
+		Expect(err.Error()).NotTo(ContainSubstring("videogenctl topup " + held + " 0"))
+		Expect(err.Error()).To(ContainSubstring("to close it, cancel or wait for its tasks (videogenctl task list -n " + held + "), then delete it"))
+
+		// Points and no task: debiting them is all there is to do.
+		funded := suite.NewAccount(30)
+		suite.ExpectBalanced(funded, 30, 0, 0)
+		err = k8sClient.Delete(ctx, suite.AccountOf(funded))
+		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("videogenctl topup " + funded + " 30 --debit --reference REF --note WHY), then delete it"))
+		Expect(err.Error()).NotTo(ContainSubstring("cancel"))
+	})
+
 	It("lets an empty account go at once; its namespace then takes no task", func() {
 		ns := suite.NewAccount(0)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
