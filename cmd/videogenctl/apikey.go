@@ -16,28 +16,38 @@ func newAPIKeyCommand(o *options) *cobra.Command {
 	var account, description string
 	create := &cobra.Command{
 		Use:   "create --account NAME [--description TEXT]",
-		Short: "Issue an API key for an account; the key is shown once",
+		Short: "Issue an API key for an account (--account, or -n); the key is shown once",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if account == "" {
+			ns, err := listNamespace(o, account)
+			if err != nil {
+				return err
+			}
+			if ns == "" {
 				return fmt.Errorf("usage: %s apikey create --account NAME [--description TEXT]", displayName())
 			}
-			return apiKeyCreate(cmd.Context(), o, account, description)
+			return apiKeyCreate(cmd.Context(), o, ns, description)
 		},
 	}
-	create.Flags().StringVar(&account, "account", "", "account (namespace) the key acts for")
+	create.Flags().StringVar(&account, "account", "", "account (namespace) the key acts for, like -n")
 	create.Flags().StringVar(&description, "description", "", "what the key is for")
 	_ = create.RegisterFlagCompletionFunc("account", o.completeAccounts)
 	var only string
 	list := &cobra.Command{
 		Use:   "list [--account NAME]",
-		Short: "List API keys (never the keys themselves)",
+		Short: "List API keys (never the keys themselves), of one account (--account, or -n) or of all",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return apiKeyList(cmd.Context(), o, only)
+			// -n limits the list as it does task list's: a key of another account shown
+			// under "apikey list -n acme" is one an administrator may revoke by mistake.
+			ns, err := listNamespace(o, only)
+			if err != nil {
+				return err
+			}
+			return apiKeyList(cmd.Context(), o, ns)
 		},
 	}
-	list.Flags().StringVar(&only, "account", "", "only this account's keys")
+	list.Flags().StringVar(&only, "account", "", "only this account's keys, like -n (default: all accounts)")
 	_ = list.RegisterFlagCompletionFunc("account", o.completeAccounts)
 	revoke := &cobra.Command{
 		Use:   "revoke ID",

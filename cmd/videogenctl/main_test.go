@@ -116,6 +116,22 @@ func TestAdministratorWorkflow(t *testing.T) {
 		listed[0]["account"] != "acme" || listed[0]["description"] != "ci" || listed[0]["createdAt"] == nil {
 		t.Fatalf("apikey list -o json: %v\n%s", err, out)
 	}
+	// -n names the account, as it does for task list: another account's key is not listed
+	// under it, and a key created with -n acts for it.
+	if out, err := cli("apikey", "list", "-n", "globex"); err != nil || strings.Contains(out, issued["id"]) {
+		t.Fatalf("apikey list -n globex lists acme's key: %v\n%s", err, out)
+	}
+	if out, err := cli("apikey", "list", "-n", "acme"); err != nil || !strings.Contains(out, issued["id"]) {
+		t.Fatalf("apikey list -n acme: %v\n%s", err, out)
+	}
+	out, err = cli("apikey", "create", "-n", "acme", "-o", "json")
+	var byNamespace map[string]string
+	if err != nil || json.Unmarshal([]byte(out), &byNamespace) != nil || byNamespace["account"] != "acme" {
+		t.Fatalf("apikey create -n acme: %v\n%s", err, out)
+	}
+	if _, err := cli("apikey", "revoke", byNamespace["id"]); err != nil {
+		t.Fatal(err)
+	}
 
 	out, err = cli("topup", "acme", "500", "--reference", "INV-1")
 	if err != nil || !strings.Contains(out, "balance is now 500") {

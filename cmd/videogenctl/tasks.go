@@ -132,8 +132,8 @@ func (r taskRow) write(w io.Writer) {
 		cost, orDash(r.Charge), orDash(r.Reason), time.Since(r.CreatedAt).Round(time.Second))
 }
 
-// listNamespace is the account a listing is limited to: --account, else an explicit
-// --namespace; empty (every account) when neither is given.
+// listNamespace is the account a listing (or a new API key) is limited to: --account, else
+// an explicit --namespace; empty (every account) when neither is given.
 func listNamespace(o *options, account string) (string, error) {
 	if account != "" {
 		return account, nil
