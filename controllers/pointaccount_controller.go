@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +42,11 @@ func (r *PointAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 func (r *PointAccountReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	acct := &videogenv1alpha1.PointAccount{}
 	if err := r.Get(ctx, req.NamespacedName, acct); err != nil {
+		if apierrors.IsNotFound(err) {
+			// A closed account leaves the metrics too, or dashboards would list it for as long
+			// as the manager runs.
+			accountPoints.DeletePartialMatch(prometheus.Labels{"namespace": req.Namespace})
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	for state, v := range map[string]int64{"balance": acct.Status.Balance, "frozen": acct.Status.Frozen,

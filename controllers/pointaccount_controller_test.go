@@ -135,11 +135,16 @@ var _ = Describe("PointAccount", func() {
 		ns := suite.NewAccount(0)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		Eventually(func() []string { return suite.AccountOf(ns).Finalizers }).Should(ContainElement(videogenv1alpha1.FinalizerLedger))
+		points := map[string]string{"namespace": ns}
+		Eventually(func() int { return metricSeries("videogen_account_points", points) }).Should(Equal(4))
 		Expect(k8sClient.Delete(ctx, suite.AccountOf(ns))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{}))
 		}).Should(BeTrue())
 		Eventually(func() []string { return eventReasons(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElement("Closed"))
+		// A closed account is no longer exported: a dashboard would list it for as long as the
+		// manager runs.
+		Eventually(func() int { return metricSeries("videogen_account_points", points) }).Should(BeZero())
 		done := finished(ns, aShortTask(ns, tmpl).Create().Name)
 		// Refused either way, nothing frozen: "closing" while the ledger's informer has not yet
 		// seen the account go (milliseconds after the delete), "not found" after.

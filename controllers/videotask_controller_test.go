@@ -514,6 +514,33 @@ func eventsAbout(ns, regarding string) []eventsv1.Event {
 	return about
 }
 
+// metricSeries counts the samples of a metric in the manager's registry whose labels include
+// want.
+func metricSeries(name string, want map[string]string) int {
+	families, err := crmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	n := 0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	samples:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue samples
+				}
+			}
+			n++
+		}
+	}
+	return n
+}
+
 // metricValue sums the samples of a counter or gauge in the manager's registry whose labels
 // include want.
 func metricValue(name string, want map[string]string) float64 {
