@@ -53,6 +53,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byt
 	if err != nil {
 		return nil, err
 	}
+	if err := identityEncoding(w, r.Header.Values("Content-Encoding")); err != nil {
+		return nil, err
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		return nil, describeReadError(err, limit)
@@ -105,6 +108,23 @@ func jsonContentType(ct string) (form bool, err error) {
 		return false, unsupportedMedia("JSON bodies must be UTF-8, not charset=%s", httpjson.Echo(cs))
 	}
 	return form, nil
+}
+
+// identityEncoding refuses a body sent with a content coding (gzip, br, …): the service reads
+// bodies as sent, so a compressed one would be read as malformed JSON, and one labelled gzip
+// but sent plain would be accepted under a false label. RFC 9110 answers an unsupported content
+// coding with 415 and an Accept-Encoding that names the codings accepted.
+func identityEncoding(w http.ResponseWriter, values []string) error {
+	for _, v := range values {
+		for _, coding := range strings.Split(v, ",") {
+			if c := strings.TrimSpace(coding); c != "" && !strings.EqualFold(c, "identity") {
+				w.Header().Set("Accept-Encoding", "identity")
+				return unsupportedMedia("Content-Encoding %s is not supported: send the body uncompressed, without a Content-Encoding",
+					httpjson.Echo(strings.Join(values, ", ")))
+			}
+		}
+	}
+	return nil
 }
 
 // checkEncoding refuses bodies that are not UTF-8 JSON from the first byte: a byte order mark

@@ -39,6 +39,34 @@ var _ = Describe("Content types", func() {
 		}
 		expectCharged(a.ns, 70, 30)
 	})
+
+	// The service reads a body as sent. Before, a plain body labelled gzip was accepted under
+	// its false label and a gzipped one was "malformed JSON at byte 1: invalid character '\x1f'".
+	It("refuses a body with a content coding with 415 and Accept-Encoding: identity, and takes Content-Encoding: identity", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](10), nil)
+		body := `{"template_id":"` + tmpl + `","face":"https://cdn.example.com/f.jpg"}`
+		for _, ce := range []string{"gzip", "br", "identity, gzip"} {
+			resp := api.do(call{method: "POST", path: "/v1/videos/short", key: a.key, body: body, headers: map[string]string{"Content-Encoding": ce}})
+			Expect(resp.Status).To(Equal(http.StatusUnsupportedMediaType), "%s: %s", ce, resp.Body)
+			Expect(resp.ErrorCode()).To(Equal("unsupported_media_type"))
+			Expect(resp.Message()).To(ContainSubstring("send the body uncompressed"))
+			Expect(resp.Header.Get("Accept-Encoding")).To(Equal("identity"))
+		}
+		st := api.do(call{method: "POST", path: "/v1/short-templates", key: a.key,
+			body:    map[string]any{"name": "x", "target_url": "https://cdn.example.com/t.mp4"},
+			headers: map[string]string{"Content-Encoding": "deflate"}})
+		Expect(st.Status).To(Equal(http.StatusUnsupportedMediaType), string(st.Body))
+		var own videogenv1alpha1.ShortTemplateList
+		Expect(k8sClient.List(ctx, &own, client.InNamespace(a.ns))).To(Succeed())
+		Expect(own.Items).To(BeEmpty())
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		expectCharged(a.ns, 100, 0)
+
+		resp := api.do(call{method: "POST", path: "/v1/videos/short", key: a.key, body: body, headers: map[string]string{"Content-Encoding": "Identity"}})
+		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
+		expectCharged(a.ns, 90, 10)
+	})
 })
 
 var _ = Describe("A suspended account", func() {
