@@ -9,7 +9,9 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,6 +78,34 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byt
 		return nil, badRequest("the body must hold exactly one JSON object")
 	}
 	return body, checkFieldNames(body, v)
+}
+
+// queryParams reads the query string as strictly as readJSON reads a body: well formed, only
+// the parameters the endpoint takes (known), each at most once. A misspelt or unsupported
+// filter (?capabilty=, ?status=failed) read as absent would answer every object instead of the
+// ones asked for, and a client acting on that list (resubmitting "failed" tasks) acts on all.
+func queryParams(r *http.Request, known ...string) (url.Values, error) {
+	// Pair by pair rather than url.ParseQuery, which reads every pair first: a query of 20,000
+	// parameters stops at the first unknown one instead of at url's cap on their number.
+	q := url.Values{}
+	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, nerr := url.QueryUnescape(rawName)
+		value, verr := url.QueryUnescape(rawValue)
+		switch {
+		case nerr != nil || verr != nil || strings.Contains(pair, ";"):
+			return nil, badRequest("the query string is malformed: send name=value pairs joined by &, with %% followed by two hex digits")
+		case !slices.Contains(known, name):
+			return nil, badRequest("unknown query parameter %s; this endpoint takes %s", httpjson.Echo(name), strings.Join(known, ", "))
+		case q.Has(name):
+			return nil, badRequest("query parameter %s appears more than once", httpjson.Echo(name))
+		}
+		q.Set(name, value)
+	}
+	return q, nil
 }
 
 // nullFields are the fields of a JSON object (one readJSON accepted) sent as null. encoding/json

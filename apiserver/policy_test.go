@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -66,6 +67,35 @@ var _ = Describe("Content types", func() {
 		resp := api.do(call{method: "POST", path: "/v1/videos/short", key: a.key, body: body, headers: map[string]string{"Content-Encoding": "Identity"}})
 		Expect(resp.Status).To(Equal(http.StatusAccepted), string(resp.Body))
 		expectCharged(a.ns, 90, 10)
+	})
+})
+
+var _ = Describe("Query parameters", func() {
+	// A filter the endpoint does not have, or a misspelt one, was read as absent: the answer
+	// listed everything, as if it were what was asked for.
+	DescribeTable("are refused when unknown, repeated or malformed",
+		func(path, message string) {
+			a := newAccount(0)
+			resp := api.get(path, a.key)
+			Expect(resp.Status).To(Equal(http.StatusBadRequest), string(resp.Body))
+			Expect(resp.ErrorCode()).To(Equal("invalid_request"))
+			Expect(resp.Message()).To(ContainSubstring(message))
+		},
+		Entry("a status filter on tasks", "/v1/tasks?status=failed", `unknown query parameter "status"; this endpoint takes limit, after`),
+		Entry("a misspelt capability", "/v1/templates?capabilty=image.pose", `unknown query parameter "capabilty"; this endpoint takes capability`),
+		Entry("limit twice", "/v1/tasks?limit=1&limit=100", `query parameter "limit" appears more than once`),
+		Entry("capability twice", "/v1/templates?capability=image.pose&capability=video.short", `query parameter "capability" appears more than once`),
+		Entry("a broken % escape", "/v1/tasks?limit=%zz", "the query string is malformed"),
+		Entry("a ; separator", "/v1/tasks?limit=1;after=x", "the query string is malformed"),
+		Entry("20,000 parameters (more than net/url reads)", "/v1/tasks?limit=1&"+strings.Repeat("p=1&", 20000),
+			`unknown query parameter "p"`),
+	)
+
+	It("still takes the known ones, and empty ones as absent", func() {
+		a := newAccount(0)
+		for _, path := range []string{"/v1/tasks?limit=5&after=", "/v1/tasks?", "/v1/templates?capability=image.pose", "/v1/templates?capability="} {
+			Expect(api.get(path, a.key).Status).To(Equal(http.StatusOK), path)
+		}
 	})
 })
 

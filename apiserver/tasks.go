@@ -60,7 +60,10 @@ func (s *Server) findTask(w http.ResponseWriter, r *http.Request, p apikeys.Prin
 
 // listTasks returns the caller's tasks, newest first, with cursor pagination (limit, after).
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
-	q := r.URL.Query()
+	q, err := queryParams(r, "limit", "after")
+	if writeRequestError(w, r, err) {
+		return
+	}
 	limit := 20
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

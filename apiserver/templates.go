@@ -32,7 +32,11 @@ type TemplateView struct {
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
-	capability := videogenv1alpha1.Capability(r.URL.Query().Get("capability"))
+	q, err := queryParams(r, "capability")
+	if writeRequestError(w, r, err) {
+		return
+	}
+	capability := videogenv1alpha1.Capability(q.Get("capability"))
 	if capability != "" && !capability.Valid() {
 		httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
 			"query parameter \"capability\": unknown capability "+httpjson.Echo(string(capability))+
