@@ -75,6 +75,8 @@ var _ = Describe("Points at submission and Idempotency-Key", func() {
 		Expect(resp.ErrorCode()).To(Equal("idempotency_key_reused"))
 		eraser := api.post("/v1/videos/eraser", a.key, map[string]any{"video": "https://cdn.example.com/v.mp4"}, "Idempotency-Key", "order-3")
 		Expect(eraser.Status).To(Equal(http.StatusUnprocessableEntity), "the same key on another endpoint is another body")
+		// The message once said "a different request body", which the eraser's caller did not send.
+		Expect(eraser.Message()).To(ContainSubstring("another endpoint"))
 		Expect(tasksIn(a.ns)).To(HaveLen(1))
 		expectCharged(a.ns, 70, 30)
 	})

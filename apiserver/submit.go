@@ -128,7 +128,7 @@ func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Requ
 func answerReplay(w http.ResponseWriter, r *http.Request, obj metav1.Object, hash string, view any) {
 	if obj.GetAnnotations()[AnnotationRequestHash] != hash {
 		httpjson.WriteError(w, r, http.StatusUnprocessableEntity, httpjson.CodeIdempotencyKeyReused,
-			"this Idempotency-Key was already used with a different request body")
+			"this Idempotency-Key was already used for another request (a different body, or another endpoint); use a new key for a new request")
 		return
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
