@@ -65,11 +65,11 @@ var _ = Describe("Accounts that may not submit", func() {
 		Entry("through another replica", secondReplica),
 	)
 
-	It("answers GET /v1/balance with 404 not_found when the account has no PointAccount", func() {
+	It("answers GET /v1/balance with 404 account_not_found when the account has no PointAccount", func() {
 		a := accountWithoutPoints()
 		resp := api.get("/v1/balance", a.key)
 		Expect(resp.Status).To(Equal(http.StatusNotFound))
-		Expect(resp.ErrorCode()).To(Equal("not_found"))
+		Expect(resp.ErrorCode()).To(Equal("account_not_found"), "the code a task's POST answers for the same account")
 		Expect(resp.Message()).To(ContainSubstring("no points account"))
 	})
 })

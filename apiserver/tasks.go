@@ -171,7 +171,9 @@ func (s *Server) getBalance(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 	f, err := s.cfg.Ledger.Balance(r.Context(), p.Account)
 	switch {
 	case errors.Is(err, ledger.ErrAccountNotFound):
-		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "this API key's account has no points account; contact your administrator")
+		// 404 for the GET of what is not there, with the code a task's POST answers for the same
+		// account (403 there): a client handles account_not_found once.
+		httpjson.WriteError(w, r, http.StatusNotFound, "account_not_found", "this API key's account has no points account; contact your administrator")
 		return
 	case errors.Is(err, ledger.ErrNotReady):
 		w.Header().Set("Retry-After", "5")
