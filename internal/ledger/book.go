@@ -136,14 +136,7 @@ func (b *book) available() int64 {
 // set moves e to s, keeping frozen and holds in step.
 func (b *book) set(e *entry, s state) {
 	if b.built && e.state != s {
-		// Counted once decided, and not again when books are rebuilt.
-		switch {
-		case (s == held || s == charging) && !e.frozenCounted:
-			e.frozenCounted = true
-			pointsMoved.WithLabelValues(b.namespace, "freeze").Add(float64(e.price))
-		case s == settled && (e.state == held || e.state == pending) && e.refunded:
-			pointsMoved.WithLabelValues(b.namespace, "refund").Add(float64(e.price))
-		}
+		b.count(e, s) // not when books are (re)built: what they find was counted when decided
 	}
 	if e.state.holds() {
 		b.frozen -= e.price
@@ -157,6 +150,35 @@ func (b *book) set(e *entry, s state) {
 		b.dirty = true
 	}
 	e.state = s
+}
+
+// count adds e's move to s to videogen_points_moved_total, once per task: a freeze when its
+// hold is decided, a refund when a hold ends without a charge, however it ends (its status says
+// Refunded, it is deleted, or it leaves the books closed). A charge is counted as a deduction
+// when its account write lands (landed), so a hold that ends with a charge queued counts nothing
+// here. Over a run, freeze = deduct + refund + frozen (once nothing is pending or queued).
+func (b *book) count(e *entry, s state) {
+	switch {
+	case (s == held || s == charging) && !e.frozenCounted:
+		e.frozenCounted = true
+		b.moved("freeze", e.price)
+	case e.state == pending && s == settled && e.refunded && !e.frozenCounted:
+		// One status write recorded its hold and its refund (a task that timed out before it
+		// ran): the hold was decided, and ended.
+		e.frozenCounted = true
+		b.moved("freeze", e.price)
+		b.moved("refund", e.price)
+	case (e.state == held || e.state == charging) && !s.holds() && s != charged:
+		// A hold found when the books were built is refunded here too: the process that
+		// decided it counted its freeze.
+		if q, ok := b.queued[e.uid]; !ok || q.Kind != videogenv1alpha1.JournalCharge {
+			b.moved("refund", e.price)
+		}
+	}
+}
+
+func (b *book) moved(operation string, points int64) {
+	pointsMoved.WithLabelValues(b.namespace, operation).Add(float64(points))
 }
 
 // drop takes a task out of the books: it is gone, or closed (which means settled), and its
