@@ -90,8 +90,11 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 			}
 		}
 		if start < 0 {
+			// A finished task is deleted after the manager's --finished-task-ttl: a page's last
+			// task may go while a slow client pages on, and its id then places nothing.
 			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
-				"query parameter \"after\": no task with id "+httpjson.Echo(after))
+				"query parameter \"after\": no task with id "+httpjson.Echo(after)+
+					" (finished tasks are deleted a while after they end: list again from the first page)")
 			return
 		}
 	}

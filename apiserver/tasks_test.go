@@ -301,7 +301,9 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(page3["has_more"]).To(BeFalse())
 
 		Expect(api.get("/v1/tasks?limit=0", a.key).Status).To(Equal(http.StatusBadRequest))
-		Expect(api.get("/v1/tasks?after=vt-nope", a.key).Status).To(Equal(http.StatusBadRequest))
+		gone := api.get("/v1/tasks?after=vt-nope", a.key)
+		Expect(gone.Status).To(Equal(http.StatusBadRequest))
+		Expect(gone.Message()).To(ContainSubstring("list again from the first page"), "a cursor whose task was deleted says what to do")
 	})
 })
 
