@@ -31,6 +31,13 @@ type TemplateView struct {
 	Custom             bool             `json:"custom"`
 }
 
+// templateList is the template listing, with the system default price: what a task without a
+// template (video.eraser) costs, which no template in the list could say.
+type templateList struct {
+	list[TemplateView]
+	DefaultPrice int64 `json:"default_price"`
+}
+
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	q, err := queryParams(r, "capability")
 	if writeRequestError(w, r, err) {
@@ -48,7 +55,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys
 		s.internalError(w, r, err)
 		return
 	}
-	out := list[TemplateView]{Object: "list", Data: []TemplateView{}}
+	out := templateList{list: list[TemplateView]{Object: "list", Data: []TemplateView{}}, DefaultPrice: s.cfg.DefaultPrice}
 	for i := range official.Items {
 		t := &official.Items[i]
 		if (capability != "" && t.Spec.Capability != capability) || !catalog.Usable(t) {
