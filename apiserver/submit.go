@@ -186,7 +186,7 @@ func (s *Server) quote(ctx context.Context, account string, in *taskInput) (cata
 	case err != nil:
 		return tmpl, 0, err
 	}
-	if !tmpl.Terms.Adjustable && in.capability != videogenv1alpha1.CapabilityTemplate {
+	if !tmpl.Terms.Adjustable && !in.capability.HasDuration() {
 		in.duration = nil
 	}
 	price, err := pricing.Quote(tmpl.Terms, in.duration, s.cfg.DefaultPrice)

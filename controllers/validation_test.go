@@ -52,7 +52,38 @@ var _ = Describe("API validation", func() {
 			DurationAdjustable: true, MinDuration: ptr.To[int32](2), MaxDuration: ptr.To[int32](10)}, "mediaURL is required"),
 		Entry("an image.pose template without media", videogenv1alpha1.TemplateSpec{Capability: "image.pose", DisplayName: "x"},
 			"mediaURL is required"),
+		Entry("a price above what a top-up can credit", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media,
+			Price: ptr.To[int64](9223372036854775807)}, "price must not exceed 1000000000 points"),
+		Entry("a price just above the cap", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media,
+			Price: ptr.To(videogenv1alpha1.MaxPoints + 1)}, "price must not exceed 1000000000 points"),
+		Entry("a duration price above what a top-up can credit", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x", MediaURL: media,
+			DurationAdjustable: true, MinDuration: ptr.To[int32](2), MaxDuration: ptr.To[int32](10), DurationPrices: map[string]int64{"5": videogenv1alpha1.MaxPoints + 1}},
+			"prices must not exceed 1000000000 points"),
+		Entry("an adjustable video.short template", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media,
+			DurationAdjustable: true, MinDuration: ptr.To[int32](2), MaxDuration: ptr.To[int32](10)}, "durationAdjustable is only for video.template templates"),
+		Entry("an adjustable video.eraser template", videogenv1alpha1.TemplateSpec{Capability: "video.eraser", DisplayName: "x",
+			DurationAdjustable: true, MinDuration: ptr.To[int32](2), MaxDuration: ptr.To[int32](10)}, "durationAdjustable is only for video.template templates"),
+		Entry("an adjustable image.pose template", videogenv1alpha1.TemplateSpec{Capability: "image.pose", DisplayName: "x", MediaURL: media,
+			DurationAdjustable: true, MinDuration: ptr.To[int32](2), MaxDuration: ptr.To[int32](10)}, "durationAdjustable is only for video.template templates"),
+		Entry("minDuration on a fixed template", videogenv1alpha1.TemplateSpec{Capability: "video.template", DisplayName: "x", MediaURL: media,
+			MinDuration: ptr.To[int32](2)}, "minDuration and maxDuration are only allowed when durationAdjustable is true"),
+		Entry("maxDuration on a fixed template", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media,
+			MaxDuration: ptr.To[int32](10)}, "minDuration and maxDuration are only allowed when durationAdjustable is true"),
 	)
+
+	It("accepts prices of exactly the most a top-up can credit", func() {
+		fixed := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: envsuite.Unique("dear")},
+			Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Dear", MediaURL: media,
+				Price: ptr.To(videogenv1alpha1.MaxPoints)}}
+		adjustable := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: envsuite.Unique("dear")},
+			Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityTemplate, DisplayName: "Dear", MediaURL: media,
+				DurationAdjustable: true, MinDuration: ptr.To[int32](2), MaxDuration: ptr.To[int32](10),
+				DurationPrices: map[string]int64{"5": videogenv1alpha1.MaxPoints}}}
+		for _, t := range []*videogenv1alpha1.Template{fixed, adjustable} {
+			Expect(k8sClient.Create(ctx, t)).To(Succeed())
+			DeferCleanup(func() { Expect(k8sClient.Delete(ctx, t)).To(Succeed()) })
+		}
+	})
 
 	It("accepts a video.eraser Template without media: it works on the caller's video", func() {
 		t := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: envsuite.Unique("eraser")},

@@ -21,6 +21,18 @@ func (c Capability) NeedsTemplateMedia() bool {
 	return c == CapabilityShort || c == CapabilityTemplate || c == CapabilityPose
 }
 
+// HasDuration reports whether a task of this capability renders a duration the caller chooses
+// (video.template): only such templates may be durationAdjustable. A video.short keeps its
+// template video's length, video.eraser its source's, and image.pose makes an image.
+func (c Capability) HasDuration() bool {
+	return c == CapabilityTemplate
+}
+
+// MaxPoints bounds every amount of points an object names: a top-up's amount (either way) and
+// every price of a Template. The CRDs' markers spell it out (1000000000), as markers cannot
+// name a constant; TestMarkersBoundPointsByMaxPoints keeps them equal.
+const MaxPoints int64 = 1_000_000_000
+
 // Capabilities lists every capability, in the order the API documents them.
 var Capabilities = []Capability{CapabilityShort, CapabilityEraser, CapabilityTemplate, CapabilityPose}
 

@@ -9,6 +9,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || (has(self.minDuration) && has(self.maxDuration))",message="minDuration and maxDuration are required when durationAdjustable is true"
 // +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || !has(self.minDuration) || !has(self.maxDuration) || self.minDuration <= self.maxDuration",message="minDuration must not exceed maxDuration"
 // +kubebuilder:validation:XValidation:rule="self.durationAdjustable || !has(self.durationPrices) || size(self.durationPrices) == 0",message="durationPrices is only allowed when durationAdjustable is true"
+// +kubebuilder:validation:XValidation:rule="self.durationAdjustable || (!has(self.minDuration) && !has(self.maxDuration))",message="minDuration and maxDuration are only allowed when durationAdjustable is true: a fixed template ignores them"
+// +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || self.capability == 'video.template'",message="durationAdjustable is only for video.template templates: video.short, video.eraser and image.pose render no chosen duration"
 // +kubebuilder:validation:XValidation:rule="!self.durationAdjustable || !has(self.price)",message="price is for fixed-duration templates: an adjustable template is priced by durationPrices, and durations without an entry cost the default price"
 // +kubebuilder:validation:XValidation:rule="!has(self.durationPrices) || !has(self.minDuration) || !has(self.maxDuration) || self.durationPrices.all(k, !k.matches('^[1-9][0-9]{0,3}$') || (int(k) >= self.minDuration && int(k) <= self.maxDuration))",message="durationPrices keys must lie within [minDuration, maxDuration]"
 type TemplateSpec struct {
@@ -27,8 +29,10 @@ type TemplateSpec struct {
 	DisplayName string `json:"displayName"`
 
 	// Price in points for fixed-duration templates (refused on adjustable ones, which are priced
-	// by durationPrices). When unset, the system default price applies.
+	// by durationPrices). When unset, the system default price applies. At most 1000000000
+	// (MaxPoints), the most a top-up can credit.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 1000000000",message="price must not exceed 1000000000 points, the most a top-up can credit"
 	// +optional
 	Price *int64 `json:"price,omitempty"`
 
@@ -44,25 +48,28 @@ type TemplateSpec struct {
 	MediaURL string `json:"mediaURL,omitempty"`
 
 	// DurationAdjustable lets callers choose the output duration within [minDuration, maxDuration].
+	// Only video.template renders a chosen duration, so only its templates may be adjustable.
 	// +kubebuilder:default=false
 	// +optional
 	DurationAdjustable bool `json:"durationAdjustable,omitempty"`
 
-	// MinDuration is the shortest selectable duration in seconds.
+	// MinDuration is the shortest selectable duration in seconds (adjustable templates only).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MinDuration *int32 `json:"minDuration,omitempty"`
 
-	// MaxDuration is the longest selectable duration in seconds.
+	// MaxDuration is the longest selectable duration in seconds (adjustable templates only).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	MaxDuration *int32 `json:"maxDuration,omitempty"`
 
 	// DurationPrices maps a duration in seconds (as a decimal string) to its price in points.
-	// A duration in range without an entry costs the system default price.
+	// A duration in range without an entry costs the system default price. Each price is at most
+	// 1000000000 (MaxPoints), the most a top-up can credit.
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[1-9][0-9]{0,3}$'))",message="keys must be durations in whole seconds, e.g. \"10\""
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",message="prices must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] <= 1000000000)",message="prices must not exceed 1000000000 points, the most a top-up can credit"
 	// +kubebuilder:validation:MaxProperties=256
 	// +optional
 	DurationPrices map[string]int64 `json:"durationPrices,omitempty"`
