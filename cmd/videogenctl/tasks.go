@@ -109,8 +109,26 @@ type taskRow struct {
 
 func rowOf(t *videogenv1alpha1.VideoTask) taskRow {
 	v := taskview.Of(t)
-	return taskRow{Account: t.Namespace, ID: t.Name, Capability: v.Capability, Status: v.Status, Phase: ptr.Deref(v.Phase, ""),
+	return taskRow{Account: t.Namespace, ID: t.Name, Capability: v.Capability, Status: v.Status, Phase: phaseOf(t, ptr.Deref(v.Phase, "")),
 		Progress: v.Progress, Cost: v.Cost, Charge: string(t.Status.Charge), Reason: reasonOf(t), CreatedAt: t.CreationTimestamp.Time}
+}
+
+// phaseOf is the stage a task is in (running, as the REST API's phase), or, once it ended, the
+// last stage it reached: render for a success, the stage that failed or was stopped otherwise;
+// "" for a task that ended before any stage started.
+func phaseOf(t *videogenv1alpha1.VideoTask, running string) string {
+	if running != "" || !t.Status.Phase.Terminal() {
+		return running
+	}
+	ended := ""
+	for _, name := range videogenv1alpha1.Stages {
+		for _, st := range t.Status.Stages {
+			if st.Name == name && st.State != "" && st.State != videogenv1alpha1.StagePending {
+				ended = string(name)
+			}
+		}
+	}
+	return ended
 }
 
 // reasonOf is why the task ended, from its conditions.
