@@ -43,7 +43,7 @@ func newTaskCommands(o *options) []*cobra.Command {
 task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise, 2 if it could not be
 followed (no such task, the cluster unreachable), as kubectl diff tells its answer from its
 errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
-until interrupted.`,
+until interrupted; an account that does not exist is an error (exit status 2).`,
 		ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
@@ -330,6 +330,9 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		if err != nil {
 			return err
 		}
+		if err := requireWatchable(ctx, c, ns); err != nil {
+			return &exitError{code: exitWatchFailed, err: err}
+		}
 		opts = append(opts, client.InNamespace(ns))
 	}
 	tw := printers.GetNewTabWriter(o.out)
@@ -395,6 +398,24 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 			return nil
 		}
 	}
+}
+
+// requireWatchable refuses to watch an account that does not exist (a typo in -n, most likely),
+// which would wait forever for tasks that never come. A namespace with tasks but no account
+// (being closed) is still watched; so is any when the account cannot be read (no right to).
+func requireWatchable(ctx context.Context, c client.Reader, ns string) error {
+	if ns == "" {
+		return nil
+	}
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{})
+	if !apierrors.IsNotFound(err) {
+		return nil
+	}
+	var tasks videogenv1alpha1.VideoTaskList
+	if err := c.List(ctx, &tasks, client.InNamespace(ns), client.Limit(1)); err != nil || len(tasks.Items) > 0 {
+		return nil
+	}
+	return fmt.Errorf("there is no account %q to watch (-n ACCOUNT names another)", ns)
 }
 
 // outcome is nil for a task that succeeded, and says why for one that did not.

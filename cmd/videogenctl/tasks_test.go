@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -103,6 +104,13 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	t.Cleanup(func() { stderr = os.Stderr })
 	if out, err := cli(asAdmin, "task", "list", "-n", "nosuch"); err != nil || out != "" || note.String() != "No tasks found: there is no account \"nosuch\".\n" {
 		t.Errorf("task list -n nosuch: %v, printed %q, noted %q", err, out, note.String())
+	}
+	// Watching an account that does not exist says so at once, as a watch that could not follow.
+	watchCtx, stopWatch := context.WithTimeout(ctx, 15*time.Second)
+	err = run(watchCtx, []string{"task", "watch", "-n", "nosuch", "--kubeconfig", asAdmin}, io.Discard)
+	stopWatch()
+	if err == nil || !strings.Contains(err.Error(), `there is no account "nosuch"`) || exitCode(err) != exitWatchFailed {
+		t.Errorf("task watch -n nosuch: %v (exit status %d, want %d)", err, exitCode(err), exitWatchFailed)
 	}
 	if _, err := cli(asAdmin, "task", "get", "vt-1", "-n", "globex"); err == nil || !strings.Contains(err.Error(), `no task "vt-1" in account "globex"`) {
 		t.Errorf("task get in another account: %v", err)
