@@ -33,6 +33,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/imageinput"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/pricing"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
@@ -81,6 +82,9 @@ func run() error {
 	timeouts.Bind(flag.CommandLine)
 	flag.Parse()
 	if err := timeouts.Check(); err != nil {
+		return err
+	}
+	if err := pricing.CheckDefault(defaultPrice); err != nil {
 		return err
 	}
 

@@ -24,6 +24,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
 	"github.com/videogen-dev/videogen-operator/internal/outbound"
+	"github.com/videogen-dev/videogen-operator/internal/pricing"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/internal/watchlag"
 )
@@ -104,8 +105,8 @@ func main() {
 	}
 	opts.Webhooks.Schedule = schedule
 	opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: allow}, webhookTimeout)
-	if opts.Task.DefaultPrice < 0 {
-		log.Error(nil, "--default-price must not be negative", "value", opts.Task.DefaultPrice)
+	if err := pricing.CheckDefault(opts.Task.DefaultPrice); err != nil {
+		log.Error(err, "bad --default-price")
 		os.Exit(2)
 	}
 	var tlsOpts []func(*tls.Config)

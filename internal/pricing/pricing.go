@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
 // DefaultPrice is the system default price in points when the manager is not told otherwise.
@@ -46,6 +48,16 @@ type InvalidPriceError struct {
 
 func (e *InvalidPriceError) Error() string {
 	return fmt.Sprintf("%s price %d is negative", e.What, e.Price)
+}
+
+// CheckDefault says what is wrong with a system default price (the --default-price flag of the
+// manager and the REST apiserver): a price, as a Template's, is 0 to MaxPoints, the most a
+// top-up can credit.
+func CheckDefault(p int64) error {
+	if p < 0 || p > videogenv1alpha1.MaxPoints {
+		return fmt.Errorf("--default-price must be from 0 to %d points (the most a top-up can credit), not %d", videogenv1alpha1.MaxPoints, p)
+	}
+	return nil
 }
 
 // Quote returns the price of one task on a template with these terms. duration may be nil.

@@ -2,7 +2,10 @@ package pricing
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -78,4 +81,17 @@ func FuzzQuote(f *testing.F) {
 			t.Fatalf("Quote() accepted duration %d outside [%d, %d]", d, lo, hi)
 		}
 	})
+}
+
+// A default price is bounded as a Template's: 0 to MaxPoints, the most a top-up can credit.
+func TestCheckDefaultBoundsTheDefaultPriceAsATemplatesPrice(t *testing.T) {
+	for p, ok := range map[int64]bool{0: true, 10: true, videogenv1alpha1.MaxPoints: true,
+		-1: false, videogenv1alpha1.MaxPoints + 1: false, 9223372036854775807: false} {
+		if err := CheckDefault(p); (err == nil) != ok {
+			t.Errorf("CheckDefault(%d) = %v, want ok %v", p, err, ok)
+		}
+	}
+	if err := CheckDefault(videogenv1alpha1.MaxPoints + 1); err == nil || !strings.Contains(err.Error(), "from 0 to 1000000000 points") {
+		t.Errorf("the message does not say the bound: %v", err)
+	}
 }
