@@ -98,7 +98,8 @@ func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SecretName(id), Namespace: keyNamespace}}
 	if err := c.Delete(ctx, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no API key with id %q", id)
+			// A revoked key leaves nothing behind: a typo and a second revoke look alike.
+			return fmt.Errorf("no API key with id %q: it was never issued, or is revoked already (apikey list shows the keys that work)", id)
 		}
 		return err
 	}
