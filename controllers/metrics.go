@@ -31,7 +31,7 @@ var (
 	}, []string{"namespace", "state"})
 	webhookAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "videogen_task_webhook_attempts_total",
-		Help: "Completion webhook attempts by outcome: delivered, retry, gone (410), gave_up.",
+		Help: "Completion webhook attempts by outcome: delivered, retry, gone (410), refused (a literal private address: never sent), gave_up.",
 	}, []string{"outcome"})
 	backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "videogen_backend_errors_total",

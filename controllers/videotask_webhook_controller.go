@@ -112,6 +112,16 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	case outbound.Gone:
 		d.State = videogenv1alpha1.WebhookStopped
 		eventType, reason, note = corev1.EventTypeWarning, "WebhookStopped", "The webhook receiver answered 410 Gone; no more attempts"
+	case outbound.Refused:
+		// A literal private address never becomes public, so retrying for a day only keeps the
+		// task open (a VideoTask made with kubectl skips the API's check of the URL). A host
+		// name that resolves to one stays a Retry: its DNS may yet point elsewhere.
+		d.State = videogenv1alpha1.WebhookStopped
+		eventType, reason, note = corev1.EventTypeWarning, "WebhookRefused",
+			"The webhook URL's host is not a public address; the service never calls one, so no more attempts"
+		if literal := (*netguard.LiteralAddressError)(nil); errors.As(res.Err, &literal) {
+			note = fmt.Sprintf("The webhook URL's host %s is not a public address; the service never calls one, so no more attempts", literal.Addr)
+		}
 	default:
 		if next, ok := r.schedule().Next(d.Attempts, ended); ok {
 			n := metav1.NewTime(next)
@@ -175,7 +185,7 @@ func (r *VideoTaskWebhookReconciler) schedule() outbound.Steps {
 }
 
 // attemptOutcome names the attempt outcomes of videogen_task_webhook_attempts_total.
-var attemptOutcome = map[string]string{"WebhookDelivered": "delivered", "WebhookRetrying": "retry", "WebhookStopped": "gone", "WebhookFailed": "gave_up"}
+var attemptOutcome = map[string]string{"WebhookDelivered": "delivered", "WebhookRetrying": "retry", "WebhookStopped": "gone", "WebhookRefused": "refused", "WebhookFailed": "gave_up"}
 
 // errWebhookRaced: another attempt's record reached the task first.
 var errWebhookRaced = errors.New("another webhook attempt was recorded")

@@ -354,6 +354,32 @@ var _ = Describe("Completion webhooks to private addresses", func() {
 			return ""
 		}).Should(ContainSubstring("not a public address"))
 		Expect(recv.deliveries()).To(BeEmpty())
+		// A name may be re-pointed: the whole schedule is tried.
+		Eventually(func() *videogenv1alpha1.WebhookDelivery { return webhookOf(ns, task.Name) }).Should(And(
+			HaveField("State", videogenv1alpha1.WebhookFailed), HaveField("Attempts", BeNumerically("==", 3))))
+	})
+
+	It("stop at once when the URL's host is a private literal address", func() {
+		backend := testbackend.New()
+		opts := testOptions(backend)
+		opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{}, time.Second)
+		stop := startManager(opts)
+		defer stop()
+		ns := suite.NewAccount(100)
+		recv := newTaskReceiver(ns)
+		// A task made with kubectl: the REST API would have refused this URL.
+		task := taskWithWebhook(ns, recv.server.URL+"/hook", testbackend.Script{}, backend)
+		Eventually(func() *videogenv1alpha1.WebhookDelivery { return webhookOf(ns, task.Name) }).Should(And(
+			Not(BeNil()), HaveField("State", videogenv1alpha1.WebhookStopped)))
+		Expect(taskOf(ns, task.Name).Status.Closed).To(BeTrue(), "nothing is left to do for the task")
+		w := webhookOf(ns, task.Name)
+		Expect(w.Attempts).To(BeNumerically("==", 1))
+		Expect(w.NextAttemptAt).To(BeNil())
+		Expect(w.LastError).To(Equal("receiver: destination is not a public address: 127.0.0.1"))
+		Eventually(func() []string { return eventNotes(ns, task.Name) }).Should(ContainElement(
+			"WebhookRefused: The webhook URL's host 127.0.0.1 is not a public address; the service never calls one, so no more attempts"))
+		Consistently(func() int32 { return webhookOf(ns, task.Name).Attempts }, time.Second).Should(BeNumerically("==", 1))
+		Expect(recv.deliveries()).To(BeEmpty())
 	})
 })
 

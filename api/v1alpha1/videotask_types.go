@@ -239,7 +239,8 @@ const (
 	WebhookPending WebhookState = "Pending"
 	// WebhookDelivered: the receiver answered 2xx.
 	WebhookDelivered WebhookState = "Delivered"
-	// WebhookStopped: the receiver answered 410 Gone; no more attempts.
+	// WebhookStopped: the receiver answered 410 Gone, or the URL names an address the manager
+	// never calls (a literal private one); no more attempts.
 	WebhookStopped WebhookState = "Stopped"
 	// WebhookFailed: every scheduled attempt failed.
 	WebhookFailed WebhookState = "Failed"

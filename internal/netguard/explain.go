@@ -35,15 +35,19 @@ func Explain(err error) error {
 
 func explain(err error) string {
 	var (
-		dnsErr *net.DNSError
-		opErr  *net.OpError
-		netErr net.Error
+		dnsErr  *net.DNSError
+		opErr   *net.OpError
+		netErr  net.Error
+		literal *LiteralAddressError
 	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &literal):
+		// The caller wrote this address in the URL: naming it tells them nothing of ours.
+		return literal.Error()
 	case errors.Is(err, ErrForbiddenDestination):
-		// Only a refusal at connect time gets here: the address came from our resolver.
+		// A refusal at connect time after resolution: the address came from our resolver.
 		return ErrForbiddenDestination.Error() + " (what the host name resolves to)"
 	case errors.As(err, &dnsErr):
 		return "could not resolve host " + dnsErr.Name + dnsOutcome(dnsErr)

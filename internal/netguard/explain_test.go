@@ -44,6 +44,11 @@ func TestExplainKeepsOurNetworkOutOfTheMessage(t *testing.T) {
 			t.Errorf("Explain(%v) keeps no detail for logs", c.err)
 		}
 	}
+	// An address the caller wrote in the URL is theirs: it is named, and no host name is implied.
+	literal := &net.OpError{Op: "dial", Net: "tcp", Err: &LiteralAddressError{Addr: netip.MustParseAddr("10.0.0.1")}}
+	if got := Explain(literal).Error(); got != "destination is not a public address: 10.0.0.1" {
+		t.Errorf("Explain(%v) = %q", literal, got)
+	}
 	if other := fmt.Errorf("HTTP 404"); Explain(other) != other {
 		t.Errorf("Explain changed an error that is not a network error")
 	}

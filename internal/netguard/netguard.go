@@ -247,7 +247,31 @@ func (p Policy) Dialer(timeout time.Duration) *net.Dialer {
 	}
 }
 
-// DialContext is Dialer(timeout).DialContext, for http.Transport.
+// LiteralAddressError refuses an address written in the URL itself (http://10.0.0.1/), not one
+// a host name resolved to: nothing outside the policy can make it public, so calling again is
+// useless, whereas a name may be re-pointed. It is an ErrForbiddenDestination.
+type LiteralAddressError struct {
+	Addr netip.Addr
+}
+
+func (e *LiteralAddressError) Error() string {
+	return fmt.Sprintf("%s: %s", ErrForbiddenDestination, e.Addr)
+}
+
+// Is makes errors.Is(err, ErrForbiddenDestination) hold, as for every refusal.
+func (e *LiteralAddressError) Is(target error) bool { return target == ErrForbiddenDestination }
+
+// DialContext is Dialer(timeout).DialContext, for http.Transport, except that a forbidden
+// literal address is refused before dialing with a LiteralAddressError, so callers can tell
+// it from a name that resolved to a forbidden address.
 func (p Policy) DialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return p.Dialer(timeout).DialContext
+	dialer := p.Dialer(timeout)
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			if ip, err := netip.ParseAddr(host); err == nil && !p.AllowedAddr(ip) {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: &LiteralAddressError{Addr: ip}}
+			}
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}
 }

@@ -103,6 +103,36 @@ func TestDialerRefusesLoopbackAfterResolution(t *testing.T) {
 	resp.Body.Close()
 }
 
+// A refused literal address is told apart from a name that resolved to one: the first can
+// never be called, the second may be re-pointed.
+func TestDialerTellsALiteralAddressFromAResolvedName(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	guarded := &http.Client{Transport: &http.Transport{DialContext: Policy{}.DialContext(time.Second)}}
+
+	for _, host := range []string{"127.0.0.1", "[::1]", "[::ffff:127.0.0.1]"} {
+		_, err := guarded.Get("http://" + host + ":" + port + "/")
+		var literal *LiteralAddressError
+		if !errors.As(err, &literal) || !errors.Is(err, ErrForbiddenDestination) {
+			t.Errorf("GET via %s = %v, want a LiteralAddressError that is an ErrForbiddenDestination", host, err)
+		}
+	}
+	_, err := guarded.Get("http://localhost:" + port + "/")
+	var literal *LiteralAddressError
+	if errors.As(err, &literal) || !errors.Is(err, ErrForbiddenDestination) {
+		t.Errorf("GET via localhost = %v, want ErrForbiddenDestination without a LiteralAddressError", err)
+	}
+
+	allowed := Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	open := &http.Client{Transport: &http.Transport{DialContext: allowed.DialContext(time.Second)}}
+	resp, err := open.Get("http://127.0.0.1:" + port + "/")
+	if err != nil {
+		t.Fatalf("GET 127.0.0.1 with loopback allowed: %v", err)
+	}
+	resp.Body.Close()
+}
+
 func TestParseInetAton(t *testing.T) {
 	for in, want := range map[string]string{
 		"2130706433": "127.0.0.1", "0177.0.0.1": "127.0.0.1", "0x7f.0.0.1": "127.0.0.1", "127.1": "127.0.0.1",

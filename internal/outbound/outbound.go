@@ -1,6 +1,6 @@
 // Package outbound sends the operator's outgoing webhooks: a task's completion callback and a
 // PaymentEvent's delivery to a sink. One way to send (signed with Standard Webhooks, no
-// redirects followed), one way to classify the answer (delivered, retry, gone), the retry
+// redirects followed), one way to classify the answer (delivered, retry, gone, refused), the retry
 // schedules both use, and one way to record an attempt in the object's status
 // (v1alpha1.DeliveryAttempts). Inbound payment webhooks are the connectors' business.
 package outbound
@@ -34,6 +34,10 @@ const (
 	Delivered
 	// Gone: the receiver answered 410 Gone, asking never to be sent this message again.
 	Gone
+	// Refused: the URL's host is a literal address the client's policy refuses (netguard), so
+	// no attempt will ever be made; stop. A host name that resolves to such an address is a
+	// Retry: its DNS may be fixed.
+	Refused
 )
 
 // Attempt is the result of one POST.
@@ -105,6 +109,9 @@ func Send(ctx context.Context, hc *http.Client, m Message, now time.Time) Attemp
 		return Attempt{Outcome: Retry, Err: err}
 	}
 	resp, err := hc.Do(req)
+	if literal := (*netguard.LiteralAddressError)(nil); errors.As(err, &literal) {
+		return Attempt{Outcome: Refused, Err: err}
+	}
 	if err != nil {
 		if m.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", m.Timeout)

@@ -66,8 +66,14 @@ func TestSendRefusesPrivateDestinationsAtDialTime(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("reached") }))
 	defer srv.Close()
 	res := Send(context.Background(), NewGuardedClient(netguard.Policy{}, time.Second), Message{URL: srv.URL, ID: "msg_1", Secrets: []string{standardwebhooks.NewSecret()}, Body: []byte("{}")}, time.Now())
-	if !errors.Is(res.Err, netguard.ErrForbiddenDestination) {
-		t.Fatalf("Send to loopback = %+v, want ErrForbiddenDestination", res)
+	if !errors.Is(res.Err, netguard.ErrForbiddenDestination) || res.Outcome != Refused {
+		t.Fatalf("Send to loopback = %+v, want Refused with ErrForbiddenDestination", res)
+	}
+	// A name that resolves to loopback may resolve elsewhere later: tried again.
+	byName := "http://localhost:" + srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	res = Send(context.Background(), NewGuardedClient(netguard.Policy{}, time.Second), Message{URL: byName, ID: "msg_1", Secrets: []string{standardwebhooks.NewSecret()}, Body: []byte("{}")}, time.Now())
+	if !errors.Is(res.Err, netguard.ErrForbiddenDestination) || res.Outcome != Retry {
+		t.Fatalf("Send to localhost = %+v, want Retry with ErrForbiddenDestination", res)
 	}
 }
 
