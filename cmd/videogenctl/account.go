@@ -58,6 +58,9 @@ func firstArg(complete cobra.CompletionFunc) cobra.CompletionFunc {
 
 // accountCreate makes the namespace (if missing) and its PointAccount.
 func accountCreate(ctx context.Context, o *options, name, description string) error {
+	if err := accountNamespaceAllowed(o, name); err != nil {
+		return err
+	}
 	c, err := o.client()
 	if err != nil {
 		return err
@@ -77,6 +80,18 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 		return fmt.Errorf("creating the PointAccount: %w", err)
 	}
 	fmt.Fprintf(o.out, "account %q created with 0 points; top it up with: %s topup %s AMOUNT --reference REF\n", name, displayName(), name)
+	return nil
+}
+
+// accountNamespaceAllowed refuses a namespace that is not a tenant's: Kubernetes' own (kube-*)
+// and the operator's (--key-namespace), whose API key Secrets an account's users must never reach.
+func accountNamespaceAllowed(o *options, name string) error {
+	switch {
+	case strings.HasPrefix(name, "kube-"):
+		return fmt.Errorf("%q cannot be an account: kube-* namespaces belong to Kubernetes; give the account a namespace of its own", name)
+	case name == o.keyNamespace:
+		return fmt.Errorf("%q cannot be an account: it is the operator's namespace (--key-namespace), which holds the API key Secrets; give the account a namespace of its own", name)
+	}
 	return nil
 }
 
