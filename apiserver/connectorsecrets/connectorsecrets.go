@@ -3,7 +3,8 @@
 // restart.
 //
 // A Secret holds the webhook secrets of one connector when it is labelled
-// videogen.dev/webhook-connector=<connector> (lower case, e.g. stripe) and lives in the watched
+// videogen.dev/webhook-connector=<connector> (e.g. stripe; matched case-insensitively, as the
+// connector names of the webhook URLs and of videogenctl connectors are) and lives in the watched
 // namespace. Keys: "secret" (required) and "additional_secret" (optional, the other secret during
 // a rotation). Values are trimmed of surrounding whitespace (a trailing newline from a file is
 // common and never part of a secret). Every labelled Secret of a connector counts, so a rotation
@@ -49,18 +50,22 @@ func New(reader client.Reader, namespace string) *Source {
 }
 
 // Secrets implements eventservice.SecretSource. Secrets are ordered by Secret name so that the
-// result is stable; any of them verifies a delivery.
+// result is stable; any of them verifies a delivery. The label's value is compared with
+// connector ignoring case: a Secret labelled "Adyen" is adyen's, as videogenctl connectors
+// reports it.
 func (s *Source) Secrets(connector string) ([][]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
 	var list corev1.SecretList
-	if err := s.reader.List(ctx, &list, client.InNamespace(s.namespace),
-		client.MatchingLabels{LabelConnector: connector}); err != nil {
+	if err := s.reader.List(ctx, &list, client.InNamespace(s.namespace), client.HasLabels{LabelConnector}); err != nil {
 		return nil, fmt.Errorf("listing Secrets labelled %s=%s in namespace %q: %w", LabelConnector, connector, s.namespace, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	var out [][]byte
 	for _, secret := range list.Items {
+		if !strings.EqualFold(secret.Labels[LabelConnector], connector) {
+			continue
+		}
 		for _, key := range []string{KeySecret, KeyAdditionalSecret} {
 			if v := strings.TrimSpace(string(secret.Data[key])); v != "" {
 				out = append(out, []byte(v))
