@@ -1,6 +1,10 @@
 package connectors
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+)
 
 // ErrUnknownConnector is wrapped by the error Lookup and Handle return for a
 // connector name that is not registered.
@@ -29,9 +33,43 @@ type ParseError struct {
 func (e *ParseError) Error() string {
 	msg := "connectors: " + e.Connector + ": cannot parse webhook body"
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + describe(e.Err)
 	}
 	return msg
+}
+
+// describe is err's text for the sender of the body. encoding/json's type errors name the
+// connector's Go types ("cannot unmarshal string into Go struct field object.data.object.amount
+// of type int64"), which mean nothing to a processor and expose internals: they are said in
+// JSON's terms instead.
+func describe(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	want := "a value of another type"
+	if te.Type != nil {
+		switch te.Type.Kind() {
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.String:
+			want = "a string"
+		case reflect.Bool:
+			want = "a boolean"
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			want = "an integer"
+		case reflect.Float32, reflect.Float64:
+			want = "a number"
+		}
+	}
+	where := "the body"
+	if te.Field != "" {
+		where = "field " + te.Field
+	}
+	return where + " is a JSON " + te.Value + ", want " + want
 }
 
 func (e *ParseError) Unwrap() error { return e.Err }

@@ -2,6 +2,7 @@ package connectors_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -171,5 +172,38 @@ func TestSecretsFromStrings(t *testing.T) {
 	got := connectors.SecretsFromStrings("a", "", "whsec_b")
 	if len(got) != 3 || string(got[0]) != "a" || len(got[1]) != 0 || string(got[2]) != "whsec_b" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// A body of the wrong JSON shape is described in JSON's terms: the connector's Go types
+// ("Go struct field object.data.object.amount of type int64") are internals the sender of the
+// webhook must not see.
+func TestParseErrorOfAWrongJSONType(t *testing.T) {
+	type object struct {
+		Amount int64 `json:"amount"`
+	}
+	type event struct {
+		Data struct {
+			Object object `json:"object"`
+		} `json:"data"`
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"data":{"object":{"amount":"12"}}}`, "field data.object.amount is a JSON string, want an integer"},
+		{`{"data":"x"}`, "field data is a JSON string, want an object"},
+		{`[1,2]`, "the body is a JSON array, want an object"},
+	} {
+		var e event
+		err := json.Unmarshal([]byte(tc.body), &e)
+		if err == nil {
+			t.Fatalf("%s: no error", tc.body)
+		}
+		pe := &connectors.ParseError{Connector: "stripe", Err: err}
+		want := "connectors: stripe: cannot parse webhook body: " + tc.want
+		if got := pe.Error(); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.body, got, want)
+		}
+		if !errors.Is(pe, err) {
+			t.Errorf("%s: the json error is no longer wrapped", tc.body)
+		}
 	}
 }
