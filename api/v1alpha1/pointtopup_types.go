@@ -13,8 +13,8 @@ const (
 	ReasonCredited        = "Credited"
 	ReasonDebited         = "Debited"
 	ReasonAccountNotFound = "AccountNotFound"
-	// ReasonDuplicateReference: another top-up of the account was applied with this reference;
-	// this one is never applied.
+	// ReasonDuplicateReference: another top-up of the namespace was applied with this reference,
+	// to its account or to an earlier one; this one is never applied.
 	ReasonDuplicateReference = "DuplicateReference"
 	// ReasonDebitExceedsBalance: a debit larger than the available balance is never applied.
 	ReasonDebitExceedsBalance = "DebitExceedsBalance"
@@ -34,8 +34,9 @@ type PointTopUpSpec struct {
 	Amount int64 `json:"amount"`
 
 	// Reference ties the top-up to its paperwork, e.g. an invoice number. It is unique in the
-	// account: a second top-up with a reference already applied is refused. No space at either
-	// end, so "INV-1 " cannot pass for another reference than "INV-1".
+	// namespace for good: a second top-up with a reference already applied to its account, or
+	// to an earlier account of the namespace, is refused. No space at either end, so "INV-1 "
+	// cannot pass for another reference than "INV-1".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^\S(.*\S)?$`

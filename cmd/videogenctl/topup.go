@@ -30,14 +30,15 @@ func newTopUpCommand(o *options) *cobra.Command {
 		Long: `Creates a PointTopUp, the account's audit record of the change, and waits until the
 operator applied it. --debit takes AMOUNT from the account instead (a correction, or what is
 left when it is closed) and needs --note saying why, e.g. topup acme 50 --debit --reference
-CORR-1 --note "double invoice". A reference is unique in the account: a second top-up with a
-reference already applied is refused. The account must exist (account create): for one that
-does not, nothing is created.`,
+CORR-1 --note "double invoice". A reference is unique in the account's namespace for good: a
+second top-up with a reference already applied there, to this account or to an earlier one
+deleted since, is refused. The account must exist (account create): for one that does not,
+nothing is created.`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: firstArg(o.completeAccounts),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reference) == "" {
-				return fmt.Errorf("--reference is required (an invoice number, a ticket: it is unique in the account); usage: %s", cmd.UseLine())
+				return fmt.Errorf("--reference is required (an invoice number, a ticket: it is unique in the account's namespace); usage: %s", cmd.UseLine())
 			}
 			amount, err := parseAmount(args[1], debit)
 			if err != nil {

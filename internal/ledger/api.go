@@ -327,8 +327,9 @@ type TopUpOutcome struct {
 }
 
 // ApplyTopUp credits (or debits) a PointTopUp once: queued for the account's next write, with a
-// journal entry. A top-up whose reference another top-up of the account has is refused, and so
-// is a debit larger than the available balance. ErrAccountNotFound: it waits for the account.
+// journal entry. A top-up whose reference another top-up applied to an account of the namespace
+// has (this account or an earlier one) is refused, and so is a debit larger than the available
+// balance. ErrAccountNotFound: it waits for the account.
 func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error) {
 	b, err := l.lockBook(t.Namespace)
 	if err != nil {
@@ -348,14 +349,18 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	if _, ok := b.queued[t.UID]; ok {
 		return TopUpOutcome{Queued: true}, nil
 	}
-	if other, ok := b.references[t.Spec.Reference]; ok && other == t.UID {
+	if other, ok := b.references[t.Spec.Reference]; ok && other.uid == t.UID {
 		// Applied, and its journal entry already gone: this is a copy from before its status
 		// said so (a cache that lags). Never credited again.
 		return TopUpOutcome{AlreadyApplied: true}, nil
 	}
-	if other, ok := b.references[t.Spec.Reference]; ok && other != t.UID {
+	if other, ok := b.references[t.Spec.Reference]; ok {
+		where := "already applied to this account by PointTopUp " + other.name
+		if other.earlier {
+			where = "applied by PointTopUp " + other.name + " to an earlier account of this namespace"
+		}
 		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference,
-			Message: fmt.Sprintf("Refused: reference %q was already applied to this account by another PointTopUp; nothing was credited", t.Spec.Reference)}, nil
+			Message: fmt.Sprintf("Refused: reference %q was %s; nothing was credited", t.Spec.Reference, where)}, nil
 	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {
@@ -364,7 +369,7 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		}
 		b.debits -= t.Spec.Amount
 	}
-	b.references[t.Spec.Reference] = t.UID
+	b.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
 	b.queued[t.UID] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp, Name: t.Name, UID: t.UID, Amount: t.Spec.Amount}
 	l.schedule(b)
 	return TopUpOutcome{Queued: true}, nil
@@ -379,7 +384,7 @@ func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
 	defer b.mu.Unlock()
 	if b.account != nil && t.Status.AppliedAt != nil && t.Status.AccountUID == b.account.UID {
 		b.topUpsShown[t.UID] = true
-		b.references[t.Spec.Reference] = t.UID
+		b.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
 		l.schedule(b)
 	}
 }

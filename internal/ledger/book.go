@@ -90,9 +90,10 @@ type book struct {
 	fates map[types.UID]fate
 	// topUpsShown are the top-ups whose status shows them applied: their journal entries may go.
 	topUpsShown map[types.UID]bool
-	// references maps the reference of every top-up applied to this account (or queued) to
-	// its UID: a second top-up with the same reference is refused.
-	references map[string]types.UID
+	// references maps the reference of every top-up applied to an account of the namespace,
+	// this one or an earlier one, or queued, to that top-up: a second top-up with the same
+	// reference is refused.
+	references map[string]appliedTopUp
 
 	dirty    bool // the status in the account is behind the books
 	check    bool // the next write reads the sources of entries whose fate is unknown (Tidy)
@@ -102,6 +103,14 @@ type book struct {
 	writing   bool
 	seenRV    string
 	lastWrite time.Time
+}
+
+// appliedTopUp is the top-up a reference was applied (or queued) by.
+type appliedTopUp struct {
+	uid  types.UID
+	name string
+	// earlier: it was applied to an earlier account of the namespace, one deleted since.
+	earlier bool
 }
 
 // load replaces the books with fresh ones, built from the account and its tasks. The lock and
@@ -121,7 +130,7 @@ func newBook(namespace string) *book {
 		queued:      map[types.UID]videogenv1alpha1.JournalEntry{},
 		fates:       map[types.UID]fate{},
 		topUpsShown: map[types.UID]bool{},
-		references:  map[string]types.UID{},
+		references:  map[string]appliedTopUp{},
 	}
 }
 

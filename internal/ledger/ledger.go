@@ -231,15 +231,25 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 		}
 		for i := range topUps {
 			t := &topUps[i]
-			if t.Status.AppliedAt != nil && t.Status.AccountUID == acct.UID {
-				fresh.references[t.Spec.Reference] = t.UID
+			switch {
+			case t.Status.AppliedAt == nil:
+			case t.Status.AccountUID == acct.UID:
+				fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
 				fresh.topUpsShown[t.UID] = true
+			default:
+				// Applied to an earlier account of the namespace: a reference is used for good.
+				// An applied top-up cannot be deleted, and an account goes only once every
+				// top-up's status shows it applied, so this list has them all. One of the
+				// current account, in the list before or after, names the reference instead.
+				if _, used := fresh.references[t.Spec.Reference]; !used {
+					fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name, earlier: true}
+				}
 			}
 		}
 		for _, j := range acct.Status.Journal {
 			if j.Kind == videogenv1alpha1.JournalTopUp {
 				if t := findTopUp(topUps, j.UID); t != nil {
-					fresh.references[t.Spec.Reference] = t.UID
+					fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
 				}
 			}
 		}

@@ -306,7 +306,8 @@ func TestTopUps(t *testing.T) {
 		t.Fatalf("first top-up: %+v", out)
 	}
 	again := topUp("again", "INV-1", 100)
-	if out := apply(again); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+	if out := apply(again); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference ||
+		!strings.Contains(out.Message, `reference "INV-1" was already applied to this account by PointTopUp first`) {
 		t.Fatalf("a second top-up with the same reference: %+v", out)
 	}
 	debit := topUp("debit", "CORR-1", -150)
@@ -374,6 +375,77 @@ func TestAClosingAccountGoesOnlyWhenEmpty(t *testing.T) {
 	h.books(a, 0, 0, 0)
 	if c := a.Status.Conditions; len(c) == 0 || c[0].Reason != videogenv1alpha1.ReasonClosing {
 		t.Fatalf("conditions %+v: want Ready False, Closing", c)
+	}
+}
+
+// Rule 6 across accounts: a reference applied to an account stays used in its namespace after
+// the account is closed and deleted. Re-created, the account refuses a top-up with it, and a
+// stale copy of the earlier account's top-up is not credited to the new one either.
+func TestAReferenceIsUniqueInItsNamespace(t *testing.T) {
+	h := newHarness(t, 0)
+	// apply waits out the books' (re)build and the account's next write.
+	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
+		t.Helper()
+		var out TopUpOutcome
+		waitFor(t, func() bool {
+			var err error
+			if out, err = h.l.ApplyTopUp(tu); errors.Is(err, ErrNotReady) {
+				return false
+			}
+			must(t, err)
+			return !out.Queued
+		})
+		return out
+	}
+	topUp := func(name, ref string, amount int64) *videogenv1alpha1.PointTopUp {
+		t.Helper()
+		tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: ref, Note: "test"}}
+		must(t, k8s.Create(h.ctx, tu))
+		return tu
+	}
+	// The first account: credited 100 (INV-T2), emptied by a debit, closed and deleted.
+	credit, debit := topUp("inv-t2", "INV-T2", 100), topUp("close-1", "CLOSE-1", -100)
+	stale := credit.DeepCopy()
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
+		if out := apply(tu); !out.Applied {
+			t.Fatalf("%s on the first account: %+v", tu.Name, out)
+		}
+	}
+	first := h.settle(h.l)
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
+		tu.Status.AppliedAt, tu.Status.AccountUID = ptrNow(), first.UID
+		must(t, k8s.Status().Update(h.ctx, tu))
+		h.l.ObserveTopUp(tu)
+	}
+	h.books(h.settle(h.l), 0, 0, 0)
+	must(t, h.l.Closable(h.ns))
+	must(t, k8s.Delete(h.ctx, first))
+	h.l.accountEvent(h.ctx, first, true)
+
+	// The account of the same name again: another account, built from a fresh list.
+	second := &videogenv1alpha1.PointAccount{ObjectMeta: objectMeta(h.ns, videogenv1alpha1.PointAccountName)}
+	must(t, k8s.Create(h.ctx, second))
+	h.l.accountEvent(h.ctx, second, false)
+	again := topUp("inv-t2-again", "INV-T2", 100)
+	out := apply(again)
+	want := `reference "INV-T2" was applied by PointTopUp inv-t2 to an earlier account of this namespace`
+	if !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference || !strings.Contains(out.Message, want) {
+		t.Fatalf("a top-up with a reference applied to the earlier account: %+v, want refused: %s", out, want)
+	}
+	if out, err := h.l.ApplyTopUp(stale); err != nil || !out.AlreadyApplied {
+		t.Fatalf("a stale copy of the earlier account's top-up: %+v %v, want AlreadyApplied", out, err)
+	}
+	h.books(h.settle(h.l), 0, 0, 0)
+	// A new reference is credited to the new account as usual.
+	if out := apply(topUp("inv-t3", "INV-T3", 40)); !out.Applied || out.BalanceAfter != 40 {
+		t.Fatalf("a new reference on the re-created account: %+v", out)
+	}
+	h.books(h.settle(h.l), 40, 0, 0)
+	// So does a manager elected later, which builds its books from the list of top-ups.
+	l2 := h.start(h.ctx, "ledger-2")
+	if out, err := l2.ApplyTopUp(again); err != nil || !out.Refused || !strings.Contains(out.Message, want) {
+		t.Fatalf("a new manager: %+v %v, want refused: %s", out, err, want)
 	}
 }
 
