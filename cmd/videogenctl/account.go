@@ -115,10 +115,14 @@ type accountView struct {
 	Ready    string `json:"ready"`
 	// Holds are the open tasks holding points (each task is its own hold).
 	Holds []holdView `json:"holds"`
-	// RecentTop are the newest top-ups, debits and corrections included.
+	// RecentTop are the newest top-ups of this account, debits and corrections included: those
+	// applied to it and those not applied yet (or refused).
 	RecentTop []topUpView `json:"recentTopUps"`
-	// OlderTopUps counts the top-ups beyond the recentTopUps newest.
+	// OlderTopUps counts this account's top-ups beyond the recentTopUps newest.
 	OlderTopUps int `json:"olderTopUps"`
+	// EarlierAccountTopUps counts the top-ups applied to earlier accounts of the namespace
+	// (deleted since): they are not in credited, and their references stay used.
+	EarlierAccountTopUps int `json:"earlierAccountTopUps"`
 }
 
 // recentTopUps is how many top-ups `account show` lists.
@@ -199,6 +203,15 @@ func accountShow(ctx context.Context, o *options, name string) error {
 	if cond := meta.FindStatusCondition(acct.Status.Conditions, videogenv1alpha1.ConditionReady); cond != nil {
 		v.Ready = fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
 	}
+	// Only this account's: a re-created account is another account, and the top-ups applied to
+	// the earlier one (which cannot be deleted) are not in its credited.
+	topUps.Items = slices.DeleteFunc(topUps.Items, func(t videogenv1alpha1.PointTopUp) bool {
+		earlier := t.Status.AppliedAt != nil && t.Status.AccountUID != acct.UID
+		if earlier {
+			v.EarlierAccountTopUps++
+		}
+		return earlier
+	})
 	// Newest first, and only the latest few: an account topped up monthly for years would
 	// otherwise bury its balance under its history (kubectl get pointtopups has it all).
 	sort.SliceStable(topUps.Items, func(i, j int) bool {
@@ -249,6 +262,7 @@ func (v accountView) holdsTable(w io.Writer) {
 
 func (v accountView) topUpsTable(w io.Writer) {
 	if len(v.RecentTop) == 0 {
+		v.earlierTopUpsLine(w, "\n")
 		return
 	}
 	fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\tNOTE\n")
@@ -265,4 +279,15 @@ func (v accountView) topUpsTable(w io.Writer) {
 	if v.OlderTopUps > 0 {
 		fmt.Fprintf(w, "(%d older: kubectl get pointtopups -n %s)\n", v.OlderTopUps, v.Account)
 	}
+	v.earlierTopUpsLine(w, "")
+}
+
+// earlierTopUpsLine says how many top-ups went to earlier accounts of the namespace, which the
+// list and credited leave out.
+func (v accountView) earlierTopUpsLine(w io.Writer, before string) {
+	if v.EarlierAccountTopUps == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s(%d applied to earlier accounts of namespace %s, not in credited: kubectl get pointtopups -n %s)\n",
+		before, v.EarlierAccountTopUps, v.Account, v.Account)
 }

@@ -3,11 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 // Kubernetes' namespaces and the operator's own are refused before the cluster is asked: an
@@ -42,4 +55,116 @@ func TestAccountCreateRefusesSystemNamespaces(t *testing.T) {
 			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
 		}
 	}
+}
+
+// The QA's re-created account: an account credited INV-T2 and emptied is deleted, and created
+// again. The ledger refuses INV-T2 on the new account, naming the top-up that applied it, and
+// account show lists only the new account's top-ups (with those not applied), so that their
+// sum is its credited, and counts the earlier account's apart.
+func TestAReCreatedAccountShowsOnlyItsOwnTopUps(t *testing.T) {
+	env, err := testenv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := env.AddUser(envtest.User{Name: "root", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startTopUpController(t, ctx, env)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	mustCLI := func(want string, args ...string) {
+		t.Helper()
+		if out, err := cli(args...); err != nil || !strings.Contains(out, want) {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+
+	mustCLI(`account "team2" created`, "account", "create", "team2")
+	mustCLI("balance is now 100", "topup", "team2", "100", "--reference", "INV-T2")
+	mustCLI("balance is now 0", "topup", "team2", "100", "--debit", "--reference", "CLOSE-1", "--note", "account closed")
+	// Closed as the finalizer would let it go: once its journal is empty.
+	key := client.ObjectKey{Namespace: "team2", Name: videogenv1alpha1.PointAccountName}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		acct := &videogenv1alpha1.PointAccount{}
+		if err := c.Get(ctx, key, acct); err != nil {
+			return false, err
+		}
+		if len(acct.Status.Journal) != 0 {
+			return false, nil
+		}
+		return true, c.Delete(ctx, acct)
+	})
+	if err != nil {
+		t.Fatalf("closing the first account: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(c.Get(ctx, key, &videogenv1alpha1.PointAccount{})), nil
+	})
+	if err != nil {
+		t.Fatalf("the first account is not gone: %v", err)
+	}
+
+	mustCLI(`account "team2" created`, "account", "create", "team2")
+	// topup waits while the ledger builds the new account's books from a fresh list.
+	_, refusal := cli("topup", "team2", "100", "--reference", "INV-T2")
+	if refusal == nil || !regexp.MustCompile(`refused: reference "INV-T2" was applied by PointTopUp topup-\S+ to an earlier account of this namespace`).MatchString(refusal.Error()) {
+		t.Fatalf("INV-T2 again on the re-created account: %v, want refused as applied to an earlier account", refusal)
+	}
+	mustCLI("balance is now 40", "topup", "team2", "40", "--reference", "INV-T3")
+
+	out, err := cli("account", "show", "team2", "-o", "json")
+	var shown struct {
+		Credited     int64 `json:"credited"`
+		RecentTopUps []struct {
+			Reference string     `json:"reference"`
+			Amount    int64      `json:"amount"`
+			AppliedAt *time.Time `json:"appliedAt"`
+			Refused   string     `json:"refused"`
+		} `json:"recentTopUps"`
+		EarlierAccountTopUps int `json:"earlierAccountTopUps"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &shown) != nil {
+		t.Fatalf("account show -o json: %v\n%s", err, out)
+	}
+	var applied int64
+	var listed []string
+	for _, tu := range shown.RecentTopUps {
+		listed = append(listed, tu.Reference+" "+tu.Refused)
+		if tu.AppliedAt != nil {
+			applied += tu.Amount
+		}
+	}
+	slices.Sort(listed)
+	if want := []string{"INV-T2 DuplicateReference", "INV-T3 "}; !slices.Equal(listed, want) || shown.EarlierAccountTopUps != 2 {
+		t.Errorf("account show lists %q and %d of earlier accounts; want %q and 2", listed, shown.EarlierAccountTopUps, want)
+	}
+	if shown.Credited != 40 || applied != shown.Credited {
+		t.Errorf("account show: credited %d, the top-ups listed applied sum to %d; want both 40", shown.Credited, applied)
+	}
+	mustCLI("(2 applied to earlier accounts of namespace team2, not in credited: kubectl get pointtopups -n team2)", "account", "show", "team2")
 }
