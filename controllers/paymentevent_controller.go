@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -66,12 +67,50 @@ func (r *PaymentEventReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !processed(pe) {
 		err = r.record(ctx, pe, cfg)
 	}
+	if err == nil && redeliverRequested(pe) {
+		err = r.redeliver(ctx, pe)
+	}
 	var res ctrl.Result
 	if err == nil {
 		res, err = r.forward(ctx, pe, cfg)
 	}
 	// After a conflict an attempt whose result was lost is repeated with the same webhook-id.
 	return requeueOnConflict(ctx, "payment event status", res, err)
+}
+
+// redeliverRequested says whether the event's redeliver annotation asks anew.
+func redeliverRequested(pe *videogenv1alpha1.PaymentEvent) bool {
+	v := pe.Annotations[videogenv1alpha1.AnnotationRedeliver]
+	return v != "" && v != pe.Status.RedeliverHandled
+}
+
+// redeliver carries out a redeliver request: the rows not delivered are pending again, due now,
+// with a fresh count of attempts and the same webhook-id (a sink that got it after all can tell
+// it is the same event). The request is marked handled in the same status write, so it is
+// carried out once.
+func (r *PaymentEventReconciler) redeliver(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) error {
+	now := metav1.NewTime(r.Clock.Now())
+	var again []string
+	for i := range pe.Status.Sinks {
+		row := &pe.Status.Sinks[i]
+		if row.State == videogenv1alpha1.DeliveryFailed {
+			row.State, row.Attempts, row.NextAttemptAt = videogenv1alpha1.DeliveryPending, 0, &now
+			again = append(again, row.Name)
+		}
+	}
+	pe.Status.RedeliverHandled = pe.Annotations[videogenv1alpha1.AnnotationRedeliver]
+	setForwarded(pe)
+	if err := r.Status().Update(ctx, pe); err != nil {
+		return err
+	}
+	if len(again) == 0 {
+		r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonRedeliver, "Redeliver",
+			"Redelivery asked; every sink already has the event")
+		return nil
+	}
+	r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonRedeliver, "Redeliver",
+		"Redelivering to sink(s) %s, with the same webhook-id", strings.Join(again, ", "))
+	return nil
 }
 
 func processed(pe *videogenv1alpha1.PaymentEvent) bool {

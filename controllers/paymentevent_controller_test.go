@@ -253,6 +253,35 @@ var _ = Describe("PaymentEvent", func() {
 		Eventually(func() []string { return eventReasons(ns, pe.Name) }).Should(ContainElement(videogenv1alpha1.ReasonSinkFailed))
 	})
 
+	It("redelivers what it gave up when asked, once per request, under the same webhook-id", func() {
+		sink := newReceiver(http.StatusInternalServerError, http.StatusInternalServerError, http.StatusOK)
+		startPaymentManager(paymentEventOptions(2, sink.sink("flaky")))
+		ns := newPaymentNamespace()
+		pe := aPaymentEvent(ns, connectors.PaymentIntentSuccess)
+		deliveryRow(pe, "flaky", videogenv1alpha1.DeliveryFailed)
+
+		ask := func(value string) {
+			GinkgoHelper()
+			patch := client.MergeFrom(pe.DeepCopy())
+			pe.Annotations = map[string]string{videogenv1alpha1.AnnotationRedeliver: value}
+			Expect(k8sClient.Patch(ctx, pe, patch)).To(Succeed())
+		}
+		ask("1")
+		row := deliveryRow(pe, "flaky", videogenv1alpha1.DeliveryDelivered)
+		Expect(row.Attempts).To(Equal(int32(1)), "a fresh count of attempts")
+		got := sink.got()
+		Expect(got).To(HaveLen(3))
+		Expect(got[2].webhookID).To(Equal(got[0].webhookID), "the same webhook-id: a sink can tell the same event")
+		Expect(paymentEventOf(pe).Status.RedeliverHandled).To(Equal("1"))
+		Expect(meta.IsStatusConditionTrue(paymentEventOf(pe).Status.Conditions, videogenv1alpha1.ConditionForwarded)).To(BeTrue())
+		Eventually(func() []string { return eventReasons(ns, pe.Name) }).Should(ContainElement(videogenv1alpha1.ReasonRedeliver))
+
+		// Delivered: asking again sends nothing.
+		ask("2")
+		Eventually(func() string { return paymentEventOf(pe).Status.RedeliverHandled }).Should(Equal("2"))
+		Consistently(func() int { return len(sink.got()) }).WithTimeout(time.Second).Should(Equal(3))
+	})
+
 	It("resumes a pending delivery after a manager restart", func() {
 		sink := newReceiver(http.StatusServiceUnavailable, http.StatusOK)
 		opts := paymentEventOptions(5, sink.sink("billing"))

@@ -25,6 +25,8 @@ const (
 	ReasonNoSinks         = "NoSinks"
 	ReasonDisputeCreated  = "DisputeCreated"
 	ReasonPaymentReceived = "PaymentEventReceived"
+	// ReasonRedeliver: a videogen.dev/redeliver request was carried out.
+	ReasonRedeliver = "Redeliver"
 )
 
 // Bounds of what a PaymentEvent stores (the ingress truncates to them): processor text is
@@ -204,7 +206,18 @@ type PaymentEventStatus struct {
 	// +listMapKey=name
 	// +optional
 	Sinks []SinkDelivery `json:"sinks,omitempty"`
+	// RedeliverHandled is the value of the videogen.dev/redeliver annotation whose request the
+	// controller carried out: a new value asks again.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	RedeliverHandled string `json:"redeliverHandled,omitempty"`
 }
+
+// AnnotationRedeliver asks the controller to try again the sinks a PaymentEvent was not
+// delivered to (rows Failed: retries exhausted, or 410 Gone), with the same webhook-id and a
+// fresh retry schedule. Any new value is a new request (`kubectl annotate --overwrite
+// videogen.dev/redeliver="$(date +%s)"`), as Flux's reconcile.fluxcd.io/requestedAt.
+const AnnotationRedeliver = "videogen.dev/redeliver"
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
