@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -517,36 +518,24 @@ func eventsAbout(ns, regarding string) []eventsv1.Event {
 // metricSeries counts the samples of a metric in the manager's registry whose labels include
 // want.
 func metricSeries(name string, want map[string]string) int {
-	families, err := crmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	n := 0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue samples
-				}
-			}
-			n++
-		}
-	}
-	return n
+	return len(metricSamples(name, want))
 }
 
 // metricValue sums the samples of a counter or gauge in the manager's registry whose labels
 // include want.
 func metricValue(name string, want map[string]string) float64 {
+	var total float64
+	for _, m := range metricSamples(name, want) {
+		total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return total
+}
+
+// metricSamples are the samples of a metric in the manager's registry whose labels include want.
+func metricSamples(name string, want map[string]string) []*dto.Metric {
 	families, err := crmetrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
-	var total float64
+	var out []*dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -562,8 +551,8 @@ func metricValue(name string, want map[string]string) float64 {
 					continue samples
 				}
 			}
-			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			out = append(out, m)
 		}
 	}
-	return total
+	return out
 }
