@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 // Kubernetes' namespaces and the operator's own are refused before the cluster is asked: an
@@ -62,33 +61,8 @@ func TestAccountCreateRefusesSystemNamespaces(t *testing.T) {
 // account show lists only the new account's top-ups (with those not applied), so that their
 // sum is its credited, and counts the earlier account's apart.
 func TestAReCreatedAccountShowsOnlyItsOwnTopUps(t *testing.T) {
-	env, err := testenv.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	user, err := env.AddUser(envtest.User{Name: "root", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	startTopUpController(t, ctx, env)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
@@ -109,7 +83,7 @@ func TestAReCreatedAccountShowsOnlyItsOwnTopUps(t *testing.T) {
 	mustCLI("balance is now 0", "topup", "team2", "100", "--debit", "--reference", "CLOSE-1", "--note", "account closed")
 	// Closed as the finalizer would let it go: once its journal is empty.
 	key := client.ObjectKey{Namespace: "team2", Name: videogenv1alpha1.PointAccountName}
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		acct := &videogenv1alpha1.PointAccount{}
 		if err := c.Get(ctx, key, acct); err != nil {
 			return false, err

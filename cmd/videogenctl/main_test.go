@@ -35,34 +35,9 @@ import (
 // TestAdministratorWorkflow drives the CLI against a real kube-apiserver with the top-up
 // controller running: create an account, issue, list and revoke keys, top up, show.
 func TestAdministratorWorkflow(t *testing.T) {
-	env, err := testenv.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, ctx, c := startControlPlane(t)
 	// A platform administrator who holds only the roles config/rbac gives administrators.
-	user, err := env.AddUser(envtest.User{Name: "platform-admin"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
 	startTopUpController(t, ctx, env)
@@ -312,6 +287,46 @@ func readYAML(t *testing.T, path string, into any) {
 	if err := yaml.UnmarshalStrict(raw, into); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+// startControlPlane starts a kube-apiserver of its own for one test, stopped when it ends: its
+// client (with the cluster's powers) and a context that ends with the test.
+func startControlPlane(t *testing.T) (*envtest.Environment, context.Context, client.Client) {
+	t.Helper()
+	env, err := testenv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, ctx, c
+}
+
+// kubeconfigFor writes a kubeconfig of user, added to env, into the test's temporary directory.
+func kubeconfigFor(t *testing.T, env *envtest.Environment, u envtest.User) string {
+	t.Helper()
+	user, err := env.AddUser(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func mustCreateNamespace(t *testing.T, ctx context.Context, c client.Client, name string) {

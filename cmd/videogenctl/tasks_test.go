@@ -18,45 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
-	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 // The task commands, kubectl's flags (--namespace, --as, -o jsonpath), completions, version and
 // the kubectl plugin name, against a real kube-apiserver as a platform administrator.
 func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
-	env, err := testenv.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	mustCreateNamespace(t, ctx, c, "acme")
 	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
-	kubeconfig := func(u envtest.User) string {
-		user, err := env.AddUser(u, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := user.KubeConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := os.WriteFile(path, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	kubeconfig := func(u envtest.User) string { return kubeconfigFor(t, env, u) }
 	asAdmin := kubeconfig(envtest.User{Name: "platform-admin"})
 	// A cluster administrator, who may impersonate.
 	asRoot := kubeconfig(envtest.User{Name: "root", Groups: []string{"system:masters"}})
