@@ -82,7 +82,9 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 	errWriter := connect.NewErrorWriter()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := a.authenticate(r.Header); err != nil {
-			if !errWriter.IsSupported(r) { // not an RPC at all: the apiserver's error envelope
+			// Not an RPC at all: the apiserver's error envelope. connect-go's writer takes a GET
+			// for a Connect call, but no procedure here is idempotent, so none is called with GET.
+			if !errWriter.IsSupported(r) || r.Method != http.MethodPost {
 				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
 				httpjson.WriteError(w, r, http.StatusUnauthorized, CodeInvalidServiceToken, err.Message())
 				return

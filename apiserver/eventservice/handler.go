@@ -7,7 +7,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1/eventsv1connect"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // DefaultReadMaxBytes caps one request message. Webhook bodies are a few
@@ -31,7 +33,21 @@ func NewHandler(svc *Service, auth *TokenAuth, opts ...connect.HandlerOption) (s
 		connect.WithRecover(svc.recoverHandler),
 	}
 	path, h := eventsv1connect.NewEventServiceHandler(svc, append(defaults, opts...)...)
-	return path, auth.Wrap(h), nil
+	service := eventsv1.File_videogen_events_v1_events_proto.Services().ByName("EventService")
+	return path, withRequestID(auth.Wrap(answerNonRPC(service, h))), nil
+}
+
+// withRequestID gives a request an id when no middleware did (the apiserver's does), so that
+// the error envelope always carries one.
+func withRequestID(next http.Handler) http.Handler {
+	withID := httpjson.WithRequestID(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpjson.RequestID(r.Context()) == "" {
+			withID.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverHandler turns a panic outside the connectors (which Service

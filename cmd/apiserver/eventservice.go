@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
@@ -25,5 +26,8 @@ func mountEventService(mux *http.ServeMux, svc *eventservice.Service, tokensFile
 		return err
 	}
 	mux.Handle(path, handler)
+	// The bare service name too: the mux would answer it with a redirect to path, where it is no
+	// procedure either. The handler answers it 404 in the error envelope, after the token check.
+	mux.Handle(strings.TrimSuffix(path, "/"), handler)
 	return nil
 }
