@@ -28,10 +28,10 @@ func NewHandler(svc *Service, auth *TokenAuth, opts ...connect.HandlerOption) (s
 	if auth == nil {
 		return "", nil, errNoToken
 	}
-	defaults := []connect.HandlerOption{
+	defaults := append([]connect.HandlerOption{
 		connect.WithReadMaxBytes(DefaultReadMaxBytes),
 		connect.WithRecover(svc.recoverHandler),
-	}
+	}, codecs()...)
 	path, h := eventsv1connect.NewEventServiceHandler(svc, append(defaults, opts...)...)
 	service := eventsv1.File_videogen_events_v1_events_proto.Services().ByName("EventService")
 	return path, withRequestID(auth.Wrap(answerNonRPC(service, h))), nil
