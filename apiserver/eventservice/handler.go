@@ -34,20 +34,7 @@ func NewHandler(svc *Service, auth *TokenAuth, opts ...connect.HandlerOption) (s
 	}, codecs()...)
 	path, h := eventsv1connect.NewEventServiceHandler(svc, append(defaults, opts...)...)
 	service := eventsv1.File_videogen_events_v1_events_proto.Services().ByName("EventService")
-	return path, withRequestID(auth.Wrap(answerNonRPC(service, h))), nil
-}
-
-// withRequestID gives a request an id when no middleware did (the apiserver's does), so that
-// the error envelope always carries one.
-func withRequestID(next http.Handler) http.Handler {
-	withID := httpjson.WithRequestID(next)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if httpjson.RequestID(r.Context()) == "" {
-			withID.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return path, httpjson.WithRequestID(auth.Wrap(answerNonRPC(service, h))), nil
 }
 
 // recoverHandler turns a panic outside the connectors (which Service

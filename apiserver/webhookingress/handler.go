@@ -132,11 +132,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 
 // ServeHTTP handles one delivery. It gives the request an id when no middleware did.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if httpjson.RequestID(r.Context()) == "" {
-		httpjson.WithRequestID(http.HandlerFunc(h.serve)).ServeHTTP(w, r)
-		return
-	}
-	h.serve(w, r)
+	httpjson.WithRequestID(http.HandlerFunc(h.serve)).ServeHTTP(w, r)
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {

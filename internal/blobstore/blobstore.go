@@ -191,11 +191,5 @@ func (d *Dir) Handler(prefix string) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		http.ServeContent(w, r, name, info.ModTime(), f)
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if httpjson.RequestID(r.Context()) == "" { // served on its own (the worker)
-			httpjson.WithRequestID(serve).ServeHTTP(w, r)
-			return
-		}
-		serve.ServeHTTP(w, r)
-	})
+	return httpjson.WithRequestID(serve) // its own id when served alone (the worker)
 }

@@ -49,8 +49,14 @@ func NewRequestID() string {
 
 // WithRequestID gives every request an id (a well-formed incoming X-Request-Id is kept, so ids
 // can follow a request across services), stores it in the context and sets the response header.
+// A request that has an id already (an outer WithRequestID) keeps it, so a handler that may be
+// mounted on its own or behind the apiserver can wrap itself and still log the apiserver's id.
 func WithRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if RequestID(r.Context()) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
 		id := r.Header.Get(HeaderRequestID)
 		if !validRequestID(id) {
 			id = NewRequestID()

@@ -45,6 +45,28 @@ func TestIncomingRequestIDIsKeptOnlyWhenWellFormed(t *testing.T) {
 	}
 }
 
+// A handler that wraps itself (the webhook ingress, the Event Service, the blob server) and is
+// mounted behind the apiserver's WithRequestID answers and logs with the apiserver's id.
+func TestAnInnerWithRequestIDKeepsTheOuterID(t *testing.T) {
+	var outer, inner string // the ids the apiserver's log line and the inner handler see
+	h := WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		outer = RequestID(r.Context())
+		WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner = RequestID(r.Context())
+			WriteError(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "POST only")
+		})).ServeHTTP(w, r)
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	var body errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if id := rec.Header().Get(HeaderRequestID); id == "" || outer != id || inner != id || body.Error.RequestID != id {
+		t.Fatalf("response header %q, outer id %q, inner id %q, body's id %q: want one id", id, outer, inner, body.Error.RequestID)
+	}
+}
+
 func TestEchoAndMessagesAreBounded(t *testing.T) {
 	if got := Echo("vt-abc"); got != `"vt-abc"` {
 		t.Errorf("Echo of a short value = %s", got)
