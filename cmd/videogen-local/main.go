@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/videogen-dev/videogen-operator/internal/localstack"
@@ -23,6 +24,22 @@ func main() {
 	flag.Int64Var(&cfg.DemoPoints, "demo-points", 1000, "Points of the demo account's first top-up.")
 	flag.StringVar(&cfg.ManagerMetricsAddress, "manager-metrics-address", "", "Serve the manager's Prometheus metrics over HTTP here (e.g. 127.0.0.1:8443); none if empty.")
 	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty.")
+	flag.Var((*flagList)(&cfg.ManagerArgs), "manager-arg",
+		"One more flag for the manager, written `--name=value` (repeat for more; bin/manager --help lists them), e.g. --manager-arg=--payment-event-sinks=sinks.yaml.")
+	flag.Var((*flagList)(&cfg.APIArgs), "apiserver-arg",
+		"One more flag for the REST apiserver, written `--name=value` (repeat for more; bin/apiserver --help lists them), e.g. --apiserver-arg=--rate-limit=5.")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `Usage: videogen-local [flags]   (make run RUN_ARGS="flags")
+
+Runs the whole service on this machine: control plane, manager, REST apiserver and reference
+worker, seeded with demo data. Ctrl-C stops it. A flag given to the manager or the apiserver
+with --manager-arg / --apiserver-arg is checked before anything starts: one the binary does
+not accept, or one videogen-local sets itself, is refused.
+
+Flags:
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	cfg.Log = os.Stderr
 
@@ -52,4 +69,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "videogen-local:", err)
 		os.Exit(1)
 	}
+}
+
+// flagList is a repeatable string flag: each use adds one value.
+type flagList []string
+
+func (l *flagList) String() string { return strings.Join(*l, " ") }
+
+func (l *flagList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -28,9 +28,9 @@ type process struct {
 func (s *Stack) spawn(name string, args ...string) (*process, error) {
 	// apiserver-2, apiserver-3, …: more replicas of one binary.
 	program, _, _ := strings.Cut(name, "-")
-	bin := filepath.Join(s.cfg.BinDir, program)
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("%s is missing: build it with make build-all (make run does)", bin)
+	bin, err := s.binary(program)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(s.path("logs"), 0o755); err != nil {
 		return nil, err
@@ -99,7 +99,6 @@ backends:
 	if err := os.WriteFile(backends, []byte(config), 0o644); err != nil {
 		return err
 	}
-	loopback := "--allow-private-urls=127.0.0.0/8,::1/128"
 	tokens, err := s.secretFile("event-service-tokens", "evs_", &s.EventServiceToken)
 	if err != nil {
 		return err
@@ -112,44 +111,57 @@ backends:
 	if err != nil {
 		return err
 	}
+	w := wiring{workerToken: workerToken, backends: backends, eventTokens: tokens, ledgerToken: ledgerToken, ledgerAddr: ledgerAddr}
+	for _, c := range s.commands(w) {
+		if c.name == "worker" && s.cfg.Backend != "" {
+			continue
+		}
+		if _, err := s.spawn(c.name, c.args()...); err != nil {
+			return err
+		}
+		s.logf("started %s (log: %s)", c.name, s.path("logs", c.name+".log"))
+	}
+	return nil
+}
+
+// wiring is what the stack's own flags point the components at: files and the ledger's address.
+type wiring struct{ workerToken, backends, eventTokens, ledgerToken, ledgerAddr string }
+
+// command is one component's command line: the flags that wire the stack together, then the
+// user's (Config.ManagerArgs, Config.APIArgs).
+type command struct {
+	name       string
+	own, extra []string
+}
+
+func (c command) args() []string { return append(slices.Clip(c.own), c.extra...) }
+
+// commands are the components' command lines, in start order: worker, manager, apiservers.
+func (s *Stack) commands(w wiring) []command {
+	loopback := "--allow-private-urls=127.0.0.0/8,::1/128"
 	var deadlines []string
 	if t := s.cfg.Timeouts; t != (httpserver.Timeouts{}) {
 		deadlines = []string{"--read-header-timeout=" + t.ReadHeader.String(), "--read-timeout=" + t.Read.String()}
 	}
-	steps := []struct {
-		name string
-		args []string
-	}{
-		{"worker", append([]string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
-			"--blob-dir=" + s.path("worker-blobs"), "--token-file=" + workerToken, loopback}, deadlines...)},
-		{"manager", append([]string{"--metrics-bind-address=" + orZero(s.cfg.ManagerMetricsAddress), "--metrics-secure=false",
+	cmds := []command{
+		{name: "worker", own: append([]string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
+			"--blob-dir=" + s.path("worker-blobs"), "--token-file=" + w.workerToken, loopback}, deadlines...)},
+		{name: "manager", own: []string{"--metrics-bind-address=" + orZero(s.cfg.ManagerMetricsAddress), "--metrics-secure=false",
 			"--health-probe-bind-address=127.0.0.1:0",
-			"--backends-config=" + backends, "--backend-poll-interval=500ms", loopback,
-			"--ledger-bind-address=" + ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, s.cfg.ManagerArgs...)},
+			"--backends-config=" + w.backends, "--backend-poll-interval=500ms", loopback,
+			"--ledger-bind-address=" + w.ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, extra: s.cfg.ManagerArgs},
 	}
 	for i, url := range s.APIURLs {
 		name, blobs, metrics := "apiserver", s.path("api-blobs"), orZero(s.cfg.APIMetricsAddress)
 		if i > 0 {
 			name, blobs, metrics = fmt.Sprintf("apiserver-%d", i+1), s.path(fmt.Sprintf("api-blobs-%d", i+1)), "0"
 		}
-		steps = append(steps, struct {
-			name string
-			args []string
-		}{name, append([]string{"--bind-address=" + strings.TrimPrefix(url, "http://"), "--metrics-bind-address=" + metrics,
-			"--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + blobs,
-			"--public-url=" + url, "--event-service-tokens-file=" + tokens, loopback,
-			"--ledger-url=http://" + ledgerAddr, "--ledger-token-file=" + ledgerToken}, deadlines...)})
+		cmds = append(cmds, command{name: name, own: append([]string{"--bind-address=" + strings.TrimPrefix(url, "http://"),
+			"--metrics-bind-address=" + metrics, "--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + blobs,
+			"--public-url=" + url, "--event-service-tokens-file=" + w.eventTokens, loopback,
+			"--ledger-url=http://" + w.ledgerAddr, "--ledger-token-file=" + w.ledgerToken}, deadlines...), extra: s.cfg.APIArgs})
 	}
-	for _, st := range steps {
-		if st.name == "worker" && s.cfg.Backend != "" {
-			continue
-		}
-		if _, err := s.spawn(st.name, st.args...); err != nil {
-			return err
-		}
-		s.logf("started %s (log: %s)", st.name, s.path("logs", st.name+".log"))
-	}
-	return nil
+	return cmds
 }
 
 // orZero is a metrics bind address: "0" (none) when addr is empty.

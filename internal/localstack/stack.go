@@ -42,8 +42,10 @@ type Config struct {
 	// ManagerMetricsAddress, APIMetricsAddress: where the manager and the (first) REST apiserver
 	// serve Prometheus metrics, over plain HTTP on this machine; empty serves none.
 	ManagerMetricsAddress, APIMetricsAddress string
-	// ManagerArgs are extra manager flags, after the stack's own (the last of a flag wins).
-	ManagerArgs []string
+	// ManagerArgs and APIArgs are more flags of the manager and of every REST apiserver replica,
+	// each written --name=value (videogen-local's --manager-arg, --apiserver-arg). Start refuses,
+	// before it starts anything, a flag the binary does not accept or one the stack sets itself.
+	ManagerArgs, APIArgs []string
 	// Timeouts, if set, are the read deadlines of the apiserver's and the worker's listeners
 	// (their defaults otherwise); tests shorten them to see slow clients cut off.
 	Timeouts httpserver.Timeouts
@@ -110,6 +112,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	if cfg.Backend != "" {
 		s.WorkerURL = strings.TrimSuffix(cfg.Backend, "/")
+	}
+	if err := s.checkArgs(ctx); err != nil {
+		return nil, err
 	}
 	if err := s.startControlPlane(); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 
 	"github.com/videogen-dev/videogen-operator/internal/stacktest"
+	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
 // `make run` is bin/videogen-local: this drives that binary as a newcomer does, twice on the
@@ -40,8 +42,33 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		dataDir, apiAddr, workerAddr = GinkgoT().TempDir(), freeAddr(), freeAddr()
 	})
 
+	It("refuses a flag the manager does not take before it starts anything", func() {
+		refusedDir := GinkgoT().TempDir()
+		cmd := exec.Command(bin, "--data-dir", refusedDir, "--bin-dir", sys.binDir, "--api-address", freeAddr(),
+			"--worker-address", freeAddr(), "--manager-arg=--payment-event-sink=sinks.yaml")
+		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(session, time.Minute).Should(gexec.Exit(1))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(
+			"manager refuses the flags --payment-event-sink=sinks.yaml: flag provided but not defined: -payment-event-sink"))
+		Expect(filepath.Join(refusedDir, "etcd")).NotTo(BeADirectory(), "no control plane was started")
+	})
+
 	It("starts, seeds, prints a working key, and stops cleanly on Ctrl-C", func() {
-		run := startLocal(bin, dataDir, apiAddr, workerAddr)
+		// A PaymentEvent sink given to the manager with --manager-arg, as a user tries sinks.
+		sink := make(chan []byte, 10)
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			select {
+			case sink <- body:
+			default:
+			}
+		}))
+		DeferCleanup(receiver.Close)
+		sinks := filepath.Join(GinkgoT().TempDir(), "sinks.yaml")
+		Expect(os.WriteFile(sinks, []byte("sinks:\n- name: local\n  url: "+receiver.URL+"\n  secret: "+standardwebhooks.NewSecret()+"\n"),
+			0o600)).To(Succeed())
+		run := startLocal(bin, dataDir, apiAddr, workerAddr, "--manager-arg=--payment-event-sinks="+sinks)
 		firstKey = run.key
 		Expect(run.banner).To(ContainSubstring("http://" + apiAddr))
 		Expect(run.banner).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dataDir, "kubeconfig")))
@@ -65,6 +92,9 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		delivery := callAt("http://"+apiAddr, "POST", "/v1/webhooks/stripe", "", payload,
 			"Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
 		Expect(delivery.status).To(Equal(http.StatusOK), "%s", delivery.body)
+		var forwarded []byte
+		Eventually(sink).Should(Receive(&forwarded), "the manager forwards the PaymentEvent to the sink")
+		Expect(string(forwarded)).To(ContainSubstring(`"pi_makerun_1"`))
 		task := callAt("http://"+apiAddr, "POST", "/v1/videos/eraser", run.key, map[string]string{"video": run.videoURL},
 			"Idempotency-Key", "before-restart")
 		Expect(task.status).To(Equal(http.StatusAccepted), "%s", task.body)

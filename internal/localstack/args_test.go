@@ -1,0 +1,97 @@
+package localstack
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+func TestExtraArgsEndTheirComponentsCommandLines(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir(), APIAddress: "127.0.0.1:18080", MoreAPIAddresses: []string{"127.0.0.1:18081"},
+		ManagerArgs: []string{"--payment-event-sinks=sinks.yaml", "--task-timeout=5m"}, APIArgs: []string{"--rate-limit=5"}}
+	cfg.defaults()
+	s := &Stack{cfg: cfg, APIURLs: []string{"http://127.0.0.1:18080", "http://127.0.0.1:18081"}}
+	got := map[string][]string{}
+	for _, c := range s.commands(wiring{ledgerAddr: "127.0.0.1:18084"}) {
+		got[c.name] = c.args()
+	}
+	for name, want := range map[string][]string{"manager": cfg.ManagerArgs, "apiserver": cfg.APIArgs, "apiserver-2": cfg.APIArgs} {
+		args := got[name]
+		if len(args) <= len(want) || !slices.Equal(args[len(args)-len(want):], want) {
+			t.Errorf("%s's command line %q should end with %q", name, args, want)
+		}
+	}
+	if worker := strings.Join(got["worker"], " "); strings.Contains(worker, "rate-limit") || strings.Contains(worker, "sinks") {
+		t.Errorf("the worker's command line took another component's flags: %s", worker)
+	}
+}
+
+func TestStartRefusesABadExtraFlagBeforeStartingAnything(t *testing.T) {
+	binDir := buildComponents(t)
+	for _, tc := range []struct {
+		name             string
+		managerArgs, api []string
+		want             string
+	}{
+		{"unknown manager flag", []string{"--task-timeout=5m", "--no-such-flag=1"}, nil,
+			"manager refuses the flags --task-timeout=5m --no-such-flag=1: flag provided but not defined: -no-such-flag"},
+		{"unparsable manager value", []string{"--task-timeout=soon"}, nil,
+			`manager refuses the flags --task-timeout=soon: invalid value "soon" for flag -task-timeout`},
+		{"unknown apiserver flag", nil, []string{"--payment-event-sinks=sinks.yaml"},
+			"apiserver refuses the flags --payment-event-sinks=sinks.yaml: flag provided but not defined: -payment-event-sinks"},
+		// Without its =value the flag would take the next argument, --help, as its value.
+		{"flag without =value", []string{"--payment-event-sinks"}, nil,
+			`manager flag "--payment-event-sinks": give each flag whole, as --name=value`},
+		{"not a flag", nil, []string{"5"}, `apiserver flag "5": give each flag whole`},
+		{"a flag the stack sets", []string{"--metrics-bind-address=:8443"}, nil,
+			"videogen-local sets --metrics-bind-address itself, to wire the stack together; use videogen-local's --manager-metrics-address"},
+		{"the stack's kubeconfig", nil, []string{"-kubeconfig=/tmp/other"}, "videogen-local sets --kubeconfig itself"},
+		{"help", []string{"--help=true"}, nil, "run " + filepath.Join(binDir, "manager") + " --help to list its flags"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			s, err := Start(context.Background(), Config{DataDir: dataDir, BinDir: binDir, ManagerArgs: tc.managerArgs, APIArgs: tc.api})
+			if err == nil {
+				s.Stop()
+				t.Fatalf("Start took %q and %q", tc.managerArgs, tc.api)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start's error %q should say %q", err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dataDir, "etcd")); err == nil {
+				t.Error("the control plane was started before the flags were checked")
+			}
+		})
+	}
+	t.Run("good flags pass", func(t *testing.T) {
+		s := &Stack{cfg: Config{BinDir: binDir, ManagerArgs: []string{"--payment-event-sinks=sinks.yaml", "--leader-elect=false", "-zap-log-level=debug"},
+			APIArgs: []string{"--rate-limit=5"}}, APIURLs: []string{"http://127.0.0.1:18080"}}
+		if err := s.checkArgs(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// buildComponents builds the manager and the apiserver, whose flag parsing judges extra flags.
+func buildComponents(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"manager", "apiserver"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+	}
+	return dir
+}
