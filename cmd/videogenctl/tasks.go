@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,15 +140,19 @@ func reasonOf(t *videogenv1alpha1.VideoTask) string {
 	return ""
 }
 
-const taskHeader = "ACCOUNT\tID\tCAPABILITY\tSTATUS\tPHASE\tPROGRESS\tCOST\tCHARGE\tREASON\tAGE\n"
-
-func (r taskRow) write(w io.Writer) {
+// cells are the row's values under taskColumns.
+func (r taskRow) cells() []string {
 	cost := "-"
 	if r.Cost != nil {
 		cost = fmt.Sprint(*r.Cost)
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d%%\t%s\t%s\t%s\t%s\n", r.Account, r.ID, r.Capability, r.Status, orDash(r.Phase), r.Progress,
-		cost, orDash(r.Charge), orDash(r.Reason), time.Since(r.CreatedAt).Round(time.Second))
+	return []string{r.Account, r.ID, r.Capability, r.Status, orDash(r.Phase), fmt.Sprintf("%d%%", r.Progress),
+		cost, orDash(r.Charge), orDash(r.Reason), time.Since(r.CreatedAt).Round(time.Second).String()}
+}
+
+// write writes the row to a tabwriter.
+func (r taskRow) write(w io.Writer) {
+	fmt.Fprintln(w, strings.Join(r.cells(), "\t"))
 }
 
 // listNamespace is the account a listing (or a new API key) is limited to: --account, else
@@ -319,56 +324,76 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		return err
 	}
 	var opts []client.ListOption
+	// account is the one watched, "" for every account.
+	var account string
 	if name != "" {
 		t, err := getTask(ctx, o, c, name)
 		if err != nil {
 			return err
 		}
+		account = t.Namespace
 		opts = append(opts, client.InNamespace(t.Namespace), client.MatchingFields{"metadata.name": name})
 	} else {
-		ns, err := listNamespace(o, "")
-		if err != nil {
+		if account, err = listNamespace(o, ""); err != nil {
 			return err
 		}
-		if err := requireWatchable(ctx, c, ns); err != nil {
+		if err := requireWatchable(ctx, c, account); err != nil {
 			return &exitError{code: exitWatchFailed, err: err}
 		}
-		opts = append(opts, client.InNamespace(ns))
+		opts = append(opts, client.InNamespace(account))
 	}
-	tw := printers.GetNewTabWriter(o.out)
-	if printer == nil {
-		fmt.Fprint(tw, taskHeader)
-	}
+	table := newWatchTable(o.out)
+	table.widen("ACCOUNT", account)
+	table.widen("ID", name)
 	shown := map[string]taskRow{}
-	// show prints t if its row changed, and says whether the watched task has ended.
-	show := func(t *videogenv1alpha1.VideoTask) (bool, error) {
+	// changed says whether t's row differs from the one last shown for it, and keeps it.
+	changed := func(t *videogenv1alpha1.VideoTask) bool {
 		row := rowOf(t)
 		key := t.Namespace + "/" + t.Name
 		if last, ok := shown[key]; ok && sameRow(last, row) {
-			return false, nil
+			return false
 		}
 		shown[key] = row
-		if printer != nil {
-			if err := printer.PrintObj(t, o.out); err != nil {
-				return false, err
-			}
-		} else {
-			row.write(tw)
-			if err := tw.Flush(); err != nil {
-				return false, err
+		return true
+	}
+	// show prints the tasks given (as one table: a listing lines up within itself), and returns
+	// the watched task if it has ended.
+	show := func(tasks ...*videogenv1alpha1.VideoTask) (*videogenv1alpha1.VideoTask, error) {
+		var rows [][]string
+		for _, t := range tasks {
+			if printer != nil {
+				if err := printer.PrintObj(t, o.out); err != nil {
+					return t, err
+				}
+			} else {
+				rows = append(rows, shown[t.Namespace+"/"+t.Name].cells())
 			}
 		}
-		return name != "" && t.Status.Phase.Terminal(), nil
+		if printer == nil {
+			if err := table.print(rows...); err != nil {
+				return nil, err
+			}
+		}
+		for _, t := range tasks {
+			if name != "" && t.Status.Phase.Terminal() {
+				return t, nil
+			}
+		}
+		return nil, nil
 	}
 	for {
 		var list videogenv1alpha1.VideoTaskList
 		if err := c.List(ctx, &list, opts...); err != nil {
 			return err
 		}
+		var listed []*videogenv1alpha1.VideoTask
 		for i := range list.Items {
-			if done, err := show(&list.Items[i]); err != nil || done {
-				return outcome(&list.Items[i], err)
+			if changed(&list.Items[i]) {
+				listed = append(listed, &list.Items[i])
 			}
+		}
+		if ended, err := show(listed...); err != nil || ended != nil {
+			return outcome(ended, err)
 		}
 		w, err := c.Watch(ctx, &videogenv1alpha1.VideoTaskList{},
 			append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})...)
@@ -388,9 +413,12 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 				delete(shown, t.Namespace+"/"+t.Name)
 				continue
 			}
-			if done, err := show(t); err != nil || done {
+			if !changed(t) {
+				continue
+			}
+			if ended, err := show(t); err != nil || ended != nil {
 				w.Stop()
-				return outcome(t, err)
+				return outcome(ended, err)
 			}
 		}
 		// The watch ended: the context is done, or the apiserver closed it; list again.

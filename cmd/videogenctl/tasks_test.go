@@ -134,6 +134,10 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	if rows := regexp.MustCompile(`(?m)^acme\s+vt-1\s`).FindAllString(watchOut.String(), -1); len(rows) != 3 {
 		t.Errorf("watch printed %d rows, want 3 (running 20%%, running 60%%, canceled):\n%s", len(rows), watchOut.String())
 	}
+	if bad := misaligned(watchOut.String()); len(bad) > 0 {
+		t.Errorf("watch rows whose columns moved (the canceled row's charge and reason are wider):\n%s\nin\n%s",
+			strings.Join(bad, "\n"), watchOut.String())
+	}
 	if out, err := cli(asAdmin, "task", "cancel", "vt-1", "-n", "acme"); err != nil || out != "task vt-1 is canceled; its points were refunded\n" {
 		t.Errorf("a retried cancel of a canceled task: %v, printed %q", err, out)
 	}
