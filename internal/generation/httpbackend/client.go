@@ -20,6 +20,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/retryafter"
 )
 
 // Config says where the backend is and how patiently to talk to it.
@@ -272,7 +273,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, out
 		return fmt.Errorf("backend %s %s: reading the answer: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		se := &StatusError{Method: method, Path: path, Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
+		se := &StatusError{Method: method, Path: path, Status: resp.StatusCode, RetryAfter: retryafter.Parse(resp.Header, c.cfg.Clock.Now())}
 		var eb protocol.ErrorBody
 		if json.Unmarshal(data, &eb) == nil {
 			se.Code, se.Message = eb.Error.Code, eb.Error.Message

@@ -3,8 +3,6 @@ package httpbackend
 import (
 	"errors"
 	"math/rand/v2"
-	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -30,19 +28,4 @@ func retryWait(err error, base, limit time.Duration, attempt int) time.Duration 
 		return min(se.RetryAfter, limit)
 	}
 	return backoff(base, limit, attempt)
-}
-
-// retryAfter reads a Retry-After header in seconds or as an HTTP date; 0 if absent or bad.
-func retryAfter(h http.Header) time.Duration {
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(v); err == nil {
-		return max(time.Duration(secs)*time.Second, 0)
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(time.Until(at), 0)
-	}
-	return 0
 }

@@ -62,26 +62,6 @@ func TestRetryAfterIsHonouredUpToMaxDelay(t *testing.T) {
 	}
 }
 
-func TestRetryAfterHeaderForms(t *testing.T) {
-	h := http.Header{}
-	for _, tc := range []struct {
-		value string
-		want  time.Duration
-	}{
-		{"", 0}, {"3", 3 * time.Second}, {"-4", 0}, {"soon", 0},
-		{time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat), 0},
-	} {
-		h.Set("Retry-After", tc.value)
-		if got := retryAfter(h); got != tc.want {
-			t.Errorf("Retry-After %q = %v, want %v", tc.value, got, tc.want)
-		}
-	}
-	h.Set("Retry-After", time.Now().Add(time.Minute).UTC().Format(http.TimeFormat))
-	if got := retryAfter(h); got < 58*time.Second || got > time.Minute {
-		t.Errorf("Retry-After in a minute = %v", got)
-	}
-}
-
 // A backend that is down (connection refused) is retried and, when it stays down, reported
 // as an ordinary error: the task waits for its next poll instead of failing.
 func TestConnectionRefusedIsRetriedAndNotPermanent(t *testing.T) {
