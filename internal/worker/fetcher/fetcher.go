@@ -14,10 +14,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/retryafter"
 )
 
 // Fetcher downloads caller-supplied URLs safely.
@@ -27,6 +29,8 @@ type Fetcher struct {
 	timeout  time.Duration
 	client   *http.Client
 	retries  backoff
+	// sleep waits between attempts (tests replace it to see the waits without taking them).
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // maxRedirects is how many hops a download may follow.
@@ -45,7 +49,8 @@ type backoff struct {
 // defaultRetries is how a download that failed for a reason that may pass (the host refused or
 // reset the connection or did not answer in time; HTTP 408, 429 or 5xx) is tried again: 4
 // attempts in all, 1 s, 3 s and 9 s apart (each up to a fifth longer, so about 15 s of waiting
-// at most), and never past the download's timeout or the end of the stage's context. Anything
+// at most), or as long as a 429 or 503 asks in its Retry-After when that is longer, and never
+// past the download's timeout or the end of the stage's context. Anything
 // else (another 4xx, a destination netguard refuses, a download over the size limit) fails at
 // once: trying again would not help. (A loop of its own, not apimachinery's wait: the worker
 // links nothing of Kubernetes.)
@@ -54,7 +59,7 @@ var defaultRetries = backoff{attempts: 4, first: time.Second, factor: 3, jitter:
 // New returns a Fetcher that refuses what policy refuses, stops after maxBytes and gives up
 // after timeout per download, its attempts and the waits between them included.
 func New(policy netguard.Policy, maxBytes int64, timeout time.Duration) *Fetcher {
-	f := &Fetcher{policy: policy, maxBytes: maxBytes, timeout: timeout, retries: defaultRetries}
+	f := &Fetcher{policy: policy, maxBytes: maxBytes, timeout: timeout, retries: defaultRetries, sleep: sleep}
 	f.client = &http.Client{
 		Transport: &http.Transport{
 			// No proxy: a proxy would make the connection, and the dial check would see only it.
@@ -88,13 +93,23 @@ type Error struct {
 	URL string
 	// Attempts is how many downloads were tried (0 when none was).
 	Attempts int
-	Err      error
+	// RetryAfter, if set, is the wait the last answer asked for before another attempt, which
+	// the download had no time left for.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *Error) Error() string {
-	msg := e.Op + " " + e.URL + ": " + e.Err.Error()
+	var notes []string
 	if e.Attempts > 1 {
-		msg += fmt.Sprintf(" (tried %d times)", e.Attempts)
+		notes = append(notes, fmt.Sprintf("tried %d times", e.Attempts))
+	}
+	if e.RetryAfter > 0 {
+		notes = append(notes, fmt.Sprintf("the host asked to be tried again in %s, after the time this download may take", e.RetryAfter))
+	}
+	msg := e.Op + " " + e.URL + ": " + e.Err.Error()
+	if len(notes) > 0 {
+		msg += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return msg
 }
@@ -102,7 +117,11 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // StatusError is an answer other than 200 OK.
-type StatusError struct{ Code int }
+type StatusError struct {
+	Code int
+	// RetryAfter is the wait a 429 or 503 asked for in its Retry-After header (0: none).
+	RetryAfter time.Duration
+}
 
 func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Code) }
 
@@ -117,15 +136,35 @@ func (f *Fetcher) ToFile(ctx context.Context, rawURL, path string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	var last error
-	attempts := 0
+	var (
+		last     error
+		attempts int
+		tooLong  time.Duration // a Retry-After there was no time left to wait
+	)
 	for wait := f.retries.first; ; wait = time.Duration(float64(wait) * f.retries.factor) {
 		attempts++
 		last = f.once(ctx, u, path)
 		if last == nil {
 			return nil
 		}
-		if attempts >= f.retries.attempts || ctx.Err() != nil || !transient(last) || !sleep(ctx, f.retries.jittered(wait)) {
+		if attempts >= f.retries.attempts || ctx.Err() != nil || !transient(last) {
+			break
+		}
+		d := f.retries.jittered(wait)
+		var status *StatusError
+		asked := errors.As(last, &status) && status.RetryAfter > d
+		if asked {
+			// The host knows better than our schedule when it will have room.
+			d = status.RetryAfter
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+			// No attempt could follow: say now what failed.
+			if asked {
+				tooLong = d
+			}
+			break
+		}
+		if !f.sleep(ctx, d) {
 			break
 		}
 	}
@@ -134,7 +173,7 @@ func (f *Fetcher) ToFile(ctx context.Context, rawURL, path string) error {
 		return local.error
 	}
 	// The last attempt's failure is the news, also when ctx ended before the next one.
-	return &Error{Op: "fetching", URL: redact(rawURL), Attempts: attempts, Err: last}
+	return &Error{Op: "fetching", URL: redact(rawURL), Attempts: attempts, RetryAfter: tooLong, Err: last}
 }
 
 // jittered is d made up to b.jitter of itself longer.
@@ -142,11 +181,8 @@ func (b backoff) jittered(d time.Duration) time.Duration {
 	return d + time.Duration(rand.Float64()*b.jitter*float64(d))
 }
 
-// sleep waits d and reports true, or reports false at once if ctx ends before d has passed.
+// sleep waits d and reports true, or reports false if ctx ends first.
 func sleep(ctx context.Context, d time.Duration) bool {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		return false // no attempt could follow: say now what failed
-	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -170,7 +206,11 @@ func (f *Fetcher) once(ctx context.Context, u *url.URL, path string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &StatusError{Code: resp.StatusCode}
+		se := &StatusError{Code: resp.StatusCode}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			se.RetryAfter = retryafter.Parse(resp.Header, time.Now())
+		}
+		return se
 	}
 	if resp.ContentLength > f.maxBytes {
 		return fmt.Errorf("%d bytes is %w of %d bytes", resp.ContentLength, ErrTooLarge, f.maxBytes)

@@ -236,3 +236,94 @@ func TestTheContextsDeadlineBoundsTheAttempts(t *testing.T) {
 		t.Fatalf("err = %v, want the last attempt's HTTP 503", err)
 	}
 }
+
+// asking answers status with Retry-After retryAfter to the first request, then the media.
+func asking(t *testing.T, status int, retryAfter string, hits *atomic.Int32) *httptest.Server {
+	return serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", retryAfter)
+			http.Error(w, "not now", status)
+			return
+		}
+		w.Write([]byte("media bytes"))
+	})
+}
+
+// recordWaits makes f take no wait between attempts but note each one.
+func recordWaits(f *Fetcher) *[]time.Duration {
+	var waits []time.Duration
+	f.sleep = func(ctx context.Context, d time.Duration) bool {
+		waits = append(waits, d)
+		return true
+	}
+	return &waits
+}
+
+// A 429 or 503 that says when to come back is tried again then, not sooner, whether it says
+// it in seconds or as an HTTP date; a shorter Retry-After than the planned wait, or one on
+// another status, leaves the planned wait.
+func TestWaitsWhatARetryAfterAsksWhenLonger(t *testing.T) {
+	inHalfAMinute := time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)
+	for _, tc := range []struct {
+		name, retryAfter string
+		status           int
+		atLeast, atMost  time.Duration
+	}{
+		{"503, seconds", "7", http.StatusServiceUnavailable, 7 * time.Second, 7 * time.Second},
+		{"429, an HTTP date", inHalfAMinute, http.StatusTooManyRequests, 28 * time.Second, 30 * time.Second},
+		{"shorter than the planned wait", "1", http.StatusServiceUnavailable, 5 * time.Second, 5 * time.Second},
+		{"on a 502", "7", http.StatusBadGateway, 5 * time.Second, 5 * time.Second},
+		{"malformed", "soon", http.StatusServiceUnavailable, 5 * time.Second, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hits atomic.Int32
+			srv := asking(t, tc.status, tc.retryAfter, &hits)
+			f := New(loopbackOnly, 1024, time.Minute)
+			f.retries = backoff{attempts: 4, first: 5 * time.Second, factor: 3}
+			waits := recordWaits(f)
+			path := filepath.Join(t.TempDir(), "in")
+			if err := f.ToFile(context.Background(), srv.URL+"/face.jpg", path); err != nil {
+				t.Fatalf("err = %v, want the second attempt to succeed", err)
+			}
+			if len(*waits) != 1 || (*waits)[0] < tc.atLeast || (*waits)[0] > tc.atMost || hits.Load() != 2 {
+				t.Errorf("waited %v over %d requests, want one wait in [%s, %s]", *waits, hits.Load(), tc.atLeast, tc.atMost)
+			}
+		})
+	}
+}
+
+// A Retry-After longer than the time the download has left (its --fetch-timeout, or the
+// stage's deadline when that comes first) is not waited for: the download fails at once, and
+// says why.
+func TestARetryAfterPastTheDeadlineFailsAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		fetchTimeout time.Duration
+		stage        time.Duration // the stage context's deadline (0: none)
+	}{
+		{"the fetch timeout", 2 * time.Second, 0},
+		{"the stage's deadline", time.Minute, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hits atomic.Int32
+			srv := asking(t, http.StatusServiceUnavailable, "120", &hits)
+			ctx := context.Background()
+			if tc.stage > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.stage)
+				defer cancel()
+			}
+			f := newQuick(loopbackOnly, 1024, tc.fetchTimeout)
+			waits := recordWaits(f)
+			start := time.Now()
+			err := f.ToFile(ctx, srv.URL+"/face.jpg", filepath.Join(t.TempDir(), "in"))
+			want := "HTTP 503 (the host asked to be tried again in 2m0s, after the time this download may take)"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v, want it to say %q", err, want)
+			}
+			if hits.Load() != 1 || len(*waits) != 0 || time.Since(start) > time.Second {
+				t.Errorf("%d requests and waits %v in %s, want one request and no wait", hits.Load(), *waits, time.Since(start))
+			}
+		})
+	}
+}
