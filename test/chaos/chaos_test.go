@@ -37,6 +37,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/localstack"
 	"github.com/videogen-dev/videogen-operator/internal/stacktest"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
@@ -657,6 +658,9 @@ func (r *run) verifyWebhook(acct string, task *videogenv1alpha1.VideoTask) {
 
 func (r *run) summary(ctx context.Context, took time.Duration) string {
 	var tasks, succeeded, failed, refusedLate int
+	// Tasks the backend was scripted to let succeed, and how many of those did: the succeeded
+	// count alone moves with the random fates from run to run, this one with the faults.
+	var fatedToSucceed, fatedAndSucceeded int
 	codes := map[string]int{} // failed tasks by error code: what the faults cost, run to run
 	for _, a := range r.accounts {
 		var l videogenv1alpha1.VideoTaskList
@@ -665,6 +669,12 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 		}
 		for _, t := range l.Items {
 			tasks++
+			if outcomeOf(generation.WorkKey(t.Namespace, t.Name, string(t.UID), videogenv1alpha1.StageAnalyze)) == succeed {
+				fatedToSucceed++
+				if t.Status.Phase == videogenv1alpha1.TaskSucceeded {
+					fatedAndSucceeded++
+				}
+			}
 			switch t.Status.Phase {
 			case videogenv1alpha1.TaskSucceeded:
 				succeeded++
@@ -687,10 +697,10 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	}
 	sort.Strings(byCode)
 	c := &r.count
-	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d [%s] direct=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
+	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d [%s] direct=%d; scripted to succeed=%d, of which succeeded=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
 		"requests=%d replays=%d retries=%d in-use-409=%d deliveries=%d (refused=%d) payment-events=%d (deliveries=%d) "+
 		"insufficient-balance=%d watch-delay=%s took=%s",
-		tasks, succeeded, failed, strings.Join(byCode, " "), c.directTasks.Load(), c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
+		tasks, succeeded, failed, strings.Join(byCode, " "), c.directTasks.Load(), fatedToSucceed, fatedAndSucceeded, c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
 		c.apiserverKills.Load(), c.backendOutages.Load(), c.sends.Load(), c.replays.Load(), c.retries.Load(), c.inUse.Load(),
 		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), refusedLate, r.set.watchDelay, took.Round(time.Second))
 }
