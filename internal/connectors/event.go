@@ -80,8 +80,9 @@ type Event struct {
 
 // PaymentDetails describes the payment an event is about.
 type PaymentDetails struct {
-	// PaymentID is the processor's id of the payment (pi_…, pay_…, the
-	// Adyen pspReference of the payment, the Authorize.net transId).
+	// PaymentID is the processor's id of the payment (pi_…, or ch_… for a
+	// Stripe charge made without a PaymentIntent; pay_…, the Adyen
+	// pspReference of the payment, the Authorize.net transId).
 	PaymentID string
 	// ConnectorTransactionID is the processor's id of the operation behind
 	// this event when it differs from the payment (Stripe charge, Checkout
@@ -110,8 +111,14 @@ type RefundDetails struct {
 
 // DisputeDetails describes the dispute an event is about.
 type DisputeDetails struct {
-	DisputeID              string
-	PaymentID              string
+	DisputeID string
+	// PaymentID is the disputed payment, named as PaymentDetails.PaymentID
+	// names it in that payment's own events (a Stripe charge made without a
+	// PaymentIntent: the charge); empty when the payload does not say.
+	PaymentID string
+	// ConnectorTransactionID is the processor's id of the disputed
+	// operation: the Stripe charge, the Checkout action; for Adyen the
+	// dispute's own pspReference; else it equals PaymentID.
 	ConnectorTransactionID string
 	MerchantReference      string
 	AmountMinor            int64

@@ -19,6 +19,9 @@ func FuzzHandleStripe(f *testing.F) {
 	if full, err := os.ReadFile("testdata/payment_intent_succeeded.json"); err == nil {
 		f.Add("t=1680064028,v1=00", full)
 	}
+	if dispute, err := os.ReadFile("testdata/charge_dispute_created.json"); err == nil {
+		f.Add("t=1680651738,v1=00", dispute)
+	}
 	f.Add("t=1533204620,v1=zz,v1=", []byte(`{"type":"charge.refunded","data":{"object":{"object":"charge","refunds":{"data":[]}}}}`))
 	f.Add("t=-1", envelope("charge.dispute.closed", fmt.Sprintf(disputeObject, "won")))
 	f.Add(",,=,", envelope("payment_intent.succeeded", pi("succeeded", "null", "null")))

@@ -193,7 +193,7 @@ func refund(o *object) *connectors.RefundDetails {
 }
 
 func dispute(o *object) *connectors.DisputeDetails {
-	return &connectors.DisputeDetails{
+	d := &connectors.DisputeDetails{
 		DisputeID:              o.ID,
 		PaymentID:              string(o.PaymentIntent),
 		ConnectorTransactionID: string(o.Charge),
@@ -203,4 +203,10 @@ func dispute(o *object) *connectors.DisputeDetails {
 		Reason:                 o.Reason,
 		CreatedAt:              norm.Unix(o.Created),
 	}
+	// A charge made without a PaymentIntent is the payment (payment_intent is null), as the
+	// payment events of such a charge say.
+	if d.PaymentID == "" {
+		d.PaymentID = d.ConnectorTransactionID
+	}
+	return d
 }

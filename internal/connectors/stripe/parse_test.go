@@ -165,3 +165,33 @@ func TestParseFullPaymentIntent(t *testing.T) {
 		t.Fatalf("event = %+v\npayment = %+v", ev, ev.Payment)
 	}
 }
+
+// A dispute on a charge made without a PaymentIntent (the API reference's own
+// example has "payment_intent": null) names the charge as the payment, as the
+// charge's own payment events do, so that a dispute can be matched to them.
+func TestParseDisputeOfChargeWithoutPaymentIntent(t *testing.T) {
+	body, err := os.ReadFile("testdata/charge_dispute_created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := stripe.New().Parse(&connectors.Request{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := connectors.DisputeDetails{DisputeID: "du_1MtJUT2eZvKYlo2CNaw2HvEv", PaymentID: "ch_1AZtxr2eZvKYlo2CJDX8whov",
+		ConnectorTransactionID: "ch_1AZtxr2eZvKYlo2CJDX8whov", AmountMinor: 1000, Currency: "USD",
+		Status: "warning_needs_response", Reason: "general", CreatedAt: time.Unix(1680651737, 0).UTC()}
+	if ev.Type != connectors.DisputeCreated || ev.MerchantEventID != "evt_1MtJUU2eZvKYlo2CXjKq4ZwP" || ev.Dispute == nil || *ev.Dispute != want {
+		t.Fatalf("event = %+v\ndispute = %+v", ev, ev.Dispute)
+	}
+	// The charge of a payment made without a PaymentIntent is that payment's id too.
+	charge := envelope("charge.succeeded", `{"id":"ch_1AZtxr2eZvKYlo2CJDX8whov","object":"charge","amount":1000,"captured":true,`+
+		`"currency":"usd","status":"succeeded","payment_intent":null}`)
+	pay, err := stripe.New().Parse(&connectors.Request{Body: charge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pay.Payment == nil || pay.Payment.PaymentID != ev.Dispute.PaymentID {
+		t.Fatalf("payment %+v is not the disputed payment %s", pay.Payment, ev.Dispute.PaymentID)
+	}
+}
