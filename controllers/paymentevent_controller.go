@@ -149,7 +149,7 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 		"%s from %s: %s", pe.Spec.EventType, pe.Spec.Connector, describeAmount(&pe.Spec))
 	if d := pe.Spec.Dispute; d != nil && pe.Spec.EventType == string(connectors.DisputeCreated) {
 		r.Recorder.Eventf(pe, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonDisputeCreated, "Record",
-			"Dispute %s opened on payment %s for %s, reason %q", orUnknown(d.DisputeID), orUnknown(d.PaymentID),
+			"Dispute %s opened on %s for %s, reason %q", orUnknown(d.DisputeID), disputedPayment(d),
 			describeAmount(&pe.Spec), d.Reason)
 	}
 	return nil
@@ -160,6 +160,21 @@ func describeAmount(spec *videogenv1alpha1.PaymentEventSpec) string {
 		return "no amount"
 	}
 	return fmt.Sprintf("%d %s (minor units)", *spec.AmountMinor, spec.Currency)
+}
+
+// disputedPayment names what a dispute is about as closely as the processor told it: the payment,
+// else the processor's transaction (a charge, an action; not the dispute's own id, which Adyen
+// puts there), else the merchant's reference, and "payment (unknown)" only when none is known.
+func disputedPayment(d *videogenv1alpha1.PaymentEventDetails) string {
+	switch {
+	case d.PaymentID != "":
+		return "payment " + d.PaymentID
+	case d.ConnectorTransactionID != "" && d.ConnectorTransactionID != d.DisputeID:
+		return "transaction " + d.ConnectorTransactionID
+	case d.MerchantReference != "":
+		return fmt.Sprintf("the payment with merchant reference %q", d.MerchantReference)
+	}
+	return "payment (unknown)"
 }
 
 func orUnknown(s string) string {

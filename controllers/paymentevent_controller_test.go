@@ -327,6 +327,21 @@ var _ = Describe("PaymentEvent", func() {
 		Expect(got.Status.Sinks).To(BeEmpty())
 	})
 
+	It("names the charge of a dispute whose payment the processor did not name", func() {
+		startPaymentManager(paymentEventOptions(5))
+		ns := newPaymentNamespace()
+		id := envsuite.Unique("evt")
+		ev := &connectors.Event{Connector: "stripe", Type: connectors.DisputeCreated, ConnectorEventType: "charge.dispute.created",
+			MerchantEventID: id, Complete: true,
+			Dispute: &connectors.DisputeDetails{DisputeID: "du_" + id, ConnectorTransactionID: "ch_" + id, AmountMinor: 1000,
+				Currency: "USD", Reason: "general", Status: "warning_needs_response"}}
+		pe := paymentevents.FromEvent(ev, ns, []byte(`{"id":"`+id+`"}`), time.Now())
+		Expect(k8sClient.Create(ctx, pe)).To(Succeed())
+
+		Eventually(func() []string { return eventNotes(ns, pe.Name) }).Should(ContainElement(
+			`DisputeCreated: Dispute du_` + id + ` opened on transaction ch_` + id + ` for 1000 USD (minor units), reason "general"`))
+	})
+
 	It("never changes a PointAccount's balance for a PAYMENT_INTENT_SUCCESS event", func() {
 		startPaymentManager(paymentEventOptions(5))
 		ns := suite.NewAccount(1000)
