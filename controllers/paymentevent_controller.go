@@ -105,12 +105,29 @@ func (r *PaymentEventReconciler) redeliver(ctx context.Context, pe *videogenv1al
 	}
 	if len(again) == 0 {
 		r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonRedeliver, "Redeliver",
-			"Redelivery asked; every sink already has the event")
+			"Redelivery asked; %s", nothingToRedeliver(pe))
 		return nil
 	}
 	r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonRedeliver, "Redeliver",
 		"Redelivering to sink(s) %s, with the same webhook-id", strings.Join(again, ", "))
 	return nil
+}
+
+// nothingToRedeliver says why a redeliver request found no row given up.
+func nothingToRedeliver(pe *videogenv1alpha1.PaymentEvent) string {
+	pending := 0
+	for _, row := range pe.Status.Sinks {
+		if row.State == videogenv1alpha1.DeliveryPending {
+			pending++
+		}
+	}
+	switch {
+	case len(pe.Status.Sinks) == 0:
+		return "no configured sink accepts this event (NoSinks): it was sent nowhere and there is nothing to send again"
+	case pending > 0:
+		return fmt.Sprintf("no sink was given up; %d of %d still pending on their retry schedule", pending, len(pe.Status.Sinks))
+	}
+	return "every sink already has the event"
 }
 
 func processed(pe *videogenv1alpha1.PaymentEvent) bool {

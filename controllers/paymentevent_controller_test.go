@@ -325,6 +325,17 @@ var _ = Describe("PaymentEvent", func() {
 		forwarded := meta.FindStatusCondition(got.Status.Conditions, videogenv1alpha1.ConditionForwarded)
 		Expect(forwarded.Reason).To(Equal(videogenv1alpha1.ReasonNoSinks))
 		Expect(got.Status.Sinks).To(BeEmpty())
+
+		// Asked to redeliver, it says there is no sink to send to, not that every sink has it.
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Annotations = map[string]string{videogenv1alpha1.AnnotationRedeliver: "1"}
+		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
+		Eventually(func() []string { return eventNotes(ns, pe.Name) }).Should(ContainElement(
+			"Redeliver: Redelivery asked; no configured sink accepts this event (NoSinks): it was sent nowhere and there is nothing to send again"))
+		got = paymentEventOf(pe)
+		Expect(got.Status.RedeliverHandled).To(Equal("1"))
+		Expect(meta.FindStatusCondition(got.Status.Conditions, videogenv1alpha1.ConditionForwarded)).To(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", videogenv1alpha1.ReasonNoSinks)))
 	})
 
 	It("names the charge of a dispute whose payment the processor did not name", func() {

@@ -29,3 +29,27 @@ func TestDisputedPayment(t *testing.T) {
 		}
 	}
 }
+
+// A redeliver request that finds nothing given up says why: no sink takes the event, some are
+// still being tried, or every one has it.
+func TestNothingToRedeliver(t *testing.T) {
+	rows := func(states ...videogenv1alpha1.DeliveryState) *videogenv1alpha1.PaymentEvent {
+		pe := &videogenv1alpha1.PaymentEvent{}
+		for i, s := range states {
+			pe.Status.Sinks = append(pe.Status.Sinks, videogenv1alpha1.SinkDelivery{Name: string(rune('a' + i)), State: s})
+		}
+		return pe
+	}
+	for _, tt := range []struct {
+		pe   *videogenv1alpha1.PaymentEvent
+		want string
+	}{
+		{rows(), "no configured sink accepts this event (NoSinks): it was sent nowhere and there is nothing to send again"},
+		{rows(videogenv1alpha1.DeliveryDelivered, videogenv1alpha1.DeliveryPending), "no sink was given up; 1 of 2 still pending on their retry schedule"},
+		{rows(videogenv1alpha1.DeliveryDelivered), "every sink already has the event"},
+	} {
+		if got := nothingToRedeliver(tt.pe); got != tt.want {
+			t.Errorf("nothingToRedeliver(%d rows) = %q, want %q", len(tt.pe.Status.Sinks), got, tt.want)
+		}
+	}
+}
