@@ -15,7 +15,9 @@ const (
 	// ConditionProcessed: the controller recorded the event (metrics, Kubernetes events) and
 	// planned its deliveries. Points are never credited from a payment event.
 	ConditionProcessed = "Processed"
-	// ConditionForwarded: every sink that accepts the event has acknowledged it.
+	// ConditionForwarded: every sink that accepts the event has acknowledged it. False with
+	// reason NoSinks when none accepts it (nothing was sent, nothing to retry), False with
+	// DeliveryFailed when a sink was given up; `kubectl get -o wide` shows the reason.
 	ConditionForwarded = "Forwarded"
 
 	ReasonEventRecorded   = "Recorded"
@@ -195,7 +197,10 @@ type PaymentEventStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Processed (the event was recorded and its deliveries planned) and Forwarded
 	// (every sink that takes it acknowledged it; reason Delivered, DeliveryPending,
-	// DeliveryFailed or NoSinks).
+	// DeliveryFailed or NoSinks). Forwarded is False for two reasons: DeliveryFailed, a sink was
+	// given up (status.sinks says which; the videogen.dev/redeliver annotation sends it again),
+	// and NoSinks, no configured sink takes the event, so nothing was sent and nothing is to be
+	// retried.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -228,6 +233,7 @@ const AnnotationRedeliver = "videogen.dev/redeliver"
 // +kubebuilder:printcolumn:name="Currency",type=string,JSONPath=`.spec.currency`
 // +kubebuilder:printcolumn:name="Processed",type=string,JSONPath=`.status.conditions[?(@.type=="Processed")].status`
 // +kubebuilder:printcolumn:name="Forwarded",type=string,JSONPath=`.status.conditions[?(@.type=="Forwarded")].status`,priority=1
+// +kubebuilder:printcolumn:name="Forward Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Forwarded")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PaymentEvent is one verified payment webhook, stored once per connector and merchant event id

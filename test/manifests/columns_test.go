@@ -1,0 +1,89 @@
+package manifests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+// `kubectl get paymentevents -o wide` tells an event no sink takes (NoSinks: nothing to do) from
+// one a sink was given up for (DeliveryFailed: redeliver once the sink is fixed). Both are
+// Forwarded=False; the rows are rendered by the apiserver's own table convertor from the CRD's
+// printer columns, as kubectl receives them.
+func TestPaymentEventWideRowsTellNoSinksFromAFailedSink(t *testing.T) {
+	columns := printerColumns(t, "videogen.dev_paymentevents.yaml")
+	convertor, err := tableconvertor.New(columns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(reason, message string) []any {
+		t.Helper()
+		pe := &videogenv1alpha1.PaymentEvent{
+			TypeMeta:   metav1.TypeMeta{APIVersion: videogenv1alpha1.GroupVersion.String(), Kind: "PaymentEvent"},
+			ObjectMeta: metav1.ObjectMeta{Name: "stripe-0123", Namespace: "videogen-system"},
+			Spec:       videogenv1alpha1.PaymentEventSpec{Connector: "stripe", EventType: "DISPUTE_CREATED", Currency: "USD"},
+			Status: videogenv1alpha1.PaymentEventStatus{Conditions: []metav1.Condition{
+				{Type: videogenv1alpha1.ConditionProcessed, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonEventRecorded},
+				{Type: videogenv1alpha1.ConditionForwarded, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+			}},
+		}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := convertor.ConvertToTable(context.Background(), &unstructured.Unstructured{Object: content}, nil)
+		if err != nil || len(table.Rows) != 1 {
+			t.Fatalf("table = %+v, %v", table, err)
+		}
+		return table.Rows[0].Cells
+	}
+	noSinks := row(videogenv1alpha1.ReasonNoSinks, "no configured sink accepts this event")
+	failed := row(videogenv1alpha1.ReasonSinkFailed, "1 of 1 sink(s) not delivered; sink billing: gave up after 12 attempts: 503")
+	if fmt.Sprint(noSinks) == fmt.Sprint(failed) {
+		t.Errorf("-o wide shows NoSinks and DeliveryFailed alike: %v", noSinks)
+	}
+	cell := func(cells []any, want string) bool {
+		for _, c := range cells {
+			if c == want {
+				return true
+			}
+		}
+		return false
+	}
+	if !cell(noSinks, videogenv1alpha1.ReasonNoSinks) || !cell(failed, videogenv1alpha1.ReasonSinkFailed) {
+		t.Errorf("-o wide does not name the Forwarded reason: %v and %v", noSinks, failed)
+	}
+}
+
+// printerColumns are the additional printer columns of the CRD in config/crd/bases/file.
+func printerColumns(t *testing.T, file string) []apiextensionsv1.CustomResourceColumnDefinition {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatal(err)
+	}
+	if len(crd.Spec.Versions) != 1 {
+		t.Fatalf("%s: %d versions, want 1", file, len(crd.Spec.Versions))
+	}
+	return crd.Spec.Versions[0].AdditionalPrinterColumns
+}
