@@ -44,7 +44,9 @@ const (
 // PaymentEventDetails describes the payment, refund or dispute an event is about, in the
 // connectors' processor-independent shape.
 type PaymentEventDetails struct {
-	// PaymentID is the processor's id of the payment (pi_…, pay_…, a pspReference).
+	// PaymentID is the processor's id of the payment (pi_…, or ch_… for a Stripe charge made
+	// without a PaymentIntent; pay_…, a pspReference). A dispute or refund names the payment it
+	// is on here, when the processor says.
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	PaymentID string `json:"paymentID,omitempty"`
