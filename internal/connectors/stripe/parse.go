@@ -184,6 +184,9 @@ func refund(o *object) *connectors.RefundDetails {
 	r.RefundID = o.ID
 	r.PaymentID = string(o.PaymentIntent)
 	r.ConnectorTransactionID = string(o.Charge)
+	if r.PaymentID == "" { // a refund of a charge made without a PaymentIntent
+		r.PaymentID = r.ConnectorTransactionID
+	}
 	r.AmountMinor = o.Amount
 	r.Reason = o.Reason
 	if o.FailureReason != "" {

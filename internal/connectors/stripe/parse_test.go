@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,11 @@ func TestParseMapping(t *testing.T) {
 		{name: "charge.refund.updated succeeded", body: envelope("charge.refund.updated", fmt.Sprintf(refundObject, "succeeded", "null")), want: connectors.ChargeRefunded},
 		{name: "refund.created pending", body: envelope("refund.created", fmt.Sprintf(refundObject, "pending", "null")), want: connectors.RefundProcessing},
 		{name: "refund.updated canceled", body: envelope("refund.updated", fmt.Sprintf(refundObject, "canceled", "null")), want: connectors.RefundFailure},
+		{name: "refund.created of a charge without a PaymentIntent",
+			body: envelope("refund.created", strings.Replace(fmt.Sprintf(refundObject, "pending", "null"), `"pi_1GszsK2eZvKYlo2CfhZyoZLp"`, "null", 1)),
+			want: connectors.RefundProcessing,
+			refund: &connectors.RefundDetails{RefundID: "re_1Nispe2eZvKYlo2Cd31jOCgZ", PaymentID: "ch_1NirD82eZvKYlo2CIvbtLWuY", ConnectorTransactionID: "ch_1NirD82eZvKYlo2CIvbtLWuY",
+				AmountMinor: 1000, Currency: "USD", Status: "pending", Reason: "requested_by_customer", CreatedAt: time.Unix(1692942318, 0).UTC()}},
 		{name: "refund.failed", body: envelope("refund.failed", fmt.Sprintf(refundObject, "failed", `"expired_or_canceled_card"`)), want: connectors.RefundFailure},
 		{name: "charge.dispute.created", body: envelope("charge.dispute.created", fmt.Sprintf(disputeObject, "needs_response")),
 			want: connectors.DisputeCreated,
