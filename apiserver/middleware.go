@@ -103,6 +103,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	// errCode, errMessage: the error envelope the answer carried (httpjson.WriteError).
+	errCode, errMessage string
+}
+
+// NoteError keeps the answer's error for the request's log line (httpjson.ErrorNoter).
+func (r *statusRecorder) NoteError(code, message string) {
+	r.errCode, r.errMessage = code, message
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -140,9 +147,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if rec.status >= 500 {
 			level = slog.LevelError
 		}
-		s.cfg.Logger.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", httpjson.RequestID(r.Context())), slog.String("method", r.Method),
-			slog.String("route", route), slog.Int("status", rec.status), slog.Duration("duration", elapsed))
+		attrs := []slog.Attr{slog.String("request_id", httpjson.RequestID(r.Context())), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", rec.status), slog.Duration("duration", elapsed)}
+		if rec.errCode != "" {
+			// Which error: a 503 of a ledger being elected and one of an unreachable store
+			// look alike by status alone.
+			attrs = append(attrs, slog.String("error_code", rec.errCode), slog.String("error_message", rec.errMessage))
+		}
+		s.cfg.Logger.LogAttrs(r.Context(), level, "request", attrs...)
 	})
 }
 

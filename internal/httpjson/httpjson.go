@@ -98,7 +98,17 @@ type errorBody struct {
 // WriteError writes {"error":{…}} with status. A message longer than MaxMessageBytes is cut:
 // whatever a caller sent, an answer never carries it back in full.
 func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	WriteJSON(w, status, ErrorBody(code, cut(message, MaxMessageBytes), RequestID(r.Context())))
+	message = cut(message, MaxMessageBytes)
+	if n, ok := w.(ErrorNoter); ok {
+		n.NoteError(code, message)
+	}
+	WriteJSON(w, status, ErrorBody(code, message, RequestID(r.Context())))
+}
+
+// ErrorNoter is a ResponseWriter that keeps the error an answer carried, for the request's log
+// line: an operator reading "status 503" learns which 503 it was without the client's copy.
+type ErrorNoter interface {
+	NoteError(code, message string)
 }
 
 // ErrorBody is the error envelope, for writers that cannot use WriteError.

@@ -1,0 +1,71 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+)
+
+// electingLedger answers as the ledger does while no manager is elected (or none listens).
+type electingLedger struct{}
+
+func (electingLedger) CreateTask(context.Context, *videogenv1alpha1.VideoTask, int64) (*videogenv1alpha1.VideoTask, error) {
+	return nil, ledger.ErrNotReady
+}
+
+func (electingLedger) Balance(context.Context, string) (ledger.Figures, error) {
+	return ledger.Figures{}, ledger.ErrNotReady
+}
+
+// The request's log line says which error it answered: during a manager outage every task POST
+// and balance answers 503, and the on-call reading the apiserver's log (as the VideogenAPIErrors
+// alert tells them to) must see that the ledger was the cause, not only "status":503.
+func TestTheRequestLogLineNamesTheError(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acct", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	srv := apiserver.New(apiserver.Config{Client: c, APIReader: c, Ledger: electingLedger{},
+		Keys: &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+
+	req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: %s", rec.Code, rec.Body)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("one JSON log line expected: %v\n%s", err, logs.String())
+	}
+	if line["msg"] != "request" || line["status"] != float64(503) {
+		t.Fatalf("not the request's line: %s", logs.String())
+	}
+	if line["error_code"] != "service_unavailable" || line["error_message"] != "the service is electing its points ledger; retry shortly" {
+		t.Errorf("the log line does not say which 503 it was: %s", logs.String())
+	}
+
+	// A successful answer carries no error fields.
+	logs.Reset()
+	rec = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if bytes.Contains(logs.Bytes(), []byte("error_code")) {
+		t.Errorf("a 200 logged an error: %s", logs.String())
+	}
+}
