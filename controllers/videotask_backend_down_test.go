@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/controllers"
@@ -124,11 +126,20 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		}
 		warnings() // the events of the task's start
 
+		// The manager's log, at its default verbosity: the outage once, not each retry.
+		var logged atomic.Int32
+		logger := funcr.New(func(_, args string) {
+			if strings.Contains(args, "backend unavailable, will retry") {
+				logged.Add(1)
+			}
+		}, funcr.Options{})
 		backend.setDown(func(context.Context) error { return errors.New("connection refused") }, nil)
 		for range 3 {
-			reconcileOnce(Default, r, task)
+			_, err := r.Reconcile(logf.IntoContext(ctx, logger), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+			Expect(err).NotTo(HaveOccurred())
 		}
 		Expect(warnings()).To(Equal(1), "one Warning for the outage, not one per retry")
+		Expect(logged.Load()).To(BeNumerically("==", 1), "one log line for the outage, not one per retry")
 		Expect(metricValue("videogen_backend_errors_total", labels) - errorsBefore).To(BeNumerically("==", 3))
 
 		// It answers again, then stops again: a second outage is told too.

@@ -203,11 +203,18 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		r.cancelRunningStages(ctx, task)
 		return r.finish(ctx, task, before, view, end)
 	}
-	logf.FromContext(ctx).Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
+	first := !backendUnavailable(task)
+	log := logf.FromContext(ctx)
+	if !first {
+		// Logged once per outage of the task, as the event is; each retry only at V(1): a
+		// backend down for minutes would otherwise log every task every other poll.
+		log = log.V(1)
+	}
+	log.Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
 	name, _, _ := r.Backends.Route(task.Spec.Capability)
 	backendErrors.WithLabelValues(name, string(st.Name)).Inc()
 	st.Message = "backend unavailable: " + err.Error()
-	if !backendUnavailable(task) {
+	if first {
 		// Once per outage of the task, not per retry: on-call sees it in kubectl describe.
 		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonBackendUnavailable, "Dispatch",
 			"Backend %s did not answer for the %s stage; retrying until the task's timeout (%v)", name, st.Name, err)
