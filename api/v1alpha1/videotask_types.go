@@ -329,6 +329,7 @@ type VideoTaskStatus struct {
 // +kubebuilder:printcolumn:name="Charge",type=string,JSONPath=`.status.charge`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].reason`
 // +kubebuilder:printcolumn:name="Webhook",type=string,JSONPath=`.status.webhook.state`,priority=1
+// +kubebuilder:printcolumn:name="Dispatch",type=string,JSONPath=`.status.conditions[?(@.type=="Dispatched")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:selectablefield:JSONPath=`.status.closed`
 // +kubebuilder:selectablefield:JSONPath=`.status.phase`

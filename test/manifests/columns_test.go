@@ -67,6 +67,42 @@ func TestPaymentEventWideRowsTellNoSinksFromAFailedSink(t *testing.T) {
 	}
 }
 
+// `kubectl get videotasks -o wide` shows a task waiting out a backend outage: its phase is only
+// Queued or Running, and the Reason column speaks of failures, so on-call could not see it without
+// -o yaml.
+func TestVideoTaskWideRowsShowABackendOutage(t *testing.T) {
+	convertor, err := tableconvertor.New(printerColumns(t, "videogen.dev_videotasks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &videogenv1alpha1.VideoTask{
+		TypeMeta:   metav1.TypeMeta{APIVersion: videogenv1alpha1.GroupVersion.String(), Kind: "VideoTask"},
+		ObjectMeta: metav1.ObjectMeta{Name: "vt-1", Namespace: "team-a"},
+		Spec:       videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort, TemplateRef: "t1"},
+		Status: videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskQueued, Conditions: []metav1.Condition{
+			{Type: videogenv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: "PointsFrozen"},
+			{Type: videogenv1alpha1.ConditionDispatched, Status: metav1.ConditionFalse, Reason: videogenv1alpha1.ReasonBackendUnavailable},
+		}},
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := convertor.ConvertToTable(context.Background(), &unstructured.Unstructured{Object: content}, nil)
+	if err != nil || len(table.Rows) != 1 {
+		t.Fatalf("table = %+v, %v", table, err)
+	}
+	for i, c := range table.Rows[0].Cells {
+		if c == videogenv1alpha1.ReasonBackendUnavailable {
+			if table.ColumnDefinitions[i].Priority == 0 {
+				t.Errorf("column %q shows the outage in the narrow table too", table.ColumnDefinitions[i].Name)
+			}
+			return
+		}
+	}
+	t.Errorf("-o wide does not show the outage: %v", table.Rows[0].Cells)
+}
+
 // printerColumns are the additional printer columns of the CRD in config/crd/bases/file.
 func printerColumns(t *testing.T, file string) []apiextensionsv1.CustomResourceColumnDefinition {
 	t.Helper()
