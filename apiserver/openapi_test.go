@@ -102,6 +102,7 @@ func checkAgainstOpenAPI(method, path string, r response) {
 		pointer = strings.TrimPrefix(ref, "#")
 		res = spec["components"].(map[string]any)["responses"].(map[string]any)[pointer[strings.LastIndex(pointer, "/")+1:]].(map[string]any)
 	}
+	expectDocumentedHeaders(fmt.Sprintf("%s %s %d", method, tmpl, r.Status), res, r)
 	if _, hasBody := res["content"]; !hasBody {
 		Expect(r.Body).To(BeEmpty(), "%s %s %d has no documented body", method, tmpl, r.Status)
 		return
@@ -115,6 +116,7 @@ func expectMethodNotAllowed(method, tmpl string, item map[string]any, r response
 	GinkgoHelper()
 	Expect(r.Status).To(Equal(http.StatusMethodNotAllowed), "%s %s is not in the OpenAPI document, so it must answer 405", method, tmpl)
 	validate("/components/responses/MethodNotAllowed/content/application~1json/schema", r)
+	expectDocumentedHeaders(method+" "+tmpl+" 405", spec["components"].(map[string]any)["responses"].(map[string]any)["MethodNotAllowed"].(map[string]any), r)
 	var documented []string
 	for m := range item {
 		switch m {
@@ -125,6 +127,34 @@ func expectMethodNotAllowed(method, tmpl string, item map[string]any, r response
 		}
 	}
 	Expect(strings.Split(r.Header.Get("Allow"), ", ")).To(ConsistOf(documented), "Allow of %s %s", method, tmpl)
+}
+
+// transportHeaders are HTTP's own headers, which the document does not describe.
+var transportHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Date": true, "Connection": true}
+
+// expectDocumentedHeaders checks a response's headers against its documented response: every
+// header it sends is declared (a client reads only what the document names), and every header
+// declared as required is sent.
+func expectDocumentedHeaders(what string, res map[string]any, r response) {
+	GinkgoHelper()
+	declared := map[string]map[string]any{}
+	headers, _ := res["headers"].(map[string]any)
+	for name, h := range headers {
+		if ref, ok := h.(map[string]any)["$ref"].(string); ok {
+			h = spec["components"].(map[string]any)["headers"].(map[string]any)[ref[strings.LastIndex(ref, "/")+1:]]
+		}
+		declared[http.CanonicalHeaderKey(name)] = h.(map[string]any)
+	}
+	for name := range r.Header {
+		if !transportHeaders[name] {
+			Expect(declared).To(HaveKey(name), "%s sends the header %s, which the OpenAPI document does not declare", what, name)
+		}
+	}
+	for name, h := range declared {
+		if h["required"] == true {
+			Expect(r.Header.Get(name)).NotTo(BeEmpty(), "%s: the OpenAPI document declares the header %s required, but it was not sent", what, name)
+		}
+	}
 }
 
 func validate(pointer string, r response) {
@@ -241,12 +271,17 @@ var _ = Describe("OpenAPI document", func() {
 		}
 	})
 
-	It("declares 431 on every operation, since any request's headers can be too large", func() {
+	// net/http answers these before any handler runs, whatever the path: 431 for headers too
+	// large, 400 for a malformed request (an invalid header name, no Host), 501 for a
+	// Transfer-Encoding it does not support.
+	It("declares 400, 431 and 501 on every operation, since net/http can answer them on any path", func() {
 		loadSpec()
 		for path, item := range spec["paths"].(map[string]any) {
 			for method, op := range item.(map[string]any) {
 				responses := op.(map[string]any)["responses"].(map[string]any)
-				Expect(responses).To(HaveKey("431"), "%s %s", strings.ToUpper(method), path)
+				for _, status := range []string{"400", "431", "501"} {
+					Expect(responses).To(HaveKey(status), "%s %s", strings.ToUpper(method), path)
+				}
 			}
 		}
 		Expect(spec["components"].(map[string]any)["responses"]).To(HaveKey("MethodNotAllowed"))
