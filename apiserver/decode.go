@@ -98,6 +98,8 @@ func queryParams(r *http.Request, known ...string) (url.Values, error) {
 		switch {
 		case nerr != nil || verr != nil || strings.Contains(pair, ";"):
 			return nil, badRequest("the query string is malformed: send name=value pairs joined by &, with %% followed by two hex digits")
+		case !slices.Contains(known, name) && len(known) == 0:
+			return nil, badRequest("unknown query parameter %s; this endpoint takes no query parameters", httpjson.Echo(name))
 		case !slices.Contains(known, name):
 			return nil, badRequest("unknown query parameter %s; this endpoint takes %s", httpjson.Echo(name), strings.Join(known, ", "))
 		case q.Has(name):

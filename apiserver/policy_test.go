@@ -83,6 +83,8 @@ var _ = Describe("Query parameters", func() {
 		},
 		Entry("a status filter on tasks", "/v1/tasks?status=failed", `unknown query parameter "status"; this endpoint takes limit, after`),
 		Entry("a misspelt capability", "/v1/templates?capabilty=image.pose", `unknown query parameter "capabilty"; this endpoint takes capability`),
+		Entry("a limit on short templates, which are listed whole", "/v1/short-templates?limit=5",
+			`unknown query parameter "limit"; this endpoint takes no query parameters`),
 		Entry("limit twice", "/v1/tasks?limit=1&limit=100", `query parameter "limit" appears more than once`),
 		Entry("capability twice", "/v1/templates?capability=image.pose&capability=video.short", `query parameter "capability" appears more than once`),
 		Entry("a broken % escape", "/v1/tasks?limit=%zz", "the query string is malformed"),
@@ -93,7 +95,7 @@ var _ = Describe("Query parameters", func() {
 
 	It("still takes the known ones, and empty ones as absent", func() {
 		a := newAccount(0)
-		for _, path := range []string{"/v1/tasks?limit=5&after=", "/v1/tasks?", "/v1/templates?capability=image.pose", "/v1/templates?capability="} {
+		for _, path := range []string{"/v1/tasks?limit=5&after=", "/v1/tasks?", "/v1/templates?capability=image.pose", "/v1/templates?capability=", "/v1/short-templates?"} {
 			Expect(api.get(path, a.key).Status).To(Equal(http.StatusOK), path)
 		}
 	})

@@ -62,6 +62,11 @@ func sortedShortTemplates(items []videogenv1alpha1.ShortTemplate) []videogenv1al
 }
 
 func (s *Server) listShortTemplates(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	// The list is whole and takes no parameter: a ?limit= read as absent would answer more than
+	// was asked for.
+	if _, err := queryParams(r); writeRequestError(w, r, err) {
+		return
+	}
 	var own videogenv1alpha1.ShortTemplateList
 	if err := s.cfg.Client.List(r.Context(), &own, client.InNamespace(p.Account)); err != nil {
 		s.internalError(w, r, err)
