@@ -123,7 +123,7 @@ func (a *TokenAuth) accepts(token string) bool {
 }
 
 func unauthenticated(msg string) *connect.Error {
-	err := connect.NewError(connect.CodeUnauthenticated, errors.New("eventservice: "+msg))
+	err := connect.NewError(connect.CodeUnauthenticated, errors.New(msg))
 	err.Meta().Set("WWW-Authenticate", wwwAuthenticate)
 	return err
 }

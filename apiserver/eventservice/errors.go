@@ -12,12 +12,12 @@ import (
 var (
 	// ErrInvalidRequest is wrapped by errors for requests missing a required
 	// part (connector name, request details, body).
-	ErrInvalidRequest = errors.New("eventservice: invalid request")
+	ErrInvalidRequest = errors.New("invalid request")
 	// ErrSecretsUnavailable is wrapped when the SecretSource failed, as
 	// opposed to having no secret for the connector.
-	ErrSecretsUnavailable = errors.New("eventservice: webhook secrets unavailable")
+	ErrSecretsUnavailable = errors.New("webhook secrets unavailable")
 	// errInternal marks failures that are the server's fault.
-	errInternal = errors.New("eventservice: internal error")
+	errInternal = errors.New("internal error")
 )
 
 // ErrorCode classifies an error from Service.HandleWebhook (or Handle):

@@ -103,6 +103,12 @@ func TestHandleOutcomes(t *testing.T) {
 			if strings.Contains(cerr.Message(), stripeSecret) || strings.Contains(cerr.Message(), requestSecret) {
 				t.Errorf("message %q leaks a secret", cerr.Message())
 			}
+			// The caller is told what was wrong, not which Go package said so.
+			for _, pkg := range []string{"eventservice:", "connectors:"} {
+				if strings.Contains(cerr.Message(), pkg) {
+					t.Errorf("message %q names the package %s", cerr.Message(), pkg)
+				}
+			}
 		})
 	}
 }

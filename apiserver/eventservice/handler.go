@@ -41,5 +41,5 @@ func NewHandler(svc *Service, auth *TokenAuth, opts ...connect.HandlerOption) (s
 // recovers itself) into Internal instead of a dropped connection.
 func (s *Service) recoverHandler(ctx context.Context, spec connect.Spec, _ http.Header, r any) error {
 	s.logger.ErrorContext(ctx, "eventservice: panic in handler", "procedure", spec.Procedure, "panic", r)
-	return connect.NewError(connect.CodeInternal, errors.New("eventservice: internal error"))
+	return connect.NewError(connect.CodeInternal, errInternal)
 }

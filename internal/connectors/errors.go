@@ -8,7 +8,7 @@ import (
 
 // ErrUnknownConnector is wrapped by the error Lookup and Handle return for a
 // connector name that is not registered.
-var ErrUnknownConnector = errors.New("connectors: unknown connector")
+var ErrUnknownConnector = errors.New("unknown connector")
 
 // AuthError means the webhook could not be authenticated: missing or
 // malformed signature header, timestamp outside tolerance, no matching
@@ -19,8 +19,10 @@ type AuthError struct {
 	Reason    string
 }
 
+// The messages of AuthError and ParseError are answered to the sender of the webhook as they are:
+// they name the connector and what was wrong, not this package.
 func (e *AuthError) Error() string {
-	return "connectors: " + e.Connector + ": webhook not authenticated: " + e.Reason
+	return e.Connector + " webhook not authenticated: " + e.Reason
 }
 
 // ParseError means the body could not be parsed into an event. The RPC layer
@@ -31,7 +33,7 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
-	msg := "connectors: " + e.Connector + ": cannot parse webhook body"
+	msg := "cannot parse the " + e.Connector + " webhook body"
 	if e.Err != nil {
 		msg += ": " + describe(e.Err)
 	}

@@ -132,12 +132,12 @@ func TestHandleNilEvent(t *testing.T) {
 
 func TestErrorMessages(t *testing.T) {
 	if got := (&connectors.AuthError{Connector: "stripe", Reason: "missing Stripe-Signature header"}).Error(); got !=
-		"connectors: stripe: webhook not authenticated: missing Stripe-Signature header" {
+		"stripe webhook not authenticated: missing Stripe-Signature header" {
 		t.Fatal(got)
 	}
 	inner := errors.New("unexpected end of JSON input")
 	pe := &connectors.ParseError{Connector: "adyen", Err: inner}
-	if pe.Error() != "connectors: adyen: cannot parse webhook body: unexpected end of JSON input" || !errors.Is(pe, inner) {
+	if pe.Error() != "cannot parse the adyen webhook body: unexpected end of JSON input" || !errors.Is(pe, inner) {
 		t.Fatal(pe.Error())
 	}
 }
@@ -198,7 +198,7 @@ func TestParseErrorOfAWrongJSONType(t *testing.T) {
 			t.Fatalf("%s: no error", tc.body)
 		}
 		pe := &connectors.ParseError{Connector: "stripe", Err: err}
-		want := "connectors: stripe: cannot parse webhook body: " + tc.want
+		want := "cannot parse the stripe webhook body: " + tc.want
 		if got := pe.Error(); got != want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.body, got, want)
 		}
