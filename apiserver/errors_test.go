@@ -145,6 +145,7 @@ var _ = Describe("Errors", func() {
 		Expect(codes).To(Equal(map[int]int{http.StatusOK: 3, http.StatusTooManyRequests: 2}))
 		Expect(last.ErrorCode()).To(Equal("rate_limited"))
 		Expect(last.Header.Get("Retry-After")).NotTo(BeEmpty())
+		Expect(last.Message()).To(HaveSuffix("retry in "+last.Header.Get("Retry-After")+" s (Retry-After)"), "the message and the header name one wait")
 		// Another key has its own bucket.
 		Expect(limited.get("/v1/balance", b.key).Status).To(Equal(http.StatusOK))
 	})

@@ -38,9 +38,11 @@ func (s *Server) authenticate(h func(http.ResponseWriter, *http.Request, apikeys
 			return
 		}
 		if wait, ok := s.limiter.allow(p.KeyID); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			// Whole seconds, in the message as in the header: a client told "8ms" and "1" reads two answers.
+			secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
+			w.Header().Set("Retry-After", secs)
 			httpjson.WriteError(w, r, http.StatusTooManyRequests, httpjson.CodeRateLimited,
-				fmt.Sprintf("rate limit exceeded for this API key; retry after %s", wait.Round(time.Millisecond)))
+				"rate limit exceeded for this API key; retry in "+secs+" s (Retry-After)")
 			return
 		}
 		h(w, r, p)
