@@ -9,16 +9,18 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/videogen-dev/videogen-operator/internal/localstack"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 func main() {
 	var cfg localstack.Config
 	flag.StringVar(&cfg.DataDir, "data-dir", ".run", "Where etcd's data, logs, media, the kubeconfig and the demo key are kept.")
-	flag.StringVar(&cfg.BinDir, "bin-dir", "bin", "Where the manager, apiserver and worker binaries are (make build-all).")
+	flag.StringVar(&cfg.BinDir, "bin-dir", "", "Where the manager, apiserver and worker binaries are (make build-all; default: the repository's bin).")
 	flag.StringVar(&cfg.APIAddress, "api-address", "127.0.0.1:8080", "Address of the REST API.")
 	flag.StringVar(&cfg.WorkerAddress, "worker-address", "127.0.0.1:8090", "Address of the reference worker.")
 	flag.Int64Var(&cfg.DemoPoints, "demo-points", 1000, "Points of the demo account's first top-up.")
@@ -42,6 +44,16 @@ Flags:
 	}
 	flag.Parse()
 	cfg.Log = os.Stderr
+	// The stack installs the CRDs from the repository's config/ and runs the control plane from
+	// its bin/k8s, found from the working directory up: so are the binaries, by default.
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "videogen-local: run it inside the videogen-operator repository (make run): it takes the CRDs from config/ and the binaries from bin/")
+		os.Exit(1)
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = filepath.Join(root, "bin")
+	}
 
 	for _, addr := range []string{cfg.APIAddress, cfg.WorkerAddress, cfg.ManagerMetricsAddress, cfg.APIMetricsAddress} {
 		if addr == "" {

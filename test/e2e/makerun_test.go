@@ -54,6 +54,15 @@ var _ = Describe("make run (bin/videogen-local)", Ordered, func() {
 		Expect(filepath.Join(refusedDir, "etcd")).NotTo(BeADirectory(), "no control plane was started")
 	})
 
+	It("run outside the repository, says where to run it instead of naming a missing binary", func() {
+		cmd := exec.Command(bin, "--data-dir", GinkgoT().TempDir(), "--api-address", freeAddr(), "--worker-address", freeAddr())
+		cmd.Dir = os.TempDir()
+		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(session, time.Minute).Should(gexec.Exit(1))
+		Expect(string(session.Err.Contents())).To(ContainSubstring("run it inside the videogen-operator repository (make run)"))
+	})
+
 	It("starts, seeds, prints a working key, and stops cleanly on Ctrl-C", func() {
 		// A PaymentEvent sink given to the manager with --manager-arg, as a user tries sinks.
 		sink := make(chan []byte, 10)
