@@ -56,6 +56,7 @@ var _ = Describe("An Idempotency-Key still in use", func() {
 			second := srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "in-flight")
 			Expect(second.Status).To(Equal(http.StatusConflict), string(second.Body))
 			Expect(second.ErrorCode()).To(Equal("idempotency_key_in_use"))
+			Expect(second.Header.Get("Retry-After")).To(Equal("1"), "when to retry, as every 409 idempotency_key_in_use says")
 		}
 		release()
 		var got response

@@ -153,6 +153,9 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		// A task of this name exists (a request with this key won a race, or our cache has not
 		// seen it yet): answer as its replay, read around the cache.
 		if !s.replay(ctx, w, r, account, name, hash, false) {
+			// A create takes milliseconds: the header a client's retry logic reads, as on the
+			// short-template 409.
+			w.Header().Set("Retry-After", "1")
 			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeIdempotencyKeyInUse,
 				"a request with this Idempotency-Key is still being processed; retry shortly")
 		}
