@@ -23,14 +23,9 @@ import (
 // Forwarded=False; the rows are rendered by the apiserver's own table convertor from the CRD's
 // printer columns, as kubectl receives them.
 func TestPaymentEventWideRowsTellNoSinksFromAFailedSink(t *testing.T) {
-	columns := printerColumns(t, "videogen.dev_paymentevents.yaml")
-	convertor, err := tableconvertor.New(columns)
-	if err != nil {
-		t.Fatal(err)
-	}
 	row := func(reason, message string) []any {
 		t.Helper()
-		pe := &videogenv1alpha1.PaymentEvent{
+		return tableRow(t, "videogen.dev_paymentevents.yaml", &videogenv1alpha1.PaymentEvent{
 			TypeMeta:   metav1.TypeMeta{APIVersion: videogenv1alpha1.GroupVersion.String(), Kind: "PaymentEvent"},
 			ObjectMeta: metav1.ObjectMeta{Name: "stripe-0123", Namespace: "videogen-system"},
 			Spec:       videogenv1alpha1.PaymentEventSpec{Connector: "stripe", EventType: "DISPUTE_CREATED", Currency: "USD"},
@@ -38,16 +33,7 @@ func TestPaymentEventWideRowsTellNoSinksFromAFailedSink(t *testing.T) {
 				{Type: videogenv1alpha1.ConditionProcessed, Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonEventRecorded},
 				{Type: videogenv1alpha1.ConditionForwarded, Status: metav1.ConditionFalse, Reason: reason, Message: message},
 			}},
-		}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		table, err := convertor.ConvertToTable(context.Background(), &unstructured.Unstructured{Object: content}, nil)
-		if err != nil || len(table.Rows) != 1 {
-			t.Fatalf("table = %+v, %v", table, err)
-		}
-		return table.Rows[0].Cells
+		}).Cells
 	}
 	noSinks := row(videogenv1alpha1.ReasonNoSinks, "no configured sink accepts this event")
 	failed := row(videogenv1alpha1.ReasonSinkFailed, "1 of 1 sink(s) not delivered; sink billing: gave up after 12 attempts: 503")
@@ -71,10 +57,6 @@ func TestPaymentEventWideRowsTellNoSinksFromAFailedSink(t *testing.T) {
 // Queued or Running, and the Reason column speaks of failures, so on-call could not see it without
 // -o yaml.
 func TestVideoTaskWideRowsShowABackendOutage(t *testing.T) {
-	convertor, err := tableconvertor.New(printerColumns(t, "videogen.dev_videotasks.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	task := &videogenv1alpha1.VideoTask{
 		TypeMeta:   metav1.TypeMeta{APIVersion: videogenv1alpha1.GroupVersion.String(), Kind: "VideoTask"},
 		ObjectMeta: metav1.ObjectMeta{Name: "vt-1", Namespace: "team-a"},
@@ -84,7 +66,28 @@ func TestVideoTaskWideRowsShowABackendOutage(t *testing.T) {
 			{Type: videogenv1alpha1.ConditionDispatched, Status: metav1.ConditionFalse, Reason: videogenv1alpha1.ReasonBackendUnavailable},
 		}},
 	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(task)
+	columns := printerColumns(t, "videogen.dev_videotasks.yaml")
+	row := tableRow(t, "videogen.dev_videotasks.yaml", task)
+	for i, c := range row.Cells {
+		if c == videogenv1alpha1.ReasonBackendUnavailable {
+			if columns[i-1].Priority == 0 { // the first cell is the name
+				t.Errorf("column %q shows the outage in the narrow table too", columns[i-1].Name)
+			}
+			return
+		}
+	}
+	t.Errorf("-o wide does not show the outage: %v", row.Cells)
+}
+
+// tableRow is obj's row in the table the kube-apiserver renders from the printer columns of the
+// CRD in config/crd/bases/file, as kubectl receives it.
+func tableRow(t *testing.T, file string, obj runtime.Object) metav1.TableRow {
+	t.Helper()
+	convertor, err := tableconvertor.New(printerColumns(t, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +95,7 @@ func TestVideoTaskWideRowsShowABackendOutage(t *testing.T) {
 	if err != nil || len(table.Rows) != 1 {
 		t.Fatalf("table = %+v, %v", table, err)
 	}
-	for i, c := range table.Rows[0].Cells {
-		if c == videogenv1alpha1.ReasonBackendUnavailable {
-			if table.ColumnDefinitions[i].Priority == 0 {
-				t.Errorf("column %q shows the outage in the narrow table too", table.ColumnDefinitions[i].Name)
-			}
-			return
-		}
-	}
-	t.Errorf("-o wide does not show the outage: %v", table.Rows[0].Cells)
+	return table.Rows[0]
 }
 
 // printerColumns are the additional printer columns of the CRD in config/crd/bases/file.
