@@ -146,7 +146,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		s.metrics.requests.WithLabelValues(route, r.Method, code).Inc()
 		s.metrics.latency.WithLabelValues(route, r.Method, code).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
-		if rec.status >= 500 {
+		switch {
+		case rec.status == http.StatusServiceUnavailable:
+			// Temporary, and the client is told to retry (a ledger being elected during a
+			// failover): a warning. The metrics and alerts tell when it lasts.
+			level = slog.LevelWarn
+		case rec.status >= 500:
 			level = slog.LevelError
 		}
 		attrs := []slog.Attr{slog.String("request_id", httpjson.RequestID(r.Context())), slog.String("method", r.Method),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,17 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
+
+// brokenLedger fails as nothing the REST API expects: a fault of the server's.
+type brokenLedger struct{}
+
+func (brokenLedger) CreateTask(context.Context, *videogenv1alpha1.VideoTask, int64) (*videogenv1alpha1.VideoTask, error) {
+	return nil, errors.New("the ledger answered 500 Internal Server Error: boom")
+}
+
+func (brokenLedger) Balance(context.Context, string) (ledger.Figures, error) {
+	return ledger.Figures{}, errors.New("the ledger answered 500 Internal Server Error: boom")
+}
 
 // electingLedger answers as the ledger does while no manager is elected (or none listens).
 type electingLedger struct{}
@@ -60,6 +72,10 @@ func TestTheRequestLogLineNamesTheError(t *testing.T) {
 	if line["error_code"] != "service_unavailable" || line["error_message"] != "the service is electing its points ledger; retry shortly" {
 		t.Errorf("the log line does not say which 503 it was: %s", logs.String())
 	}
+	// Temporary, and the client is told to retry: not an error of the server's.
+	if line["level"] != "WARN" {
+		t.Errorf("a 503 service_unavailable logged at %v, want WARN: %s", line["level"], logs.String())
+	}
 
 	// A successful answer carries no error fields.
 	logs.Reset()
@@ -67,5 +83,41 @@ func TestTheRequestLogLineNamesTheError(t *testing.T) {
 	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if bytes.Contains(logs.Bytes(), []byte("error_code")) {
 		t.Errorf("a 200 logged an error: %s", logs.String())
+	}
+}
+
+// A 500 is a fault of the server's and stays an error in the log, as the internal error's own line.
+func TestA500IsLoggedAsAnError(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acct", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	srv := apiserver.New(apiserver.Config{Client: c, APIReader: c, Ledger: brokenLedger{},
+		Keys: &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500: %s", rec.Code, rec.Body)
+	}
+	var found bool
+	for _, raw := range bytes.Split(bytes.TrimSpace(logs.Bytes()), []byte("\n")) {
+		var line map[string]any
+		if err := json.Unmarshal(raw, &line); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		if line["msg"] == "request" {
+			found = true
+			if line["level"] != "ERROR" || line["status"] != float64(500) {
+				t.Errorf("a 500's request line: level %v, status %v, want ERROR, 500: %s", line["level"], line["status"], raw)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no request line: %s", logs.String())
 	}
 }
