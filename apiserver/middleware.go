@@ -84,6 +84,8 @@ func (l *keyLimiter) allow(key string) (time.Duration, bool) {
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// ledgerCalls counts the calls to the points ledger (ledgercalls.go).
+	ledgerCalls *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -95,9 +97,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "videogen_api_request_duration_seconds", Help: "REST API request latency by route, method and status code.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method", "code"}),
+		ledgerCalls: newLedgerCalls(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency)
+		reg.MustRegister(m.requests, m.latency, m.ledgerCalls)
 	}
 	return m
 }

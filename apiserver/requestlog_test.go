@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -119,5 +120,58 @@ func TestA500IsLoggedAsAnError(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no request line: %s", logs.String())
+	}
+}
+
+// The apiserver exports its calls to the ledger on its Registerer: the series of every outcome
+// from the start (so rate() sees a replica's first failure), and each call under its outcome.
+func TestLedgerCallsAreExported(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acct", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	srv := apiserver.New(apiserver.Config{Client: c, APIReader: c, Ledger: electingLedger{}, Registerer: reg,
+		Keys: &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}, Logger: slog.New(slog.DiscardHandler)})
+	calls := func() map[string]float64 {
+		got := map[string]float64{}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != "videogen_api_ledger_calls_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				var op, outcome string
+				for _, l := range m.GetLabel() {
+					switch l.GetName() {
+					case "operation":
+						op = l.GetValue()
+					case "outcome":
+						outcome = l.GetValue()
+					}
+				}
+				got[op+"/"+outcome] = m.GetCounter().GetValue()
+			}
+		}
+		return got
+	}
+	before := calls()
+	for _, series := range []string{"balance/ok", "balance/unavailable", "balance/no_answer", "create_task/ok", "create_task/refused", "create_task/unavailable", "create_task/no_answer"} {
+		if v, ok := before[series]; !ok || v != 0 {
+			t.Errorf("before any call, videogen_api_ledger_calls_total %s = %v (exported: %v), want 0", series, v, ok)
+		}
+	}
+	for range 2 {
+		req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		srv.Handler().ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if got := calls()["balance/unavailable"]; got != 2 {
+		t.Errorf("after two balances answered 503, videogen_api_ledger_calls_total balance/unavailable = %v, want 2 (%v)", got, calls())
 	}
 }

@@ -44,14 +44,15 @@ type Config struct {
 	// RateLimit and RateBurst bound requests per API key.
 	RateLimit rate.Limit
 	RateBurst int
-	// Registerer receives the request metrics (nil: not exported).
 	// WebhookSecrets keeps the accounts' completion webhook signing secrets.
 	WebhookSecrets *webhooksecrets.Store
 	// WebhookSecretOverlap is how long a rotated-out secret keeps signing (default 24 h).
 	WebhookSecretOverlap time.Duration
-	Registerer           prometheus.Registerer
-	Logger               *slog.Logger
-	Clock                clock.PassiveClock
+	// Registerer receives the request metrics and the count of calls to the Ledger
+	// (videogen_api_ledger_calls_total; nil: not exported).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Clock      clock.PassiveClock
 }
 
 // Ledger is what the REST API needs of the points ledger (a *ledger.Client, or in tests the
@@ -96,6 +97,9 @@ func New(cfg Config) *Server {
 		cfg.RateLimit, cfg.RateBurst = 50, 100
 	}
 	s := &Server{cfg: cfg, limiter: newKeyLimiter(cfg.RateLimit, cfg.RateBurst), metrics: newMetrics(cfg.Registerer), mux: http.NewServeMux()}
+	if s.cfg.Ledger != nil {
+		s.cfg.Ledger = countedLedger{next: s.cfg.Ledger, calls: s.metrics.ledgerCalls}
+	}
 	s.routes()
 	return s
 }

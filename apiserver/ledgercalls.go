@@ -1,0 +1,91 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+)
+
+// Outcomes of a call to the points ledger, as values of videogen_api_ledger_calls_total's
+// outcome label. A call is one Ledger method call: a ledger.Client retries within it while no
+// manager answers as the elected one (up to ledger.DefaultDeadline), so a failover of a few
+// seconds shows as slow calls, not failed ones.
+const (
+	// ledgerOK: the ledger answered what was asked.
+	ledgerOK = "ok"
+	// ledgerRefused: the ledger answered with a refusal of the account's (insufficient
+	// balance, no account, suspended, closing) or a task that exists: the ledger works.
+	ledgerRefused = "refused"
+	// ledgerUnavailable: no manager said it is the elected one for the whole call, or none
+	// listened (ledger.ErrNotReady): the 503 "electing its points ledger".
+	ledgerUnavailable = "unavailable"
+	// ledgerNoAnswer: a manager took the connection and did not answer in time
+	// (ledger.ErrNoAnswer): a hung manager.
+	ledgerNoAnswer = "no_answer"
+	// ledgerCanceled: the client went away before the ledger answered.
+	ledgerCanceled = "canceled"
+	// ledgerError: anything else, such as a status the client does not expect (a 401 or 403
+	// for a token the manager does not accept) or a 500 of the ledger.
+	ledgerError = "error"
+)
+
+var (
+	ledgerOperations = []string{"create_task", "balance"}
+	ledgerOutcomes   = []string{ledgerOK, ledgerRefused, ledgerUnavailable, ledgerNoAnswer, ledgerCanceled, ledgerError}
+)
+
+func newLedgerCalls() *prometheus.CounterVec {
+	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "videogen_api_ledger_calls_total",
+		Help: "Calls of the REST apiserver to the points ledger in the elected manager, by operation (create_task, balance) and outcome: ok, refused (the account's refusal, such as insufficient balance), unavailable (no elected manager answered), no_answer (a manager did not answer in time), canceled (the client went away), error.",
+	}, []string{"operation", "outcome"})
+	// Every series from the start, at 0: rate() sees a replica's first failure.
+	for _, op := range ledgerOperations {
+		for _, outcome := range ledgerOutcomes {
+			calls.WithLabelValues(op, outcome)
+		}
+	}
+	return calls
+}
+
+// ledgerOutcome classifies the error of a ledger call made with ctx.
+func ledgerOutcome(ctx context.Context, err error) string {
+	var short *ledger.InsufficientBalanceError
+	switch {
+	case err == nil:
+		return ledgerOK
+	case errors.As(err, &short), errors.Is(err, ledger.ErrAccountNotFound), errors.Is(err, ledger.ErrAccountSuspended),
+		errors.Is(err, ledger.ErrAccountClosing), errors.Is(err, ledger.ErrTaskExists):
+		return ledgerRefused
+	case errors.Is(err, ledger.ErrNoAnswer):
+		return ledgerNoAnswer
+	case errors.Is(err, ledger.ErrNotReady):
+		return ledgerUnavailable
+	case ctx.Err() != nil:
+		return ledgerCanceled
+	default:
+		return ledgerError
+	}
+}
+
+// countedLedger counts the calls to the ledger it passes on, by outcome; it changes none.
+type countedLedger struct {
+	next  Ledger
+	calls *prometheus.CounterVec
+}
+
+func (l countedLedger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
+	created, err := l.next.CreateTask(ctx, task, price)
+	l.calls.WithLabelValues("create_task", ledgerOutcome(ctx, err)).Inc()
+	return created, err
+}
+
+func (l countedLedger) Balance(ctx context.Context, namespace string) (ledger.Figures, error) {
+	f, err := l.next.Balance(ctx, namespace)
+	l.calls.WithLabelValues("balance", ledgerOutcome(ctx, err)).Inc()
+	return f, err
+}
