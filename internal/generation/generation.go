@@ -107,10 +107,27 @@ type PermanentError struct {
 	// Refusal, when set, is what the backend said of the input, for the task's caller: Err
 	// also carries how it was said (the method, path and status), for the stage and the log.
 	Refusal string
+	// lost: the backend no longer knows the stage (Lost); errors.Is(e, ErrStageLost) says so.
+	lost bool
 }
 
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrStageLost) true of an error made by Lost.
+func (e *PermanentError) Is(target error) bool { return e.lost && target == ErrStageLost }
+
+// ErrStageLost is what errors.Is finds in an Observe error when the backend no longer knows the
+// stage it was given a handle for: a worker that keeps its stages in memory restarted, say. The
+// stage will never finish under that handle, but its input was fine: the controller may submit
+// it again under the same Work.Key, which a refused input (Refused) must not be.
+var ErrStageLost = errors.New("the backend no longer knows the stage")
+
+// Lost wraps err, an Observe error, as a PermanentError that says the backend lost the stage.
+func Lost(err error) error { return &PermanentError{Err: err, lost: true} }
+
+// IsLost reports whether err says the backend lost the stage (see ErrStageLost).
+func IsLost(err error) bool { return errors.Is(err, ErrStageLost) }
 
 // Permanent wraps err as a PermanentError.
 func Permanent(err error) error { return &PermanentError{Err: err} }

@@ -103,13 +103,15 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 }
 
 // Observe implements generation.Backend. A stage the backend does not know (404) will never
-// finish, so that error is permanent.
+// finish under that handle, so that error is permanent, and says the stage was lost
+// (generation.ErrStageLost): a worker keeps its stages in memory and forgets them when it
+// restarts, and the controller may submit the stage again under its key.
 func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
 	var st protocol.StageStatus
 	err := c.call(ctx, http.MethodGet, protocol.StagesPath+"/"+url.PathEscape(handle), nil, &st)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
-		return generation.Observation{}, generation.Permanent(err)
+		return generation.Observation{}, generation.Lost(err)
 	}
 	if err != nil {
 		return generation.Observation{}, err

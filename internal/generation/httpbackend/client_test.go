@@ -3,6 +3,7 @@ package httpbackend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -219,6 +220,9 @@ func TestSubmitRefusedInputIsPermanentAndNotRetried(t *testing.T) {
 	if !generation.IsPermanent(err) || !strings.Contains(err.Error(), "scripted failure") {
 		t.Fatalf("err = %v, want a permanent error carrying the backend's message", err)
 	}
+	if generation.IsLost(err) {
+		t.Errorf("err = %v: a refused input is not a lost stage (it must not be submitted again)", err)
+	}
 	// The caller of the task is told what the backend said, not the HTTP exchange.
 	if got := generation.RefusalOf(err); got != "scripted failure" {
 		t.Errorf("refusal = %q, want the backend's message alone", got)
@@ -243,12 +247,20 @@ func TestSubmitWithWrongTokenWaitsInsteadOfFailingTheTask(t *testing.T) {
 	}
 }
 
-func TestObserveUnknownStageIsPermanent(t *testing.T) {
+// A 404 on observe: the backend forgot the stage (a restarted worker), which is permanent for
+// that handle and says the stage was lost, so the controller may submit it again.
+func TestObserveUnknownStageIsPermanentAndLost(t *testing.T) {
 	srv := httptest.NewServer(newFake())
 	defer srv.Close()
 	_, err := newClient(t, srv.URL, nil).Observe(context.Background(), work(), "nope")
 	if !generation.IsPermanent(err) {
 		t.Fatalf("err = %v, want permanent", err)
+	}
+	if !errors.Is(err, generation.ErrStageLost) {
+		t.Fatalf("err = %v, want generation.ErrStageLost", err)
+	}
+	if !strings.Contains(err.Error(), "with 404") {
+		t.Errorf("err = %v, want the backend's answer in it", err)
 	}
 }
 

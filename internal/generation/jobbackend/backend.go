@@ -90,6 +90,9 @@ func (b *Backend) Observe(ctx context.Context, w generation.Work, h string) (gen
 		if b.recentlySubmitted(h) {
 			return generation.Observation{State: generation.Running, Message: "Job created, waiting for it to show up"}, nil
 		}
+		// Not generation.Lost: a Job outlives restarts of the manager and of its nodes, so one
+		// that is gone was deleted, which stops its stage on purpose; submitting it again would
+		// create the Job anew.
 		return generation.Observation{}, generation.Permanent(fmt.Errorf("Job %s no longer exists: it was deleted before the %s stage finished", h, w.Stage))
 	}
 	pods, err := b.jobPods(ctx, &job)

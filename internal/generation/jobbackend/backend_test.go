@@ -227,6 +227,8 @@ var _ = Describe("the Job backend", func() {
 			_, err := newBackend(k8sClient, "").Observe(ctx, w, handle)
 			Expect(generation.IsPermanent(err)).To(BeTrue())
 			Expect(err).To(MatchError(ContainSubstring("no longer exists")))
+			// Jobs outlive restarts: only a deletion removes one, and that stops it on purpose.
+			Expect(generation.IsLost(err)).To(BeFalse(), "a deleted Job is not submitted again")
 		})
 
 		It("fails the stage for good when the unfinished Job is being deleted", func() {
