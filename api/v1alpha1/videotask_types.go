@@ -205,6 +205,12 @@ type StageStatus struct {
 	// CompletedAt is when the stage ended.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Resubmissions counts how often the stage was submitted again because its backend no
+	// longer knew it (a worker that restarted forgets its stages). Each one starts the stage's
+	// work over, under the same key; past 2 the task fails and its points are refunded.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Resubmissions int32 `json:"resubmissions,omitempty"`
 }
 
 // TaskResult is what a succeeded task produced.
