@@ -229,13 +229,18 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		endedWithStageCanceled(task, "canceled")
 	})
 
-	// A worker that restarted mid-render forgot its stages: observing one answers 404.
-	It("says in the caller's terms that the backend lost a stage it forgot", func() {
-		var lost atomic.Bool
+	// A worker that forgets every stage it takes: observing one answers 404 each time. The
+	// stage is submitted again twice (a restart loses a stage once), then the task fails.
+	It("says in the caller's terms that the backend lost a stage it keeps forgetting", func() {
+		var (
+			lost    atomic.Bool
+			submits atomic.Int32
+		)
 		worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			switch {
 			case req.Method == http.MethodPost && req.URL.Path == "/v1/stages":
+				submits.Add(1)
 				_, _ = w.Write([]byte(`{"id":"stg_68b5","state":"running","progress":10}`))
 			case req.Method == http.MethodGet && req.URL.Path == "/v1/stages/stg_68b5" && !lost.Load():
 				_, _ = w.Write([]byte(`{"id":"stg_68b5","state":"running","progress":50}`))
@@ -262,13 +267,16 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		}).Should(Succeed())
 		done := taskOf(ns, task.Name)
 		Expect(done.Status.Error.Code).To(Equal("analyze_failed"))
-		Expect(done.Status.Error.Message).To(Equal("the backend lost the analyze stage (it may have restarted)"))
+		Expect(done.Status.Error.Message).To(Equal("the backend lost the analyze stage 3 times (it may have restarted)"))
 		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionFailed).Message).To(Equal(done.Status.Error.Message))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 		// Operators still find the backend's answer on the stage.
 		Expect(done.Status.Stages).To(ContainElement(SatisfyAll(
 			HaveField("Name", videogenv1alpha1.StageAnalyze),
 			HaveField("State", videogenv1alpha1.StageFailed),
+			HaveField("Resubmissions", int32(2)),
 			HaveField("Message", ContainSubstring("GET /v1/stages/stg_68b5 with 404")))))
+		Expect(submits.Load()).To(Equal(int32(3)), "the first submission and two more, no more")
 	})
 })
 

@@ -14,6 +14,8 @@ import (
 const (
 	EventStageStarted = "StageStarted"
 	EventSucceeded    = "Succeeded"
+	// EventStageLost is the Warning of a stage its backend lost and that was submitted again.
+	EventStageLost = "StageLost"
 )
 
 // progressMark is what recordProgress compares the written status with: whether the task's
@@ -22,13 +24,20 @@ const (
 type progressMark struct {
 	accepted bool
 	started  uint8 // bit i: videogenv1alpha1.Stages[i] has a handle
+	// resubmitted[i]: how often videogenv1alpha1.Stages[i] was submitted again (at most
+	// maxResubmissions, so a byte).
+	resubmitted [2]uint8
 }
 
 func markProgress(st *videogenv1alpha1.VideoTaskStatus) progressMark {
 	m := progressMark{accepted: meta.IsStatusConditionTrue(st.Conditions, videogenv1alpha1.ConditionAccepted)}
 	for _, s := range st.Stages {
-		if i := slices.Index(videogenv1alpha1.Stages, s.Name); i >= 0 && s.Handle != "" {
+		i := slices.Index(videogenv1alpha1.Stages, s.Name)
+		if i >= 0 && s.Handle != "" {
 			m.started |= 1 << i
+		}
+		if i >= 0 && i < len(m.resubmitted) {
+			m.resubmitted[i] = uint8(min(max(s.Resubmissions, 0), 255))
 		}
 	}
 	return m
@@ -41,10 +50,11 @@ func markProgress(st *videogenv1alpha1.VideoTaskStatus) progressMark {
 // --task-events=false turns these off on clusters that run tasks by the hundred per second
 // (failures are still told).
 func (r *VideoTaskReconciler) recordProgress(before progressMark, task *videogenv1alpha1.VideoTask) {
+	now := markProgress(&task.Status)
+	r.recordResubmissions(before, now, task)
 	if !r.Config.TransitionEvents {
 		return
 	}
-	now := markProgress(&task.Status)
 	if now.accepted && !before.accepted {
 		c := meta.FindStatusCondition(task.Status.Conditions, videogenv1alpha1.ConditionAccepted)
 		r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, c.Reason, "Freeze", "%s", c.Message)
@@ -58,5 +68,25 @@ func (r *VideoTaskReconciler) recordProgress(before progressMark, task *videogen
 		// into one series.
 		action := "Start" + strings.ToUpper(string(st.Name[:1])) + string(st.Name[1:])
 		r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, EventStageStarted, action, "%s started the %s stage", st.Backend, st.Name)
+	}
+}
+
+// recordResubmissions emits a Warning for each stage the reconcile just wrote as submitted again
+// because its backend lost it, whatever --task-events says: on-call wants to know of a backend
+// that loses work, and the task's caller sees why it takes longer.
+func (r *VideoTaskReconciler) recordResubmissions(before, now progressMark, task *videogenv1alpha1.VideoTask) {
+	if now.resubmitted == before.resubmitted {
+		return
+	}
+	for _, st := range task.Status.Stages {
+		i := slices.Index(videogenv1alpha1.Stages, st.Name)
+		if i < 0 || i >= len(now.resubmitted) || now.resubmitted[i] <= before.resubmitted[i] {
+			continue
+		}
+		action := "Resubmit" + strings.ToUpper(string(st.Name[:1])) + string(st.Name[1:])
+		for n := before.resubmitted[i] + 1; n <= now.resubmitted[i]; n++ { // one reconcile may submit it again twice
+			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, EventStageLost, action, "%s; submitted it again, %d of %d",
+				lostStage(st.Name), n, maxResubmissions)
+		}
 	}
 }

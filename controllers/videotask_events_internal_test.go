@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -37,6 +39,36 @@ func TestMarkProgress(t *testing.T) {
 	}
 	if m := markProgress(&videogenv1alpha1.VideoTaskStatus{}); m != (progressMark{}) {
 		t.Errorf("new task: %+v", m)
+	}
+}
+
+// A stage submitted again is told by a Warning for each resubmission the reconcile wrote (one
+// reconcile may write two), even with --task-events=false, and never again for the same ones.
+func TestRecordProgressTellsEachResubmissionOfALostStage(t *testing.T) {
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"}, Status: *runningStatus()}
+	recorder := events.NewFakeRecorder(10)
+	r := &VideoTaskReconciler{Recorder: recorder} // Config.TransitionEvents is false
+	drain := func() []string {
+		var got []string
+		for len(recorder.Events) > 0 {
+			got = append(got, <-recorder.Events)
+		}
+		return got
+	}
+
+	before := markProgress(&task.Status)
+	task.Status.Stages[1].Resubmissions = 2
+	r.recordProgress(before, task)
+	want := []string{
+		"Warning StageLost the backend lost the render stage (it may have restarted); submitted it again, 1 of 2",
+		"Warning StageLost the backend lost the render stage (it may have restarted); submitted it again, 2 of 2",
+	}
+	if got := drain(); !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+	r.recordProgress(markProgress(&task.Status), task)
+	if got := drain(); len(got) != 0 {
+		t.Errorf("a reconcile that wrote no resubmission told of one: %q", got)
 	}
 }
 

@@ -86,7 +86,8 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	acceptDue := func() bool { return calls.Err() != nil && ctx.Err() == nil }
 
 stages:
-	for _, stageName := range videogenv1alpha1.Stages {
+	for i := 0; i < len(videogenv1alpha1.Stages); i++ {
+		stageName := videogenv1alpha1.Stages[i]
 		st := stageStatus(task, stageName)
 		if st.State == videogenv1alpha1.StageSucceeded {
 			continue
@@ -112,13 +113,16 @@ stages:
 				return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 			}
 			at := metav1.NewTime(now)
-			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, ""
+			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, runningMessage(st, "")
 			task.Status.Phase = videogenv1alpha1.TaskRunning
 			if task.Status.StartedAt == nil {
 				task.Status.StartedAt = &at
 			}
-			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
-				fmt.Sprintf("%s accepted the %s stage", name, stageName))
+			accepted := fmt.Sprintf("%s accepted the %s stage", name, stageName)
+			if st.Resubmissions > 0 {
+				accepted = fmt.Sprintf("%s accepted the %s stage again after losing it (%d of %d)", name, stageName, st.Resubmissions, maxResubmissions)
+			}
+			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted, accepted)
 			// Look at the stage right away: a fast backend may be done already, and then the
 			// next stage (or the end) is written in this same status update.
 		}
@@ -129,6 +133,10 @@ stages:
 		now = r.Clock.Now()
 		if err != nil && acceptDue() {
 			break stages // the stage runs: its first look is the next reconcile's
+		}
+		if err != nil && r.resubmitLost(ctx, task, st, err, now, deadline) {
+			i-- // submit the stage again, in this same reconcile and status write
+			continue
 		}
 		if err != nil {
 			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
@@ -157,7 +165,7 @@ stages:
 			return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(stageName) + "_failed",
 				message: fmt.Sprintf("the %s stage failed: %s", stageName, obs.Message)})
 		default:
-			st.Progress, st.Message = clampProgress(obs.Progress), obs.Message
+			st.Progress, st.Message = clampProgress(obs.Progress), runningMessage(st, obs.Message)
 			setProgress(task)
 			if end, stop := r.abandoned(task, now, deadline); stop {
 				r.cancelStage(ctx, task, backend, w, st)
@@ -173,6 +181,51 @@ stages:
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: until(now, deadline, r.Config.PollInterval)}, nil
+}
+
+// maxResubmissions bounds how often a stage is submitted again because its backend lost it.
+// A rollout of the reference worker loses every stage it ran once; a stage lost more often
+// than this has a backend that keeps losing it, and its task fails as before.
+const maxResubmissions = 2
+
+// resubmitLost readies st to be submitted again (its handle cleared) when err, the answer to a
+// look at it, says its backend lost it (generation.ErrStageLost: a worker restarted and forgot
+// its stages), it was submitted again fewer than maxResubmissions times, and the task need not
+// stop. It reports whether it did. Submit is idempotent by the stage's work key, so submitting
+// again cannot run the stage twice at a backend that still has it; the stage's inputs (the
+// analyze outputs, for render) are read from the status as at its first submission. The
+// points do not move: the task keeps its hold until it ends, as any task does.
+func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1alpha1.VideoTask, st *videogenv1alpha1.StageStatus,
+	err error, now, deadline time.Time) bool {
+	if !generation.IsLost(err) || st.Handle == "" || st.Resubmissions >= maxResubmissions {
+		return false
+	}
+	if _, stop := r.abandoned(task, now, deadline); stop {
+		return false // it ends as before: there is no time left for the stage to run again
+	}
+	st.Resubmissions++
+	logf.FromContext(ctx).Info("backend lost the stage; submitting it again", "stage", st.Name, "handle", st.Handle,
+		"resubmission", st.Resubmissions, "of", maxResubmissions, "error", err.Error())
+	st.Handle, st.Message = "", fmt.Sprintf("%s; submitted it again, %d of %d", lostStage(st.Name), st.Resubmissions, maxResubmissions)
+	return true
+}
+
+// lostStage says that the backend lost a stage, in the caller's terms.
+func lostStage(name videogenv1alpha1.StageName) string {
+	return fmt.Sprintf("the backend lost the %s stage (it may have restarted)", name)
+}
+
+// runningMessage is a running stage's message for what its backend says of it (msg): a stage
+// submitted again after its backend lost it says so for as long as it runs.
+func runningMessage(st *videogenv1alpha1.StageStatus, msg string) string {
+	if st.Resubmissions == 0 {
+		return msg
+	}
+	note := fmt.Sprintf("submitted again after the backend lost it, %d of %d", st.Resubmissions, maxResubmissions)
+	if msg == "" {
+		return note
+	}
+	return msg + " (" + note + ")"
 }
 
 // backendError handles a failed Submit or Observe of st (work w at b), judged at the time after
@@ -237,6 +290,7 @@ func backendUnavailable(task *videogenv1alpha1.VideoTask) bool {
 // A stage has no handle only while it is submitted: then the backend refused its input. With a
 // handle, the backend no longer knows the stage (it restarted, or forgot it); its handle and the
 // backend's answer mean nothing to the caller and stay in the stage's status message and the log.
+// A stage lost again after it was submitted again says how often it was lost.
 func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 	if st.Handle == "" {
 		if refusal := generation.RefusalOf(err); refusal != "" {
@@ -245,7 +299,10 @@ func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 		}
 		return fmt.Sprintf("the %s stage was refused: %v", st.Name, err)
 	}
-	return fmt.Sprintf("the backend lost the %s stage (it may have restarted)", st.Name)
+	if generation.IsLost(err) && st.Resubmissions > 0 {
+		return fmt.Sprintf("the backend lost the %s stage %d times (it may have restarted)", st.Name, st.Resubmissions+1)
+	}
+	return lostStage(st.Name)
 }
 
 // callContext bounds a Submit or Observe: it never runs past the task's deadline nor

@@ -41,10 +41,35 @@ type Backend struct {
 	submits  map[string]int       // by work key
 	canceled map[string]bool      // by work key
 	deadline map[string]time.Time // by work key, as last submitted
+	// restarts counts Restart calls; forgotten holds the handles they forgot.
+	restarts  int
+	forgotten map[string]bool
 }
 
 func New() *Backend {
-	return &Backend{scripts: map[string]Script{}, started: map[string]time.Time{}, submits: map[string]int{}, canceled: map[string]bool{}, deadline: map[string]time.Time{}}
+	return &Backend{scripts: map[string]Script{}, started: map[string]time.Time{}, submits: map[string]int{}, canceled: map[string]bool{},
+		deadline: map[string]time.Time{}, forgotten: map[string]bool{}}
+}
+
+// Restart forgets every stage, as the reference worker does when it restarts (it keeps them in
+// memory): observing one of them says the stage was lost (generation.ErrStageLost), and a stage
+// submitted again under its key starts over with a new handle.
+func (b *Backend) Restart() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key := range b.started {
+		b.forgotten[b.handle(key)] = true
+	}
+	clear(b.started)
+	b.restarts++
+}
+
+// handle is the handle of a stage key since the last restart.
+func (b *Backend) handle(key string) string {
+	if b.restarts == 0 {
+		return "h-" + key
+	}
+	return fmt.Sprintf("h-%s~%d", key, b.restarts)
 }
 
 func (b *Backend) Set(task string, s Script) {
@@ -72,13 +97,16 @@ func (b *Backend) Submit(_ context.Context, w generation.Work) (string, error) {
 	if _, ok := b.started[w.Key]; !ok {
 		b.started[w.Key] = time.Now()
 	}
-	return "h-" + w.Key, nil
+	return b.handle(w.Key), nil
 }
 
 func (b *Backend) Observe(_ context.Context, w generation.Work, handle string) (generation.Observation, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if handle != "h-"+w.Key {
+	if b.forgotten[handle] {
+		return generation.Observation{}, generation.Lost(fmt.Errorf("test backend restarted: stage %q unknown", handle))
+	}
+	if handle != b.handle(w.Key) {
 		return generation.Observation{}, generation.Permanent(fmt.Errorf("unknown handle %q", handle))
 	}
 	st, latency := b.stepFor(w)
