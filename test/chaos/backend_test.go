@@ -125,6 +125,15 @@ func (b *faultyBackend) reopen() error {
 	return fmt.Errorf("reopening the backend on %s: %w", b.addr, err)
 }
 
+// forget drops every stage, as the reference worker does when it restarts: a look at one of
+// them answers 404, and the operator submits it again under its key.
+func (b *faultyBackend) forget() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.byID)
+	clear(b.byKey)
+}
+
 // Close stops the backend for good.
 func (b *faultyBackend) Close() { b.closeListener() }
 

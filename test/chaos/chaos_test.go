@@ -103,7 +103,7 @@ type account struct {
 
 // counters for the summary line.
 type counters struct {
-	managerKills, apiserverKills, backendOutages atomic.Int64
+	managerKills, apiserverKills, backendOutages, backendRestarts atomic.Int64
 	sends, replays, retries, inUse, directTasks  atomic.Int64
 }
 
@@ -435,7 +435,8 @@ func (r *run) killLoop(ctx context.Context, until time.Time) {
 	}
 }
 
-// backendOutages takes the backend down now and then: 503 busy, or no listener at all.
+// backendOutages takes the backend down now and then: 503 busy, or no listener at all, and
+// then half the time back as a restarted worker that forgot every stage it ran.
 func (r *run) backendOutages(ctx context.Context, until time.Time) {
 	for time.Now().Before(until) && ctx.Err() == nil {
 		_ = sleep(ctx, time.Duration(4000+rand.IntN(8000))*time.Millisecond)
@@ -449,6 +450,10 @@ func (r *run) backendOutages(ctx context.Context, until time.Time) {
 		}
 		r.backend.closeListener()
 		_ = sleep(ctx, down)
+		if rand.IntN(2) == 0 {
+			r.backend.forget()
+			r.count.backendRestarts.Add(1)
+		}
 		if err := r.backend.reopen(); err != nil {
 			r.t.Errorf("%v", err)
 			return
@@ -661,6 +666,7 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	// Tasks the backend was scripted to let succeed, and how many of those did: the succeeded
 	// count alone moves with the random fates from run to run, this one with the faults.
 	var fatedToSucceed, fatedAndSucceeded int
+	resubmitted := 0 // stages submitted again after a backend restart lost them
 	codes := map[string]int{} // failed tasks by error code: what the faults cost, run to run
 	for _, a := range r.accounts {
 		var l videogenv1alpha1.VideoTaskList
@@ -669,6 +675,9 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 		}
 		for _, t := range l.Items {
 			tasks++
+			for _, st := range t.Status.Stages {
+				resubmitted += int(st.Resubmissions)
+			}
 			if outcomeOf(generation.WorkKey(t.Namespace, t.Name, string(t.UID), videogenv1alpha1.StageAnalyze)) == succeed {
 				fatedToSucceed++
 				if t.Status.Phase == videogenv1alpha1.TaskSucceeded {
@@ -697,11 +706,11 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	}
 	sort.Strings(byCode)
 	c := &r.count
-	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d [%s] direct=%d; scripted to succeed=%d, of which succeeded=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d "+
+	return fmt.Sprintf("chaos: tasks=%d (succeeded=%d failed=%d [%s] direct=%d; scripted to succeed=%d, of which succeeded=%d) kills=%d (manager=%d apiserver=%d) backend-outages=%d (restarts=%d, stages resubmitted=%d) "+
 		"requests=%d replays=%d retries=%d in-use-409=%d deliveries=%d (refused=%d) payment-events=%d (deliveries=%d) "+
 		"insufficient-balance=%d watch-delay=%s took=%s",
 		tasks, succeeded, failed, strings.Join(byCode, " "), c.directTasks.Load(), fatedToSucceed, fatedAndSucceeded, c.managerKills.Load()+c.apiserverKills.Load(), c.managerKills.Load(),
-		c.apiserverKills.Load(), c.backendOutages.Load(), c.sends.Load(), c.replays.Load(), c.retries.Load(), c.inUse.Load(),
+		c.apiserverKills.Load(), c.backendOutages.Load(), c.backendRestarts.Load(), resubmitted, c.sends.Load(), c.replays.Load(), c.retries.Load(), c.inUse.Load(),
 		r.hooks.accepted.Load(), r.hooks.refused.Load(), len(events.Items), r.payments.deliveries.Load(), refusedLate, r.set.watchDelay, took.Round(time.Second))
 }
 
