@@ -281,11 +281,16 @@ func (s *Server) deleteShortTemplate(w http.ResponseWriter, r *http.Request, p a
 	if !ok {
 		return
 	}
-	if err := s.cfg.Client.Delete(r.Context(), st); err != nil && !apierrors.IsNotFound(err) {
+	switch err := s.cfg.Client.Delete(r.Context(), st); {
+	case apierrors.IsNotFound(err):
+		// Gone already (a DELETE a moment ago, which the cache has not seen): the answer a
+		// DELETE gets once the cache has, not a second 204.
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+httpjson.Echo(r.PathValue("id")))
+	case err != nil:
 		s.internalError(w, r, err)
-		return
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // findShortTemplate finds the caller's template by id; another account's id is 404, never 403.
