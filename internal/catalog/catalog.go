@@ -145,12 +145,14 @@ func FindShortTemplate(ctx context.Context, r client.Reader, namespace, id strin
 // Custom short templates cost the system default price: the owner supplies the media, so
 // there is no catalog price to apply.
 func resolveShort(ctx context.Context, r client.Reader, namespace string, c videogenv1alpha1.Capability, id string) (Template, error) {
-	if c != videogenv1alpha1.CapabilityShort {
-		return Template{}, &WrongCapabilityError{ID: id, Template: videogenv1alpha1.CapabilityShort, Requested: c}
-	}
+	// Found first: an id this account does not have (none at all, or another account's) is not
+	// found for every capability, never "is for video.short", which says such a template exists.
 	st, err := FindShortTemplate(ctx, r, namespace, id)
 	if err != nil {
 		return Template{}, err
+	}
+	if c != videogenv1alpha1.CapabilityShort {
+		return Template{}, &WrongCapabilityError{ID: id, Template: videogenv1alpha1.CapabilityShort, Requested: c}
 	}
 	return Template{ID: id, MediaURL: st.Spec.TargetURL}, nil
 }

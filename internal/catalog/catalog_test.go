@@ -59,6 +59,24 @@ func TestObjectNamesResolveOnlyForKubectlTasks(t *testing.T) {
 		}
 	}
 
+	// A ushort_ id the account does not have (none, or another account's) is not found for
+	// every capability: "is for video.short" would say that such a template exists.
+	for _, ns := range []string{"acme", "other"} {
+		for _, id := range []string{"ushort_none", "ushort_abc"} {
+			if ns == "acme" && id == "ushort_abc" {
+				continue
+			}
+			if _, err := catalog.Resolve(ctx, c, ns, videogenv1alpha1.CapabilityPose, id); !errors.Is(err, catalog.ErrTemplateNotFound) {
+				t.Errorf("Resolve(%s, pose, %s) = %v; want ErrTemplateNotFound", ns, id, err)
+			}
+		}
+	}
+	// The account's own ushort_ id for another capability is the wrong capability.
+	var wrong *catalog.WrongCapabilityError
+	if _, err := catalog.Resolve(ctx, c, "acme", videogenv1alpha1.CapabilityPose, "ushort_abc"); !errors.As(err, &wrong) {
+		t.Errorf("Resolve(acme, pose, ushort_abc) = %v; want WrongCapabilityError", err)
+	}
+
 	// An object name is not a wrong capability for REST either: it names nothing.
 	if _, err := catalog.Resolve(ctx, c, "acme", videogenv1alpha1.CapabilityPose, "ushort-abc"); !errors.Is(err, catalog.ErrTemplateNotFound) {
 		t.Errorf("Resolve(pose, object name) = %v; want ErrTemplateNotFound", err)
