@@ -104,7 +104,7 @@ type account struct {
 // counters for the summary line.
 type counters struct {
 	managerKills, apiserverKills, backendOutages, backendRestarts atomic.Int64
-	sends, replays, retries, inUse, directTasks  atomic.Int64
+	sends, replays, retries, inUse, directTasks                   atomic.Int64
 }
 
 type run struct {
@@ -666,7 +666,7 @@ func (r *run) summary(ctx context.Context, took time.Duration) string {
 	// Tasks the backend was scripted to let succeed, and how many of those did: the succeeded
 	// count alone moves with the random fates from run to run, this one with the faults.
 	var fatedToSucceed, fatedAndSucceeded int
-	resubmitted := 0 // stages submitted again after a backend restart lost them
+	resubmitted := 0          // stages submitted again after a backend restart lost them
 	codes := map[string]int{} // failed tasks by error code: what the faults cost, run to run
 	for _, a := range r.accounts {
 		var l videogenv1alpha1.VideoTaskList
