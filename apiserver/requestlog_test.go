@@ -42,24 +42,42 @@ func (electingLedger) Balance(context.Context, string) (ledger.Figures, error) {
 	return ledger.Figures{}, ledger.ErrNotReady
 }
 
+// ledgerFacing is a REST apiserver in front of l, for the tests of what it logs and counts of
+// the ledger's answers; get asks GET /v1/balance with a valid key.
+type ledgerFacing struct {
+	srv  *apiserver.Server
+	key  string
+	logs bytes.Buffer
+}
+
+func newLedgerFacing(t *testing.T, l apiserver.Ledger, reg prometheus.Registerer) *ledgerFacing {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &ledgerFacing{key: key}
+	f.srv = apiserver.New(apiserver.Config{Client: c, APIReader: c, Ledger: l, Registerer: reg,
+		Keys: &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}, Logger: slog.New(slog.NewJSONHandler(&f.logs, nil))})
+	return f
+}
+
+func (f *ledgerFacing) balance() *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
+	req.Header.Set("Authorization", "Bearer "+f.key)
+	rec := httptest.NewRecorder()
+	f.srv.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
 // The request's log line says which error it answered: during a manager outage every task POST
 // and balance answers 503, and the on-call reading the apiserver's log (as the VideogenAPIErrors
 // alert tells them to) must see that the ledger was the cause, not only "status":503.
 func TestTheRequestLogLineNamesTheError(t *testing.T) {
-	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acct", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	srv := apiserver.New(apiserver.Config{Client: c, APIReader: c, Ledger: electingLedger{},
-		Keys: &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-
-	req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, req)
+	f := newLedgerFacing(t, electingLedger{}, nil)
+	logs := &f.logs
+	rec := f.balance()
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503: %s", rec.Code, rec.Body)
 	}
@@ -81,7 +99,7 @@ func TestTheRequestLogLineNamesTheError(t *testing.T) {
 	// A successful answer carries no error fields.
 	logs.Reset()
 	rec = httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	f.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if bytes.Contains(logs.Bytes(), []byte("error_code")) {
 		t.Errorf("a 200 logged an error: %s", logs.String())
 	}
@@ -89,19 +107,9 @@ func TestTheRequestLogLineNamesTheError(t *testing.T) {
 
 // A 500 is a fault of the server's and stays an error in the log, as the internal error's own line.
 func TestA500IsLoggedAsAnError(t *testing.T) {
-	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acct", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	srv := apiserver.New(apiserver.Config{Client: c, APIReader: c, Ledger: brokenLedger{},
-		Keys: &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, req)
+	f := newLedgerFacing(t, brokenLedger{}, nil)
+	logs := &f.logs
+	rec := f.balance()
 	if rec.Code != http.StatusInternalServerError {
 		t.Fatalf("status %d, want 500: %s", rec.Code, rec.Body)
 	}
@@ -126,15 +134,8 @@ func TestA500IsLoggedAsAnError(t *testing.T) {
 // The apiserver exports its calls to the ledger on its Registerer: the series of every outcome
 // from the start (so rate() sees a replica's first failure), and each call under its outcome.
 func TestLedgerCallsAreExported(t *testing.T) {
-	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acct", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	srv := apiserver.New(apiserver.Config{Client: c, APIReader: c, Ledger: electingLedger{}, Registerer: reg,
-		Keys: &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}, Logger: slog.New(slog.DiscardHandler)})
+	f := newLedgerFacing(t, electingLedger{}, reg)
 	calls := func() map[string]float64 {
 		got := map[string]float64{}
 		families, err := reg.Gather()
@@ -167,9 +168,7 @@ func TestLedgerCallsAreExported(t *testing.T) {
 		}
 	}
 	for range 2 {
-		req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		srv.Handler().ServeHTTP(httptest.NewRecorder(), req)
+		f.balance()
 	}
 	if got := calls()["balance/unavailable"]; got != 2 {
 		t.Errorf("after two balances answered 503, videogen_api_ledger_calls_total balance/unavailable = %v, want 2 (%v)", got, calls())
