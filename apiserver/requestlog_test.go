@@ -63,6 +63,22 @@ func newLedgerFacing(t *testing.T, l apiserver.Ledger, reg prometheus.Registerer
 	return f
 }
 
+// requestLine is the log's "request" line, the one the request logger writes for each answer.
+func (f *ledgerFacing) requestLine(t *testing.T) map[string]any {
+	t.Helper()
+	for _, raw := range bytes.Split(bytes.TrimSpace(f.logs.Bytes()), []byte("\n")) {
+		var line map[string]any
+		if err := json.Unmarshal(raw, &line); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		if line["msg"] == "request" {
+			return line
+		}
+	}
+	t.Fatalf("no request line: %s", f.logs.String())
+	return nil
+}
+
 func (f *ledgerFacing) balance() *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodGet, "/v1/balance", nil)
 	req.Header.Set("Authorization", "Bearer "+f.key)
@@ -81,11 +97,8 @@ func TestTheRequestLogLineNamesTheError(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503: %s", rec.Code, rec.Body)
 	}
-	var line map[string]any
-	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
-		t.Fatalf("one JSON log line expected: %v\n%s", err, logs.String())
-	}
-	if line["msg"] != "request" || line["status"] != float64(503) {
+	line := f.requestLine(t)
+	if line["status"] != float64(503) {
 		t.Fatalf("not the request's line: %s", logs.String())
 	}
 	if line["error_code"] != "service_unavailable" || line["error_message"] != "the service is electing its points ledger; retry shortly" {
@@ -113,21 +126,8 @@ func TestA500IsLoggedAsAnError(t *testing.T) {
 	if rec.Code != http.StatusInternalServerError {
 		t.Fatalf("status %d, want 500: %s", rec.Code, rec.Body)
 	}
-	var found bool
-	for _, raw := range bytes.Split(bytes.TrimSpace(logs.Bytes()), []byte("\n")) {
-		var line map[string]any
-		if err := json.Unmarshal(raw, &line); err != nil {
-			t.Fatalf("log line %q: %v", raw, err)
-		}
-		if line["msg"] == "request" {
-			found = true
-			if line["level"] != "ERROR" || line["status"] != float64(500) {
-				t.Errorf("a 500's request line: level %v, status %v, want ERROR, 500: %s", line["level"], line["status"], raw)
-			}
-		}
-	}
-	if !found {
-		t.Fatalf("no request line: %s", logs.String())
+	if line := f.requestLine(t); line["level"] != "ERROR" || line["status"] != float64(500) {
+		t.Errorf("a 500's request line: level %v, status %v, want ERROR, 500: %s", line["level"], line["status"], logs.String())
 	}
 }
 
