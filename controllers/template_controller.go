@@ -52,6 +52,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		cond.Message = fmt.Sprintf("no generation backend serves %s (see --backends-config): its tasks wait until they time out and are refunded", t.Spec.Capability)
 	}
 	meta.SetStatusCondition(&t.Status.Conditions, cond)
+	t.Status.Price = pricing.Summary(catalog.TermsOf(&t.Spec), r.DefaultPrice)
 	if equality.Semantic.DeepEqual(before, &t.Status) {
 		return ctrl.Result{}, nil
 	}

@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,6 +40,16 @@ var _ = Describe("Templates", func() {
 		Eventually(ready(adjustable)).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", videogenv1alpha1.ReasonNoBackend),
 			HaveField("Message", ContainSubstring("no generation backend serves video.template"))))
+		// The PRICE column of `kubectl get templates`, the default price included.
+		price := func(name string) func(Gomega) string {
+			return func(g Gomega) string {
+				t := &videogenv1alpha1.Template{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, t)).To(Succeed())
+				return t.Status.Price
+			}
+		}
+		Eventually(price(served)).Should(Equal("30"))
+		Eventually(price(adjustable)).Should(Equal(fmt.Sprintf("5s=12, others %d (default)", opts.Task.DefaultPrice)))
 		// What the "tasks wait with no backend" alert reads.
 		Expect(metricValue("videogen_capability_served", map[string]string{"capability": "video.short"})).To(Equal(1.0))
 		Expect(metricValue("videogen_capability_served", map[string]string{"capability": "video.template"})).To(Equal(0.0))

@@ -84,6 +84,12 @@ type TemplateStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Price is what a task on the template costs, in a few words, as the manager prices it
+	// (its --default-price included): "30", "10 (default)", or an adjustable template's listed
+	// durations and what the others cost, e.g. "5s=20, others 10 (default)".
+	// +optional
+	Price string `json:"price,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -91,7 +97,7 @@ type TemplateStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName=vgt,categories=videogen
 // +kubebuilder:printcolumn:name="Capability",type=string,JSONPath=`.spec.capability`
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
-// +kubebuilder:printcolumn:name="Price",type=integer,JSONPath=`.spec.price`
+// +kubebuilder:printcolumn:name="Price",type=string,JSONPath=`.status.price`
 // +kubebuilder:printcolumn:name="Adjustable",type=boolean,JSONPath=`.spec.durationAdjustable`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`

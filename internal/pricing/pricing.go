@@ -10,7 +10,9 @@ package pricing
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -92,4 +94,48 @@ func flat(price *int64, defaultPrice int64) (int64, error) {
 		return 0, &InvalidPriceError{What: "template", Price: *price}
 	}
 	return *price, nil
+}
+
+// Summary is a template's prices in a few words, for a column of `kubectl get templates`: "30",
+// "10 (default)", or for an adjustable template its listed durations (at most three, else the
+// range of their prices) and what the others cost, e.g. "5s=20, others 10 (default)".
+func Summary(t Terms, defaultPrice int64) string {
+	if !t.Adjustable {
+		if t.Price == nil {
+			return fmt.Sprintf("%d (default)", defaultPrice)
+		}
+		return strconv.FormatInt(*t.Price, 10)
+	}
+	var listed []int32
+	for k := range t.DurationPrices {
+		if d, err := strconv.Atoi(k); err == nil && int32(d) >= t.MinDuration && int32(d) <= t.MaxDuration {
+			listed = append(listed, int32(d))
+		}
+	}
+	if len(listed) == 0 {
+		return fmt.Sprintf("%d (default)", defaultPrice)
+	}
+	slices.Sort(listed)
+	price := func(d int32) int64 { return t.DurationPrices[strconv.Itoa(int(d))] }
+	var s string
+	if len(listed) <= 3 {
+		parts := make([]string, len(listed))
+		for i, d := range listed {
+			parts[i] = fmt.Sprintf("%ds=%d", d, price(d))
+		}
+		s = strings.Join(parts, ", ")
+	} else {
+		lo, hi := price(listed[0]), price(listed[0])
+		for _, d := range listed[1:] {
+			lo, hi = min(lo, price(d)), max(hi, price(d))
+		}
+		s = fmt.Sprintf("%d-%d by duration", lo, hi)
+		if lo == hi {
+			s = fmt.Sprintf("%d by duration", lo)
+		}
+	}
+	if len(listed) < int(t.MaxDuration-t.MinDuration+1) {
+		s += fmt.Sprintf(", others %d (default)", defaultPrice)
+	}
+	return s
 }

@@ -95,3 +95,24 @@ func TestCheckDefaultBoundsTheDefaultPriceAsATemplatesPrice(t *testing.T) {
 		t.Errorf("the message does not say the bound: %v", err)
 	}
 }
+
+func TestSummaryNamesWhatEveryTaskCosts(t *testing.T) {
+	for _, tc := range []struct {
+		terms Terms
+		want  string
+	}{
+		{Terms{Price: ptr(int64(30))}, "30"},
+		{Terms{Price: ptr(int64(0))}, "0"},
+		{Terms{}, "10 (default)"},
+		{Terms{Adjustable: true, MinDuration: 3, MaxDuration: 10}, "10 (default)"},
+		{Terms{Adjustable: true, MinDuration: 3, MaxDuration: 10, DurationPrices: map[string]int64{"5": 20}}, "5s=20, others 10 (default)"},
+		{Terms{Adjustable: true, MinDuration: 5, MaxDuration: 6, DurationPrices: map[string]int64{"6": 25, "5": 20}}, "5s=20, 6s=25"},
+		{Terms{Adjustable: true, MinDuration: 1, MaxDuration: 60, DurationPrices: map[string]int64{"10": 40, "5": 20, "30": 90, "60": 150}},
+			"20-150 by duration, others 10 (default)"},
+		{Terms{Adjustable: true, MinDuration: 1, MaxDuration: 4, DurationPrices: map[string]int64{"1": 7, "2": 7, "3": 7, "4": 7}}, "7 by duration"},
+	} {
+		if got := Summary(tc.terms, 10); got != tc.want {
+			t.Errorf("Summary(%+v) = %q, want %q", tc.terms, got, tc.want)
+		}
+	}
+}

@@ -79,6 +79,30 @@ func TestVideoTaskWideRowsShowABackendOutage(t *testing.T) {
 	t.Errorf("-o wide does not show the outage: %v", row.Cells)
 }
 
+// `kubectl get templates` shows what a task costs for every template, the default-priced and
+// adjustable ones too (their spec has no price), from the status the template controller
+// writes.
+func TestTemplateRowsShowThePrice(t *testing.T) {
+	tmpl := &videogenv1alpha1.Template{
+		TypeMeta:   metav1.TypeMeta{APIVersion: videogenv1alpha1.GroupVersion.String(), Kind: "Template"},
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-countdown"},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityTemplate, DisplayName: "Countdown",
+			DurationAdjustable: true},
+		Status: videogenv1alpha1.TemplateStatus{Price: "5s=20, others 10 (default)"},
+	}
+	columns := printerColumns(t, "videogen.dev_templates.yaml")
+	row := tableRow(t, "videogen.dev_templates.yaml", tmpl)
+	for i, c := range columns {
+		if c.Name == "Price" {
+			if row.Cells[i+1] != tmpl.Status.Price || c.Priority != 0 { // the first cell is the name
+				t.Errorf("Price column shows %v (priority %d), want %q in the narrow table", row.Cells[i+1], c.Priority, tmpl.Status.Price)
+			}
+			return
+		}
+	}
+	t.Errorf("no Price column: %+v", columns)
+}
+
 // tableRow is obj's row in the table the kube-apiserver renders from the printer columns of the
 // CRD in config/crd/bases/file, as kubectl receives it.
 func tableRow(t *testing.T, file string, obj runtime.Object) metav1.TableRow {
