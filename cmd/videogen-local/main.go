@@ -26,6 +26,10 @@ func main() {
 	flag.Int64Var(&cfg.DemoPoints, "demo-points", 1000, "Points of the demo account's first top-up.")
 	flag.StringVar(&cfg.ManagerMetricsAddress, "manager-metrics-address", "", "Serve the manager's Prometheus metrics over HTTP here (e.g. 127.0.0.1:8443); none if empty.")
 	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty.")
+	flag.Var((*flagList)(&cfg.MoreAPIAddresses), "more-api-address",
+		"Run one more REST apiserver replica here (repeat for more), beside --api-address: all ask the manager's one ledger, as replicas behind a Service do.")
+	restart := flag.Bool("restart", false,
+		"Restart a component that exits (or is killed), after a backoff, as its Deployment would, instead of stopping everything: for practising the kill -9 drills of docs/reliability.md.")
 	flag.Var((*flagList)(&cfg.ManagerArgs), "manager-arg",
 		"One more flag for the manager, written `--name=value` (repeat for more; bin/manager --help lists them), e.g. --manager-arg=--payment-event-sinks=sinks.yaml.")
 	flag.Var((*flagList)(&cfg.APIArgs), "apiserver-arg",
@@ -34,7 +38,8 @@ func main() {
 		fmt.Fprintf(flag.CommandLine.Output(), `Usage: videogen-local [flags]   (make run RUN_ARGS="flags")
 
 Runs the whole service on this machine: control plane, manager, REST apiserver and reference
-worker, seeded with demo data. Ctrl-C stops it. A flag given to the manager or the apiserver
+worker, seeded with demo data. Ctrl-C stops it; so does a component that exits (its log's
+end is printed), unless --restart restarts it as a Deployment would. A flag given to the manager or the apiserver
 with --manager-arg / --apiserver-arg is checked before anything starts: one the binary does
 not accept, or one videogen-local sets itself, is refused.
 
@@ -55,7 +60,7 @@ Flags:
 		cfg.BinDir = filepath.Join(root, "bin")
 	}
 
-	for _, addr := range []string{cfg.APIAddress, cfg.WorkerAddress, cfg.ManagerMetricsAddress, cfg.APIMetricsAddress} {
+	for _, addr := range append([]string{cfg.APIAddress, cfg.WorkerAddress, cfg.ManagerMetricsAddress, cfg.APIMetricsAddress}, cfg.MoreAPIAddresses...) {
 		if addr == "" {
 			continue
 		}
@@ -74,7 +79,11 @@ Flags:
 		os.Exit(1)
 	}
 	fmt.Println(s.Banner())
-	err = s.Wait(ctx)
+	if *restart {
+		s.Supervise(ctx)
+	} else {
+		err = s.Wait(ctx)
+	}
 	fmt.Fprintln(os.Stderr, "\nstopping…")
 	s.Stop()
 	if err != nil {

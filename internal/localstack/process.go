@@ -18,11 +18,12 @@ import (
 
 // process is one component of the stack running as its own OS process, logging to a file.
 type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-	err  error
+	name    string
+	cmd     *exec.Cmd
+	log     *os.File
+	started time.Time
+	done    chan struct{}
+	err     error
 }
 
 func (s *Stack) spawn(name string, args ...string) (*process, error) {
@@ -49,7 +50,7 @@ func (s *Stack) spawn(name string, args ...string) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logFile, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, log: logFile, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
@@ -116,10 +117,11 @@ backends:
 		if c.name == "worker" && s.cfg.Backend != "" {
 			continue
 		}
-		if _, err := s.spawn(c.name, c.args()...); err != nil {
+		p, err := s.spawn(c.name, c.args()...)
+		if err != nil {
 			return err
 		}
-		s.logf("started %s (log: %s)", c.name, s.path("logs", c.name+".log"))
+		s.logf("started %s (pid %d, log: %s)", c.name, p.cmd.Process.Pid, s.path("logs", c.name+".log"))
 	}
 	return nil
 }

@@ -149,10 +149,14 @@ func (s *Stack) demoKey(ctx context.Context) error {
 // Banner is what `make run` prints once the stack is up.
 func (s *Stack) Banner() string {
 	h := fmt.Sprintf("-H 'Authorization: Bearer %s' -H 'Content-Type: application/json'", s.DemoKey)
+	replicas := ""
+	if len(s.APIURLs) > 1 {
+		replicas = "\n               more replicas: " + strings.Join(s.APIURLs[1:], ", ") + " (one ledger: any answers alike)"
+	}
 	return fmt.Sprintf(`
 videogen is running.
 
-  REST API     %[1]s   (OpenAPI: %[1]s/v1/openapi.json)
+  REST API     %[1]s   (OpenAPI: %[1]s/v1/openapi.json)%[14]s
   API key      %[2]s   (account %[3]q, saved in %[4]s)
   kubectl      export KUBECONFIG=%[5]s
   logs         %[6]s
@@ -175,5 +179,5 @@ Try it:
 Ctrl-C stops everything; the next make run keeps the data and the key.
 `, s.APIURL, s.DemoKey, DemoAccount, s.path("demo-api-key"), s.Kubeconfig, s.path("logs"), h,
 		s.Demo.ShortTemplate, s.Demo.FaceURL, s.Demo.VideoURL, s.Demo.TemplateTemplate, s.path("event-service-tokens"),
-		s.path("stripe-webhook-secret"))
+		s.path("stripe-webhook-secret"), replicas)
 }
