@@ -39,6 +39,9 @@ func runJob(args []string, getenv func(string) string, stderr io.Writer) int {
 	cfg.bindStageFlags(fs)
 	terminationLog := fs.String("termination-log", "/dev/termination-log", "Where the outcome is written for the kubelet (the container's terminationMessagePath).")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK // --help asked for the usage, which fs has printed
+		}
 		return exitInvalidInput
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))

@@ -42,7 +42,11 @@ func run() error {
 	flag.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", cfg.InsecureNoAuth, "Serve /v1/stages without a token, for a worker nothing else can reach (local use only).")
 	cfg.Timeouts.Bind(flag.CommandLine)
 	flag.DurationVar(&cfg.ResultTTL, "result-ttl", cfg.ResultTTL, "How long a finished stage's status is kept (its result stays in the blob store).")
+	flag.Usage = usage(flag.CommandLine)
 	flag.Parse()
+	if err := noArguments(flag.CommandLine); err != nil {
+		return err
+	}
 	if err := cfg.Timeouts.Check(); err != nil {
 		return err
 	}
@@ -85,4 +89,28 @@ func run() error {
 		return nil
 	}
 	return err
+}
+
+// usage says that the worker has two ways to run (`--help` used to list the server's flags
+// alone, and `worker job` was nowhere to be seen).
+func usage(fs *flag.FlagSet) func() {
+	return func() {
+		fmt.Fprint(fs.Output(), `Usage:
+  worker [flags]        serve the backend protocol (docs/backend-protocol.md) and the results
+  worker job [flags]    run one stage in a Kubernetes Job's pod, for the Job backend
+                        (docs/job-backend.md; worker job --help lists its flags)
+
+Flags of the server:
+`)
+		fs.PrintDefaults()
+	}
+}
+
+// noArguments refuses words after the flags: `worker jobs` or `worker help` would otherwise
+// start a server that ignores them.
+func noArguments(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: the server takes only flags, and the one subcommand, job, comes first (worker --help)", fs.Arg(0))
+	}
+	return nil
 }
