@@ -5,6 +5,7 @@
 # The budget is an execution count (200000x) by default, not a duration: with a duration, Go
 # 1.26's fuzz coordinator can report a spurious "context deadline exceeded" when the deadline
 # races a busy worker (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fuzztime=${1:-200000x}

@@ -9,6 +9,7 @@
 # Usage: hack/gen-proto.sh [OUT_DIR]   # OUT_DIR defaults to the repository root
 # Env:   PROTOC (protoc), PROTOC_VERSION (3.21.12: the generated files name it,
 #        so another version would make hack/verify-proto.sh report them stale)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -13,7 +13,7 @@
 #      the worker image: `worker job`), the demo account and an API key;
 #   6. the suite.
 #
-#   hack/kind-e2e.sh [go test flags...]       e.g. hack/kind-e2e.sh -ginkgo.focus=eraser
+# Usage: hack/kind-e2e.sh [go test flags...]   e.g. hack/kind-e2e.sh -ginkgo.focus=eraser
 #
 # Without a Docker engine it can start (not root, no Docker) it prints why and exits 0, so it is
 # safe to call anywhere; KIND_E2E=required (what .ci/run sets) makes that a failure instead.
@@ -42,6 +42,7 @@
 #   E2E_WORKER_PUBLIC_URL  the in-cluster base of result URLs (the worker's --public-url):
 #                          replace it with E2E_WORKER_URL to download a task's result
 #   E2E_JOB_BACKEND        jobs: the backend (config/e2e) that runs video.eraser as Kubernetes Jobs
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -2,6 +2,9 @@
 # Writes the release artefacts of one version into dist/: install.yaml (config/default with the
 # version's images), the packaged Helm chart (version and appVersion set, image repositories
 # under REGISTRY), and SHA256SUMS. Called by `make release VERSION=x.y.z [REGISTRY=…]`.
+#
+# Usage: hack/release.sh VERSION [REGISTRY]      (make release VERSION=x.y.z [REGISTRY=…])
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

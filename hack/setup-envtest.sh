@@ -8,6 +8,7 @@
 #
 # Usage: hack/setup-envtest.sh            # prints the assets directory on stdout
 # Env:   K8S_VERSION (1.37.1), ETCD_VERSION (3.6.7), ENVTEST_CACHE (~/.cache/videogen-operator/envtest)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.1}

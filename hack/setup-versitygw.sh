@@ -2,6 +2,9 @@
 # Builds the Versity S3 Gateway (an S3-compatible server) from Go modules, for the tests of the
 # S3 blob store: a real S3 API on loopback instead of a mock. Cached by version outside the work
 # tree and copied to bin/versitygw. Prints the binary's path.
+#
+# Usage: hack/setup-versitygw.sh      (make setup-versitygw)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 VERSION=${VERSITYGW_VERSION:-1.8.0}

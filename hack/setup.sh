@@ -5,6 +5,7 @@
 # Ubuntu), and otherwise stops at once with the exact command to run.
 #
 # Usage: hack/setup.sh run|test      (make run and .ci/run call it; so does make setup)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 mode=${1:-test}

@@ -5,6 +5,9 @@
 # policies, and the alerts.
 # A chart cannot read files outside its directory, hence copies; hack/verify-generated.sh
 # fails when they are stale.
+#
+# Usage: hack/sync-chart.sh      (make manifests runs it)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -2,6 +2,9 @@
 # Fails when generated files (deepcopy, CRDs, RBAC, the chart's copies of config/) were stale: it fingerprints them, runs the
 # generators (`make manifests generate`), and compares. Works in a dirty tree too, so a developer
 # who edited api/ without regenerating is told so before the tests run.
+#
+# Usage: hack/verify-generated.sh      (make verify-generated)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -3,6 +3,7 @@
 # produces now (edited .proto without regenerating, or hand-edited output).
 #
 # Usage: hack/verify-proto.sh
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

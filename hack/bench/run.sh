@@ -2,11 +2,14 @@
 # Runs the benchmarks one after another on one control plane kind and prints their markdown
 # tables, then a summary of the goals. Usage: hack/bench/run.sh [all|scale]
 # Output is kept in bin/bench/ (BENCH_OUT). Each program stops by itself (-timeout).
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
+what=${1:-all}
+# Anything else ran every benchmark, minutes of both cores, for a typo or a --help.
+case $what in all | scale) ;; *) echo "usage: hack/bench/run.sh [all|scale] (-h for more)" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/../.."
 out=${BENCH_OUT:-bin/bench}
 mkdir -p "$out"
-what=${1:-all}
 
 run() { # name, command...
 	local name=$1

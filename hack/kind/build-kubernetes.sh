@@ -10,6 +10,9 @@
 #
 # Env: K8S_VERSION (1.37.1), ETCD_VERSION (3.6.7), COREDNS_VERSION (1.14.6), PAUSE_VERSION
 # (3.10.2), KIND_CACHE (~/.cache/videogen-operator/kind).
+#
+# Usage: hack/kind/build-kubernetes.sh      (prints the directory of the programs)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.1}

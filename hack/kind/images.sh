@@ -4,9 +4,10 @@
 # golang, distroless and debian images from a registry, assembled here from this checkout's
 # static binaries and, for the worker, a Debian root filesystem made by debootstrap.
 #
-#   hack/kind/images.sh OPERATOR_IMAGE WORKER_IMAGE     e.g. videogen-operator:e2e videogen-worker:e2e
+# Usage: hack/kind/images.sh OPERATOR_IMAGE WORKER_IMAGE     e.g. videogen-operator:e2e videogen-worker:e2e
 #
 # Needs root (debootstrap) and a Docker engine. Env: KIND_CACHE, DEBIAN_MIRROR as node-image.sh.
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD

@@ -11,6 +11,9 @@
 #
 # Env: DOCKERD_LOG (default /var/log/videogen-dockerd.log), CAPDROP_RUNC_BIN (where the runtime
 # is installed, default /usr/local/libexec/videogen/capdrop-runc).
+#
+# Usage: hack/kind/setup-docker.sh      (as root)
+case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
