@@ -55,7 +55,7 @@ func AssetsDir() (string, error) {
 	}
 	dir := filepath.Join(root, "bin", "k8s", KubernetesVersion)
 	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
-		return "", fmt.Errorf("no envtest binaries in %s: run hack/setup-envtest.sh (or make test) first", dir)
+		return "", fmt.Errorf("no envtest binaries in %s: run make setup-envtest first (hack/setup-envtest.sh; it builds them from Go modules, about six minutes the first time), or set KUBEBUILDER_ASSETS", dir)
 	}
 	return dir, nil
 }

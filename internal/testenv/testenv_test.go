@@ -33,7 +33,7 @@ func TestAssetsDirFindsTheModulesBinaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(pkg)
-	if _, err := AssetsDir(); err == nil || !strings.Contains(err.Error(), "hack/setup-envtest.sh") {
+	if _, err := AssetsDir(); err == nil || !strings.Contains(err.Error(), "make setup-envtest") {
 		t.Fatalf("without binaries AssetsDir says %v, want a hint to build them", err)
 	}
 	want := filepath.Join(root, "bin", "k8s", KubernetesVersion)
