@@ -30,7 +30,7 @@ all: build
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-20s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -161,7 +161,7 @@ DEPLOY_DIR ?= config/default
 KIND_CLUSTER ?= videogen-e2e
 
 .PHONY: docker-build
-docker-build: docker-build-worker ## Build both images: the operator (IMG) and the worker (WORKER_IMG).
+docker-build: docker-build-worker ## Build both images: the operator (IMG) and the worker (WORKER_IMG), with a running CONTAINER_TOOL (docker) that can pull the base images.
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
 .PHONY: docker-build-worker

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +100,27 @@ func runRestricted(t *testing.T, script string, args ...string) (string, error) 
 	cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir()}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// `make help` prints each target in a column as wide as its printf says: a longer name ran into
+// its description (docker-build-worker did).
+func TestMakeHelpColumnFitsEveryTarget(t *testing.T) {
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\\033\[36m%-(\d+)s\\033\[0m`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("no %-Ns column in the Makefile's help target")
+	}
+	width, _ := strconv.Atoi(string(m[1]))
+	targets := regexp.MustCompile(`(?m)^([a-zA-Z_0-9-]+):.*?##`).FindAllSubmatch(makefile, -1)
+	if len(targets) < 10 {
+		t.Fatalf("found only %d documented targets", len(targets))
+	}
+	for _, target := range targets {
+		if name := string(target[1]); len(name) >= width {
+			t.Errorf("make help: target %s (%d characters) fills its %d-character column", name, len(name), width)
+		}
+	}
 }
