@@ -63,7 +63,7 @@ func run() error {
 	flag.StringVar(&bindAddr, "bind-address", ":8080", "Address the /v1 API listens on.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus metrics endpoint (0 to disable).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8082", "Address of /healthz and /readyz.")
-	flag.StringVar(&keyNamespace, "api-key-namespace", envOr("POD_NAMESPACE", "videogen-system"), "Namespace of the Secrets holding API key hashes.")
+	flag.StringVar(&keyNamespace, "api-key-namespace", envOr("POD_NAMESPACE", "videogen-system"), "Namespace of the Secrets holding API key hashes; $POD_NAMESPACE, the pod's namespace, when set.")
 	blobFlags.Bind(flag.CommandLine, "uploaded images", "/var/lib/videogen/blobs", "uploads/")
 	flag.StringVar(&publicURL, "public-url", "http://localhost:8080", "Base URL under which this apiserver is reachable by generation backends (blob links).")
 	flag.StringVar(&allowPrivate, "allow-private-urls", "", "Comma-separated CIDRs that caller-supplied URLs may point into (private ranges are refused otherwise).")

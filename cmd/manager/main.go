@@ -86,7 +86,7 @@ func main() {
 	flag.StringVar(&allowPrivate, "allow-private-urls", "",
 		"Comma-separated CIDRs that completion webhooks may be delivered into (private, loopback and link-local addresses are refused otherwise).")
 	flag.StringVar(&opts.Webhooks.SecretNamespace, "webhook-secret-namespace", envOr("POD_NAMESPACE", opts.Webhooks.SecretNamespace),
-		"Namespace of the accounts' webhook signing Secrets (shared with the apiserver).")
+		"Namespace of the accounts' webhook signing Secrets (shared with the apiserver); $POD_NAMESPACE, the pod's namespace, when set.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -17,8 +17,10 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-func main() {
-	var cfg localstack.Config
+// flags are videogen-local's command line, in a flag set of its own: controller-runtime
+// registers --kubeconfig on the global one, and the stack makes its own kubeconfig.
+func flags(cfg *localstack.Config) (fs *flag.FlagSet, restart *bool) {
+	flag := flag.NewFlagSet("videogen-local", flag.ExitOnError)
 	flag.StringVar(&cfg.DataDir, "data-dir", ".run", "Where etcd's data, logs, media, the kubeconfig and the demo key are kept.")
 	flag.StringVar(&cfg.BinDir, "bin-dir", "", "Where the manager, apiserver and worker binaries are (make build-all; default: the repository's bin).")
 	flag.StringVar(&cfg.APIAddress, "api-address", "127.0.0.1:8080", "Address of the REST API.")
@@ -28,26 +30,32 @@ func main() {
 	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty.")
 	flag.Var((*flagList)(&cfg.MoreAPIAddresses), "more-api-address",
 		"Run one more REST apiserver replica here (repeat for more), beside --api-address: all ask the manager's one ledger, as replicas behind a Service do.")
-	restart := flag.Bool("restart", false,
+	restart = flag.Bool("restart", false,
 		"Restart a component that exits (or is killed), after a backoff, as its Deployment would, instead of stopping everything: for practising the kill -9 drills of docs/reliability.md.")
 	flag.Var((*flagList)(&cfg.ManagerArgs), "manager-arg",
 		"One more flag for the manager, written `--name=value` (repeat for more; bin/manager --help lists them), e.g. --manager-arg=--payment-event-sinks=sinks.yaml.")
 	flag.Var((*flagList)(&cfg.APIArgs), "apiserver-arg",
 		"One more flag for the REST apiserver, written `--name=value` (repeat for more; bin/apiserver --help lists them), e.g. --apiserver-arg=--rate-limit=5.")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: videogen-local [flags]   (make run RUN_ARGS="flags")
+		fmt.Fprintf(flag.Output(), `Usage: videogen-local [flags]   (make run RUN_ARGS="flags")
 
 Runs the whole service on this machine: control plane, manager, REST apiserver and reference
 worker, seeded with demo data. Ctrl-C stops it; so does a component that exits (its log's
-end is printed), unless --restart restarts it as a Deployment would. A flag given to the manager or the apiserver
-with --manager-arg / --apiserver-arg is checked before anything starts: one the binary does
-not accept, or one videogen-local sets itself, is refused.
+end is printed), unless --restart restarts it as a Deployment would. A flag given to the
+manager or the apiserver with --manager-arg / --apiserver-arg is checked before anything
+starts: one the binary does not accept, or one videogen-local sets itself, is refused.
 
 Flags:
 `)
 		flag.PrintDefaults()
 	}
-	flag.Parse()
+	return flag, restart
+}
+
+func main() {
+	var cfg localstack.Config
+	fs, restart := flags(&cfg)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
 	cfg.Log = os.Stderr
 	// The stack installs the CRDs from the repository's config/ and runs the control plane from
 	// its bin/k8s, found from the working directory up: so are the binaries, by default.
