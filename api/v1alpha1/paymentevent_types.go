@@ -62,6 +62,8 @@ type PaymentEventDetails struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	ConnectorTransactionID string `json:"connectorTransactionID,omitempty"`
+	// MerchantReference is the merchant's own reference for the payment (an order number), as
+	// the processor reports it.
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	MerchantReference string `json:"merchantReference,omitempty"`
@@ -72,29 +74,38 @@ type PaymentEventDetails struct {
 	// +kubebuilder:validation:MaxLength=8
 	// +optional
 	Currency string `json:"currency,omitempty"`
+	// Status is the processor's status of the payment, refund or dispute, in its own words.
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Status string `json:"status,omitempty"`
+	// Reason is the processor's reason, e.g. a dispute's or a refund's.
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// CreatedAt is when the processor says the payment, refund or dispute was created.
 	// +optional
 	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
 }
 
 // PaymentEventItem is one item of a delivery that batches several events (Adyen).
 type PaymentEventItem struct {
+	// MerchantEventID is the item's own event id at the processor.
 	// +kubebuilder:validation:MaxLength=255
 	MerchantEventID string `json:"merchantEventID"`
+	// EventType is the item's normalized type, e.g. CHARGE_REFUNDED.
 	// +kubebuilder:validation:MaxLength=64
 	EventType string `json:"eventType"`
+	// ConnectorEventType is the processor's own name of the item's event.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	ConnectorEventType string `json:"connectorEventType,omitempty"`
+	// Payment describes the payment the event is about, when it is about one.
 	// +optional
 	Payment *PaymentEventDetails `json:"payment,omitempty"`
+	// Refund describes the refund the event is about, when it is about one.
 	// +optional
 	Refund *PaymentEventDetails `json:"refund,omitempty"`
+	// Dispute describes the dispute the event is about, when it is about one.
 	// +optional
 	Dispute *PaymentEventDetails `json:"dispute,omitempty"`
 }
@@ -129,13 +140,17 @@ type PaymentEventSpec struct {
 	// AmountMinor and Currency repeat the amount of the payment, refund or dispute, for display.
 	// +optional
 	AmountMinor *int64 `json:"amountMinor,omitempty"`
+	// Currency is the upper-case ISO 4217 code of amountMinor.
 	// +kubebuilder:validation:MaxLength=8
 	// +optional
 	Currency string `json:"currency,omitempty"`
+	// Payment describes the payment the event is about, when it is about one.
 	// +optional
 	Payment *PaymentEventDetails `json:"payment,omitempty"`
+	// Refund describes the refund the event is about, when it is about one.
 	// +optional
 	Refund *PaymentEventDetails `json:"refund,omitempty"`
+	// Dispute describes the dispute the event is about, when it is about one.
 	// +optional
 	Dispute *PaymentEventDetails `json:"dispute,omitempty"`
 	// Items holds every item of a batched delivery (Adyen), at most 32.
@@ -186,6 +201,8 @@ type SinkDelivery struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +required
 	WebhookID string `json:"webhookID"`
+	// State is where the delivery stands: Pending (not yet acknowledged), Delivered (the sink
+	// answered 2xx) or Failed (given up).
 	// +required
 	State DeliveryState `json:"state"`
 
@@ -245,8 +262,11 @@ type PaymentEvent struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is the verified, normalized payment webhook. The raw body is not stored (it may
+	// carry personal data and is unbounded): only its SHA-256 and size.
 	// +required
 	Spec PaymentEventSpec `json:"spec"`
+	// status records the processing of the event and its delivery to each sink.
 	// +optional
 	Status PaymentEventStatus `json:"status,omitempty"`
 }

@@ -139,8 +139,13 @@ type PointAccount struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec holds what an administrator sets on the account. Balances are never in the spec:
+	// they change only through the ledger, which writes them to status.
 	// +optional
 	Spec PointAccountSpec `json:"spec,omitempty"`
+	// status is the account as the ledger keeps it: credited and spent are its two counters;
+	// frozen (the points held by open tasks) and balance (credited − spent − frozen) are copied
+	// here within about a second of any change.
 	// +optional
 	Status PointAccountStatus `json:"status,omitempty"`
 }

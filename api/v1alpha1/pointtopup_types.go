@@ -98,8 +98,12 @@ type PointTopUp struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is the change of the account's points: an amount (negative for a debit, with a
+	// note) and the reference that ties it to its paperwork. It cannot change after creation.
 	// +required
 	Spec PointTopUpSpec `json:"spec"`
+	// status records when the top-up was applied, to which account, and the balance right after
+	// it.
 	// +optional
 	Status PointTopUpStatus `json:"status,omitempty"`
 }

@@ -76,8 +76,10 @@ type ShortTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is the account's own template for video.short: the video the face is swapped into.
 	// +required
 	Spec ShortTemplateSpec `json:"spec"`
+	// status gives the template its public id (ushort_…), the template_id to use.
 	// +optional
 	Status ShortTemplateStatus `json:"status,omitempty"`
 }

@@ -29,8 +29,8 @@ type TemplateSpec struct {
 	DisplayName string `json:"displayName"`
 
 	// Price in points for fixed-duration templates (refused on adjustable ones, which are priced
-	// by durationPrices). When unset, the system default price applies. At most 1000000000
-	// (MaxPoints), the most a top-up can credit.
+	// by durationPrices). When unset, the system default price applies. At most 1000000000,
+	// the most a top-up can credit.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:XValidation:rule="self <= 1000000000",message="price must not exceed 1000000000 points, the most a top-up can credit"
 	// +optional
@@ -66,7 +66,7 @@ type TemplateSpec struct {
 
 	// DurationPrices maps a duration in seconds (as a decimal string) to its price in points.
 	// A duration in range without an entry costs the system default price. Each price is at most
-	// 1000000000 (MaxPoints), the most a top-up can credit.
+	// 1000000000, the most a top-up can credit.
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[1-9][0-9]{0,3}$'))",message="keys must be durations in whole seconds, e.g. \"10\""
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",message="prices must not be negative"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] <= 1000000000)",message="prices must not exceed 1000000000 points, the most a top-up can credit"
@@ -109,8 +109,10 @@ type Template struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is one entry of the official template catalog: its capability, media and prices.
 	// +required
 	Spec TemplateSpec `json:"spec"`
+	// status says whether a generation backend serves the template's capability.
 	// +optional
 	Status TemplateStatus `json:"status,omitempty"`
 }

@@ -345,8 +345,12 @@ type VideoTask struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is what the caller asked for: the capability, its template and inputs. It cannot
+	// change after creation; create a new task instead.
 	// +required
 	Spec VideoTaskSpec `json:"spec"`
+	// status is the task as the controller observes it: its phase, its price and where its
+	// points are (charge), each stage at its backend, and the result or the error.
 	// +optional
 	Status VideoTaskStatus `json:"status,omitempty"`
 }

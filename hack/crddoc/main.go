@@ -1,7 +1,8 @@
 // Command crddoc rewrites the descriptions in the CRDs controller-gen generated so that
 // `kubectl explain` shows them as prose: controller-gen keeps the line breaks of the Go
 // comments they come from, and kubectl prints those breaks mid-sentence. Lines of a paragraph
-// are joined; blank lines (paragraphs) and list items stay on lines of their own.
+// are joined; blank lines (paragraphs) and list items stay on lines of their own. An array's
+// items lose their description when the array has one (it is their type's Go doc).
 //
 // Usage: go run ./hack/crddoc config/crd/bases/*.yaml
 package main
@@ -46,10 +47,15 @@ func rewrite(path string) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// walk rewrites every "description" string under v.
+// walk rewrites every "description" string under v, and drops the description of an array's
+// items when the array has one of its own: kubectl explain prints both, and the items' is the Go
+// doc of their type ("StageStatus is …", "Condition contains …"), which names a Go type.
 func walk(v any) {
 	switch v := v.(type) {
 	case map[string]any:
+		if items, ok := v["items"].(map[string]any); ok && v["type"] == "array" && v["description"] != nil {
+			delete(items, "description")
+		}
 		for k, e := range v {
 			if s, ok := e.(string); ok && k == "description" {
 				v[k] = Unwrap(s)

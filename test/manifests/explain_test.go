@@ -1,9 +1,13 @@
 package manifests
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,5 +103,131 @@ func walkDescriptions(at string, s *apiextensionsv1.JSONSchemaProps, visit func(
 	}
 	if s.AdditionalProperties != nil {
 		walkDescriptions(at+"{}", s.AdditionalProperties.Schema, visit)
+	}
+}
+
+// What `kubectl explain` shows names fields by their JSON names and kinds by their kinds: never
+// a Go type or constant of the API package (VideoTaskSpec, StageStatus, MaxPoints), which a
+// kubectl user has no way to look up. Every field says what it is.
+func TestExplainTextsNameNoGoIdentifiers(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goNames := apiGoNames(t, filepath.Join(root, "api", "v1alpha1"))
+	paths, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no CRDs: %v", err)
+	}
+	var crds []apiextensionsv1.CustomResourceDefinition
+	for _, path := range paths {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(raw, &crd); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		crds = append(crds, crd)
+		delete(goNames, crd.Spec.Names.Kind) // a kind is what users call it
+		for _, v := range crd.Spec.Versions {
+			// A field's name, capitalized to start its sentence ("Capability is …"), is the field.
+			walkFields("", v.Schema.OpenAPIV3Schema, func(at string, _ *apiextensionsv1.JSONSchemaProps) {
+				name := at[strings.LastIndex(at, ".")+1:]
+				delete(goNames, strings.ToUpper(name[:1])+name[1:])
+			})
+		}
+	}
+	word := regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*`)
+	for _, crd := range crds {
+		kind := crd.Spec.Names.Kind
+		for _, v := range crd.Spec.Versions {
+			walkDescriptions(kind, v.Schema.OpenAPIV3Schema, func(at, d string) {
+				for _, w := range word.FindAllString(d, -1) {
+					if goNames[w] {
+						t.Errorf("%s: names the Go identifier %s: %q", at, w, d)
+					}
+				}
+			})
+			walkFields(kind, v.Schema.OpenAPIV3Schema, func(at string, s *apiextensionsv1.JSONSchemaProps) {
+				if s.Description == "" {
+					t.Errorf("%s: no description (kubectl explain shows <no description>)", at)
+				}
+			})
+		}
+	}
+}
+
+// apiGoNames returns the exported types and constants declared in the Go files of dir, but for
+// names that are also a constant's value (a reason such as DeliveryFailed), which users see.
+func apiGoNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, values := map[string]bool{}, map[string]bool{}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || (g.Tok != token.TYPE && g.Tok != token.CONST) {
+				continue
+			}
+			for _, spec := range g.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						names[s.Name.Name] = true
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() {
+							names[n.Name] = true
+						}
+					}
+					for _, v := range s.Values {
+						if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							if v, err := strconv.Unquote(lit.Value); err == nil {
+								values[v] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for v := range values {
+		delete(names, v)
+	}
+	if len(names) == 0 {
+		t.Fatalf("no exported names in %s", dir)
+	}
+	return names
+}
+
+// walkFields visits every property below s (not s itself, nor the standard apiVersion, kind
+// and metadata, which Kubernetes describes).
+func walkFields(at string, s *apiextensionsv1.JSONSchemaProps, visit func(at string, s *apiextensionsv1.JSONSchemaProps)) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		if at != "" && !strings.Contains(at, ".") && (name == "apiVersion" || name == "kind" || name == "metadata") {
+			continue
+		}
+		visit(at+"."+name, &p)
+		walkFields(at+"."+name, &p, visit)
+	}
+	if s.Items != nil {
+		walkFields(at+"[]", s.Items.Schema, visit)
 	}
 }
