@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -252,6 +253,45 @@ var _ = Describe("VideoTask lifecycle", func() {
 		done := finished(ns, task.Name)
 		Expect(done.Status.Error.Code).To(Equal("canceled"))
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
+		suite.ExpectBalanced(ns, 50, 0, 0)
+	})
+
+	// The ledger reads a task's points from its status (a settled charge or a terminal phase ends
+	// its hold), so an edit of the status by hand (kubectl edit --subresource=status) that would
+	// end a task, settle its points or change its price is refused, saying how to stop a task.
+	It("refuses a status edit that would end a task or move its points, and the books stay right", func() {
+		ns := suite.NewAccount(50)
+		task, _ := aRunningTask(backend, ns, 20)
+		refused := func(message string, edit func(*videogenv1alpha1.VideoTaskStatus)) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) { // a conflict with the controller's own write is tried again
+				t := taskOf(ns, task.Name)
+				edit(&t.Status)
+				err := k8sClient.Status().Update(ctx, t)
+				g.Expect(err).To(HaveOccurred())
+				g.Expect(err.Error()).To(ContainSubstring(message))
+			}).Should(Succeed())
+		}
+		refused("cost is the price the task was accepted at", func(st *videogenv1alpha1.VideoTaskStatus) { st.Cost = ptr.To[int64](1) })
+		refused("only the controller settles a task's points", func(st *videogenv1alpha1.VideoTaskStatus) {
+			st.Charge = videogenv1alpha1.ChargeDeducted
+		})
+		refused("only the controller ends a task", func(st *videogenv1alpha1.VideoTaskStatus) { st.Phase = videogenv1alpha1.TaskFailed })
+		refused("only the controller ends a task", func(st *videogenv1alpha1.VideoTaskStatus) { st.Phase = videogenv1alpha1.TaskSucceeded })
+		refused("cancel it (annotation videogen.dev/cancel-requested=true)", func(st *videogenv1alpha1.VideoTaskStatus) {
+			st.Phase = videogenv1alpha1.TaskFailed
+		})
+		refused("only a finished task (Succeeded or Failed) is closed", func(st *videogenv1alpha1.VideoTaskStatus) { st.Closed = true })
+		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+		suite.ExpectBalanced(ns, 30, 20, 0)
+
+		patch := client.MergeFrom(task.DeepCopy())
+		task.Annotations = map[string]string{videogenv1alpha1.AnnotationCancelRequested: "true"}
+		Expect(k8sClient.Patch(ctx, task, patch)).To(Succeed())
+		finished(ns, task.Name)
+		refused("a finished task's phase (Succeeded or Failed) never changes", func(st *videogenv1alpha1.VideoTaskStatus) {
+			st.Phase = videogenv1alpha1.TaskRunning
+		})
 		suite.ExpectBalanced(ns, 50, 0, 0)
 	})
 

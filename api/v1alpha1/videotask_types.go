@@ -264,9 +264,17 @@ type WebhookDelivery struct {
 	DeliveryAttempts `json:",inline"`
 }
 
-// VideoTaskStatus is the observed state of a VideoTask.
+// VideoTaskStatus is the observed state of a VideoTask. The ledger reads a task's points from
+// it (a settled charge or a terminal phase ends the task's hold), so the rules below refuse an
+// edit (kubectl edit --subresource=status) that would make it say something the books do not:
+// only the controller ends a task, and a task is stopped by cancelling it.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.charge) || oldSelf.charge == 'Frozen' || (has(self.charge) && self.charge == oldSelf.charge)",message="a settled charge (Deducted or Refunded) never changes"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.closed) || !oldSelf.closed || (has(self.closed) && self.closed)",message="a closed task stays closed"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.cost) || (has(self.cost) && self.cost == oldSelf.cost)",message="cost is the price the task was accepted at and never changes"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || !(oldSelf.phase in ['Succeeded', 'Failed']) || (has(self.phase) && self.phase == oldSelf.phase)",message="a finished task's phase (Succeeded or Failed) never changes; create a new task to run it again"
+// +kubebuilder:validation:XValidation:rule="!has(self.charge) || self.charge == 'Frozen' || (has(self.phase) && self.phase == (self.charge == 'Deducted' ? 'Succeeded' : 'Failed'))",message="only the controller settles a task's points: charge Deducted comes with phase Succeeded and Refunded with Failed; to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
+// +kubebuilder:validation:XValidation:rule="!has(self.closed) || !self.closed || (has(self.phase) && self.phase in ['Succeeded', 'Failed'])",message="only a finished task (Succeeded or Failed) is closed"
+// +kubebuilder:validation:XValidation:rule="!has(self.phase) || !(self.phase in ['Succeeded', 'Failed']) || (self.phase == 'Succeeded' ? (has(self.charge) && self.charge == 'Deducted') : (!has(self.charge) || self.charge == 'Refunded'))",message="only the controller ends a task: phase Succeeded comes with charge Deducted and Failed with Refunded (or none); to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
 type VideoTaskStatus struct {
 	// Phase of the task.
 	// +optional
