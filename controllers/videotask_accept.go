@@ -55,7 +55,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		case errors.Is(err, ledger.ErrAccountClosing):
 			return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonAccountClosing, "account_closing", "the account is being deleted and takes no new tasks")
 		case errors.Is(err, ledger.ErrAccountNotFound):
-			return r.noAccount(ctx, task, err)
+			return r.noAccount(ctx, task)
 		case errors.Is(err, ledger.ErrNotReady):
 			return ctrl.Result{RequeueAfter: r.Config.PollInterval}, nil
 		case err != nil:
@@ -143,7 +143,7 @@ func (r *VideoTaskReconciler) setCondition(task *videogenv1alpha1.VideoTask, typ
 // noAccount refuses a task whose namespace has no PointAccount, after asking the kube-apiserver:
 // the ledger learns of an account from its informer, so one created a moment before the task
 // (kubectl apply of both, a GitOps sync) may not be in its books yet. The task then waits.
-func (r *VideoTaskReconciler) noAccount(ctx context.Context, task *videogenv1alpha1.VideoTask, notFound error) (ctrl.Result, error) {
+func (r *VideoTaskReconciler) noAccount(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
 	key := client.ObjectKey{Namespace: task.Namespace, Name: videogenv1alpha1.PointAccountName}
 	switch err := r.APIReader.Get(ctx, key, &videogenv1alpha1.PointAccount{}); {
 	case err == nil:
@@ -151,5 +151,7 @@ func (r *VideoTaskReconciler) noAccount(ctx context.Context, task *videogenv1alp
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "account_not_found", notFound.Error())
+	return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "account_not_found",
+		fmt.Sprintf("namespace %s has no PointAccount %q to pay for the task: create the account and a PointTopUp, then create the task again",
+			task.Namespace, videogenv1alpha1.PointAccountName))
 }

@@ -96,7 +96,7 @@ func (r *VideoTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if task.Status.Phase.Terminal() {
 			return r.reconcileFinished(ctx, task)
 		}
-		return r.noAccount(ctx, task, err)
+		return r.noAccount(ctx, task)
 	case err != nil:
 		return ctrl.Result{}, err
 	case view.Stale:

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
 var _ = Describe("VideoTask lifecycle", func() {
@@ -312,6 +314,18 @@ var _ = Describe("VideoTask lifecycle", func() {
 			return []int64{st.Balance, st.Frozen, st.Spent, int64(st.Holds)}
 		}, time.Second).Should(Equal([]int64{25, 0, 0, 0}))
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement(videogenv1alpha1.ReasonInsufficientBalance))
+	})
+
+	// A kubectl user whose namespace is no account is told what is missing and what to do.
+	It("fails a task in a namespace without a PointAccount saying which object to create", func() {
+		ns := envsuite.Unique("noacct")
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		task := aShortTask(ns, aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()).Create()
+
+		done := finished(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("account_not_found"))
+		Expect(done.Status.Error.Message).To(And(ContainSubstring("PointAccount"), ContainSubstring(`"default"`),
+			ContainSubstring(ns), ContainSubstring("PointTopUp")))
 	})
 
 	It("prices adjustable templates by duration and refuses a duration out of range without moving points", func() {
