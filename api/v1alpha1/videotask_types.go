@@ -120,13 +120,13 @@ const (
 // TaskInputs are the media a task works on. Large inputs are stored elsewhere and referred to by
 // URL, never embedded in the object.
 type TaskInputs struct {
-	// FaceImageURL is the face to place (video.short, image.pose).
+	// FaceImageURL is the face to place, required for video.short and image.pose.
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	FaceImageURL string `json:"faceImageURL,omitempty"`
 
-	// SourceVideoURL is the video to clean (video.eraser).
+	// SourceVideoURL is the video to clean, required for video.eraser.
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
@@ -143,7 +143,8 @@ type VideoTaskSpec struct {
 	// +required
 	Capability Capability `json:"capability"`
 
-	// TemplateRef is an official Template's name, or a ShortTemplate of this namespace: its id
+	// TemplateRef is the template to use, required for video.short, video.template and
+	// image.pose: an official Template's name, or a ShortTemplate of this namespace: its id
 	// (ushort_…), or, in a task made with kubectl, its object name. An official Template of the
 	// same name comes first.
 	// +kubebuilder:validation:MinLength=1
@@ -155,7 +156,9 @@ type VideoTaskSpec struct {
 	// +optional
 	Inputs TaskInputs `json:"inputs,omitempty"`
 
-	// Duration in seconds, for templates whose duration is adjustable.
+	// Duration of the video to render in seconds, required for video.template: within the
+	// template's [minDuration, maxDuration] when it is adjustable (durationPrices price it); a
+	// fixed template renders it at its fixed price. The other capabilities ignore it.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	// +optional

@@ -231,3 +231,47 @@ func walkFields(at string, s *apiextensionsv1.JSONSchemaProps, visit func(at str
 		walkFields(at+"[]", s.Items.Schema, visit)
 	}
 }
+
+// The capability a VideoTask field is required for (the CRD's rules refuse a task without it):
+// `kubectl explain videotask.spec.<field>` says so, rather than leaving the user to find out
+// from a refusal.
+var requiredFor = map[string][]string{
+	"templateRef":           {"video.short", "video.template", "image.pose"},
+	"duration":              {"video.template"},
+	"inputs.faceImageURL":   {"video.short", "image.pose"},
+	"inputs.sourceVideoURL": {"video.eraser"},
+}
+
+func TestExplainSaysWhichCapabilityNeedsAField(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "videogen.dev_videotasks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatal(err)
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	rules := ""
+	for _, r := range spec.XValidations {
+		rules += r.Rule + "\n"
+	}
+	for field, capabilities := range requiredFor {
+		s := spec
+		for _, name := range strings.Split(field, ".") {
+			s = s.Properties[name]
+		}
+		for _, c := range capabilities {
+			if !strings.Contains(rules, "'"+c+"'") || !strings.Contains(rules, field) {
+				t.Errorf("spec's rules no longer require %s for %s: update this table", field, c)
+			}
+			if !strings.Contains(s.Description, "required for") || !strings.Contains(s.Description, c) {
+				t.Errorf("spec.%s does not say it is required for %s: %q", field, c, s.Description)
+			}
+		}
+	}
+}
