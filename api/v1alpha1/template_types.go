@@ -112,7 +112,8 @@ type Template struct {
 	// spec is one entry of the official template catalog: its capability, media and prices.
 	// +required
 	Spec TemplateSpec `json:"spec"`
-	// status says whether a generation backend serves the template's capability.
+	// status says whether a generation backend serves the template's capability, and what a task
+	// on it costs.
 	// +optional
 	Status TemplateStatus `json:"status,omitempty"`
 }
