@@ -140,7 +140,9 @@ var _ = Describe("API validation", func() {
 	)
 
 	It("says what a timeout that is no duration should be", func() {
-		for _, timeout := range []string{"banana", "10", "-5m", "1h 30m"} {
+		// Past Go's durations (3000000h, 20 digits of ns) too: duration() would fail in the
+		// conversion, with a message naming CEL types.
+		for _, timeout := range []string{"banana", "10", "-5m", "1h 30m", "721h", "3000000h", "99999999999999999999ns", "999999h999999h999999h"} {
 			u := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": videogenv1alpha1.GroupVersion.String(), "kind": "VideoTask",
 				"metadata": map[string]any{"namespace": ns, "name": envsuite.Unique("bad")},
@@ -151,6 +153,18 @@ var _ = Describe("API validation", func() {
 			Expect(err).To(HaveOccurred(), "timeout %q", timeout)
 			Expect(err.Error()).To(ContainSubstring("timeout must be a positive duration"), "timeout %q", timeout)
 			Expect(err.Error()).NotTo(ContainSubstring("type conversion error"), "timeout %q", timeout)
+		}
+	})
+
+	It("takes a timeout of up to 720h in any unit", func() {
+		for _, timeout := range []string{"720h", "2592000s", "43200m", "1h30m", "1.5h", "500ms"} {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": videogenv1alpha1.GroupVersion.String(), "kind": "VideoTask",
+				"metadata": map[string]any{"namespace": ns, "name": envsuite.Unique("ok")},
+				"spec": map[string]any{"capability": "video.eraser", "inputs": map[string]any{"sourceVideoURL": "https://media.example/v.mp4"},
+					"timeout": timeout},
+			}}
+			Expect(k8sClient.Create(ctx, u, client.DryRunAll)).To(Succeed(), "timeout %q", timeout)
 		}
 	})
 

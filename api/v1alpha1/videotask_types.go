@@ -171,8 +171,9 @@ type VideoTaskSpec struct {
 	WebhookURL string `json:"webhookURL,omitempty"`
 
 	// Timeout bounds the whole task; past it the task fails with TimedOut and is refunded.
-	// Defaults to the manager's --task-timeout.
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="timeout must be a positive duration, e.g. \"10m\" or \"1h30m\""
+	// Defaults to the manager's --task-timeout; at most 720h (30 days), for which its points
+	// stay frozen.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,4}(\\\\.[0-9]*)?h|[0-9]{1,6}(\\\\.[0-9]*)?m|[0-9]{1,8}(\\\\.[0-9]*)?(s|ms|us|µs|ns)){1,7}$') && duration(self) > duration('0s') && duration(self) <= duration('720h')",message="timeout must be a positive duration of at most 720h (30 days), e.g. \"10m\" or \"1h30m\""
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
