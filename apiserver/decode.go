@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
@@ -63,6 +65,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byt
 		return nil, describeReadError(err, limit)
 	}
 	if err := checkEncoding(body, form); err != nil {
+		return nil, err
+	}
+	if err := checkUTF8(body); err != nil {
 		return nil, err
 	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
@@ -170,6 +175,26 @@ func checkEncoding(body []byte, form bool) error {
 		return unsupportedMedia("the body must be a JSON object; a form (a=b&c=d) is not accepted: send Content-Type: application/json (curl --json)")
 	}
 	return nil
+}
+
+// checkUTF8 refuses a body with bytes that are not UTF-8 (Latin-1 "café", a stray 0xff),
+// naming the field that holds them. encoding/json would read each such byte as U+FFFD and
+// store "caf\ufffd" as if it had been sent.
+func checkUTF8(body []byte) error {
+	if utf8.Valid(body) {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		names := slices.Sorted(maps.Keys(fields))
+		for _, name := range names {
+			if !utf8.Valid(fields[name]) {
+				return badRequest("field %s is not valid UTF-8: send text in UTF-8", httpjson.Echo(name))
+			}
+		}
+		return badRequest("a field name is not valid UTF-8: send text in UTF-8")
+	}
+	return badRequest("the body is not valid UTF-8: send JSON in UTF-8")
 }
 
 func unsupportedMedia(format string, args ...any) *requestError {

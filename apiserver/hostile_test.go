@@ -195,6 +195,15 @@ var _ = Describe("Hostile input", func() {
 		}, nil}, 400, "invalid_request", `"template_id"`),
 		Entry("invalid UTF-8 in the template id", hostile{"POST", "/v1/videos/short",
 			raw("{\"template_id\":\"\xff\xfe\",\"face\":\"https://cdn.example.com/f.jpg\"}"), nil}, 400, "invalid_request", `"template_id"`),
+		// encoding/json reads each byte that is not UTF-8 as U+FFFD: a Latin-1 "café" was stored
+		// as "caf\ufffd" with a 201, and a URL changed under the client's feet.
+		Entry("a Latin-1 short template name", hostile{"POST", "/v1/short-templates",
+			raw("{\"name\":\"caf\xe9\",\"target_url\":\"https://cdn.example.com/t.mp4\"}"), nil}, 400, "invalid_request", `field "name" is not valid UTF-8`),
+		Entry("a stray 0xff in a webhook URL", hostile{"POST", "/v1/videos/template", func(t templates) any {
+			return `{"template_id":"` + t.adjustable + `","duration":2,"webhook_url":"https://hooks.example.com/a` + "\xff" + `"}`
+		}, nil}, 400, "invalid_request", `field "webhook_url" is not valid UTF-8`),
+		Entry("a field name that is not UTF-8", hostile{"POST", "/v1/short-templates",
+			raw("{\"nam\xe9\":\"x\",\"target_url\":\"https://cdn.example.com/t.mp4\"}"), nil}, 400, "invalid_request", "field name is not valid UTF-8"),
 		Entry("a short template body over 64 KiB", hostile{"POST", "/v1/short-templates",
 			raw(`{"name":"` + strings.Repeat("n", 70<<10) + `","target_url":"https://cdn.example.com/t.mp4"}`), nil}, 413, "payload_too_large", "larger than"),
 		Entry("a face over 10 MiB (body under 16 MiB)", hostile{"POST", "/v1/videos/short",
