@@ -13,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
@@ -21,7 +20,7 @@ import (
 // serveLedger serves the ledger to the REST apiserver replicas on every manager replica: the
 // elected one answers, the others say not_ready (and the replicas retry). With secure, a caller
 // must be authenticated by the kube-apiserver and allowed the non-resource URL /ledger/v1/*
-// (config/rbac/ledger_client_role.yaml), as kubebuilder's metrics endpoint does.
+// (config/rbac/ledger_client_role.yaml), as kubebuilder's metrics endpoint does (ledgerAuth).
 func serveLedger(mgr ctrl.Manager, l *ledger.Ledger, addr string, secure bool) error {
 	handler := ledger.Handler(l)
 	if secure {
@@ -29,13 +28,11 @@ func serveLedger(mgr ctrl.Manager, l *ledger.Ledger, addr string, secure bool) e
 		if err != nil {
 			return err
 		}
-		filter, err := filters.WithAuthenticationAndAuthorization(mgr.GetConfig(), hc)
+		auth, err := ledgerAuth(mgr.GetConfig(), hc, quietWhenCallerGaveUp(mgr.GetLogger().WithName("ledger-auth")))
 		if err != nil {
 			return err
 		}
-		if handler, err = filter(quietWhenCallerGaveUp(mgr.GetLogger().WithName("ledger-auth")), handler); err != nil {
-			return err
-		}
+		handler = auth(handler)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	return mgr.Add(leaderless(func(ctx context.Context) error {

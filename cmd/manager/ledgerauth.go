@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/util/webhook"
+	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
+)
+
+// ledgerAuth admits a ledger caller as controller-runtime's metrics filter does (a TokenReview,
+// then a SubjectAccessReview on the request's path, both cached), with one difference: a token
+// the kube-apiserver does not accept is a 401. The metrics filter answers it with a 500 and logs
+// an error with a stack trace, so anyone who can reach the port filled the manager's log with
+// errors by sending "Authorization: Bearer x". A 500 (and an error line) is left for a review
+// that could not be made. Refusals are in the ledger's error shape, {"error":{"code","message"}}.
+func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.Handler) http.Handler, error) {
+	authnClient, err := authenticationv1.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	authzClient, err := authorizationv1.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	// The backoff is controller-runtime's (k8s.io/apiserver's DefaultAuthWebhookRetryBackoff).
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	reviews := tokenReviews{client: authnClient, backoff: backoff}
+	tokens := cache.New(reviews, false, time.Minute, time.Minute)
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: authzClient,
+		AllowCacheTTL:             5 * time.Minute,
+		DenyCacheTTL:              30 * time.Second,
+		WebhookRetryBackoff:       &backoff,
+	}.New()
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, ok := bearer.Token(r.Header.Get("Authorization"))
+			if !ok {
+				refuse(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <service account token>")
+				return
+			}
+			res, ok, err := tokens.AuthenticateToken(r.Context(), token)
+			if err != nil {
+				log.Error(err, "Authentication failed")
+				refuse(w, http.StatusInternalServerError, "internal_error", "the token could not be reviewed")
+				return
+			}
+			if !ok {
+				log.V(1).Info("a ledger caller's token was not accepted", "remote", r.RemoteAddr)
+				refuse(w, http.StatusUnauthorized, "unauthorized", "the token is not valid")
+				return
+			}
+			u := res.User
+			if !slices.Contains(u.GetGroups(), user.AllAuthenticated) {
+				u = &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Extra: u.GetExtra(),
+					Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated)}
+			}
+			decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
+				User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path})
+			if err != nil {
+				log.Error(err, "Authorization failed", "user", u.GetName())
+				refuse(w, http.StatusInternalServerError, "internal_error", "the caller's access could not be reviewed")
+				return
+			}
+			if decision != authorizer.DecisionAllow {
+				log.V(1).Info("a ledger caller is not allowed", "user", u.GetName(), "reason", reason)
+				refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s may not %s %.200s", u.GetName(), r.Method, r.URL.Path))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, nil
+}
+
+// tokenReviews asks the kube-apiserver about a token. Unlike k8s.io/apiserver's webhook
+// authenticator, which returns the review's "invalid bearer token" as an error, a review that was
+// made and said no is (nil, false, nil): only a review that could not be made is an error.
+type tokenReviews struct {
+	client  authenticationv1.AuthenticationV1Interface
+	backoff wait.Backoff
+}
+
+func (t tokenReviews) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var review *authnv1.TokenReview
+	err := webhook.WithExponentialBackoff(ctx, t.backoff, func() error {
+		var err error
+		review, err = t.client.TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		return err
+	}, webhook.DefaultShouldRetry)
+	if err != nil {
+		return nil, false, err
+	}
+	if !review.Status.Authenticated {
+		return nil, false, nil
+	}
+	u := review.Status.User
+	extra := map[string][]string{}
+	for k, v := range u.Extra {
+		extra[k] = v
+	}
+	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}}, true, nil
+}
+
+func refuse(w http.ResponseWriter, status int, code, message string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	body.Error.Code, body.Error.Message = code, message
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+}
