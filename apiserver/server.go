@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"path"
 	"strings"
 	"time"
 
@@ -109,36 +108,7 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 
 // Handler is the whole API with request ids, metrics, logging and panic recovery around it.
 func (s *Server) Handler() http.Handler {
-	return httpjson.WithRequestID(s.observe(s.recoverPanics(refuseUncleanPaths(s.mux))))
-}
-
-// refuseUncleanPaths answers 404 for a path with "." or ".." segments or a doubled slash. The
-// mux would redirect it to the cleaned path with an HTML body; no resource has such a path,
-// and a client that sent one is confused or probing.
-func refuseUncleanPaths(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
-			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound,
-				"no such endpoint: "+httpjson.Echo(r.Method+" "+r.URL.Path)+" (paths have no . or .. segments and no //)")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// cleanPath is the path the mux routes p as (net/http's cleanPath).
-func cleanPath(p string) string {
-	if p == "" {
-		return "/"
-	}
-	if p[0] != '/' {
-		p = "/" + p
-	}
-	clean := path.Clean(p)
-	if p[len(p)-1] == '/' && clean != "/" {
-		clean += "/"
-	}
-	return clean
+	return httpjson.WithRequestID(s.observe(s.recoverPanics(httpjson.RefuseUncleanPaths(s.mux))))
 }
 
 func (s *Server) routes() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 	"github.com/videogen-dev/videogen-operator/internal/httpserver"
 	"github.com/videogen-dev/videogen-operator/internal/netguard"
 	"github.com/videogen-dev/videogen-operator/internal/worker/capability"
@@ -145,5 +146,10 @@ func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, erro
 	api := server.New(pipelines, table, auth, log).Handler()
 	mux.Handle("/v1/stages", api)
 	mux.Handle("/v1/stages/", api)
-	return &worker{handler: mux, table: table}, nil
+	// Every other path: a 404 in the error envelope, not net/http's text (nor, for a path with
+	// . or .. segments, a redirect with an HTML body).
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no such endpoint: "+httpjson.Echo(r.Method+" "+r.URL.Path))
+	})
+	return &worker{handler: httpjson.WithRequestID(httpjson.RefuseUncleanPaths(mux)), table: table}, nil
 }

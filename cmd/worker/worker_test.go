@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -232,6 +233,35 @@ func TestHealthz(t *testing.T) {
 		t.Fatalf("healthz: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// Every path the worker does not serve is a 404 in the error envelope: net/http answered an
+// unknown path with "404 page not found" in text/plain and a path with .. segments with a 307
+// to the cleaned path and an HTML body.
+func TestUnknownAndUncleanPathsAre404sInTheEnvelope(t *testing.T) {
+	s := newStack(t)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/nope", "/", "/v1/blobs/../../worker-token", "/v1/blobs/./x.png", "//healthz"} {
+		req, _ := http.NewRequest(http.MethodGet, s.worker.URL+path, nil)
+		req.URL.Opaque = path // sent as written, not cleaned by the client
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct {
+				Code, Message string
+				RequestID     string `json:"request_id"`
+			} `json:"error"`
+		}
+		decodeErr := json.NewDecoder(resp.Body).Decode(&body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || decodeErr != nil || body.Error.Code != "not_found" ||
+			body.Error.RequestID == "" || body.Error.RequestID != resp.Header.Get("X-Request-Id") || resp.Header.Get("Location") != "" {
+			t.Errorf("GET %s = %d %+v (%v), Location %q; want a 404 not_found in the envelope with its request id",
+				path, resp.StatusCode, body, decodeErr, resp.Header.Get("Location"))
+		}
+	}
 }
 
 func TestEndToEndShortThroughTheProtocol(t *testing.T) {

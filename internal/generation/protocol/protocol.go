@@ -83,10 +83,11 @@ type ErrorDetail struct {
 
 // Error codes the protocol defines.
 const (
-	CodeInvalidRequest = "invalid_request"
-	CodeUnsupported    = "unsupported"
-	CodeUnauthorized   = "unauthorized"
-	CodeNotFound       = "not_found"
-	CodeBusy           = "busy"
-	CodeInternal       = "internal"
+	CodeInvalidRequest   = "invalid_request"
+	CodeUnsupported      = "unsupported"
+	CodeUnauthorized     = "unauthorized"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeBusy             = "busy"
+	CodeInternal         = "internal"
 )

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
@@ -57,6 +58,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+protocol.StagesPath, s.authed(s.submit))
 	mux.HandleFunc("GET "+protocol.StagesPath+"/{id}", s.authed(s.observe))
 	mux.HandleFunc("POST "+protocol.StagesPath+"/{id}/cancel", s.authed(s.cancel))
+	// The same paths with another method, and paths under them that are none of these: the
+	// protocol's error shape (after the token, like every call), not net/http's text.
+	mux.HandleFunc(protocol.StagesPath, s.authed(methodNotAllowed(http.MethodPost)))
+	mux.HandleFunc(protocol.StagesPath+"/{id}", s.authed(methodNotAllowed(http.MethodGet+", "+http.MethodHead)))
+	mux.HandleFunc(protocol.StagesPath+"/{id}/cancel", s.authed(methodNotAllowed(http.MethodPost)))
+	mux.HandleFunc("/", s.authed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, protocol.CodeNotFound, "no such endpoint: "+r.Method+" "+truncate(r.URL.Path, 200))
+	}))
 	return mux
 }
 
@@ -140,6 +149,21 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, protocol.CodeMethodNotAllowed, truncate(r.Method, 32)+" is not allowed here; allowed: "+allow)
+	}
+}
+
+// truncate cuts s to n bytes: an answer does not carry a long path back in full.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 func writeError(w http.ResponseWriter, code int, errCode, message string) {

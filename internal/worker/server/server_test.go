@@ -115,6 +115,42 @@ func TestRefusalsUseTheErrorShape(t *testing.T) {
 	}
 }
 
+// A wrong method on a protocol path, or a path under /v1/stages that is none, is answered in
+// the protocol's error shape (it was net/http's text/plain "Method Not Allowed" and "404 page
+// not found"), and only to a caller with the token.
+func TestWrongMethodsAndPathsUseTheErrorShapeAfterTheToken(t *testing.T) {
+	srv := newServer(t, "tok")
+	cases := []struct {
+		method, path, token string
+		code                int
+		errCode, allow      string
+	}{
+		{"GET", "/v1/stages", "tok", 405, "method_not_allowed", "POST"},
+		{"DELETE", "/v1/stages/stg_x", "tok", 405, "method_not_allowed", "GET, HEAD"},
+		{"GET", "/v1/stages/stg_x/cancel", "tok", 405, "method_not_allowed", "POST"},
+		{"GET", "/v1/stages/stg_x/cancel/more", "tok", 404, "not_found", ""},
+		{"GET", "/v1/stages", "", 401, "unauthorized", ""},
+		{"GET", "/v1/stages/stg_x/cancel/more", "wrong", 401, "unauthorized", ""},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		decodeErr := json.NewDecoder(resp.Body).Decode(&body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != c.code || decodeErr != nil || errorCode(body) != c.errCode || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s (token %q) = %d %v Allow %q (%v), want %d %s Allow %q",
+				c.method, c.path, c.token, resp.StatusCode, body, resp.Header.Get("Allow"), decodeErr, c.code, c.errCode, c.allow)
+		}
+	}
+}
+
 func TestCancelStopsAStageAndForgivesUnknownIDs(t *testing.T) {
 	srv := newServer(t, "")
 	_, st := call(t, "POST", srv.URL+"/v1/stages", "", `{"key":"k","capability":"slow","stage":"render"}`)
