@@ -90,6 +90,24 @@ func TestLedgerAuthRefusesAWrongTokenWith401AndNoErrorLine(t *testing.T) {
 			t.Errorf("%s: body %q, want {\"error\":{\"code\":%q,…}}", c.name, body, c.code)
 		}
 	}
+	// The manager's /metrics (--metrics-secure) takes the same filter.
+	filter, err := reviewedCallers(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := filter(zap.New(zap.WriteTo(&logged), zap.Level(zapcore.InfoLevel)), http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for token, want := range map[string]int{"x": http.StatusUnauthorized, other: http.StatusForbidden} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		metrics.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("/metrics with token %.8s…: status %d (%s), want %d", token, rec.Code, rec.Body, want)
+		}
+	}
 	if strings.Contains(logged.String(), `"level":"error"`) {
 		t.Errorf("refused callers were logged as errors:\n%s", logged.String())
 	}
