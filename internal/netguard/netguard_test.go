@@ -33,6 +33,9 @@ func TestCheckURL(t *testing.T) {
 		"http:///nohost",
 		"not a url at all\x7f",
 		"http://[64:ff9b::a00:1]/x", // NAT64 of 10.0.0.1
+		"http://[::a9fe:a9fe]/x",    // IPv4-compatible 169.254.169.254
+		"http://[::7f00:1]/x",       // IPv4-compatible 127.0.0.1
+		"http://[::ffff:0:a00:1]/x", // SIIT IPv4-translated 10.0.0.1
 		"http://2130706433/x",       // 127.0.0.1 as one number
 		"http://0177.0.0.1/x",       // octal
 		"http://0x7f.0.0.1/x",       // hex
