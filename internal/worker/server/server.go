@@ -8,8 +8,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,7 +75,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	var req protocol.StageRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "the body is not a stage request: "+err.Error())
+		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "the body is not a stage request: "+describeDecodeError(err))
 		return
 	}
 	fn, err := s.prep.Prepare(req)
@@ -149,6 +152,48 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// describeDecodeError says what is wrong with a body in the protocol's terms (the JSON field,
+// the byte), not encoding/json's ("Go struct field StageRequest.key of type string").
+func describeDecodeError(err error) string {
+	var (
+		typeErr   *json.UnmarshalTypeError
+		syntaxErr *json.SyntaxError
+		timeErr   *time.ParseError
+		maxErr    *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return "field " + typeErr.Field + " must be a JSON " + jsonKind(typeErr.Type.Kind()) + ", not " + typeErr.Value
+	case errors.As(err, &typeErr):
+		return "it must be a JSON object, not " + typeErr.Value
+	case errors.As(err, &syntaxErr):
+		return "malformed JSON at byte " + strconv.FormatInt(syntaxErr.Offset, 10)
+	case errors.As(err, &timeErr):
+		return "deadline must be an RFC 3339 time"
+	case errors.As(err, &maxErr):
+		return "it is larger than " + strconv.FormatInt(maxErr.Limit, 10) + " bytes"
+	case errors.Is(err, io.EOF):
+		return "the body is empty"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body ends too early"
+	}
+	return "malformed JSON"
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	}
+	return "number"
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

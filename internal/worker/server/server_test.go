@@ -151,6 +151,29 @@ func TestWrongMethodsAndPathsUseTheErrorShapeAfterTheToken(t *testing.T) {
 	}
 }
 
+// A malformed submission is described in the protocol's terms, not encoding/json's: no
+// "Go struct field StageRequest.key", no time layout "2006-01-02T15:04:05Z07:00".
+func TestMalformedSubmissionsAreDescribedWithoutGoInternals(t *testing.T) {
+	srv := newServer(t, "")
+	for body, want := range map[string]string{
+		`{"key":5}`: "field key must be a JSON string, not number",
+		`{"key":"k","capability":"video.template","stage":"analyze","inputs":[]}`:           "field inputs must be a JSON object, not array",
+		`{"key":"k","capability":"video.template","stage":"analyze","duration":"5"}`:        "field duration must be a JSON number, not string",
+		`{"key":"k","capability":"video.template","stage":"analyze","deadline":"tomorrow"}`: "deadline must be an RFC 3339 time",
+		`[]`:        "it must be a JSON object, not array",
+		`{"key":`:   "the body ends too early",
+		`{"key" 1}`: "malformed JSON at byte",
+		``:          "the body is empty",
+	} {
+		code, out := call(t, "POST", srv.URL+"/v1/stages", "", body)
+		e, _ := out["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if code != 400 || !strings.Contains(msg, want) || strings.Contains(msg, "Go ") || strings.Contains(msg, "2006") || strings.Contains(msg, "json:") {
+			t.Errorf("POST %s = %d %q, want 400 saying %q", body, code, msg, want)
+		}
+	}
+}
+
 func TestCancelStopsAStageAndForgivesUnknownIDs(t *testing.T) {
 	srv := newServer(t, "")
 	_, st := call(t, "POST", srv.URL+"/v1/stages", "", `{"key":"k","capability":"slow","stage":"render"}`)
