@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/transport"
 
@@ -69,6 +70,11 @@ func Handler(l *Ledger) http.Handler {
 			writeError(w, http.StatusBadRequest, codeInvalid, "the task's namespace is not the path's", nil)
 			return
 		}
+		// What the caller sent wrong is a 400, not a 500 from deep in CreateTask.
+		if req.Price < 0 || req.Task.Name == "" {
+			writeError(w, http.StatusBadRequest, codeInvalid, "a task needs a name and a price of 0 or more", nil)
+			return
+		}
 		task, err := l.CreateTask(r.Context(), req.Task, req.Price)
 		if err != nil {
 			writeLedgerError(w, err)
@@ -103,6 +109,8 @@ func writeLedgerError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusForbidden, codeAccountClosing, err.Error(), nil)
 	case errors.Is(err, ErrTaskExists):
 		writeError(w, http.StatusConflict, codeTaskExists, err.Error(), nil)
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		writeError(w, http.StatusBadRequest, codeInvalid, err.Error(), nil) // the kube-apiserver refused the task
 	default:
 		writeError(w, http.StatusInternalServerError, codeInternal, err.Error(), nil)
 	}

@@ -2,12 +2,14 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,4 +131,26 @@ func TestACallerThatGivesUpIsNotANoAnswer(t *testing.T) {
 
 func taskNamed(namespace, name string) *videogenv1alpha1.VideoTask {
 	return &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+}
+
+// A create the caller got wrong (a negative price, a task without a name) is a 400 naming what
+// is wrong, not a 500: the ledger endpoint's errors are the REST apiserver's to map.
+func TestTheLedgerEndpointRefusesABadCreateWith400(t *testing.T) {
+	srv := httptest.NewServer(Handler(&Ledger{}))
+	defer srv.Close()
+	for _, body := range []string{
+		`{"price":-100,"task":{"metadata":{"name":"t","namespace":"team"}}}`,
+		`{"price":10,"task":{"metadata":{"namespace":"team"}}}`,
+	} {
+		resp, err := http.Post(srv.URL+"/ledger/v1/namespaces/team/tasks", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e errorBody
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || e.Error.Code != codeInvalid {
+			t.Errorf("%s: %d %+v, want 400 %s", body, resp.StatusCode, e.Error, codeInvalid)
+		}
+	}
 }
