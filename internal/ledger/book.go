@@ -259,6 +259,17 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 	_, inJournal := b.journalEntry(t.UID)
 
 	switch {
+	case ev.ended && ev.settledAs == videogenv1alpha1.ChargeDeducted && !inJournal && (e.state == held || e.state == charging):
+		// Deducted, though the charge that comes before it is not in the journal: the status
+		// was written by hand (the controller writes Deducted only after its charge landed;
+		// only the manager's role may write task statuses). The task says it succeeded, so
+		// it is charged from its hold, and the entry goes in the write after.
+		if _, ok := b.queued[t.UID]; !ok {
+			b.queued[t.UID] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalCharge, Name: t.Name, UID: t.UID,
+				Amount: e.price, Result: t.Status.Result.DeepCopy()}
+		}
+		b.fates[t.UID] = fateDeducted
+		b.set(e, charging)
 	case ev.ended:
 		if inJournal {
 			switch ev.settledAs {

@@ -367,7 +367,7 @@ func (l *Ledger) landed(b *book, p *plan, written *videogenv1alpha1.PointAccount
 				if t.state == charging {
 					b.set(t, charged)
 				}
-			} else {
+			} else if b.fates[q.UID] == fateUnknown {
 				b.fates[q.UID] = fateCheck // deleted while its charge waited: read it before forgetting
 			}
 			pointsMoved.WithLabelValues(b.namespace, "deduct").Add(float64(q.Amount))

@@ -683,3 +683,54 @@ func expectDeposed(t *testing.T, l *Ledger) {
 		t.Fatal("the fenced ledger did not tell its Start: its manager would keep running, deciding nothing")
 	}
 }
+
+// A task's status written by hand to Succeeded and Deducted (only a cluster admin can: the
+// manager alone has the role to write task statuses), while its points are held or while its
+// charge waits for the account's next write: the ledger wrote no charge, and the task says it
+// succeeded, so it is charged from its hold. Before, its hold ended with nothing charged, or
+// the waiting charge was dropped: free work, and spent below the sum of succeeded tasks' costs.
+func TestADeductedStatusTheLedgerDidNotChargeIsCharged(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		chargeAsked  bool // the controller asked for the charge first
+		closedAtOnce bool // the task left the open tasks before the account was written
+	}{
+		{name: "held"},
+		{name: "charging", chargeAsked: true},
+		{name: "held, then closed", closedAtOnce: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 100)
+			// A writer that waits on a clock the test steps: nothing is written between the
+			// charge asked for and the hand-written status.
+			clk := clocktesting.NewFakeClock(time.Now())
+			l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) { cfg.Clock, cfg.WriteInterval = clk, time.Second })
+			settle := func() *videogenv1alpha1.PointAccount {
+				t.Helper()
+				must(t, wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					clk.Step(time.Second)
+					b := l.book(h.ns)
+					b.mu.Lock()
+					defer b.mu.Unlock()
+					return !b.flushing && !b.dirty && len(b.queued) == 0 && len(b.account.Status.Journal) == 0, nil
+				}))
+				return h.account()
+			}
+			task := h.create(l, "t", 10)
+			h.books(settle(), 100, 0, 10)
+			if tc.chargeAsked {
+				if done, err := l.Charge(task, &videogenv1alpha1.TaskResult{URL: "https://media.example/out/t.mp4"}); done || err != nil {
+					t.Fatalf("Charge: %v %v, want it queued", done, err)
+				}
+			}
+			forged := h.writeStatus(l, task, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, tc.closedAtOnce))
+			if tc.closedAtOnce {
+				h.feedDelete(l, forged) // it left the open tasks' cache
+			}
+			h.books(settle(), 100, 10, 0)
+			if f := h.figures(l); f.Spent != 10 || f.Frozen != 0 || f.Balance != 90 {
+				t.Fatalf("the ledger's figures %+v: want spent 10, frozen 0, balance 90", f)
+			}
+		})
+	}
+}
