@@ -30,6 +30,7 @@ func NewHandler(svc *Service, auth *TokenAuth, opts ...connect.HandlerOption) (s
 	}
 	defaults := append([]connect.HandlerOption{
 		connect.WithReadMaxBytes(DefaultReadMaxBytes),
+		boundedGzipOption(),
 		connect.WithRecover(svc.recoverHandler),
 	}, codecs()...)
 	path, h := eventsv1connect.NewEventServiceHandler(svc, append(defaults, opts...)...)
