@@ -1,0 +1,179 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Interleavings found by an adversarial review of the ledger: each test forces one, step by
+// step, and checks the invariants docs/ledger.md claims.
+
+// stepped is a ledger whose writer waits on a clock the test steps: nothing is written between
+// two steps of a test unless it settles.
+type stepped struct {
+	h   *harness
+	l   *Ledger
+	clk *clocktesting.FakeClock
+}
+
+func (h *harness) stepped(identity string, configure func(*Config)) *stepped {
+	h.t.Helper()
+	clk := clocktesting.NewFakeClock(time.Now())
+	l := h.startWith(h.ctx, identity, func(cfg *Config) {
+		cfg.Clock, cfg.WriteInterval = clk, time.Second
+		if configure != nil {
+			configure(cfg)
+		}
+	})
+	s := &stepped{h: h, l: l, clk: clk}
+	s.settle() // the write that install schedules
+	return s
+}
+
+// settle steps the clock until the account's status caught up with the books. The writer
+// sleeps an interval after each write before it looks for more, so settle ends with its
+// clock an interval past the last write; it then dates the last write now, so that the next
+// one waits for the next settle: what the test does between two settles is not written.
+func (s *stepped) settle() *videogenv1alpha1.PointAccount {
+	s.h.t.Helper()
+	b := s.l.book(s.h.ns)
+	must(s.h.t, wait.PollUntilContextTimeout(s.h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		b.mu.Lock()
+		done := !b.flushing && !b.dirty && len(b.queued) == 0
+		if done {
+			b.lastWrite = s.clk.Now()
+		}
+		b.mu.Unlock()
+		if !done && s.clk.HasWaiters() {
+			s.clk.Step(time.Second)
+		}
+		return done, nil
+	}))
+	return s.h.account()
+}
+
+// chargeQueued asks for a held task's charge and checks that it waits for the next write.
+func (s *stepped) chargeQueued(t *videogenv1alpha1.VideoTask) {
+	s.h.t.Helper()
+	done, err := s.l.Charge(t, &videogenv1alpha1.TaskResult{URL: "https://media.example/out/" + t.Name + ".mp4"})
+	if done || err != nil {
+		s.h.t.Fatalf("Charge(%s): %v %v, want it queued", t.Name, done, err)
+	}
+}
+
+// A task whose charge is queued leaves the books before the account is written (it is deleted;
+// or it is replaced by a task of the same name, whose event drops it): drop ends its hold, and
+// then the write that lands its charge ends that hold a second time (apply takes every queued
+// charge's amount off frozen, as if the task still held it). The account's status then shows
+// the other tasks' holds short by the dropped task's price, and the balance that much higher,
+// until something else dirties the books.
+//
+// Interleaving: a and b held; Charge(a) queued; a deleted (its delete event, or the Add of a
+// new task of the same name); the account written.
+func TestAChargeQueuedForADroppedTaskDoesNotEndOtherHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recreate bool // a's name is used again, by a task made with kubectl
+	}{
+		{name: "deleted"},
+		{name: "re-created under the same name", recreate: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 100)
+			s := h.stepped("ledger-2", nil)
+			a := h.create(s.l, "a", 10)
+			h.create(s.l, "b", 30)
+			h.books(s.settle(), 100, 0, 40)
+
+			s.chargeQueued(a)
+			must(t, k8s.Delete(h.ctx, a))
+			if tc.recreate {
+				again := h.task("a")
+				must(t, k8s.Create(h.ctx, again))
+				h.feed(s.l, again) // the informer's Add of the new "a" drops the old one
+			} else {
+				h.feedDelete(s.l, a)
+			}
+			if f := h.figures(s.l); f.Frozen != 30 || f.Holds != 1 || f.Spent != 0 {
+				t.Fatalf("the books before the write: %+v, want b's 30 frozen, a's charge queued", f)
+			}
+			acct := s.settle()
+			// b still holds 30; a's 10 are spent (its work was done).
+			if st := acct.Status; st.Holds != 1 {
+				t.Errorf("the account's status shows %d holds, want 1 (b)", st.Holds)
+			}
+			h.books(acct, 100, 10, 30)
+		})
+	}
+}
+
+// CreateTask counts its hold under the task's name before it creates the task, with no UID
+// yet, and unlocks the books for the create. If a task of that name already exists that the
+// books have not seen (made with kubectl a moment before: its event is on its way; the REST
+// name is derived from the Idempotency-Key, so the caller knows it), its event fills the
+// pending entry's UID, and until the create's AlreadyExists relocks the books, View says the
+// kubectl task is Held, at the REST request's price. The controller then runs it at that price
+// without Admit: a task quoted at 80 points holds 1.
+//
+// Interleaving: kubectl creates "t" (costly); REST CreateTask("t", price 1) counts a pending
+// hold; the informer's Add of the kubectl "t" arrives; the controller reconciles it (View,
+// then its Frozen status write at the view's price); the REST create fails AlreadyExists.
+func TestACreateOfAnExistingNameDoesNotAdmitTheOtherTask(t *testing.T) {
+	h := newHarness(t, 100)
+	existing := h.task("t")
+	existing.Spec.Inputs.SourceVideoURL = "https://media.example/a-long-costly-one.mp4"
+
+	var during View
+	latest := existing // the newest copy of the kubectl task
+	l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+		inner := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == existing.Name {
+					h.feed(h.l, existing) // h.l is set below, before CreateTask
+					v, err := h.l.View(existing)
+					must(t, err)
+					during = v
+					if v.Standing == Held {
+						// The controller records the hold it was told of, at the view's price.
+						latest = h.writeStatus(h.l, existing, func(st *videogenv1alpha1.VideoTaskStatus) {
+							st.Phase, st.Charge, st.Cost = videogenv1alpha1.TaskQueued, videogenv1alpha1.ChargeFrozen, &v.Price
+						})
+					}
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+	})
+	h.l = l
+	must(t, k8s.Create(h.ctx, existing)) // its event is not delivered yet
+	if _, err := l.CreateTask(h.ctx, h.task("t"), 1); !errors.Is(err, ErrTaskExists) {
+		t.Fatalf("the REST create of a name in use: %v, want ErrTaskExists", err)
+	}
+	if during.Standing != Unadmitted {
+		t.Errorf("while the REST create ran, the kubectl task (never admitted) was %+v, want Unadmitted", during)
+	}
+	if v, err := l.View(latest); err != nil || v.Standing == Held {
+		t.Errorf("after the REST create failed, the kubectl task is %+v (%v): it holds the REST request's price, never quoted for it", v, err)
+	}
+	if f := h.figures(l); f.Frozen != 0 {
+		t.Errorf("figures %+v: nothing was admitted, want nothing frozen", f)
+	}
+}
+
+// withWatch gives a client.Client the Watch that interceptor.NewClient needs (never called).
+type withWatch struct{ client.Client }
+
+func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("not watched")
+}
