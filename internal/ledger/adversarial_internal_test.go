@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +177,120 @@ type withWatch struct{ client.Client }
 
 func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("not watched")
+}
+
+// The subtle cases below were checked and hold; these tests pin them down.
+
+// A failover between a charge's account write and the task's Deducted status (the new rule of
+// observe: a Deducted status the books did not charge is charged from the hold must not take
+// this legitimate flow for a hand edit). The old manager's charge write lands but reports an
+// error, and the new manager's fence comes in the old one's pause before it looks again: the
+// old one finds the fence and stops; the new one's books find the charge in the journal (the
+// task Charged, not Held), and the Deducted status its controller writes forgets the entry:
+// spent once, journal empty. The old manager's controller writing Deducted too (it saw the
+// charge land, in another run of the same flow) changes nothing.
+func TestAChargeThatLandsJustBeforeAFenceIsCountedOnceByTheNewManager(t *testing.T) {
+	h := newHarness(t, 100)
+	var l2 *Ledger
+	var fenceErr error
+	var fenced atomic.Bool
+	l1 := h.startWith(h.ctx, "ledger-old", func(cfg *Config) {
+		inner := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				if a, ok := obj.(*videogenv1alpha1.PointAccount); ok && err == nil && len(a.Status.Journal) > 0 && fenced.CompareAndSwap(false, true) {
+					// The charge landed; before its answer, a new manager is elected.
+					l2, fenceErr = h.startQuietly("ledger-new")
+					return errLost
+				}
+				return err
+			},
+		})
+	})
+	task := h.create(l1, "t", 10)
+	if done, err := l1.Charge(task, &videogenv1alpha1.TaskResult{URL: "https://media.example/out/t.mp4"}); done || err != nil {
+		t.Fatalf("Charge: %v %v, want it queued", done, err)
+	}
+	b1 := l1.book(h.ns)
+	waitFor(t, func() bool { b1.mu.Lock(); defer b1.mu.Unlock(); return b1.fenced })
+	must(t, fenceErr)
+	expectDeposed(t, l1)
+
+	v, err := l2.View(task)
+	must(t, err)
+	if v.Standing != Charged || v.Result == nil {
+		t.Fatalf("the new manager's view: %+v, want Charged with the result", v)
+	}
+	done := h.writeStatus(l2, task, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, false))
+	h.feed(l2, done)
+	h.feed(l2, task) // a lagging informer's older copy changes nothing
+	closed := h.writeStatus(l2, done, func(st *videogenv1alpha1.VideoTaskStatus) { st.Closed = true })
+	h.feedDelete(l2, closed)
+	a := h.settle(l2)
+	h.books(a, 100, 10, 0)
+	if len(a.Status.Journal) != 0 {
+		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+	}
+	if f := h.figures(l2); f.Spent != 10 || f.Frozen != 0 || f.Holds != 0 {
+		t.Fatalf("the new manager's figures %+v", f)
+	}
+}
+
+// startQuietly builds a ledger's books as start does, returning the error instead of failing
+// the test (for a fault hook, which runs on another goroutine).
+func (h *harness) startQuietly(identity string) (*Ledger, error) {
+	signer, err := NewSigner(testKey)
+	if err != nil {
+		return nil, err
+	}
+	l := New(Config{Client: h.faults.client(), Reader: k8s, Signer: signer, Identity: identity, WriteInterval: 20 * time.Millisecond})
+	l.ctx = h.ctx
+	if err := l.build(h.ctx, h.ns); err != nil {
+		return nil, err
+	}
+	l.ready.Store(true)
+	return l, nil
+}
+
+// A top-up, a debit and a charge share one account write, which lands and reports an error
+// twice: each retry writes the same absolute figures, so each is counted once, and the
+// top-ups' balances read as a sequence.
+func TestATopUpADebitAndAChargeInOneWriteThatLandsButFails(t *testing.T) {
+	h := newHarness(t, 100)
+	s := h.stepped("ledger-2", nil)
+	task := h.create(s.l, "t", 10)
+	h.books(s.settle(), 100, 0, 10)
+
+	credit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "credit"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 50, Reference: "INV-50"}}
+	debit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "debit"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -20, Reference: "CORR-20", Note: "correction"}}
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
+		must(t, k8s.Create(h.ctx, tu))
+		if out, err := s.l.ApplyTopUp(tu); err != nil || !out.Queued {
+			t.Fatalf("%s: %+v %v, want it queued", tu.Name, out, err)
+		}
+	}
+	if f := h.figures(s.l); f.Balance != 70 {
+		t.Fatalf("figures %+v: the queued debit counts at once, the credit once written", f)
+	}
+	s.chargeQueued(task)
+	h.faults.accountUpdates.Store(2)
+	a := s.settle()
+	if n := h.faults.accountUpdates.Load(); n > 0 {
+		t.Fatalf("%d of the writes that land and fail are left: the test did not run its faults", n)
+	}
+	h.books(a, 130, 10, 0)
+	if len(a.Status.Journal) != 3 {
+		t.Fatalf("journal %+v: want the charge and the two top-ups once each", a.Status.Journal)
+	}
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
+		if out, err := s.l.ApplyTopUp(tu); err != nil || !out.Applied {
+			t.Fatalf("%s again: %+v %v, want Applied, not queued again", tu.Name, out, err)
+		}
+	}
+	if f := h.figures(s.l); f.Balance != 120 || f.Credited != 130 || f.Spent != 10 {
+		t.Fatalf("figures %+v", f)
+	}
 }
