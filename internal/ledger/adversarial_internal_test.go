@@ -294,3 +294,53 @@ func TestATopUpADebitAndAChargeInOneWriteThatLandsButFails(t *testing.T) {
 		t.Fatalf("figures %+v", f)
 	}
 }
+
+// An earlier manager's refund of a task lands late (docs/ledger.md, rule 4) while this
+// ledger's write of the task's charge is on its way: observe takes the queued charge back (the
+// task says Refunded), but the write already carries it. landed then skips the entry (it is no
+// longer queued) and no fate is set for it (observe looked for it in the journal before the
+// write landed), so the account keeps spent += price for a task that says Refunded, and the
+// entry stays in the journal (Tidy reads only entries whose task left the books) until some
+// newer copy of the task comes (its close, which waits for its webhook).
+//
+// Interleaving: t held; Charge(t) queued; the writer plans and sends the write; the late
+// Refunded status lands and its event is observed; the write lands.
+func TestALateRefundSeenWhileItsChargeIsWrittenGivesThePointsBack(t *testing.T) {
+	h := newHarness(t, 100)
+	var task *videogenv1alpha1.VideoTask
+	var once atomic.Bool
+	var hookErr error
+	var l *Ledger
+	s := h.stepped("ledger-2", func(cfg *Config) {
+		inner := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if a, ok := obj.(*videogenv1alpha1.PointAccount); ok && task != nil && len(a.Status.Journal) > 0 && once.CompareAndSwap(false, true) {
+					// The earlier manager's refund lands now, and the informer brings it.
+					refunded := task.DeepCopy()
+					ended(videogenv1alpha1.ChargeRefunded, videogenv1alpha1.TaskFailed, false)(&refunded.Status)
+					if hookErr = k8s.Status().Update(ctx, refunded); hookErr == nil {
+						h.feed(l, refunded)
+					}
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		})
+	})
+	l = s.l
+	task = h.create(l, "t", 10)
+	h.books(s.settle(), 100, 0, 10)
+	s.chargeQueued(task)
+	s.settle()
+	must(t, hookErr)
+	if !once.Load() {
+		t.Fatal("the refund did not land during the charge's write")
+	}
+	l.Tidy(h.ns) // as the PointAccount controller does while the journal is not empty
+	a := s.settle()
+	// The task says Refunded: nothing is spent for it, and its entry goes.
+	h.books(a, 100, 0, 0)
+	if len(a.Status.Journal) != 0 {
+		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+	}
+}
