@@ -344,3 +344,37 @@ func TestALateRefundSeenWhileItsChargeIsWrittenGivesThePointsBack(t *testing.T) 
 		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
 	}
 }
+
+// A task made with kubectl whose backend answers at once: Admit counts it (pending), and the
+// charge is asked for in the same reconcile, before any status write records the hold. A newer
+// copy without the admission (someone annotates the task) means "the admission's write did not
+// land" only for a pending task; a charging one keeps its hold and its charge: spent once.
+func TestAKubectlTaskChargedBeforeItsHoldIsWrittenKeepsItsCharge(t *testing.T) {
+	h := newHarness(t, 100)
+	s := h.stepped("ledger-2", nil)
+	task := h.task("k")
+	must(t, k8s.Create(h.ctx, task))
+	h.feed(s.l, task)
+	must(t, s.l.Admit(task, 10))
+	s.chargeQueued(task)
+	annotated := task.DeepCopy()
+	annotated.Annotations = map[string]string{"note": "x"}
+	must(t, k8s.Update(h.ctx, annotated))
+	h.feed(s.l, annotated)
+	if f := h.figures(s.l); f.Frozen != 10 || f.Holds != 1 {
+		t.Fatalf("figures %+v: the charging task lost its hold", f)
+	}
+	h.books(s.settle(), 100, 10, 0)
+	v, err := s.l.View(annotated)
+	must(t, err)
+	if v.Standing != Charged {
+		t.Fatalf("view %+v, want Charged", v)
+	}
+	done := h.writeStatus(s.l, annotated, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, false))
+	h.feed(s.l, done)
+	a := s.settle()
+	h.books(a, 100, 10, 0)
+	if len(a.Status.Journal) != 0 {
+		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+	}
+}
