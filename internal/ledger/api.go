@@ -56,7 +56,7 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 		return View{}, ErrAccountNotFound
 	}
 	e := b.tasks[t.Name]
-	if e == nil || (e.uid != "" && e.uid != t.UID) {
+	if e == nil || (e.uid != "" && e.uid != t.UID) || (e.uid == "" && !e.createsTask(t)) {
 		// Only the ledger's own events add tasks to the books, in the order the kube-apiserver
 		// made them: a copy the controller holds cannot bring back a task that ended.
 		if e != nil && newer(e.rv, t.ResourceVersion) {
@@ -210,6 +210,8 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	if price < 0 {
 		return nil, fmt.Errorf("price %d is negative", price)
 	}
+	task = task.DeepCopy()
+	l.cfg.Signer.Sign(task, price) // outside the account's lock: it marshals the spec
 	b, err := l.lockBook(task.Namespace)
 	if err != nil {
 		return nil, err
@@ -226,14 +228,12 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		b.mu.Unlock()
 		return nil, &InsufficientBalanceError{Required: price, Available: max(avail, 0)}
 	}
-	e := &entry{price: price}
+	e := &entry{price: price, admission: task.Annotations[videogenv1alpha1.AnnotationAdmission]}
 	b.tasks[task.Name] = e
 	b.set(e, pending)
 	l.schedule(b)
 	b.mu.Unlock()
 
-	task = task.DeepCopy()
-	l.cfg.Signer.Sign(task, price)
 	err = l.cfg.Client.Create(ctx, task)
 	if err != nil && !apierrors.IsAlreadyExists(err) && !createRefused(err) {
 		// The create may have landed: look before saying it did not. (If it lands after the
@@ -256,11 +256,13 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		return task, nil
 	}
 	if err != nil {
-		if e.state == pending {
-			b.set(e, unadmitted)
-		}
-		if e.uid == "" {
-			delete(b.tasks, task.Name)
+		if e.admission != "" { // still this create's entry, not another task's of the name
+			if e.state == pending {
+				b.set(e, unadmitted)
+			}
+			if e.uid == "" {
+				delete(b.tasks, task.Name)
+			}
 		}
 		l.schedule(b)
 		if apierrors.IsAlreadyExists(err) {

@@ -47,8 +47,18 @@ type entry struct {
 	// base is the resourceVersion a pending kubectl admission's status write starts from: a
 	// newer copy without the admission means the write did not land (and cannot any more).
 	base string
+	// admission is the signed annotation of the REST create this entry was counted for, while
+	// that create has no task yet (uid ""): only a copy carrying it is that task. A task of the
+	// same name made otherwise (kubectl) takes the entry over, without the create's hold.
+	admission string
 	// refunded: its status says Refunded; frozenCounted: its freeze was counted (the metric).
 	refunded, frozenCounted bool
+}
+
+// createsTask reports whether t is (a copy of) the task the REST create counted in e makes, or
+// e was not counted for a create.
+func (e *entry) createsTask(t *videogenv1alpha1.VideoTask) bool {
+	return e.admission == "" || t.Annotations[videogenv1alpha1.AnnotationAdmission] == e.admission
 }
 
 // fate is what a charged task's status finally said, which decides its journal entry.
@@ -255,6 +265,12 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 	} else if e.rv != "" && !newer(t.ResourceVersion, e.rv) {
 		return e
 	}
+	if e.uid == "" && !e.createsTask(t) {
+		// Another task holds the name while a REST create of it is on its way (which will
+		// fail AlreadyExists): the entry is that task's now, without the create's hold.
+		b.set(e, unadmitted)
+		e.admission = ""
+	}
 	e.uid, e.rv = t.UID, t.ResourceVersion
 	_, inJournal := b.journalEntry(t.UID)
 
@@ -282,6 +298,14 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		if q, ok := b.queued[t.UID]; ok && q.Kind == videogenv1alpha1.JournalCharge {
 			// Refunded by an earlier manager's write that landed late: no charge after all.
 			delete(b.queued, t.UID)
+			if b.writing {
+				// The write on its way may carry it: if it lands, the entry gives its points
+				// back in the write after (landed forgets this fate otherwise).
+				b.fates[t.UID] = fateOfSource(t)
+				if b.fates[t.UID] == fateUnknown {
+					b.fates[t.UID] = fateCheck
+				}
+			}
 		}
 		e.refunded = ev.settledAs == videogenv1alpha1.ChargeRefunded
 		b.set(e, settled)

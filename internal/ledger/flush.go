@@ -103,7 +103,7 @@ type plan struct {
 	base    *videogenv1alpha1.PointAccount
 	entries []videogenv1alpha1.JournalEntry // queued, to add unless already in the journal
 	fates   map[types.UID]fate              // of the entries already in the journal
-	frozen  int64                           // the books' frozen, charges of entries included
+	frozen  int64                           // the books' frozen once this write lands: the charges it carries no longer hold
 	holds   int32
 	now     metav1.Time
 }
@@ -147,7 +147,14 @@ func (l *Ledger) plan(b *book) *plan {
 		now:    metav1.NewTime(l.cfg.Clock.Now()),
 	}
 	for _, uid := range slices.Sorted(maps.Keys(b.queued)) {
-		p.entries = append(p.entries, b.queued[uid])
+		q := b.queued[uid]
+		p.entries = append(p.entries, q)
+		// Its hold becomes spent in this write; a task dropped since (deleted, or replaced by
+		// one of the same name) holds nothing already, though its charge is still written.
+		if e := b.tasks[q.Name]; q.Kind == videogenv1alpha1.JournalCharge && e != nil && e.uid == q.UID && e.state == charging {
+			p.frozen -= q.Amount
+			p.holds--
+		}
 	}
 	for _, j := range b.account.Status.Journal {
 		p.fates[j.UID] = b.fateOf(j)
@@ -271,10 +278,6 @@ func apply(acct *videogenv1alpha1.PointAccount, p *plan) {
 	frozen, holds := p.frozen, p.holds
 	var added []int
 	for _, e := range p.entries {
-		if e.Kind == videogenv1alpha1.JournalCharge {
-			frozen -= e.Amount // its hold becomes spent in this write
-			holds--
-		}
 		if inJournal[e.UID] {
 			continue // landed with an earlier attempt
 		}
@@ -388,6 +391,11 @@ func (l *Ledger) landed(b *book, p *plan, written *videogenv1alpha1.PointAccount
 		}
 		delete(b.fates, uid)
 		delete(b.topUpsShown, uid)
+	}
+	for uid := range b.fates {
+		if _, queued := b.queued[uid]; !queued && !inJournal[uid] {
+			delete(b.fates, uid) // a charge taken back while a write was on its way that did not carry it
+		}
 	}
 	if !written.DeletionTimestamp.IsZero() {
 		l.requeueAccount(b.namespace)
