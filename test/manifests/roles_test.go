@@ -149,6 +149,35 @@ func TestBuiltInRolesCoverTheTenantKinds(t *testing.T) {
 			t.Errorf("%s %s %s/%s in %q: allowed=%v, want %v", k.user, k.verb, k.resource, k.sub, k.namespace, sar.Status.Allowed, k.allowed)
 		}
 	}
+
+	// docs/deploy.md gives an account's users videogen-edit and videogen-view alone where the Job
+	// backend runs stages in their namespace: those reach none of the namespace's Secrets, Pods
+	// or Jobs (the built-in edit does, which is why it is not enough there).
+	for _, k := range []struct {
+		user, verb, group, resource, sub string
+		allowed                          bool
+	}{
+		{"bo-videogen-edit", "get", "", "secrets", "", false},
+		{"bo-videogen-edit", "create", "", "pods", "exec", false},
+		{"bo-videogen-edit", "get", "", "pods", "", false},
+		{"bo-videogen-edit", "delete", "batch", "jobs", "", false},
+		{"bo-videogen-edit", "impersonate", "", "serviceaccounts", "", false},
+		{"ed-edit", "get", "", "secrets", "", true},
+		{"ed-edit", "delete", "batch", "jobs", "", true},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: k.user, Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: k.verb, Group: k.group, Resource: k.resource, Subresource: k.sub,
+			},
+		}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != k.allowed {
+			t.Errorf("%s %s %s/%s (%q) in %q: allowed=%v, want %v", k.user, k.verb, k.resource, k.sub, k.group, ns, sar.Status.Allowed, k.allowed)
+		}
+	}
 }
 
 // aggregateClusterRoles does what kube-controller-manager's clusterrole-aggregation controller
