@@ -150,6 +150,49 @@ func TestBuiltInRolesCoverTheTenantKinds(t *testing.T) {
 		}
 	}
 
+	// A platform administrator bound as docs/deploy.md says (videogen-platform-admin, and
+	// videogen-platform-admin-keys in the operator's namespace) reads the PaymentEvents there and
+	// asks for a redelivery (an annotation), as the README and the alerts' runbook tell them to;
+	// no account's namespace is opened by it.
+	const system = "videogen-system"
+	pat := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pat-platform"}}
+	for _, obj := range []client.Object{
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pat-platform-admin"}, Subjects: pat,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "videogen-platform-admin"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: "pat-platform-keys"}, Subjects: pat,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "videogen-platform-admin-keys"}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []struct {
+		verb, resource, namespace string
+		allowed                   bool
+	}{
+		{"list", "paymentevents", system, true},
+		{"get", "paymentevents", system, true},
+		{"watch", "paymentevents", system, true},
+		{"patch", "paymentevents", system, true}, // videogen.dev/redeliver
+		{"delete", "paymentevents", system, false},
+		{"update", "paymentevents", system, false},
+		{"list", "paymentevents", ns, false},
+		{"create", "pointtopups", ns, true},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "pat-platform", Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: k.namespace, Verb: k.verb, Group: "videogen.dev", Resource: k.resource,
+			},
+		}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != k.allowed {
+			t.Errorf("platform admin %s %s in %q: allowed=%v, want %v", k.verb, k.resource, k.namespace, sar.Status.Allowed, k.allowed)
+		}
+	}
+
 	// docs/deploy.md gives an account's users videogen-edit and videogen-view alone where the Job
 	// backend runs stages in their namespace: those reach none of the namespace's Secrets, Pods
 	// or Jobs (the built-in edit does, which is why it is not enough there).
