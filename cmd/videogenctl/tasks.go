@@ -184,6 +184,12 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	}
 	var list videogenv1alpha1.VideoTaskList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if ns == "" && apierrors.IsForbidden(err) {
+			// An account's user, whose roles are in their namespace only: without -n this lists
+			// every account's tasks (the kubeconfig's namespace does not narrow it), which they
+			// may not, and the kube-apiserver's "at the cluster scope" does not say what to do.
+			return fmt.Errorf("%w; to list one account's tasks, name it: videogenctl task list -n ACCOUNT", err)
+		}
 		return err
 	}
 	sort.SliceStable(list.Items, func(i, j int) bool {

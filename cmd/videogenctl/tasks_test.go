@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -167,6 +168,39 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 }
 
 // A negative --limit is a usage error, not every task.
+// An account's user, allowed to read tasks in their namespace only, who lists tasks without -n
+// is told to name the account, not only that the cluster scope is forbidden.
+func TestTaskListWithoutAccountTellsATenantToNameIt(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "tasks-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"videogen.dev"}, Resources: []string{"videotasks"}, Verbs: []string{"get", "list", "watch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "alice-tasks"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asAlice := kubeconfigFor(t, env, envtest.User{Name: "alice"})
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", asAlice), &out)
+		return out.String(), err
+	}
+	if _, err := cli("task", "list"); err == nil || !strings.Contains(err.Error(), "videogenctl task list -n ACCOUNT") ||
+		!strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("task list without -n, as a tenant: %v", err)
+	}
+	var note bytes.Buffer
+	stderr = &note
+	t.Cleanup(func() { stderr = os.Stderr })
+	if _, err := cli("task", "list", "-n", "acme"); err != nil {
+		t.Errorf("task list -n acme, as a tenant: %v", err)
+	}
+}
+
 func TestTaskListRefusesNegativeLimit(t *testing.T) {
 	for _, use := range [][]string{{"task", "list"}, {"tasks"}} {
 		args := append(use, "--limit", "-1", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
