@@ -252,7 +252,7 @@ func describeTypeError(e *json.UnmarshalTypeError) error {
 	case kind >= reflect.Int && kind <= reflect.Uint64:
 		return badRequest("field %s must be an integer, not %s", field, sentValue(e.Value))
 	}
-	return badRequest("field %s must be %s, not %s", field, jsonKind(e.Type.Kind()), sentValue(e.Value))
+	return badRequest("field %s must be %s, not %s", field, httpjson.KindName(e.Type.Kind()), sentValue(e.Value))
 }
 
 // sentValue names what encoding/json found: "a string", "true or false", or the number itself.
@@ -281,22 +281,6 @@ func shorten(n string) string {
 		return n
 	}
 	return n[:32] + "… (" + strconv.Itoa(len(n)) + " digits)"
-}
-
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "a string"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	}
-	return "of another type"
 }
 
 // fieldChecker collects field validation for one request and reports the first problem.

@@ -11,13 +11,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 	"github.com/videogen-dev/videogen-operator/internal/worker/capability"
 	"github.com/videogen-dev/videogen-operator/internal/worker/jobs"
 )
@@ -165,7 +165,7 @@ func describeDecodeError(err error) string {
 	)
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return "field " + typeErr.Field + " must be a JSON " + jsonKind(typeErr.Type.Kind()) + ", not " + typeErr.Value
+		return "field " + typeErr.Field + " must be " + httpjson.KindName(typeErr.Type.Kind()) + ", not " + typeErr.Value
 	case errors.As(err, &typeErr):
 		return "it must be a JSON object, not " + typeErr.Value
 	case errors.As(err, &syntaxErr):
@@ -180,20 +180,6 @@ func describeDecodeError(err error) string {
 		return "the body ends too early"
 	}
 	return "malformed JSON"
-}
-
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	case reflect.Slice, reflect.Array:
-		return "array"
-	}
-	return "number"
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

@@ -156,9 +156,9 @@ func TestWrongMethodsAndPathsUseTheErrorShapeAfterTheToken(t *testing.T) {
 func TestMalformedSubmissionsAreDescribedWithoutGoInternals(t *testing.T) {
 	srv := newServer(t, "")
 	for body, want := range map[string]string{
-		`{"key":5}`: "field key must be a JSON string, not number",
-		`{"key":"k","capability":"video.template","stage":"analyze","inputs":[]}`:           "field inputs must be a JSON object, not array",
-		`{"key":"k","capability":"video.template","stage":"analyze","duration":"5"}`:        "field duration must be a JSON number, not string",
+		`{"key":5}`: "field key must be a string, not number",
+		`{"key":"k","capability":"video.template","stage":"analyze","inputs":[]}`:           "field inputs must be an object, not array",
+		`{"key":"k","capability":"video.template","stage":"analyze","duration":"5"}`:        "field duration must be a number, not string",
 		`{"key":"k","capability":"video.template","stage":"analyze","deadline":"tomorrow"}`: "deadline must be an RFC 3339 time",
 		`[]`:        "it must be a JSON object, not array",
 		`{"key":`:   "the body ends too early",
