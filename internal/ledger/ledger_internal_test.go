@@ -701,33 +701,23 @@ func TestADeductedStatusTheLedgerDidNotChargeIsCharged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 100)
-			// A writer that waits on a clock the test steps: nothing is written between the
-			// charge asked for and the hand-written status.
-			clk := clocktesting.NewFakeClock(time.Now())
-			l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) { cfg.Clock, cfg.WriteInterval = clk, time.Second })
-			settle := func() *videogenv1alpha1.PointAccount {
-				t.Helper()
-				must(t, wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-					clk.Step(time.Second)
-					b := l.book(h.ns)
-					b.mu.Lock()
-					defer b.mu.Unlock()
-					return !b.flushing && !b.dirty && len(b.queued) == 0 && len(b.account.Status.Journal) == 0, nil
-				}))
-				return h.account()
-			}
+			// Nothing is written between the charge asked for and the hand-written status.
+			s := h.stepped("ledger-2", nil)
+			l := s.l
 			task := h.create(l, "t", 10)
-			h.books(settle(), 100, 0, 10)
+			h.books(s.settle(), 100, 0, 10)
 			if tc.chargeAsked {
-				if done, err := l.Charge(task, &videogenv1alpha1.TaskResult{URL: "https://media.example/out/t.mp4"}); done || err != nil {
-					t.Fatalf("Charge: %v %v, want it queued", done, err)
-				}
+				s.chargeQueued(task)
 			}
 			forged := h.writeStatus(l, task, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, tc.closedAtOnce))
 			if tc.closedAtOnce {
 				h.feedDelete(l, forged) // it left the open tasks' cache
 			}
-			h.books(settle(), 100, 10, 0)
+			a := s.settle()
+			h.books(a, 100, 10, 0)
+			if len(a.Status.Journal) != 0 {
+				t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+			}
 			if f := h.figures(l); f.Spent != 10 || f.Frozen != 0 || f.Balance != 90 {
 				t.Fatalf("the ledger's figures %+v: want spent 10, frozen 0, balance 90", f)
 			}
