@@ -3,9 +3,11 @@ package ledger
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -99,6 +101,95 @@ func TestAStaleCopyOfADeletedTaskDoesNotTakeOverAPendingCreate(t *testing.T) {
 				t.Errorf("figures after the refused create: %+v; want frozen 0, holds 0, balance 100: no task of the name exists", f)
 			}
 			h.books(s.settle(), 100, 0, 0)
+		})
+	}
+}
+
+// rejected is the status an earlier manager's reject writes (controllers: reject): Failed, no
+// charge, for a task its books found overdrawn.
+func rejected(st *videogenv1alpha1.VideoTaskStatus) {
+	now := metav1.Now()
+	st.Phase, st.Charge, st.CompletedAt = videogenv1alpha1.TaskFailed, "", &now
+	st.Error = &videogenv1alpha1.TaskError{Code: "insufficient_balance", Message: "refused by an earlier manager"}
+}
+
+// An earlier manager's late write ends a task Failed without a charge (its reject: its books
+// found the task overdrawn; rule 2 lets two managers' books disagree on that), while this
+// ledger counted the task, ran it and charged it. The task's status never says Deducted, so
+// nothing may stay spent for it (spent = the costs of the tasks that say Deducted), and the
+// journal must empty. What the ledger does depends on when the copy is seen:
+//
+//   - charge queued, no write on its way: the charge is taken back (spent 0, journal empty);
+//   - charge carried by the write on its way (2cd964f's fate for a late refund): the fate is
+//     fateCheck, and the read of the task finds a charge neither Deducted nor Refunded, so the
+//     entry is never forgotten (the journal never empties, spent keeps the price);
+//   - charge already in the journal: observe takes any ended status but Refunded for Deducted,
+//     so the entry goes and the price stays spent for a task that says Failed.
+//
+// Interleaving: t held; Charge(t) queued; the earlier manager's reject lands and its event is
+// observed (before the write / while the write carrying the charge is on its way / after it
+// landed); Tidy; the account written.
+func TestALateRejectOfACountedTaskLeavesNothingSpent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		when string // "queued", "writing" or "charged"
+	}{
+		{name: "seen while the charge is queued", when: "queued"},
+		{name: "seen while the write carrying the charge is on its way", when: "writing"},
+		{name: "seen after the charge landed", when: "charged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 100)
+			var task *videogenv1alpha1.VideoTask
+			var once atomic.Bool
+			var hookErr error
+			var l *Ledger
+			reject := func(ctx context.Context) error {
+				late := task.DeepCopy()
+				rejected(&late.Status)
+				if err := k8s.Status().Update(ctx, late); err != nil {
+					return err
+				}
+				h.feed(l, late)
+				return nil
+			}
+			s := h.stepped("ledger-2", func(cfg *Config) {
+				inner := cfg.Client
+				cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+					SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+						if a, ok := obj.(*videogenv1alpha1.PointAccount); ok && tc.when == "writing" && task != nil &&
+							len(a.Status.Journal) > 0 && once.CompareAndSwap(false, true) {
+							hookErr = reject(ctx)
+						}
+						return c.SubResource(sub).Update(ctx, obj, opts...)
+					},
+				})
+			})
+			l = s.l
+			task = h.create(l, "t", 10)
+			h.books(s.settle(), 100, 0, 10)
+			s.chargeQueued(task)
+			switch tc.when {
+			case "queued":
+				must(t, reject(h.ctx))
+			case "charged":
+				h.books(s.settle(), 100, 10, 0)
+				must(t, reject(h.ctx))
+			}
+			s.settle()
+			must(t, hookErr)
+			if tc.when == "writing" && !once.Load() {
+				t.Fatal("the reject did not land during the charge's write")
+			}
+			for range 3 { // as the PointAccount controller does while the journal is not empty
+				l.Tidy(h.ns)
+				s.settle()
+			}
+			a := h.account()
+			if len(a.Status.Journal) != 0 {
+				t.Errorf("journal %+v: want it empty", a.Status.Journal)
+			}
+			h.books(a, 100, 0, 0)
 		})
 	}
 }
