@@ -193,3 +193,52 @@ func TestALateRejectOfACountedTaskLeavesNothingSpent(t *testing.T) {
 		})
 	}
 }
+
+// 2cd964f's take-over, followed by the other task's deletion: a REST create of a name that a
+// kubectl task holds a moment (its event takes the create's pending entry over, without the
+// create's hold), and that task is deleted before the create reaches the kube-apiserver (its
+// delete event drops the entry). The create then lands: CreateTask finds the books' entry gone,
+// takes that for a rebuild, and answers 202 with nothing counted. A balance read after the 202
+// does not show the freeze, another admission may take its points meanwhile, and when the
+// task's event comes the books count it as an admission they did not make: overdrawn, refused
+// InsufficientBalance after its 202 (docs/ledger.md allows that only for a dead manager's late
+// create, or a write that reported an error).
+//
+// Interleaving: kubectl creates "n" (unseen); REST CreateTask("n", 60) counts a pending hold;
+// the Add of the kubectl "n" takes the entry over; "n" is deleted and its delete event drops
+// it; the REST create lands; CreateTask("o", 60) is admitted; the Add of the REST "n" comes.
+func TestARESTCreateAnsweredAcceptedIsCountedWhenItsNameWasBrieflyTaken(t *testing.T) {
+	h := newHarness(t, 100)
+	kubectl := h.task("n")
+	kubectl.Spec.Inputs.SourceVideoURL = "https://media.example/made-with-kubectl.mp4"
+	var l *Ledger
+	var once atomic.Bool
+	s := h.stepped("ledger-2", func(cfg *Config) {
+		inner := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if obj.GetName() == "n" && once.CompareAndSwap(false, true) {
+					h.feed(l, kubectl) // its Add takes the pending entry over
+					must(t, k8s.Delete(ctx, kubectl))
+					h.feedDelete(l, kubectl)
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+	})
+	l = s.l
+	must(t, k8s.Create(h.ctx, kubectl)) // its event is not delivered yet
+	n, err := l.CreateTask(h.ctx, h.task("n"), 60)
+	must(t, err) // 202
+	if f := h.figures(l); f.Frozen != 60 || f.Balance != 40 {
+		t.Errorf("figures after the 202: %+v; want n's 60 frozen, balance 40", f)
+	}
+	if _, err := l.CreateTask(h.ctx, h.task("o"), 60); err == nil {
+		t.Errorf("a second create of 60 with 40 left was admitted")
+	}
+	h.feed(l, n) // the informer's Add of the REST "n"
+	if v, err := l.View(n); err != nil || v.Standing != Held {
+		t.Errorf("the REST task answered 202 is %+v (%v), want Held", v, err)
+	}
+	s.settle()
+}
