@@ -156,7 +156,10 @@ func (l *Ledger) Observe(t *videogenv1alpha1.VideoTask) {
 		return
 	}
 	defer b.mu.Unlock()
-	if e := b.tasks[t.Name]; e == nil || (e.uid != "" && e.uid != t.UID) {
+	// An entry without a UID waits for its REST create: the controller's copy may be of an
+	// earlier task of the name, delivered after its deletion dropped it; the informer's events
+	// (in the kube-apiserver's order) or the create's answer fill the UID.
+	if e := b.tasks[t.Name]; e == nil || e.uid == "" || e.uid != t.UID {
 		// It left the books (closed, or deleted): nothing to bring back. But if it left
 		// before its final status was seen (the informer's copy of a task closing is the
 		// one before), this copy is that status: a settled charge never changes, so it
@@ -235,6 +238,15 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	b.mu.Unlock()
 
 	err = l.cfg.Client.Create(ctx, task)
+	var other *videogenv1alpha1.VideoTask
+	if apierrors.IsAlreadyExists(err) {
+		// Another task has the name; its events may have come while this create held the
+		// entry (observe leaves them), so read it, to count it when the entry goes.
+		fresh := &videogenv1alpha1.VideoTask{}
+		if gerr := l.cfg.Reader.Get(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task), fresh); gerr == nil {
+			other = fresh
+		}
+	}
 	if err != nil && !apierrors.IsAlreadyExists(err) && !createRefused(err) {
 		// The create may have landed: look before saying it did not. (If it lands after the
 		// look, the books count it then, as any admission they did not make: rule 2.)
@@ -256,12 +268,15 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		return task, nil
 	}
 	if err != nil {
-		if e.admission != "" { // still this create's entry, not another task's of the name
-			if e.state == pending {
-				b.set(e, unadmitted)
-			}
-			if e.uid == "" {
-				delete(b.tasks, task.Name)
+		if e.state == pending {
+			b.set(e, unadmitted)
+		}
+		if e.uid == "" {
+			delete(b.tasks, task.Name)
+			if other != nil {
+				if o := b.observe(other, l.evidence(other)); o != nil && o.state == overdrawn {
+					l.requeueTask(other.Namespace, other.Name)
+				}
 			}
 		}
 		l.schedule(b)

@@ -48,8 +48,7 @@ type entry struct {
 	// newer copy without the admission means the write did not land (and cannot any more).
 	base string
 	// admission is the signed annotation of the REST create this entry was counted for, while
-	// that create has no task yet (uid ""): only a copy carrying it is that task. A task of the
-	// same name made otherwise (kubectl) takes the entry over, without the create's hold.
+	// that create has no task yet (uid ""): only a copy carrying it is that task.
 	admission string
 	// refunded: its status says Refunded; frozenCounted: its freeze was counted (the metric).
 	refunded, frozenCounted bool
@@ -266,10 +265,10 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		return e
 	}
 	if e.uid == "" && !e.createsTask(t) {
-		// Another task holds the name while a REST create of it is on its way (which will
-		// fail AlreadyExists): the entry is that task's now, without the create's hold.
-		b.set(e, unadmitted)
-		e.admission = ""
+		// Another task has the name while a REST create of it is on its way: the entry stays
+		// the create's, with its hold. If the create fails (AlreadyExists), CreateTask reads
+		// that task and counts it then; if that task goes first, the create lands and is this.
+		return nil
 	}
 	e.uid, e.rv = t.UID, t.ResourceVersion
 	_, inJournal := b.journalEntry(t.UID)
@@ -288,11 +287,8 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		b.set(e, charging)
 	case ev.ended:
 		if inJournal {
-			switch ev.settledAs {
-			case videogenv1alpha1.ChargeRefunded:
-				b.fates[t.UID] = fateRefunded
-			default:
-				b.fates[t.UID] = fateDeducted
+			if b.fates[t.UID] = fateOfSource(t); b.fates[t.UID] == fateUnknown {
+				b.fates[t.UID] = fateCheck
 			}
 		}
 		if q, ok := b.queued[t.UID]; ok && q.Kind == videogenv1alpha1.JournalCharge {

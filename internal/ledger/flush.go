@@ -196,10 +196,12 @@ func (l *Ledger) resolveFates(ctx context.Context, namespace string, p *plan) bo
 func fateOfSource(obj client.Object) fate {
 	switch o := obj.(type) {
 	case *videogenv1alpha1.VideoTask:
-		switch o.Status.Charge {
-		case videogenv1alpha1.ChargeDeducted:
+		switch {
+		case o.Status.Charge == videogenv1alpha1.ChargeDeducted:
 			return fateDeducted
-		case videogenv1alpha1.ChargeRefunded:
+		case o.Status.Charge == videogenv1alpha1.ChargeRefunded, o.Status.Phase == videogenv1alpha1.TaskFailed:
+			// Refunded, or Failed with nothing charged (an earlier manager's late reject):
+			// either way the task says it was not charged, so the charge is given back.
 			return fateRefunded
 		}
 	case *videogenv1alpha1.PointTopUp:
