@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -164,6 +165,27 @@ func TestBuiltInRolesCoverTheTenantKinds(t *testing.T) {
 	} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The authorizer sees bindings through its informer: wait until it sees these two, or a
+	// check below may be answered before they count.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "pat-platform", Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: system, Verb: "list", Group: "videogen.dev", Resource: "paymentevents"},
+		}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		sarPat := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "pat-platform", Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "videogen.dev", Resource: "pointtopups"},
+		}}
+		if err := c.Create(ctx, sarPat); err != nil {
+			t.Fatal(err)
+		}
+		if (sar.Status.Allowed && sarPat.Status.Allowed) || time.Now().After(deadline) {
+			break
 		}
 	}
 	for _, k := range []struct {
