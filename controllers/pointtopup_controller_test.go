@@ -57,6 +57,8 @@ var _ = Describe("PointTopUp", func() {
 		Eventually(appliedReason(dup)).Should(Equal(videogenv1alpha1.ReasonDuplicateReference))
 		Expect(topUpOf(dup).Status.AppliedAt).To(BeNil())
 		Consistently(func() int64 { return suite.AccountOf(ns).Status.Credited }, "500ms").Should(Equal(int64(100)))
+		// Refused for good, it credited nothing: it may go.
+		Expect(k8sClient.Delete(ctx, topUpOf(dup))).To(Succeed())
 	})
 
 	It("debits with a note, and refuses a debit beyond the balance or without a note", func() {
@@ -127,6 +129,11 @@ var _ = Describe("PointTopUp", func() {
 		}).Should(BeTrue())
 		t := suite.TopUp(ns, "early", 40)
 		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonAccountNotFound))
+		// Not applied yet, it may be credited at any moment (an account can come): it stays,
+		// or a credit could land whose reference a later manager would not know.
+		err := k8sClient.Delete(ctx, topUpOf(t))
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("may be being credited"))
 
 		acct := &videogenv1alpha1.PointAccount{}
 		acct.Namespace, acct.Name = ns, videogenv1alpha1.PointAccountName

@@ -192,6 +192,5 @@ var _ = Describe("API validation", func() {
 		err = k8sClient.Update(ctx, ok)
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("immutable"))
-		Expect(k8sClient.Delete(ctx, ok, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 })

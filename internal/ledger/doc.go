@@ -19,10 +19,10 @@
 // figures instead of counting twice, and an edit by anybody else is written back. A charge is
 // in the account before the task says Succeeded, so a crash or a deletion cannot lose it, and
 // the entry carries the result so that a new manager can finish the task. A Deducted status
-// seen on a task the books hold without that entry (written by hand) is charged from the hold. A top-up's reference
-// is unique in its namespace: the books remember the references of the top-ups applied to the
-// account and to earlier accounts of the namespace (applied top-ups cannot be deleted), and
-// refuse a second top-up with one.
+// seen on a task the books hold without that entry (written by hand) is charged from the
+// hold. A top-up's reference is unique in its namespace: the books remember the references of
+// the top-ups applied to the account and to earlier accounts of the namespace (a top-up cannot
+// be deleted unless refused), and refuse a second top-up with one.
 //
 // One authority. The books are rebuilt when a manager is elected: for each account a write of
 // status.authority first (so that no write of an earlier manager still in flight can land),
