@@ -1,0 +1,76 @@
+package ledger
+
+import (
+	"testing"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Found by the fourth adversarial review of the ledger (after 1b0e96c).
+
+// frozenAt is the VideoTask controller's accept write of a task made with kubectl: its hold
+// (charge Frozen) at cost.
+func frozenAt(cost int64) func(*videogenv1alpha1.VideoTaskStatus) {
+	return func(st *videogenv1alpha1.VideoTaskStatus) {
+		st.Phase, st.Charge, st.Cost = videogenv1alpha1.TaskQueued, videogenv1alpha1.ChargeFrozen, &cost
+	}
+}
+
+// A failover while a task made with kubectl is being admitted, with its template's price changed
+// meanwhile. The deposed manager A admitted it at 10, and its accept write (charge Frozen, cost
+// 10) is on its way; the new manager B prices it at 20 (the new price) and counts its own
+// pending admission at 20. A's write lands first: B's informer brings a copy that shows an
+// admission at 10, and observe turns B's pending entry into a hold at B's price, 20, not the 10
+// the task's status holds (B's own status write then conflicts and Unadmit finds nothing
+// pending). The books hold 10 points the task does not (a higher price held fewer: admissions
+// beyond the balance), and charge 20 for a task whose cost says 10: the controller's Deducted
+// write carries the books' price as cost, which the status rules refuse (cost never changes),
+// so the task never says Deducted and its journal entry stays.
+//
+// Interleaving: kubectl creates "k"; B: Admit(k, 20) (pending); A's accept write lands (Frozen,
+// cost 10); B's informer delivers it; B's status write conflicts: Unadmit(k); Charge(k).
+func TestAnAdmissionWrittenByAnEarlierManagerHoldsTheCostItWrote(t *testing.T) {
+	h := newHarness(t, 100)
+	s := h.stepped("ledger-2", nil) // B
+	task := h.task("k")
+	must(t, k8s.Create(h.ctx, task))
+	h.feed(s.l, task)
+	must(t, s.l.Admit(task, 20)) // B's controller, at the new price
+
+	frozen := task.DeepCopy() // A's controller's accept write, from the same copy, lands first
+	frozenAt(10)(&frozen.Status)
+	must(t, k8s.Status().Update(h.ctx, frozen))
+	h.feed(s.l, frozen)
+	s.l.Unadmit(task) // B's own accept write (from the older copy) conflicted
+
+	if f := h.figures(s.l); f.Frozen != 10 || f.Holds != 1 {
+		t.Errorf("figures %+v: want the 10 the task's status holds frozen", f)
+	}
+	v, err := s.l.View(frozen)
+	must(t, err)
+	if v.Price != *frozen.Status.Cost {
+		t.Errorf("the books hold the task at %d, its status at cost %d: the controller's Deducted write (cost %d) "+
+			"is refused by the status rules", v.Price, *frozen.Status.Cost, v.Price)
+	}
+	s.chargeQueued(frozen)
+	s.settle()
+	// The controller ends the task at the price the books charged (videotask_finish.go).
+	v, err = s.l.View(frozen)
+	must(t, err)
+	if v.Standing != Charged {
+		t.Fatalf("view %+v, want Charged", v)
+	}
+	done := frozen.DeepCopy()
+	ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, false)(&done.Status)
+	done.Status.Cost = &v.Price
+	if err := k8s.Status().Update(h.ctx, done); err != nil {
+		t.Fatalf("the controller's Deducted write: %v", err)
+	}
+	s.l.Observe(done)
+	h.feed(s.l, done)
+	a := s.settle()
+	h.books(a, 100, 10, 0)
+	if len(a.Status.Journal) != 0 {
+		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+	}
+}
