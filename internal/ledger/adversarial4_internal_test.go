@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"testing"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -73,4 +74,50 @@ func TestAnAdmissionWrittenByAnEarlierManagerHoldsTheCostItWrote(t *testing.T) {
 	if len(a.Status.Journal) != 0 {
 		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
 	}
+}
+
+// Checked, holds (a pin): a debit is admitted against the balance that a hold and a queued
+// charge leave, and a REST create then finds what the debit took; the debit and the charge share
+// one write, which lands but reports an error, and a new manager elected after it counts each
+// once (the debit's journal entry answers its top-up: applied, not debited again).
+//
+// Interleaving: a held (60 of 100); Charge(a) queued; debit -40 queued (available 40); a debit of
+// 1 and CreateTask(b, 1) refused (available 0); the write lands and fails; it is retried;
+// manager ledger-3 rebuilds the books; ApplyTopUp(debit) on it.
+func TestADebitAdmittedBesideAChargeAndAHoldIsCountedOnceAcrossAFailover(t *testing.T) {
+	h := newHarness(t, 100)
+	s := h.stepped("ledger-2", nil)
+	a := h.create(s.l, "a", 60)
+	h.books(s.settle(), 100, 0, 60)
+	s.chargeQueued(a)
+	debit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "close"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -40, Reference: "CLOSE-1", Note: "closing"}}
+	must(t, k8s.Create(h.ctx, debit))
+	if out, err := s.l.ApplyTopUp(debit); err != nil || !out.Queued {
+		t.Fatalf("the debit of 40 against 40 available: %+v %v, want it queued", out, err)
+	}
+	more := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "more"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -1, Reference: "CLOSE-2", Note: "closing"}}
+	must(t, k8s.Create(h.ctx, more))
+	if out, err := s.l.ApplyTopUp(more); err != nil || !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+		t.Fatalf("a debit beyond the 0 available: %+v %v, want it refused", out, err)
+	}
+	var short *InsufficientBalanceError
+	if _, err := s.l.CreateTask(h.ctx, h.task("b"), 1); !errors.As(err, &short) || short.Available != 0 {
+		t.Fatalf("a create beyond the 0 available: %v, want 402", err)
+	}
+	h.faults.accountUpdates.Store(1)
+	h.books(s.settle(), 60, 60, 0)
+	if h.faults.accountUpdates.Load() > 0 {
+		t.Fatal("the write carrying the debit and the charge did not land and fail")
+	}
+
+	l3 := h.start(h.ctx, "ledger-3")
+	if f := h.figures(l3); f.Credited != 60 || f.Spent != 60 || f.Frozen != 0 || f.Balance != 0 {
+		t.Fatalf("the new manager's figures %+v: want credited 60, spent 60, nothing frozen or available", f)
+	}
+	if out, err := l3.ApplyTopUp(debit); err != nil || !out.Applied || out.BalanceAfter != 0 {
+		t.Fatalf("the debit on the new manager: %+v %v, want applied (balance after 0)", out, err)
+	}
+	h.books(h.settle(l3), 60, 60, 0)
 }
