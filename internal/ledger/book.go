@@ -310,6 +310,12 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		// After set: a price changed while the entry holds would unbalance frozen.
 		e.price = max(e.price, ev.price)
 	case ev.admitted:
+		if e.state == pending && ev.price != e.price {
+			// An admission at another price landed (an earlier manager's, priced before a
+			// template's price changed): the task holds what its status says, and this
+			// ledger's own write will conflict. Counted as any admission it did not make.
+			b.set(e, unadmitted)
+		}
 		switch e.state {
 		case pending:
 			b.set(e, held)
