@@ -287,9 +287,7 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		b.set(e, charging)
 	case ev.ended:
 		if inJournal {
-			if b.fates[t.UID] = fateOfSource(t); b.fates[t.UID] == fateUnknown {
-				b.fates[t.UID] = fateCheck
-			}
+			b.fates[t.UID] = fateOfEndedCopy(t)
 		}
 		if q, ok := b.queued[t.UID]; ok && q.Kind == videogenv1alpha1.JournalCharge {
 			// Refunded by an earlier manager's write that landed late: no charge after all.
@@ -297,10 +295,7 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 			if b.writing {
 				// The write on its way may carry it: if it lands, the entry gives its points
 				// back in the write after (landed forgets this fate otherwise).
-				b.fates[t.UID] = fateOfSource(t)
-				if b.fates[t.UID] == fateUnknown {
-					b.fates[t.UID] = fateCheck
-				}
+				b.fates[t.UID] = fateOfEndedCopy(t)
 			}
 		}
 		e.refunded = ev.settledAs == videogenv1alpha1.ChargeRefunded
@@ -336,6 +331,15 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		}
 	}
 	return e
+}
+
+// fateOfEndedCopy is what an ended task's copy says of its charge's entry, or a read of the
+// task when it says neither Deducted nor not charged.
+func fateOfEndedCopy(t *videogenv1alpha1.VideoTask) fate {
+	if f := fateOfSource(t); f != fateUnknown {
+		return f
+	}
+	return fateCheck
 }
 
 // fateOf is what decides the journal entry j when the account is next written.
