@@ -70,10 +70,7 @@ func TestAnAdmissionWrittenByAnEarlierManagerHoldsTheCostItWrote(t *testing.T) {
 	s.l.Observe(done)
 	h.feed(s.l, done)
 	a := s.settle()
-	h.books(a, 100, 10, 0)
-	if len(a.Status.Journal) != 0 {
-		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
-	}
+	h.booksClosed(a, 100, 10, 0)
 }
 
 // Checked, holds (a pin): a debit is admitted against the balance that a hold and a queued

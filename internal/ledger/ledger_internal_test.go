@@ -210,10 +210,7 @@ func TestAChargeInTheJournalSurvivesACrash(t *testing.T) {
 	}
 	h.writeStatus(h.l, task, ended(videogenv1alpha1.ChargeDeducted, videogenv1alpha1.TaskSucceeded, true))
 	a := h.settle(h.l)
-	h.books(a, 100, 10, 0)
-	if len(a.Status.Journal) != 0 {
-		t.Fatalf("journal %+v: want it empty", a.Status.Journal)
-	}
+	h.booksClosed(a, 100, 10, 0)
 }
 
 // An earlier manager's refund that lands after a new one charged the task: the task says
@@ -544,10 +541,7 @@ func TestTheClosingCopyDecidesTheJournalEntryWithoutARead(t *testing.T) {
 			h.feedDelete(l, task) // the informer first: the task left the open tasks
 			l.Observe(closed)     // then the controller's own copy
 			a := settle()
-			h.books(a, 100, tc.spent, 0)
-			if len(a.Status.Journal) != 0 {
-				t.Fatalf("journal %+v: want it empty", a.Status.Journal)
-			}
+			h.booksClosed(a, 100, tc.spent, 0)
 			if n := gets.Load(); n != 0 {
 				t.Fatalf("the ledger read the task %d times; its own copy said how it ended", n)
 			}
@@ -714,10 +708,7 @@ func TestADeductedStatusTheLedgerDidNotChargeIsCharged(t *testing.T) {
 				h.feedDelete(l, forged) // it left the open tasks' cache
 			}
 			a := s.settle()
-			h.books(a, 100, 10, 0)
-			if len(a.Status.Journal) != 0 {
-				t.Fatalf("journal %+v: want it empty", a.Status.Journal)
-			}
+			h.booksClosed(a, 100, 10, 0)
 			if f := h.figures(l); f.Spent != 10 || f.Frozen != 0 || f.Balance != 90 {
 				t.Fatalf("the ledger's figures %+v: want spent 10, frozen 0, balance 90", f)
 			}

@@ -238,6 +238,15 @@ func (h *harness) books(a *videogenv1alpha1.PointAccount, credited, spent, froze
 	}
 }
 
+// booksClosed is books, and the journal empty: every entry's source has shown it.
+func (h *harness) booksClosed(a *videogenv1alpha1.PointAccount, credited, spent, frozen int64) {
+	h.t.Helper()
+	h.books(a, credited, spent, frozen)
+	if len(a.Status.Journal) != 0 {
+		h.t.Fatalf("journal %+v: want it empty", a.Status.Journal)
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
