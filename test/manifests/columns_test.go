@@ -125,6 +125,16 @@ func tableRow(t *testing.T, file string, obj runtime.Object) metav1.TableRow {
 // printerColumns are the additional printer columns of the CRD in config/crd/bases/file.
 func printerColumns(t *testing.T, file string) []apiextensionsv1.CustomResourceColumnDefinition {
 	t.Helper()
+	crd := baseCRD(t, file)
+	if len(crd.Spec.Versions) != 1 {
+		t.Fatalf("%s: %d versions, want 1", file, len(crd.Spec.Versions))
+	}
+	return crd.Spec.Versions[0].AdditionalPrinterColumns
+}
+
+// baseCRD is the CRD in config/crd/bases/file, as make manifests generated it.
+func baseCRD(t *testing.T, file string) apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
 	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +145,25 @@ func printerColumns(t *testing.T, file string) []apiextensionsv1.CustomResourceC
 	}
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return crd
+}
+
+// baseCRDs are every CRD in config/crd/bases.
+func baseCRDs(t *testing.T) []apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(crd.Spec.Versions) != 1 {
-		t.Fatalf("%s: %d versions, want 1", file, len(crd.Spec.Versions))
+	paths, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no CRDs: %v", err)
 	}
-	return crd.Spec.Versions[0].AdditionalPrinterColumns
+	crds := make([]apiextensionsv1.CustomResourceDefinition, 0, len(paths))
+	for _, path := range paths {
+		crds = append(crds, baseCRD(t, filepath.Base(path)))
+	}
+	return crds
 }

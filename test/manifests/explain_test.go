@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
@@ -39,24 +37,8 @@ var figure = regexp.MustCompile(`\d+(\.\d+)?\s?(ms|µs|ns|tasks/s|/s|%)(\W|$)|\b
 // paragraph (controller-gen keeps those of the Go comments; hack/crddoc joins them), no
 // benchmark figures, and every condition type of the kind.
 func TestExplainTextsReadAsProse(t *testing.T) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no CRDs: %v", err)
-	}
 	seen := map[string]bool{}
-	for _, path := range paths {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(raw, &crd); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	for _, crd := range baseCRDs(t) {
 		kind := crd.Spec.Names.Kind
 		seen[kind] = true
 		for _, v := range crd.Spec.Versions {
@@ -115,21 +97,8 @@ func TestExplainTextsNameNoGoIdentifiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	goNames := apiGoNames(t, filepath.Join(root, "api", "v1alpha1"))
-	paths, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no CRDs: %v", err)
-	}
-	var crds []apiextensionsv1.CustomResourceDefinition
-	for _, path := range paths {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(raw, &crd); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		crds = append(crds, crd)
+	crds := baseCRDs(t)
+	for _, crd := range crds {
 		delete(goNames, crd.Spec.Names.Kind) // a kind is what users call it
 		for _, v := range crd.Spec.Versions {
 			// A field's name, capitalized to start its sentence ("Capability is …"), is the field.
@@ -243,18 +212,7 @@ var requiredFor = map[string][]string{
 }
 
 func TestExplainSaysWhichCapabilityNeedsAField(t *testing.T) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "videogen.dev_videotasks.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(raw, &crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := baseCRD(t, "videogen.dev_videotasks.yaml")
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	rules := ""
 	for _, r := range spec.XValidations {
