@@ -83,7 +83,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	l := ledger.New(ledger.Config{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Signer: signer,
 		Identity: opts.Ledger.Identity, WriteInterval: opts.Ledger.WriteInterval, Clock: opts.Clock,
-		Logger: mgr.GetLogger().WithName("ledger"),
+		Logger: mgr.GetLogger().WithName("ledger"), Recorder: mgr.GetEventRecorder("points-ledger"),
 	})
 	if err := mgr.Add(l); err != nil {
 		return nil, fmt.Errorf("adding the ledger: %w", err)

@@ -10,11 +10,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +42,9 @@ type Config struct {
 	WriteInterval time.Duration
 	Clock         clock.WithTicker
 	Logger        logr.Logger
+	// Recorder, if set, tells an account's readers (kubectl describe) when the ledger puts its
+	// figures back over a status somebody else wrote.
+	Recorder events.EventRecorder
 }
 
 // Ledger is the one authority over points: it runs in the elected manager only (Start). See
@@ -488,6 +493,12 @@ func (l *Ledger) accountEvent(ctx context.Context, obj any, deleted bool) {
 			l.cfg.Logger.Info("the account's status was written by someone else; the ledger writes its books' figures back",
 				"namespace", a.Namespace, "credited", a.Status.Credited, "spent", a.Status.Spent,
 				"books' credited", b.account.Status.Credited, "books' spent", b.account.Status.Spent)
+			if l.cfg.Recorder != nil {
+				l.cfg.Recorder.Eventf(a, nil, corev1.EventTypeWarning, "StatusRestored", "Restore",
+					"the status is the points ledger's own summary: it writes its books' figures back (credited %d, spent %d); "+
+						"to change the balance, create a PointTopUp (a negative amount with a note to debit)",
+					b.account.Status.Credited, b.account.Status.Spent)
+			}
 		}
 		status := b.account.Status
 		b.account = a.DeepCopy()

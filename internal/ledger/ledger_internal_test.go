@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -569,9 +570,12 @@ func TestTopUpsInOneWriteShowTheirOwnBalance(t *testing.T) {
 }
 
 // Only the ledger writes the account's status: points written there by anybody else (kubectl
-// patch --subresource=status) are not adopted, and its next write puts the books' figures back.
+// patch --subresource=status) are not adopted, and its next write puts the books' figures back,
+// with a Warning event that says why the edit did not stick.
 func TestAStatusEditIsWrittenBack(t *testing.T) {
 	h := newHarness(t, 100)
+	recorder := events.NewFakeRecorder(4)
+	h.l.cfg.Recorder = recorder
 	task := h.create(h.l, "t", 10)
 	h.settle(h.l)
 	edited := h.account()
@@ -581,6 +585,14 @@ func TestAStatusEditIsWrittenBack(t *testing.T) {
 
 	if f := h.figures(h.l); f.Credited != 100 || f.Balance != 90 {
 		t.Fatalf("the ledger took the edit: %+v", f)
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.Contains(e, "Warning StatusRestored") || !strings.Contains(e, "credited 100, spent 0") {
+			t.Errorf("event %q: want StatusRestored with the books' figures", e)
+		}
+	default:
+		t.Error("no event says the edit is put back")
 	}
 	waitFor(t, func() bool { return h.account().Status.Credited == 100 })
 	h.books(h.settle(h.l), 100, 0, 10)
