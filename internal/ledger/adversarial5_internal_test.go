@@ -1,0 +1,150 @@
+package ledger
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Found by the fifth adversarial review of the ledger (the rebuild on election).
+
+// Start lists the open tasks from the kube-apiserver and only then adds its handlers to the
+// manager's task informer (watch). That informer is already running: the VideoTask controller's
+// watch starts it as the manager is elected, side by side with the ledger's Start, and it syncs
+// while the ledger writes its fences. A handler added to a running informer is told only of
+// what the informer holds then (one Add per cached object), never of what went before. A task
+// that leaves the informer between the ledger's list and its handler (deleted; or closed, which
+// takes it out of the cache's selection) is in the books, held, and its delete event never
+// comes: its hold never ends. Frozen never returns to 0, the balance stays short by its price
+// (402s for a customer who can pay), and a deleted account can never go, until the next
+// failover rebuilds the books.
+//
+// Interleaving: t held at 10 (by the earlier manager); the new manager's Start fences the
+// account and lists the open tasks (t among them) and then the top-ups; meanwhile the tenant
+// deletes t (kubectl delete: a queued task has no finalizer, so it goes at once) and the
+// informer, already running, drops it from its cache; Start adds its handlers.
+//
+// Reachable: the controllers and the ledger are both leader-election runnables, started
+// together, and the controllers' watches create and sync the task informer while the ledger
+// fences (one write per account); a tenant may delete its tasks at any time.
+func TestATaskDeletedBetweenTheListAndTheWatchEndsItsHold(t *testing.T) {
+	h := newHarness(t, 100)
+	task := h.create(h.l, "t", 10)
+	h.books(h.settle(h.l), 100, 0, 10)
+
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	// The manager's cache, as cmd/manager configures it: open tasks only.
+	informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&videogenv1alpha1.VideoTask{}: {Field: openTasksSelector},
+	}})
+	must(t, err)
+	go func() { _ = informers.Start(ctx) }()
+	// The VideoTask controller's watch starts the task informer.
+	_, err = informers.GetInformer(ctx, &videogenv1alpha1.VideoTask{})
+	must(t, err)
+	if !informers.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+
+	var once atomic.Bool
+	var hookErr error
+	reader := interceptor.NewClient(k8s, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if _, ok := list.(*videogenv1alpha1.PointTopUpList); ok && once.CompareAndSwap(false, true) {
+				// After the list of tasks: the tenant deletes t, and the informer drops it.
+				if hookErr = k8s.Delete(ctx, task); hookErr == nil {
+					hookErr = waitGone(ctx, informers, task)
+				}
+			}
+			return nil
+		},
+	})
+	signer, err := NewSigner(testKey)
+	must(t, err)
+	l := New(Config{Client: k8s, Reader: reader, Cache: informers, Signer: signer, Identity: "ledger-2", WriteInterval: 20 * time.Millisecond})
+	started := make(chan error, 1)
+	go func() { started <- l.Start(ctx) }()
+	waitFor(t, l.Ready)
+	must(t, hookErr)
+	if !once.Load() {
+		t.Fatal("t was not deleted between the list of tasks and the handlers")
+	}
+	time.Sleep(200 * time.Millisecond) // any event the informer has for t is delivered by now
+	if f := h.figures(l); f.Frozen != 0 || f.Holds != 0 || f.Balance != 100 {
+		t.Errorf("figures %+v: t is gone, want nothing frozen and 100 available", f)
+	}
+	h.books(h.settle(l), 100, 0, 0)
+}
+
+// waitGone waits until the cache no longer has obj.
+func waitGone(ctx context.Context, c cache.Cache, obj client.Object) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), &videogenv1alpha1.VideoTask{})
+		if isNotFound(err) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return context.DeadlineExceeded
+}
+
+// takeOver writes this manager's identity into the account until it is there: on a conflict it
+// reads the account again and writes again, whoever's identity the fresh copy shows. So a
+// manager that lost its election in the middle of its takeover (a process paused past its
+// Lease: a CPU-throttled container, a long GC pause, a network partition that heals) writes
+// over the fence of the manager elected after it. From then on the deposed manager's account
+// writes land (docs/ledger.md: "no write of an earlier manager still in flight can land"), its
+// books decide beside the elected manager's until it notices it lost the Lease, and the elected
+// manager, seeing another's authority in an event or on its next write's conflict, steps down
+// and exits (ErrFenced), holding the Lease: no manager decides until the Lease expires and
+// another is elected.
+//
+// Interleaving: manager A reads the account (its Start's list of accounts, or build's Get) and
+// is paused; B is elected, fences the account and builds its books; A resumes: its fence write
+// conflicts, it reads the account (authority B) and writes its own authority over B's; B's
+// informer brings that copy.
+//
+// Reachable: a process pause longer than the Lease's duration is the case fencing exists for;
+// A's leader elector notices the lost Lease only at its next renew (every 2 s), while the
+// conflict, the read and the write take milliseconds.
+func TestAManagerDoesNotWriteOverTheFenceOfTheManagerElectedAfterIt(t *testing.T) {
+	h := newHarness(t, 100)
+	var b *Ledger
+	var once atomic.Bool
+	signer, err := NewSigner(testKey)
+	must(t, err)
+	a := New(Config{Client: k8s, Signer: signer, Identity: "ledger-A", WriteInterval: 20 * time.Millisecond,
+		Reader: interceptor.NewClient(k8s, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := c.Get(ctx, key, obj, opts...); err != nil {
+					return err
+				}
+				if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && once.CompareAndSwap(false, true) {
+					b = h.start(h.ctx, "ledger-B") // A is paused; B is elected and fences the account
+				}
+				return nil
+			},
+		})})
+	a.ctx = h.ctx
+	err = a.build(h.ctx, h.ns)
+	t.Logf("A's build after B's fence: %v", err)
+	if got := h.account().Status.Authority; got != "ledger-B" {
+		t.Errorf("the account's authority is %q after A's takeover: A wrote over the fence of B, elected after it", got)
+	}
+	b.accountEvent(h.ctx, h.account(), false) // B's informer brings the account
+	if !b.Ready() {
+		t.Errorf("B, the elected manager, stepped down: %v", b.deposedBy)
+	}
+}
