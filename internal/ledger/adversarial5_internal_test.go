@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,5 +147,108 @@ func TestAManagerDoesNotWriteOverTheFenceOfTheManagerElectedAfterIt(t *testing.T
 	b.accountEvent(h.ctx, h.account(), false) // B's informer brings the account
 	if !b.Ready() {
 		t.Errorf("B, the elected manager, stepped down: %v", b.deposedBy)
+	}
+}
+
+// A write of an account on its way while that account goes and a new account of the name is
+// built: the write's answer comes after the new account's books are installed, and landed takes
+// the written copy, the old account's, for the books' account (b.account = written). The books
+// of the new account then hold the deleted account: every admission is refused
+// ErrAccountClosing (its deletionTimestamp) though the new account is open, and the writer,
+// dirty since the install, writes the old account again and again (NotFound, then "the account
+// was replaced by a new one") and never writes the new one, until another event of the new
+// account comes (nothing writes it: the ledger is its only writer, and its fence event was
+// already seen).
+//
+// Interleaving: the account is empty and deleted (its finalizer keeps it); its deletion event
+// makes the ledger write its status (Closing); that write lands, its answer is slow; the
+// PointAccount controller finds it closable and removes the finalizer: the account goes (its
+// delete event empties the books); the administrator creates the account again (a script:
+// kubectl delete, then apply); its Add builds the new books (fence, lists, install); the slow
+// answer comes.
+//
+// Reachable, narrowly: the answer of a write that landed can come seconds later (an overloaded
+// kube-apiserver, a slow network); the controller's removal of the finalizer and the new
+// account's creation and build take about as long. The fence event of the new account may be
+// taken by the ledger before the answer (the lock is not fair), so it does not heal the books.
+func TestAnAnswerForADeletedAccountDoesNotReplaceTheNewAccountsBooks(t *testing.T) {
+	h := newHarness(t, 0)
+	key := client.ObjectKey{Namespace: h.ns, Name: videogenv1alpha1.PointAccountName}
+	old := h.account()
+	old.Finalizers = []string{videogenv1alpha1.FinalizerLedger}
+	must(t, k8s.Update(h.ctx, old))
+	var l *Ledger
+	var armed, once atomic.Bool
+	var hookErr error
+	var renewed *videogenv1alpha1.PointAccount
+	l = h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+		inner := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil || !armed.Load() || !once.CompareAndSwap(false, true) {
+					return err
+				}
+				// The write of the deleted account landed; its answer is slow.
+				hookErr = func() error {
+					gone := &videogenv1alpha1.PointAccount{}
+					if err := k8s.Get(ctx, key, gone); err != nil {
+						return err
+					}
+					if l.Closable(h.ns) != nil {
+						return nil // not closable: the controller waits (the test fails below)
+					}
+					gone.Finalizers = nil
+					if err := k8s.Update(ctx, gone); err != nil {
+						return err
+					}
+					l.accountEvent(ctx, gone, true)
+					renewed = &videogenv1alpha1.PointAccount{ObjectMeta: objectMeta(h.ns, videogenv1alpha1.PointAccountName)}
+					if err := k8s.Create(ctx, renewed); err != nil {
+						return err
+					}
+					l.accountEvent(ctx, renewed, false) // its Add: the new books are built
+					deadline := time.Now().Add(10 * time.Second)
+					for time.Now().Before(deadline) {
+						b := l.book(h.ns)
+						b.mu.Lock()
+						done := !b.building && b.account != nil && b.account.UID == renewed.UID
+						b.mu.Unlock()
+						if done {
+							return nil
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+					return context.DeadlineExceeded
+				}()
+				return nil
+			},
+		})
+	})
+	h.settle(l)
+	must(t, k8s.Delete(h.ctx, old))
+	deleting := h.account()
+	armed.Store(true)
+	l.accountEvent(h.ctx, deleting, false) // its deletion: the ledger writes Closing
+	waitFor(t, once.Load)
+	time.Sleep(300 * time.Millisecond) // the answer, and a few write intervals
+	must(t, hookErr)
+	if renewed == nil {
+		t.Fatal("the deleted account was not closable")
+	}
+	b := l.book(h.ns)
+	b.mu.Lock()
+	uid := b.account.UID
+	b.mu.Unlock()
+	if uid != renewed.UID {
+		t.Errorf("the books' account is %s (the deleted one), want the new account %s", uid, renewed.UID)
+	}
+	var short *InsufficientBalanceError
+	if _, err := l.CreateTask(h.ctx, h.task("x"), 5); !errors.As(err, &short) {
+		t.Errorf("a task in the new, empty account: %v, want 402 (InsufficientBalance)", err)
+	}
+	// The install's write of the new account (its summary and conditions) never comes: the
+	// writer writes the deleted account instead, again and again.
+	if a := h.account(); len(a.Status.Conditions) == 0 {
+		t.Errorf("the new account's status was never written by the ledger (authority %q, no conditions)", a.Status.Authority)
 	}
 }
