@@ -252,3 +252,60 @@ func TestAnAnswerForADeletedAccountDoesNotReplaceTheNewAccountsBooks(t *testing.
 		t.Errorf("the new account's status was never written by the ledger (authority %q, no conditions)", a.Status.Authority)
 	}
 }
+
+// Checked, holds (a pin): the new manager's fence write lands but reports an error, and in its
+// pause before it reads the account again, the deposed manager's writer sends the write of a
+// charge it queued just before. That write conflicts (the fence landed), the deposed manager
+// finds the new authority and steps down; its charge is not in the account, and the new
+// manager, which reads the account as fenced and lists the task held (its status was never
+// Deducted), charges it once when its controller asks.
+//
+// Interleaving: t held on A; Charge(t) queued on A; B's fence lands and fails; A's writer runs
+// (conflict, re-read, fenced); B re-reads the account (its own authority) and builds its books;
+// B's controller: Charge(t); the account written.
+func TestAFenceThatLandsButFailsStopsTheDeposedManagersChargeAndTheNewOneChargesOnce(t *testing.T) {
+	h := newHarness(t, 100)
+	a := h.stepped("ledger-A", nil)
+	task := h.create(a.l, "t", 10)
+	h.books(a.settle(), 100, 0, 10)
+	a.chargeQueued(task)
+
+	var reads atomic.Int32
+	var hookErr error
+	h.faults.accountUpdates.Store(1) // B's fence lands and reports an error
+	b := h.startWith(h.ctx, "ledger-B", func(cfg *Config) {
+		cfg.Reader = interceptor.NewClient(k8s, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && reads.Add(1) == 2 {
+					// B's re-read after its fence's error: A's writer runs first.
+					ab := a.l.book(h.ns)
+					hookErr = context.DeadlineExceeded
+					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+						ab.mu.Lock()
+						fenced := ab.fenced
+						ab.mu.Unlock()
+						if fenced {
+							hookErr = nil
+							break
+						}
+						if a.clk.HasWaiters() {
+							a.clk.Step(time.Second)
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+	})
+	must(t, hookErr)
+	if h.faults.accountUpdates.Load() > 0 {
+		t.Fatal("B's fence did not land and fail")
+	}
+	expectDeposed(t, a.l)
+	if got := h.account(); got.Status.Spent != 0 || got.Status.Authority != "ledger-B" {
+		t.Fatalf("after the fence: %+v, want nothing spent, authority ledger-B", got.Status)
+	}
+	h.charge(b, task)
+	h.books(h.settle(b), 100, 10, 0)
+}
