@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -405,4 +408,96 @@ func TestATopUpQueuedAsTheFinalizerGoesIsCreditedOnceToTheNextAccount(t *testing
 		t.Fatalf("a new manager: %+v %v, want refused", out, err)
 	}
 	h.booksClosed(h.settle(l2), 50, 0, 0)
+}
+
+// A debit refused DebitExceedsBalance is refused "for good" (its status says "nothing was
+// debited", and the PointTopUp controller never asks again once its copy shows the refusal), but
+// the books remember only the references of applied or queued top-ups, not refusals. A copy of
+// the debit from before its refusal was written (the controller's cache lags its own status
+// write) asked again once the balance covers it is queued and debited. The controller's Applied
+// status write from that stale copy then conflicts, and its next reconcile sees the refusal and
+// stops: the PointTopUp says Refused, nothing debited; the account has the points debited, and
+// the debit's journal entry can never be forgotten (its top-up never shows appliedAt: the fate
+// stays unknown), so the account, once deleted, can never go. An administrator who then deletes
+// the refused top-up (the admission policy lets a refused one go) makes the entry "gone": the
+// account closes with a debit that no PointTopUp records.
+//
+// This is the close of an account, step by step (each reachable):
+//  1. Balance 30; a task holds 20 (available 10). To close the account an administrator debits
+//     what the account shows: PointTopUp close (-30, CLOSE). The ledger refuses it (10 available)
+//     and the controller writes the refusal.
+//  2. The administrator cancels the task: its hold ends (Refunded); the account's next write
+//     shows balance 30. That write's event wakes every top-up of the namespace whose cached copy
+//     is neither applied nor refused (PointTopUpReconciler.pendingTopUps): close's cached copy
+//     is still the one from before its refusal (the same key was marked dirty while step 1's
+//     reconcile ran, so the workqueue hands it out again at once; the refusal's watch event has
+//     not reached the cache yet).
+//  3. ApplyTopUp(that copy): queued, and debited with the next write.
+//  4. The controller's Applied write from the stale copy conflicts; the next reconcile reads the
+//     refusal and stops. The administrator deletes the account (its status shows 0 everywhere, so
+//     the admission policy lets it), and the ledger is asked whether it may go.
+func TestARefusedDebitIsNotDebitedFromAStaleCopy(t *testing.T) {
+	h := newHarness(t, 30)
+	h.withFinalizer()
+	l := h.l
+	l.accountEvent(h.ctx, h.account(), false)
+	task := h.create(l, "t", 20)
+	h.feed(l, task)
+	h.books(h.settle(l), 30, 0, 20)
+
+	// 1. The debit, refused; the refusal written.
+	debit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "close"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -30, Reference: "CLOSE", Note: "account closed"}}
+	must(t, k8s.Create(h.ctx, debit))
+	stale := debit.DeepCopy()
+	out, err := l.ApplyTopUp(debit)
+	must(t, err)
+	if !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+		t.Fatalf("a debit of 30 with 10 available: %+v, want refused", out)
+	}
+	meta.SetStatusCondition(&debit.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied,
+		Status: metav1.ConditionFalse, Reason: out.Reason, Message: out.Message})
+	must(t, k8s.Status().Update(h.ctx, debit))
+
+	// 2. The task cancelled: its hold ends.
+	refunded := h.writeStatus(l, task, ended(videogenv1alpha1.ChargeRefunded, videogenv1alpha1.TaskFailed, false))
+	h.feed(l, refunded)
+	h.books(h.settle(l), 30, 0, 0)
+
+	// 3. The stale copy asked again.
+	out, err = l.ApplyTopUp(stale)
+	must(t, err)
+	if !out.Refused {
+		t.Errorf("a stale copy of a debit refused DebitExceedsBalance: %+v; its status says nothing was debited", out)
+	}
+	a := h.settle(l)
+	// 4. The Applied write from the stale copy conflicts; the account is deleted.
+	if out.Queued || out.Applied {
+		stale.Status.AppliedAt = ptrNow()
+		if err := k8s.Status().Update(h.ctx, stale); !apierrors.IsConflict(err) {
+			t.Fatalf("the Applied write from the stale copy: %v, want a conflict", err)
+		}
+	}
+	must(t, k8s.Delete(h.ctx, h.account()))
+	l.accountEvent(h.ctx, h.account(), false)
+	for range 3 {
+		l.Tidy(h.ns)
+		a = h.settle(l)
+	}
+	if a.Status.Credited-a.Status.Spent == 30 {
+		return // not debited: the administrator debits again, with a new top-up
+	}
+	t.Errorf("the account after its debit was refused: credited %d spent %d, 30 points debited; journal %+v; closable: %v",
+		a.Status.Credited, a.Status.Spent, a.Status.Journal, l.Closable(h.ns))
+	// The refused top-up may be deleted (the admission policy lets a refused one go): the entry
+	// is forgotten, the account goes, and no PointTopUp records the 30 points it lost.
+	must(t, k8s.Delete(h.ctx, debit))
+	for range 3 {
+		l.Tidy(h.ns)
+		a = h.settle(l)
+	}
+	if err := l.Closable(h.ns); err == nil {
+		t.Fatalf("the account closes with 30 points debited (credited %d, spent 0) by a PointTopUp that said Refused and is gone",
+			a.Status.Credited)
+	}
 }
