@@ -83,7 +83,7 @@ func (s *stepped) stepUntil(cond func() bool) bool {
 // account are the deleted one's:
 //
 //   - accepting() reads the deleted copy's deletionTimestamp: every REST create of the new
-//     account is refused ErrAccountClosing (409), and every kubectl task is rejected for good,
+//     account is refused ErrAccountClosing (REST: 403 account_closing), and every kubectl task is rejected for good,
 //     Failed AccountClosing ("the account is being deleted");
 //   - every write plans from the deleted copy: its compare-and-swap conflicts, the re-read finds
 //     another UID ("the account was replaced by a new one"), and the writer retries that each
