@@ -78,6 +78,12 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		b.mu.Lock()
 		b.lastWrite = l.cfg.Clock.Now()
 		b.writing = false
+		if b.account == nil || b.account.UID != p.base.UID {
+			// The account went (and maybe a new one of its name was built) while the write
+			// was on its way: its answer is about books that are gone.
+			b.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			b.dirty = true
 			var fenced *fencedError
