@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,4 +114,141 @@ func TestADeletionBetweenTheBuildListAndTheWatchEndsTheHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A REST create whose answer is lost (the replica gave up: its context ended, or the connection
+// broke after the request was sent) is looked for before its hold is dropped: CreateTask reads
+// the task, and if it is not there, drops the pending entry and answers an error. If the create
+// commits just after that look (the kube-apiserver was still on it), the manager's controller
+// can get the task's Add before CreateTask relocks the books (the controller's and the ledger's
+// handlers are two listeners of one informer, each with its own queue), and View tells it
+// Held: the pending entry has no UID yet and the copy carries its signed admission. The
+// controller accepts it (Frozen) and dispatches its first stage. Then CreateTask drops the
+// hold; the task is counted again only when the ledger's own handler sees it, by rule 2, and
+// if another admission took the points meanwhile, it is Overdrawn and refused after it ran.
+// docs/ledger.md promises such a task "ends InsufficientBalance before it runs", and that "the
+// controller runs and charges only tasks the ledger counts".
+//
+// What a user sees: a task whose stage ran at the backend (work paid for by the operator) ends
+// Failed insufficient_balance with nothing charged; meanwhile the books showed frozen 0 while
+// the task ran (a task running with no hold).
+//
+// Interleaving: REST CreateTask("t", 60) of 100 counts a pending hold and sends the create; the
+// answer is lost (an error, nothing stored yet); the look (Get) answers NotFound; the create
+// commits; the controller's View of its Add says Held, and it writes Frozen (its Observe is
+// ignored: the entry has no UID); CreateTask drops the hold and answers an error; another
+// replica's CreateTask("o", 60) is admitted; the ledger's handler gets t's Frozen copy.
+// Reachable: a lost answer is what faults.creates models (here the commit just comes after
+// the look); the window is the look's answer on its way back, as long as the controller's
+// watch delivery and one reconcile; both handlers are on the manager's one informer.
+func TestARESTTaskToldHeldWhileItsCreateIsInDoubtKeepsItsHold(t *testing.T) {
+	h := newHarness(t, 100)
+	var pending *videogenv1alpha1.VideoTask // the create the kube-apiserver has not committed yet
+	var frozen *videogenv1alpha1.VideoTask  // the task as the controller wrote it
+	var told View
+	var l *Ledger
+	l = h.startWith(h.ctx, "ledger-7", func(cfg *Config) {
+		inner := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if obj.GetName() == "t" {
+					pending = obj.(*videogenv1alpha1.VideoTask).DeepCopy()
+					return errLost // the request was sent; its answer never came
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+		cfg.Reader = interceptor.NewClient(k8s, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				err := c.Get(ctx, key, obj, opts...)
+				if key.Name == "t" && pending != nil && frozen == nil {
+					// The look said NotFound; now the create commits, and the controller
+					// reconciles its Add before CreateTask relocks the books.
+					landed := pending.DeepCopy()
+					must(t, k8s.Create(ctx, landed))
+					v, verr := l.View(landed)
+					must(t, verr)
+					told = v
+					if v.Standing == Held {
+						cost := v.Price
+						frozen = h.writeStatus(l, landed, func(st *videogenv1alpha1.VideoTaskStatus) {
+							st.Phase, st.Charge, st.Cost = videogenv1alpha1.TaskQueued, videogenv1alpha1.ChargeFrozen, &cost
+						})
+					}
+				}
+				return err
+			},
+		})
+	})
+	if _, err := l.CreateTask(h.ctx, h.task("t"), 60); err == nil {
+		t.Fatal("the create whose answer was lost and whose look found nothing: want an error")
+	}
+	if told.Standing != Held || frozen == nil {
+		t.Fatalf("the controller was told %+v for the landed task; this test needs it told Held", told)
+	}
+	if f := h.figures(l); f.Frozen != 60 {
+		t.Errorf("figures %+v while the controller runs t (it was told Held): want its 60 frozen", f)
+	}
+	if _, err := l.CreateTask(h.ctx, h.task("o"), 60); err == nil {
+		t.Errorf("a second create of 60 was admitted while t, told Held, runs on the first 60 of 100")
+	}
+	h.feed(l, frozen) // the ledger's handler gets t (its Add, then its Frozen status)
+	if v, err := l.View(frozen); err != nil || v.Standing != Held {
+		t.Errorf("t, which the controller was told is Held and which runs, is now %s (%v): refused after it ran", standingName(v.Standing), err)
+	}
+}
+
+func standingName(s Standing) string {
+	switch s {
+	case Unknown:
+		return "Unknown"
+	case Held:
+		return "Held"
+	case Overdrawn:
+		return "Overdrawn"
+	}
+	return fmt.Sprintf("Standing(%d)", int(s))
+}
+
+// Checked, holds (a pin): two replicas' creates, each of the whole balance, meet at the ledger;
+// the second is decided while the first's create is on its way (its hold pending) and while
+// that create lands but reports an error (its look finds it): exactly one is admitted, the
+// other is refused 402, and the one admitted is held once. The retry of the first request with
+// its Idempotency-Key (same name, same body, same signed admission) is then 409 (the apiserver
+// answers it as a replay), not a second hold.
+//
+// Interleaving: CreateTask("a", 100) of 100 counts a pending hold; its create lands and reports
+// an error; meanwhile CreateTask("b", 100) runs (402); the look finds "a": held; the ledger's
+// handler gets the Add of "a"; the replica retries CreateTask("a", 100).
+func TestTwoCreatesOfTheWholeBalanceAdmitOneAndARetryIsNoSecondHold(t *testing.T) {
+	h := newHarness(t, 100)
+	var second error
+	var l *Ledger
+	l = h.startWith(h.ctx, "ledger-7", func(cfg *Config) {
+		inner := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{inner}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				err := c.Create(ctx, obj, opts...)
+				if obj.GetName() == "a" && second == nil {
+					_, second = l.CreateTask(h.ctx, h.task("b"), 100)
+				}
+				return err
+			},
+		})
+	})
+	h.faults.creates.Store(1) // the create of "a" lands and reports an error
+	a, err := l.CreateTask(h.ctx, h.task("a"), 100)
+	must(t, err)
+	var short *InsufficientBalanceError
+	if !errors.As(second, &short) || short.Available != 0 {
+		t.Fatalf("the second create of the whole balance: %v, want 402 with 0 available", second)
+	}
+	h.feed(l, a)
+	if _, err := l.CreateTask(h.ctx, h.task("a"), 100); !errors.Is(err, ErrTaskExists) {
+		t.Fatalf("the retry of a's request: %v, want ErrTaskExists (the apiserver's replay)", err)
+	}
+	if f := h.figures(l); f.Frozen != 100 || f.Holds != 1 || f.Balance != 0 {
+		t.Fatalf("figures %+v: want a's 100 held once", f)
+	}
+	h.books(h.settle(l), 100, 0, 100)
 }
