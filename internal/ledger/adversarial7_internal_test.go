@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -202,6 +203,8 @@ func standingName(s Standing) string {
 	switch s {
 	case Unknown:
 		return "Unknown"
+	case Unadmitted:
+		return "Unadmitted"
 	case Held:
 		return "Held"
 	case Overdrawn:
@@ -251,4 +254,46 @@ func TestTwoCreatesOfTheWholeBalanceAdmitOneAndARetryIsNoSecondHold(t *testing.T
 		t.Fatalf("figures %+v: want a's 100 held once", f)
 	}
 	h.books(h.settle(l), 100, 0, 100)
+}
+
+// The signed admission binds a price to a namespace, a name and a spec, but not to one task: a
+// copy of it on a later task of the same name and spec is taken for an admission the books did
+// not make (rule 2) and counted at the signed price. Tenants may create, update and patch
+// VideoTasks with kubectl (config/rbac/tenant_edit_role.yaml), annotations included, and may
+// read their tasks' annotations; nothing refuses the admission annotation on a task they make.
+// So once a REST task is gone (deleted by its owner, or by the finished-task collector after
+// its TTL), its owner can create it again, byte for byte, and it runs at the price signed for
+// the first one: the controller does not quote a task the ledger says is Held (accept uses the
+// view's price). After a template's price rises, that is every re-run of an old request at the
+// old price, as often as the tenant likes; docs/ledger.md says the signature "cannot be moved
+// to another task".
+//
+// What a user (the operator) sees: tasks charged the price of a request made long ago, not the
+// template's price; spent below the sum of the prices the tasks were quoted at when they ran.
+//
+// Interleaving: REST CreateTask("r", 10) (the template costs 10); r is deleted (its delete
+// event); the template's price rises (nothing the ledger sees); the tenant `kubectl create`s a
+// copy of r (same name, spec and admission annotation); the ledger's handler gets its Add; the
+// controller's View of it.
+func TestACopiedAdmissionIsNotAnAdmissionOfANewTask(t *testing.T) {
+	h := newHarness(t, 100)
+	r := h.create(h.l, "r", 10)
+	h.books(h.settle(h.l), 100, 0, 10)
+	must(t, k8s.Delete(h.ctx, r))
+	h.feedDelete(h.l, r)
+	h.books(h.settle(h.l), 100, 0, 0)
+
+	again := h.task("r") // what `kubectl get -o yaml` showed, applied again
+	again.Annotations = map[string]string{videogenv1alpha1.AnnotationAdmission: r.Annotations[videogenv1alpha1.AnnotationAdmission]}
+	again.Spec = *r.Spec.DeepCopy()
+	if err := k8s.Create(h.ctx, again); apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		return // refused at the kube-apiserver (a policy on the annotation): nothing to count
+	} else {
+		must(t, err)
+	}
+	h.feed(h.l, again)
+	if v, err := h.l.View(again); err != nil || v.Standing != Unadmitted {
+		t.Errorf("a tenant's copy of a deleted REST task, with its signed admission: %s at %d (%v); want Unadmitted "+
+			"(the controller quotes today's price), not held at the price signed for the deleted task", standingName(v.Standing), v.Price, err)
+	}
 }
