@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,46 +57,7 @@ func TestADeletionBetweenTheBuildListAndTheWatchEndsTheHold(t *testing.T) {
 			task := h.create(h.l, "t", 60)
 			h.books(h.settle(h.l), 100, 0, 60)
 
-			ctx, cancel := context.WithCancel(h.ctx)
-			defer cancel()
-			informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme(), ByObject: map[client.Object]cache.ByObject{
-				&videogenv1alpha1.VideoTask{}: {Field: fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")},
-			}})
-			must(t, err)
-			go func() { _ = informers.Start(ctx) }()
-			if tc.running {
-				_, err := informers.GetInformer(ctx, &videogenv1alpha1.VideoTask{})
-				must(t, err)
-			}
-
-			var deleted atomic.Bool
-			reader := interceptor.NewClient(k8s, interceptor.Funcs{
-				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-					if err := c.List(ctx, list, opts...); err != nil {
-						return err
-					}
-					if _, ok := list.(*videogenv1alpha1.VideoTaskList); ok && deleted.CompareAndSwap(false, true) {
-						// The build's list of the open tasks has t. The tenant deletes it now.
-						must(t, k8s.Delete(ctx, task))
-						if tc.running {
-							// The informer processes the deletion before the handlers are registered.
-							waitFor(t, func() bool {
-								return isNotFound(informers.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}))
-							})
-						}
-					}
-					return nil
-				},
-			})
-			signer, err := NewSigner(testKey)
-			must(t, err)
-			l := New(Config{Client: h.faults.client(), Reader: reader, Cache: informers, Signer: signer, Identity: "ledger-7",
-				WriteInterval: 20 * time.Millisecond})
-			go func() { _ = l.Start(ctx) }()
-			waitFor(t, l.Ready)
-			if !deleted.Load() {
-				t.Fatal("the build never listed the open tasks")
-			}
+			l := h.startAfterList(tc.running, task, func(ctx context.Context) { must(t, k8s.Delete(ctx, task)) })
 
 			// Every event the informer will deliver about t has had time to come.
 			deadline := time.Now().Add(2 * time.Second)
@@ -115,6 +77,111 @@ func TestADeletionBetweenTheBuildListAndTheWatchEndsTheHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same window, closing a charged task: its charge is in the account's journal; the earlier
+// manager's last write of it (Succeeded, Deducted, closed: endCharged after its charge landed)
+// lands late, after the new manager's build listed the task open (rule 4 counts on late writes
+// of an earlier manager; task writes are compare-and-swaps of the task, which no fence stops).
+// For the cache a close is a delete, and the handler never hears of it: the entry stays
+// charged, its fate unknown, so the journal entry is never forgotten (Tidy reads only the
+// sources of entries that left the books). The account's journal never empties, so a deleted
+// account can never go (Closable), until the next failover.
+//
+// Interleaving: t held, charged, its charge landed (journal: t); failover: the new ledger
+// fences and lists t open (charged); the earlier manager's Deducted+closed write of t lands;
+// the informer drops t (or lists without it); watch registers; the PointAccount controller
+// calls Tidy.
+func TestACloseBetweenTheBuildListAndTheWatchForgetsTheCharge(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		running bool
+	}{
+		{name: "informer running", running: true},
+		{name: "informer started late"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 100)
+			task := h.create(h.l, "t", 60)
+			h.charge(h.l, task)
+			a := h.settle(h.l)
+			h.books(a, 100, 60, 0)
+			if len(a.Status.Journal) != 1 {
+				t.Fatalf("journal %+v: want t's charge", a.Status.Journal)
+			}
+
+			l := h.startAfterList(tc.running, task, func(ctx context.Context) {
+				fresh := &videogenv1alpha1.VideoTask{}
+				must(t, k8s.Get(ctx, client.ObjectKeyFromObject(task), fresh))
+				cost := int64(60)
+				now := metav1.Now()
+				fresh.Status.Phase, fresh.Status.Charge, fresh.Status.Cost = videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, &cost
+				fresh.Status.CompletedAt, fresh.Status.Closed = &now, true
+				fresh.Status.Result = &videogenv1alpha1.TaskResult{URL: "https://media.example/out/t.mp4"}
+				must(t, k8s.Status().Update(ctx, fresh)) // the earlier manager's endCharged, landing late
+			})
+
+			deadline := time.Now().Add(3 * time.Second)
+			for len(h.account().Status.Journal) != 0 && time.Now().Before(deadline) {
+				l.Tidy(h.ns) // as the PointAccount controller does while the journal is not empty
+				time.Sleep(50 * time.Millisecond)
+			}
+			a = h.account()
+			if len(a.Status.Journal) != 0 {
+				t.Errorf("journal %+v after t closed Deducted: want it empty (the account cannot be deleted while it is not)", a.Status.Journal)
+			}
+			h.books(a, 100, 60, 0)
+		})
+	}
+}
+
+// startAfterList starts a ledger as the elected manager does (Start, over a real cache of the
+// open tasks, like the manager's), running between after its build's list of the open tasks:
+// a change to task made then, which the informer processes (running: it already runs, and the
+// change reaches it before the handlers are registered) or lists (not running: watch starts
+// it). It returns once the ledger is ready.
+func (h *harness) startAfterList(running bool, task *videogenv1alpha1.VideoTask, between func(context.Context)) *Ledger {
+	t := h.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(h.ctx)
+	t.Cleanup(cancel)
+	informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&videogenv1alpha1.VideoTask{}: {Field: fields.OneTermNotEqualSelector(videogenv1alpha1.FieldStatusClosed, "true")},
+	}})
+	must(t, err)
+	go func() { _ = informers.Start(ctx) }()
+	if running {
+		_, err := informers.GetInformer(ctx, &videogenv1alpha1.VideoTask{})
+		must(t, err)
+	}
+	var done atomic.Bool
+	reader := interceptor.NewClient(k8s, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if _, ok := list.(*videogenv1alpha1.VideoTaskList); ok && done.CompareAndSwap(false, true) {
+				between(ctx) // the build's list of the open tasks has task
+				if running {
+					// The informer processes the change before the handlers are registered.
+					waitFor(t, func() bool {
+						return isNotFound(informers.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}))
+					})
+				}
+			}
+			return nil
+		},
+	})
+	signer, err := NewSigner(testKey)
+	must(t, err)
+	l := New(Config{Client: h.faults.client(), Reader: reader, Cache: informers, Signer: signer, Identity: "ledger-7",
+		WriteInterval: 20 * time.Millisecond})
+	go func() { _ = l.Start(ctx) }()
+	waitFor(t, l.Ready)
+	if !done.Load() {
+		t.Fatal("the build never listed the open tasks")
+	}
+	return l
 }
 
 // A REST create whose answer is lost (the replica gave up: its context ended, or the connection
