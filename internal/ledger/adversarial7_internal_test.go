@@ -43,7 +43,11 @@ import (
 // first list after it (the informer started by watch's GetInformer, or by the controllers that
 // start with the ledger at the election: "informer started late"); watch registers the
 // handlers. Reachable: a deletion is a tenant's right at any time; the window is the top-ups
-// list, the install of every account's books and the informer's start, every failover.
+// list, the install of every account's books and the informer's start, every failover. More
+// likely still: a task deleted while no manager ran waits for its finalizer (a stage ran at a
+// backend), and the new manager's VideoTask controller, started at the same election, finalizes
+// it at once (finalize comes before any ledger call, so it does not wait for the books) and
+// the task goes while the ledger builds.
 func TestADeletionBetweenTheBuildListAndTheWatchEndsTheHold(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
