@@ -56,9 +56,11 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 		return View{}, ErrAccountNotFound
 	}
 	e := b.tasks[t.Name]
-	if e == nil || (e.uid != "" && e.uid != t.UID) || (e.uid == "" && !e.createsTask(t)) {
-		// Only the ledger's own events add tasks to the books, in the order the kube-apiserver
-		// made them: a copy the controller holds cannot bring back a task that ended.
+	if e == nil || e.uid != t.UID {
+		// Only the ledger's own events and its creates' answers add tasks to the books, in the
+		// order the kube-apiserver made them: a copy the controller holds cannot bring back a
+		// task that ended, nor stand for a create whose answer has not come (it may yet fail,
+		// its hold dropped, while the task the controller sees runs uncounted).
 		if e != nil && newer(e.rv, t.ResourceVersion) {
 			return View{Stale: true}, nil // a newer task of this name replaced this copy's
 		}

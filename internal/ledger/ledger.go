@@ -111,12 +111,26 @@ func (l *Ledger) Start(ctx context.Context) error {
 	if err := l.cfg.Reader.List(ctx, accounts); err != nil {
 		return fmt.Errorf("ledger: listing accounts: %w", err)
 	}
-	// Every account's books are kept from here, so events and requests wait for them.
+	// Every account's books are kept from here, so requests wait for them, and so do events:
+	// each book stays locked until it is installed. The handlers are added first, so that
+	// every change after the lists below reaches the books (a handler added later hears only
+	// of what its informer holds then: a task deleted or closed in between would be lost); an
+	// event older than the lists is ignored once the books are in place.
+	locked := make([]*book, 0, len(accounts.Items))
+	defer func() {
+		for _, b := range locked {
+			b.building = false
+			b.mu.Unlock()
+		}
+	}()
 	for i := range accounts.Items {
 		b := l.book(accounts.Items[i].Namespace)
 		b.mu.Lock()
 		b.building = true
-		b.mu.Unlock()
+		locked = append(locked, b)
+	}
+	if err := l.watch(ctx); err != nil {
+		return err
 	}
 	// First the fence writes, side by side (a failover with many accounts waits for the slowest
 	// write, not the sum); then one list of all open tasks and top-ups, which sees every write
@@ -155,21 +169,13 @@ func (l *Ledger) Start(ctx context.Context) error {
 		if acct == nil {
 			continue // deleted meanwhile: its event rebuilds the namespace's books
 		}
-		b := l.book(acct.Namespace)
-		b.mu.Lock()
-		l.install(b, acct, tasksOf[acct.Namespace], topUpsOf[acct.Namespace], listRV)
+		l.install(l.book(acct.Namespace), acct, tasksOf[acct.Namespace], topUpsOf[acct.Namespace], listRV)
+	}
+	for _, b := range locked {
 		b.building = false
 		b.mu.Unlock()
 	}
-	for i := range accounts.Items {
-		b := l.book(accounts.Items[i].Namespace)
-		b.mu.Lock()
-		b.building = false
-		b.mu.Unlock()
-	}
-	if err := l.watch(ctx); err != nil {
-		return err
-	}
+	locked = nil
 	l.ready.Store(true)
 	log.Info("ledger books built", "accounts", len(accounts.Items), "openTasks", len(tasks), "identity", l.cfg.Identity)
 	select {
