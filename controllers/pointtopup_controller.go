@@ -52,7 +52,11 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		r.Ledger.ObserveTopUp(topUp) // a crash may have come between its status and the journal's trim
 		return ctrl.Result{}, nil
 	}
-	if refused(topUp) || !topUp.DeletionTimestamp.IsZero() {
+	if topUp.RefusedForGood() {
+		r.Ledger.ObserveTopUp(topUp) // the refusal's journal entry may go
+		return ctrl.Result{}, nil
+	}
+	if !topUp.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	before := topUp.Status.DeepCopy()
@@ -73,7 +77,7 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 	case err != nil:
 		return ctrl.Result{}, err
 	case out.Queued:
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil // the ledger wakes it when applied
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil // the ledger wakes it when applied or refused
 	case out.AlreadyApplied:
 		return ctrl.Result{}, nil // the cache has not caught up with its status yet
 	case out.Refused:
@@ -81,6 +85,7 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		if err := r.Status().Update(ctx, topUp); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.Ledger.ObserveTopUp(topUp)
 		r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, out.Reason, "Credit", "%s", out.Message)
 		return ctrl.Result{}, nil
 	}
@@ -102,13 +107,6 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 	r.Ledger.ObserveTopUp(topUp)
 	r.Recorder.Eventf(topUp, nil, corev1.EventTypeNormal, reason, "Credit", "%s; balance is now %d", msg, out.BalanceAfter)
 	return ctrl.Result{}, nil
-}
-
-// refused reports whether the ledger refused the top-up for good.
-func refused(t *videogenv1alpha1.PointTopUp) bool {
-	c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied)
-	return c != nil && c.Status == metav1.ConditionFalse &&
-		(c.Reason == videogenv1alpha1.ReasonDuplicateReference || c.Reason == videogenv1alpha1.ReasonDebitExceedsBalance)
 }
 
 func (r *PointTopUpReconciler) setApplied(t *videogenv1alpha1.PointTopUp, status metav1.ConditionStatus, reason, msg string) {
@@ -139,7 +137,7 @@ func (r *PointTopUpReconciler) pendingTopUps(ctx context.Context, obj client.Obj
 	}
 	var reqs []reconcile.Request
 	for _, t := range list.Items {
-		if t.Status.AppliedAt == nil && !refused(&t) {
+		if t.Status.AppliedAt == nil && !t.RefusedForGood() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
 		}
 	}

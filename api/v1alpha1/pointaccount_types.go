@@ -40,7 +40,7 @@ type PointAccountSpec struct {
 }
 
 // JournalKind says where a journal entry's points came from.
-// +kubebuilder:validation:Enum=Charge;TopUp
+// +kubebuilder:validation:Enum=Charge;TopUp;Refusal
 type JournalKind string
 
 const (
@@ -48,6 +48,10 @@ const (
 	JournalCharge JournalKind = "Charge"
 	// JournalTopUp: a PointTopUp's amount (negative for a debit), added to credited.
 	JournalTopUp JournalKind = "TopUp"
+	// JournalRefusal: a debit refused because it exceeded the available balance (amount 0:
+	// nothing moves). It is recorded before the PointTopUp's status says so, so that no
+	// manager applies that top-up later, when the balance would cover it.
+	JournalRefusal JournalKind = "Refusal"
 )
 
 // JournalEntry is a change of credited or spent that its source object (the task or the

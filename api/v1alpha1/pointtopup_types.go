@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -115,6 +116,14 @@ type PointTopUpList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PointTopUp `json:"items"`
+}
+
+// RefusedForGood reports whether the ledger refused the top-up for good (its status says so):
+// nothing was or will be credited.
+func (t *PointTopUp) RefusedForGood() bool {
+	c := meta.FindStatusCondition(t.Status.Conditions, ConditionApplied)
+	return c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == ReasonDuplicateReference || c.Reason == ReasonDebitExceedsBalance)
 }
 
 func init() {

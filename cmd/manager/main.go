@@ -10,6 +10,7 @@ import (
 	"time"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,15 +129,25 @@ func main() {
 		log.Info("every watch event reaches the caches late (--debug-watch-delay): for tests only", "delay", watchDelay)
 		cacheOpts.NewInformer = watchlag.NewInformer(watchDelay)
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restConfig := ctrl.GetConfigOrDie()
+	var lock resourcelock.Interface
+	if enableLeaderElection {
+		if lock, err = leaderLock(restConfig, opts.Webhooks.SecretNamespace); err != nil {
+			log.Error(err, "unable to make the leader Lease lock")
+			os.Exit(1)
+		}
+		opts.Ledger.Elected = holds(lock)
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		// Only open VideoTasks are cached; Job backends watch only the Jobs and Pods they create.
-		Cache:                         cacheOpts,
-		Scheme:                        scheme.New(),
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        probeAddr,
-		LeaderElection:                enableLeaderElection,
-		LeaderElectionID:              "videogen-operator.videogen.dev",
-		LeaderElectionReleaseOnCancel: true,
+		Cache:                               cacheOpts,
+		Scheme:                              scheme.New(),
+		Metrics:                             metricsOpts,
+		HealthProbeBindAddress:              probeAddr,
+		LeaderElection:                      enableLeaderElection,
+		LeaderElectionID:                    leaderElectionID,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
 	})
 	if err != nil {
 		log.Error(err, "unable to create manager")

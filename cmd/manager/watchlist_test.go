@@ -7,8 +7,8 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 )
 
-// client-go reads KUBE_FEATURE_* once per process, at the first question: this test is the
-// package's only reader.
+// client-go reads KUBE_FEATURE_* once per process, at the first question: this test, or a test
+// that calls preferPagedLists first, as main does.
 func TestPreferPagedListsTurnsWatchListOff(t *testing.T) {
 	t.Setenv(watchListEnv, "") // restored afterwards
 	if err := os.Unsetenv(watchListEnv); err != nil {

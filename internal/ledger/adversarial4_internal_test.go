@@ -96,8 +96,11 @@ func TestADebitAdmittedBesideAChargeAndAHoldIsCountedOnceAcrossAFailover(t *test
 	more := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "more"),
 		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -1, Reference: "CLOSE-2", Note: "closing"}}
 	must(t, k8s.Create(h.ctx, more))
-	if out, err := s.l.ApplyTopUp(more); err != nil || !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
-		t.Fatalf("a debit beyond the 0 available: %+v %v, want it refused", out, err)
+	if out, err := s.l.ApplyTopUp(more); err != nil || !out.Queued {
+		t.Fatalf("a debit beyond the 0 available: %+v %v, want its refusal queued", out, err)
+	}
+	if out, err := s.l.ApplyTopUp(more); err != nil || !out.Queued {
+		t.Fatalf("the refused debit asked again before the write: %+v %v, want its refusal still queued", out, err)
 	}
 	var short *InsufficientBalanceError
 	if _, err := s.l.CreateTask(h.ctx, h.task("b"), 1); !errors.As(err, &short) || short.Available != 0 {
@@ -115,6 +118,10 @@ func TestADebitAdmittedBesideAChargeAndAHoldIsCountedOnceAcrossAFailover(t *test
 	}
 	if out, err := l3.ApplyTopUp(debit); err != nil || !out.Applied || out.BalanceAfter != 0 {
 		t.Fatalf("the debit on the new manager: %+v %v, want applied (balance after 0)", out, err)
+	}
+	// The refusal, written with them, holds on the new manager too.
+	if out, err := l3.ApplyTopUp(more); err != nil || !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+		t.Fatalf("the refused debit on the new manager: %+v %v, want refused", out, err)
 	}
 	h.books(h.settle(l3), 60, 60, 0)
 }

@@ -120,34 +120,48 @@ func waitGone(ctx context.Context, c cache.Cache, obj client.Object) error {
 // Reachable: a process pause longer than the Lease's duration is the case fencing exists for;
 // A's leader elector notices the lost Lease only at its next renew (every 2 s), while the
 // conflict, the read and the write take milliseconds.
+//
+// Fixed with the Lease (Config.Elected): A reads it after its fence lands, finds it lost, and
+// stops before it writes anything else; B, which still holds the Lease, writes over A's fence
+// instead of stepping down.
 func TestAManagerDoesNotWriteOverTheFenceOfTheManagerElectedAfterIt(t *testing.T) {
 	h := newHarness(t, 100)
+	task := h.create(h.l, "t", 10)
+	h.books(h.settle(h.l), 100, 0, 10)
+	var holder atomic.Value // the Lease's holder
+	holder.Store("ledger-A")
+	elected := func(identity string) func(context.Context) (bool, error) {
+		return func(context.Context) (bool, error) { return holder.Load() == identity, nil }
+	}
 	var b *Ledger
 	var once atomic.Bool
 	signer, err := NewSigner(testKey)
 	must(t, err)
-	a := New(Config{Client: k8s, Signer: signer, Identity: "ledger-A", WriteInterval: 20 * time.Millisecond,
+	a := New(Config{Client: k8s, Signer: signer, Identity: "ledger-A", WriteInterval: 20 * time.Millisecond, Elected: elected("ledger-A"),
 		Reader: interceptor.NewClient(k8s, interceptor.Funcs{
 			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				if err := c.Get(ctx, key, obj, opts...); err != nil {
 					return err
 				}
 				if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && once.CompareAndSwap(false, true) {
-					b = h.start(h.ctx, "ledger-B") // A is paused; B is elected and fences the account
+					// A is paused; B is elected and fences the account.
+					holder.Store("ledger-B")
+					b = h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Elected = elected("ledger-B") })
 				}
 				return nil
 			},
 		})})
 	a.ctx = h.ctx
-	err = a.build(h.ctx, h.ns)
-	t.Logf("A's build after B's fence: %v", err)
-	if got := h.account().Status.Authority; got != "ledger-B" {
-		t.Errorf("the account's authority is %q after A's takeover: A wrote over the fence of B, elected after it", got)
+	if err := a.build(h.ctx, h.ns); !errors.Is(err, ErrFenced) {
+		t.Fatalf("A's build after B's fence: %v, want it stopped (it lost its Lease)", err)
 	}
-	b.accountEvent(h.ctx, h.account(), false) // B's informer brings the account
+	b.accountEvent(h.ctx, h.account(), false) // B's informer brings A's fence
+	waitFor(t, func() bool { return h.account().Status.Authority == "ledger-B" })
 	if !b.Ready() {
-		t.Errorf("B, the elected manager, stepped down: %v", b.deposedBy)
+		t.Fatalf("B, the elected manager, stepped down: %v", b.deposedBy)
 	}
+	h.charge(b, task)
+	h.books(h.settle(b), 100, 10, 0)
 }
 
 // A write of an account on its way while that account goes and a new account of the name is

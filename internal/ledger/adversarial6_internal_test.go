@@ -452,8 +452,14 @@ func TestARefusedDebitIsNotDebitedFromAStaleCopy(t *testing.T) {
 	stale := debit.DeepCopy()
 	out, err := l.ApplyTopUp(debit)
 	must(t, err)
+	if !out.Queued {
+		t.Fatalf("a debit of 30 with 10 available: %+v, want its refusal queued for the account's write", out)
+	}
+	h.settle(l)
+	out, err = l.ApplyTopUp(debit) // the ledger wakes the top-up once the refusal is written
+	must(t, err)
 	if !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
-		t.Fatalf("a debit of 30 with 10 available: %+v, want refused", out)
+		t.Fatalf("a debit of 30 with 10 available, its refusal written: %+v, want refused", out)
 	}
 	meta.SetStatusCondition(&debit.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied,
 		Status: metav1.ConditionFalse, Reason: out.Reason, Message: out.Message})
@@ -477,6 +483,13 @@ func TestARefusedDebitIsNotDebitedFromAStaleCopy(t *testing.T) {
 		if err := k8s.Status().Update(h.ctx, stale); !apierrors.IsConflict(err) {
 			t.Fatalf("the Applied write from the stale copy: %v, want a conflict", err)
 		}
+	}
+	if out.Refused {
+		// Not debited. The refusal's journal entry goes once its status is seen (the
+		// controller's next reconcile), and the books close with the 30 points still there.
+		l.ObserveTopUp(debit)
+		h.booksClosed(h.settle(l), 30, 0, 0)
+		return
 	}
 	must(t, k8s.Delete(h.ctx, h.account()))
 	l.accountEvent(h.ctx, h.account(), false)

@@ -326,3 +326,26 @@ func TestALateCreateOfTheOldManagerAndANewCreateNeverBothHold(t *testing.T) {
 		})
 	}
 }
+
+// Found by the seventh adversarial review (not tested there): a REST create that fails
+// AlreadyExists reads the task that has the name and counts it. If that task is closed (its
+// close already took it out of the open tasks' cache, whose delete event dropped its entry),
+// counting it made a settled entry that nothing removes: the cache never brings a closed task
+// back, so no delete event comes, and every later create of the name, once the finished-task
+// collector deleted the task, was refused as a task that exists (a replay of a task that is
+// gone) until the next failover.
+func TestAClosedTaskReadByAFailedCreateLeavesNoEntry(t *testing.T) {
+	h := newHarness(t, 100)
+	closed := h.task("x")
+	must(t, k8s.Create(h.ctx, closed))
+	ended(videogenv1alpha1.ChargeRefunded, videogenv1alpha1.TaskFailed, true)(&closed.Status)
+	must(t, k8s.Status().Update(h.ctx, closed))
+	if _, err := h.l.CreateTask(h.ctx, h.task("x"), 10); !errors.Is(err, ErrTaskExists) {
+		t.Fatalf("a create of a name a closed task has: %v, want ErrTaskExists", err)
+	}
+	must(t, k8s.Delete(h.ctx, closed)) // the collector, at the TTL; the cache hears nothing
+	if _, err := h.l.CreateTask(h.ctx, h.task("x"), 10); err != nil {
+		t.Fatalf("a create of the name once the closed task is gone: %v, want it created", err)
+	}
+	h.books(h.settle(h.l), 100, 0, 10)
+}

@@ -245,7 +245,9 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		// Another task has the name; its events may have come while this create held the
 		// entry (observe leaves them), so read it, to count it when the entry goes.
 		fresh := &videogenv1alpha1.VideoTask{}
-		if gerr := l.cfg.Reader.Get(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task), fresh); gerr == nil {
+		// A closed one holds nothing, and the open tasks' cache never brings it back: counted,
+		// its entry would stay after it is gone.
+		if gerr := l.cfg.Reader.Get(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task), fresh); gerr == nil && !fresh.Status.Closed {
 			other = fresh
 		}
 	}
@@ -358,6 +360,12 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	if b.account == nil {
 		return TopUpOutcome{}, ErrAccountNotFound
 	}
+	if msg, ok := b.refusals[t.UID]; ok {
+		if _, queued := b.queued[t.UID]; queued {
+			return TopUpOutcome{Queued: true}, nil // the refusal waits for the account's write
+		}
+		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDebitExceedsBalance, Message: msg}, nil
+	}
 	if j, ok := b.journalEntry(t.UID); ok {
 		out := TopUpOutcome{Applied: true, AccountUID: string(b.account.UID)}
 		if j.BalanceAfter != nil {
@@ -383,8 +391,13 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {
-			return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDebitExceedsBalance,
-				Message: fmt.Sprintf("Refused: the debit of %d points exceeds the %d points available; nothing was debited", -t.Spec.Amount, max(avail, 0))}, nil
+			// Recorded in the account before the top-up's status says so, as a credit is: a
+			// copy of the top-up from before that status (a lagging cache, or a new manager's
+			// list) is then never debited once the balance would cover it.
+			b.refusals[t.UID] = fmt.Sprintf("Refused: the debit of %d points exceeds the %d points available; nothing was debited", -t.Spec.Amount, max(avail, 0))
+			b.queued[t.UID] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalRefusal, Name: t.Name, UID: t.UID}
+			l.schedule(b)
+			return TopUpOutcome{Queued: true}, nil
 		}
 		b.debits -= t.Spec.Amount
 	}
@@ -394,16 +407,22 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	return TopUpOutcome{Queued: true}, nil
 }
 
-// ObserveTopUp tells the books that a top-up's status shows it applied: its journal entry may go.
+// ObserveTopUp tells the books that a top-up's status shows it applied, or refused: its journal
+// entry may go.
 func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
 	b, err := l.lockBook(t.Namespace)
 	if err != nil {
 		return
 	}
 	defer b.mu.Unlock()
-	if b.account != nil && t.Status.AppliedAt != nil && t.Status.AccountUID == b.account.UID {
+	switch {
+	case b.account == nil:
+	case t.Status.AppliedAt != nil && t.Status.AccountUID == b.account.UID:
 		b.topUpsShown[t.UID] = true
 		b.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
+		l.schedule(b)
+	case t.RefusedForGood():
+		b.topUpsShown[t.UID] = true // a refusal's journal entry may go
 		l.schedule(b)
 	}
 }

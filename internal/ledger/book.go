@@ -103,6 +103,9 @@ type book struct {
 	// this one or an earlier one, or queued, to that top-up: a second top-up with the same
 	// reference is refused.
 	references map[string]appliedTopUp
+	// refusals are the debits refused because they exceeded the balance, with the message
+	// saying so: refused once, refused for good, whatever the balance later.
+	refusals map[types.UID]string
 
 	dirty    bool // the status in the account is behind the books
 	check    bool // the next write reads the sources of entries whose fate is unknown (Tidy)
@@ -128,7 +131,7 @@ func (b *book) load(f *book) {
 	b.account, b.built, b.fenced, b.listRV = f.account, true, false, f.listRV
 	b.tasks, b.frozen, b.holds = f.tasks, f.frozen, f.holds
 	b.queued, b.debits, b.fates = f.queued, f.debits, f.fates
-	b.topUpsShown, b.references = f.topUpsShown, f.references
+	b.topUpsShown, b.references, b.refusals = f.topUpsShown, f.references, f.refusals
 	b.dirty = true
 }
 
@@ -140,6 +143,7 @@ func newBook(namespace string) *book {
 		fates:       map[types.UID]fate{},
 		topUpsShown: map[types.UID]bool{},
 		references:  map[string]appliedTopUp{},
+		refusals:    map[types.UID]string{},
 	}
 }
 
@@ -344,7 +348,7 @@ func fateOfEndedCopy(t *videogenv1alpha1.VideoTask) fate {
 
 // fateOf is what decides the journal entry j when the account is next written.
 func (b *book) fateOf(j videogenv1alpha1.JournalEntry) fate {
-	if j.Kind == videogenv1alpha1.JournalTopUp {
+	if j.Kind == videogenv1alpha1.JournalTopUp || j.Kind == videogenv1alpha1.JournalRefusal {
 		if b.topUpsShown[j.UID] {
 			return fateDeducted // its status shows it: the entry goes, the credit stays
 		}

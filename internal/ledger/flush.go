@@ -177,7 +177,7 @@ func (l *Ledger) resolveFates(ctx context.Context, namespace string, p *plan) bo
 		}
 		key := client.ObjectKey{Namespace: namespace, Name: j.Name}
 		var obj client.Object = &videogenv1alpha1.VideoTask{}
-		if j.Kind == videogenv1alpha1.JournalTopUp {
+		if j.Kind == videogenv1alpha1.JournalTopUp || j.Kind == videogenv1alpha1.JournalRefusal {
 			obj = &videogenv1alpha1.PointTopUp{}
 		}
 		err := l.cfg.Reader.Get(ctx, key, obj)
@@ -211,7 +211,7 @@ func fateOfSource(obj client.Object) fate {
 			return fateRefunded
 		}
 	case *videogenv1alpha1.PointTopUp:
-		if o.Status.AppliedAt != nil {
+		if o.Status.AppliedAt != nil || o.RefusedForGood() {
 			return fateDeducted
 		}
 	}
@@ -255,7 +255,17 @@ func (l *Ledger) commit(ctx context.Context, b *book, p *plan) (*videogenv1alpha
 			return nil, fmt.Errorf("the account was replaced by a new one")
 		}
 		if fresh.Status.Authority != l.cfg.Identity {
-			return nil, &fencedError{authority: fresh.Status.Authority}
+			if l.cfg.Elected == nil {
+				return nil, &fencedError{authority: fresh.Status.Authority}
+			}
+			if err := l.stillElected(ctx); errors.Is(err, errLostElection) {
+				return nil, &fencedError{authority: fresh.Status.Authority}
+			} else if err != nil {
+				return nil, err // the writer tries again
+			}
+			// This manager holds the Lease: the fence is a deposed manager's, which wrote
+			// nothing else (takeOver) and exits. The write carries this manager's name back.
+			l.cfg.Logger.Info("writing over the fence of a manager that lost its Lease", "namespace", b.namespace, "authority", fresh.Status.Authority)
 		}
 		base = fresh
 		if attempt >= 20 {
@@ -297,6 +307,7 @@ func apply(acct *videogenv1alpha1.PointAccount, p *plan) {
 			st.Credited += e.Amount
 			added = append(added, len(kept))
 		}
+		// A refusal moves nothing: its entry only records it.
 		kept = append(kept, e)
 	}
 	st.Journal = kept
@@ -390,6 +401,8 @@ func (l *Ledger) landed(b *book, p *plan, written *videogenv1alpha1.PointAccount
 			} else {
 				pointsMoved.WithLabelValues(b.namespace, "topup").Add(float64(q.Amount))
 			}
+			l.requeueTopUp(b.namespace, q.Name)
+		case videogenv1alpha1.JournalRefusal:
 			l.requeueTopUp(b.namespace, q.Name)
 		}
 	}

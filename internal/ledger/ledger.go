@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -42,6 +44,13 @@ type Config struct {
 	WriteInterval time.Duration
 	Clock         clock.WithTicker
 	Logger        logr.Logger
+	// Elected, if set, reads this manager's leader Lease from the kube-apiserver and reports
+	// whether this manager holds it. Fences are ordered by it: a manager that took an account
+	// over after losing its Lease (paused past it, its fence crossing that of the manager
+	// elected after it) exits before it writes anything else, and the elected manager writes
+	// over such a fence instead of stepping down. Nil when the manager runs without leader
+	// election: then the latest fence wins.
+	Elected func(context.Context) (bool, error)
 	// Recorder, if set, tells an account's readers (kubectl describe) when the ledger puts its
 	// figures back over a status somebody else wrote.
 	Recorder events.EventRecorder
@@ -243,6 +252,11 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 		for i := range topUps {
 			t := &topUps[i]
 			switch {
+			case t.RefusedForGood():
+				if c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); c.Reason == videogenv1alpha1.ReasonDebitExceedsBalance {
+					fresh.refusals[t.UID] = c.Message
+				}
+				fresh.topUpsShown[t.UID] = true
 			case t.Status.AppliedAt == nil:
 			case t.Status.AccountUID == acct.UID:
 				fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
@@ -258,9 +272,14 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 			}
 		}
 		for _, j := range acct.Status.Journal {
-			if j.Kind == videogenv1alpha1.JournalTopUp {
+			switch j.Kind {
+			case videogenv1alpha1.JournalTopUp:
 				if t := findTopUp(topUps, j.UID); t != nil {
 					fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
+				}
+			case videogenv1alpha1.JournalRefusal:
+				if _, known := fresh.refusals[j.UID]; !known {
+					fresh.refusals[j.UID] = "Refused: the debit exceeded the points available; nothing was debited"
 				}
 			}
 		}
@@ -294,19 +313,21 @@ func findTopUp(items []videogenv1alpha1.PointTopUp, uid types.UID) *videogenv1al
 
 // takeOver writes this manager's name into the account (a compare-and-swap, from the copy given
 // and then from fresh reads): from then on no write of an earlier manager can land. It returns
-// the account as written, or nil if it is gone.
+// the account as written, or nil if it is gone. A fence written by a manager that no longer
+// holds its Lease (errLostElection) may have landed over the elected manager's: it writes
+// nothing more (its fence changed only the authority), and the elected one writes over it.
 func (l *Ledger) takeOver(ctx context.Context, acct *videogenv1alpha1.PointAccount) (*videogenv1alpha1.PointAccount, error) {
 	acct = acct.DeepCopy()
 	key := client.ObjectKeyFromObject(acct)
 	for {
 		if acct.Status.Authority == l.cfg.Identity {
-			return acct, nil
+			return acct, l.stillElected(ctx)
 		}
 		acct.Status.Authority = l.cfg.Identity
 		err := l.cfg.Client.Status().Update(ctx, acct)
 		switch {
 		case err == nil:
-			return acct, nil
+			return acct, l.stillElected(ctx)
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case !apierrors.IsConflict(err):
@@ -322,6 +343,25 @@ func (l *Ledger) takeOver(ctx context.Context, acct *videogenv1alpha1.PointAccou
 			return nil, err
 		}
 	}
+}
+
+// errLostElection: this manager's Lease is another's.
+var errLostElection = fmt.Errorf("%w: this manager no longer holds its leader Lease", ErrFenced)
+
+// stillElected reads the Lease (Config.Elected): nil if this manager holds it, or runs without
+// one.
+func (l *Ledger) stillElected(ctx context.Context) error {
+	if l.cfg.Elected == nil {
+		return nil
+	}
+	elected, err := l.cfg.Elected(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the leader Lease: %w", err)
+	case !elected:
+		return errLostElection
+	}
+	return nil
 }
 
 // openTasksSelector selects the tasks that are not closed: a closed task is settled.
@@ -482,9 +522,16 @@ func (l *Ledger) accountEvent(ctx context.Context, obj any, deleted bool) {
 			go l.rebuild(ctx, a.Namespace)
 		}
 	case newer(a.ResourceVersion, b.account.ResourceVersion) && a.Status.Authority != l.cfg.Identity:
-		// Another manager took the account over (its fence write): stop deciding for it.
-		if !b.fenced {
+		// Another manager took the account over (its fence write): stop deciding for it. With a
+		// Lease, the next write asks it first (commit): the fence may be that of a manager
+		// elected before this one, landed late.
+		switch {
+		case b.fenced:
+		case l.cfg.Elected == nil:
 			l.stepDown(b, a.Status.Authority)
+		default:
+			b.dirty = true
+			l.schedule(b)
 		}
 	case b.writing:
 		// Most likely the writer's own write, landed before its answer: the writer decides
@@ -525,6 +572,13 @@ func (l *Ledger) rebuild(ctx context.Context, namespace string) {
 			return
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errLostElection) {
+			b := l.book(namespace)
+			b.mu.Lock()
+			l.stepDown(b, "the manager holding the leader Lease")
+			b.mu.Unlock()
 			return
 		}
 		l.cfg.Logger.Error(err, "building the books of an account", "namespace", namespace)
