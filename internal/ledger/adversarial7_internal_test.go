@@ -349,3 +349,39 @@ func TestAClosedTaskReadByAFailedCreateLeavesNoEntry(t *testing.T) {
 	}
 	h.books(h.settle(h.l), 100, 0, 10)
 }
+
+// The controller asking about a REST task before the create's answer came is told Unknown (see
+// above), and is not left to its 200 ms requeue: the ledger requeues the task as soon as the
+// answer names it.
+func TestATaskAskedAboutBeforeItsCreateAnsweredIsRequeuedWhenItIs(t *testing.T) {
+	h := newHarness(t, 100)
+	var told View
+	var l *Ledger
+	l = h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+		cfg.Client = interceptor.NewClient(withWatch{cfg.Client}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				err := c.Create(ctx, obj, opts...)
+				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && err == nil {
+					// The controller's informer brings the task before the answer comes.
+					told, err = l.View(task.DeepCopy())
+				}
+				return err
+			},
+		})
+	})
+	task := h.create(l, "t", 10)
+	if told.Standing != Unknown {
+		t.Fatalf("asked before the create's answer: %+v, want Unknown", told)
+	}
+	select {
+	case ev := <-l.TaskEvents():
+		if ev.Object.GetName() != task.Name {
+			t.Fatalf("requeued %s, want %s", ev.Object.GetName(), task.Name)
+		}
+	default:
+		t.Fatal("the task the controller asked about was not requeued once its create answered")
+	}
+	if v, err := l.View(task); err != nil || v.Standing != Held {
+		t.Fatalf("after the answer: %+v %v, want Held", v, err)
+	}
+}

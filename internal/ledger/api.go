@@ -64,6 +64,9 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 		if e != nil && newer(e.rv, t.ResourceVersion) {
 			return View{Stale: true}, nil // a newer task of this name replaced this copy's
 		}
+		if e != nil && e.uid == "" {
+			e.asked = true
+		}
 		return View{Standing: Unknown}, nil
 	}
 	if e.rv != "" && newer(e.rv, t.ResourceVersion) {
@@ -295,6 +298,10 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		}
 		if e.state == pending {
 			b.set(e, held)
+		}
+		if e.asked {
+			e.asked = false
+			l.requeueTask(task.Namespace, task.Name)
 		}
 	}
 	return task, nil

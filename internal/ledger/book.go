@@ -52,6 +52,9 @@ type entry struct {
 	admission string
 	// refunded: its status says Refunded; frozenCounted: its freeze was counted (the metric).
 	refunded, frozenCounted bool
+	// asked: the controller asked about the task before the create's answer or event named
+	// it (View said Unknown); the ledger requeues it once either does.
+	asked bool
 }
 
 // createsTask reports whether t is (a copy of) the task the REST create counted in e makes, or

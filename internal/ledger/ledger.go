@@ -487,8 +487,12 @@ func (l *Ledger) taskEvent(obj any, deleted bool) {
 		was = before.state
 	}
 	e := b.observe(t, l.evidence(t))
-	if e != nil && e.state == overdrawn && (before == nil || was != overdrawn) {
+	switch {
+	case e != nil && e.state == overdrawn && (before == nil || was != overdrawn):
 		l.requeueTask(t.Namespace, t.Name)
+	case e != nil && e.asked && e.uid != "":
+		e.asked = false
+		l.requeueTask(t.Namespace, t.Name) // the controller waits for this task's UID
 	}
 	if b.dirty {
 		l.schedule(b)
