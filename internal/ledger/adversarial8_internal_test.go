@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -231,4 +234,83 @@ func TestAKubectlTaskLeftOutWhileARESTCreateOfItsNameRanIsNotUnknownForever(t *t
 	}
 	t.Errorf("the kubectl task %q is Unknown to the ledger after its name's REST create failed AlreadyExists: "+
 		"its controller waits for an event that never comes (no one writes the task until it is admitted)", existing.Name)
+}
+
+// Checked, holds (a pin): Start now adds its handlers before the fences and lists, each listed
+// account's books locked until installed. Two accounts change under it: the harness account
+// (empty, so the deletion policy lets it go) is deleted and created again (a new UID, credited
+// 40) right after Start's list of accounts, so its fence meets the new account (the old copy's
+// write fails, the re-read brings the new one); and an account is created in a second namespace
+// (credited 30) during Start, not in the list: its Add reaches the handler while the listed
+// books are locked, and its rebuild runs beside Start. Both end with books of the current
+// accounts; nothing deadlocks, and the events older than the lists (the old account's copies
+// and its delete, replayed to the new handlers) change nothing: a REST task is admitted and
+// charged on the re-created account.
+func TestAccountsReplacedOrCreatedDuringStartGetTheirBooks(t *testing.T) {
+	h := newHarness(t, 0) // empty: the account-deletion policy lets it go
+	other := "t-" + string(uuid.NewUUID())[:8]
+	must(t, k8s.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}))
+
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&videogenv1alpha1.VideoTask{}: {Field: openTasksSelector},
+	}})
+	must(t, err)
+	go func() { _ = informers.Start(ctx) }()
+	for _, obj := range []client.Object{&videogenv1alpha1.VideoTask{}, &videogenv1alpha1.PointAccount{}} {
+		_, err = informers.GetInformer(ctx, obj)
+		must(t, err)
+	}
+	if !informers.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	credited := func(ns string, points int64) error {
+		acct := &videogenv1alpha1.PointAccount{ObjectMeta: objectMeta(ns, videogenv1alpha1.PointAccountName)}
+		if err := k8s.Create(ctx, acct); err != nil {
+			return err
+		}
+		acct.Status.Credited, acct.Status.Balance = points, points
+		return k8s.Status().Update(ctx, acct)
+	}
+	var once atomic.Bool
+	var hookErr error
+	reader := interceptor.NewClient(k8s, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if _, ok := list.(*videogenv1alpha1.PointAccountList); ok && once.CompareAndSwap(false, true) {
+				hookErr = errors.Join(k8s.Delete(ctx, h.account()), credited(h.ns, 40), credited(other, 30))
+			}
+			return nil
+		},
+	})
+	signer, err := NewSigner(testKey)
+	must(t, err)
+	l := New(Config{Client: k8s, Reader: reader, Cache: informers, Signer: signer, Identity: "ledger-2", WriteInterval: 20 * time.Millisecond})
+	started := make(chan error, 1)
+	go func() { started <- l.Start(ctx) }()
+	waitFor(t, func() bool {
+		select {
+		case err := <-started:
+			t.Fatalf("Start: %v", err)
+		default:
+		}
+		return l.Ready()
+	})
+	must(t, hookErr)
+	waitFor(t, func() bool { _, err := l.Balance(ctx, other); return err == nil })
+	time.Sleep(200 * time.Millisecond) // the informer's events are delivered by now
+	if f := h.figures(l); f.Credited != 40 || f.Frozen != 0 || f.Balance != 40 {
+		t.Errorf("the re-created account: %+v, want credited 40, balance 40", f)
+	}
+	if f, err := l.Balance(ctx, other); err != nil || f.Credited != 30 || f.Balance != 30 {
+		t.Errorf("the account created during Start: %+v %v, want 30", f, err)
+	}
+	h.books(h.settle(l), 40, 0, 0)
+	task := h.create(l, "t", 10)
+	h.feed(l, task)
+	h.charge(l, task)
+	h.books(h.settle(l), 40, 10, 0)
 }
