@@ -49,9 +49,13 @@ func (ls *lease) elected(identity string) func(context.Context) (bool, error) {
 //     (spent 10).
 //  3. B stops gracefully (a rollout, a drained node): LeaderElectionReleaseOnCancel writes the
 //     Lease with no holder.
-//  4. A resumes. Its leader elector was between two renewals (wait.Until's RetryPeriod sleep,
-//     where it spends nearly all its time); its next tryAcquireOrRenew finds the Lease with no
-//     holder and acquires it: A never saw itself lose it, so its manager never stopped.
+//  4. A resumes. Its leader elector was between two renewals (renew's wait.UntilWithContext
+//     sleeps RetryPeriod, 2 s, between cycles: nearly all of its time), so the next cycle starts
+//     with a fresh RenewDeadline. client-go's tryAcquireOrRenew: the fast path is skipped (its
+//     observed record is older than LeaseDuration), the slow path Gets the Lease, finds
+//     HolderIdentity "" (B's release) and so does not wait for any lease to expire, and
+//     Updates it with A's identity (LeaderTransitions+1). It returns true: A "renewed", never
+//     saw itself lose the Lease, and its manager never stopped (OnStoppedLeading never ran).
 //  5. A's informer brings B's writes of the account (authority B, newer): accountEvent with
 //     Elected schedules a write; commit re-reads, finds authority B, asks the Lease: A holds
 //     it, so it writes A's books over B's.
