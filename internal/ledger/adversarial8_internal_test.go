@@ -113,7 +113,7 @@ func TestAManagerThatRegainsItsLeaseDoesNotWriteOverTheManagerElectedMeanwhile(t
 // PointTopUp controller's cache lags the refusal's status write and the deletion) is then
 // applied as a new debit once the balance covers it: the account loses the points, for a
 // PointTopUp whose last status said "nothing was debited" and that no longer exists, and the
-// journal entry of that debit is forgotten as "gone" at the next write, so nothing records it.
+// journal entry of that debit is forgotten as "gone" at the next tidy, so nothing records it.
 // docs/ledger.md, rule 6: "a copy of it from before that status, asked again once the balance
 // would cover it, on this manager or a new one, is refused again, never debited".
 //
@@ -126,8 +126,13 @@ func TestAManagerThatRegainsItsLeaseDoesNotWriteOverTheManagerElectedMeanwhile(t
 //  3. A fails over to B (a rollout: A releases the Lease, B acquires it at once). B builds its
 //     books: the account's journal is empty, the list of top-ups does not have close.
 //  4. B's PointTopUp controller reconciles close from its cache, which still holds the copy
-//     from before the refusal (a standby's watch that lags by a few seconds; the same lag
-//     adversarial6 and the doc's rule 6 take as reachable): ApplyTopUp debits 30.
+//     from before the refusal: a standby's watch that lags by a few seconds (the same lag
+//     adversarial6 and the doc's rule 6 take as reachable), or a new pod's informer whose
+//     initial list (resourceVersion "0") was answered from the watch cache of a kube-apiserver
+//     of an HA control plane that lags the others. ApplyTopUp queues a debit of 30 and the
+//     next write lands it. The controller's Applied status write then fails NotFound; the
+//     debit's journal entry has no top-up to show it, and the next tidy (the PointAccount
+//     controller calls Tidy while the journal is not empty) forgets it as "gone".
 //
 // Suggested fix (words only): keep the Refusal entry in the journal while its top-up exists
 // is not enough (the top-up may go); either do not let a refused DebitExceedsBalance top-up be
