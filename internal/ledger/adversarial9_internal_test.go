@@ -2,10 +2,16 @@ package ledger
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -83,4 +89,103 @@ func TestAChargeFinishedByANewManagerCarriesItsPriceIntoTheTasksCost(t *testing.
 		t.Fatalf("the task ends Succeeded, Deducted with cost %d (View's price %d) while the account spent %d for it: "+
 			"the new manager priced the charged task from its empty status, not from its journal entry", *done.Status.Cost, v.Price, acct.Status.Spent)
 	}
+}
+
+// What breaks: every charge queued for an account goes into ONE account write (plan takes all
+// of b.queued), with each task's result copied into its journal entry. When the charges queued
+// between two writes are more than the kube-apiserver/etcd take in one object (etcd's request
+// limit, 1.5 MiB by default), the write fails, and every retry carries the same entries plus the
+// ones queued since: it never fits again. The account is wedged for good: no charge, top-up or
+// forget of that account ever lands, every task that succeeded stays Charging (Running to its
+// user, its points frozen), the controller requeues them every 10 s forever, and the account
+// cannot be closed.
+//
+// Interleaving, step by step:
+//  1. A namespace runs a batch: N tasks held (kubectl or REST).
+//  2. Their renders finish within one write interval (a backend outage ends and the backlog
+//     completes at once, or simply a large batch on a fast backend); each reconcile calls Charge
+//     with the backend's result (URL plus metadata: nothing bounds their size), queued.
+//  3. The writer plans one write with all N entries: too large, refused; it retries the same
+//     plan 20 times, then re-plans with everything queued meanwhile (larger still), forever.
+//
+// Why reachable: nothing bounds the number of charges per write or the size of a result, and
+// nothing splits a write; the sizes here (400 tasks, results of about 4 KiB, e.g. a signed URL
+// and per-scene metadata) are one batch customer's ordinary afternoon. With results of 1 KiB it
+// takes about 1,500 charges within a second or so of lag.
+//
+// What a user sees: the account's spent never moves, its tasks never end (Running, points
+// frozen), new charges and top-ups of the namespace never land, the manager logs "writing the
+// account; retrying" forever. Suggested fix: cap the entries (by count and bytes) per write and
+// leave the rest queued for the next one; bound or drop the result's metadata in the entry.
+func TestManyChargesQueuedForOneWriteAreAllWritten(t *testing.T) {
+	const tasks, price = 400, int64(10)
+	h := newHarness(t, tasks*price)
+	var lastErr sync.Mutex
+	var writeErr error
+	s := h.stepped("ledger-2", func(cfg *Config) {
+		base := cfg.Client
+		cfg.Client = interceptor.NewClient(k8s, interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, _ client.Client, sub string, obj client.Object, o ...client.SubResourceUpdateOption) error {
+				err := base.SubResource(sub).Update(ctx, obj, o...)
+				if err != nil {
+					lastErr.Lock()
+					writeErr = err
+					lastErr.Unlock()
+				}
+				return err
+			},
+		})
+	})
+	metadata := map[string]string{"scenes": strings.Repeat("s", 3500)}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(h.ctx)
+	g.SetLimit(8)
+	for i := range tasks {
+		g.Go(func() error {
+			task := h.task(fmt.Sprintf("batch-%03d", i))
+			if err := k8s.Create(gctx, task); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			h.feed(s.l, task)
+			if err := s.l.Admit(task, price); err != nil {
+				return err
+			}
+			result := &videogenv1alpha1.TaskResult{URL: "https://media.example/out/" + task.Name + ".mp4?X-Signature=" + strings.Repeat("a", 500),
+				MediaType: "video/mp4", Metadata: metadata}
+			done, err := s.l.Charge(task, result)
+			if done || err != nil {
+				return fmt.Errorf("charge of %s: done %v, err %v", task.Name, done, err)
+			}
+			return nil
+		})
+	}
+	must(t, g.Wait())
+	// The writer's clock runs: every write and retry may go.
+	b := s.l.book(h.ns)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		b.mu.Lock()
+		queued := len(b.queued)
+		b.mu.Unlock()
+		if queued == 0 {
+			break
+		}
+		if s.clk.HasWaiters() {
+			s.clk.Step(time.Second)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.mu.Lock()
+	queued := len(b.queued)
+	b.mu.Unlock()
+	lastErr.Lock()
+	err := writeErr
+	lastErr.Unlock()
+	if queued != 0 {
+		t.Fatalf("after 20 s, %d of %d charges are still queued and the account spent %d (want %d): the one write that carries them all is refused, and so is every retry: last error: %v",
+			queued, tasks, h.account().Status.Spent, tasks*price, err)
+	}
+	h.books(h.account(), tasks*price, tasks*price, 0)
 }
