@@ -42,9 +42,9 @@ type LedgerOptions struct {
 	Identity string
 	// WriteInterval is the least time between two writes of one account.
 	WriteInterval time.Duration
-	// Elected reads the leader Lease and reports whether this manager holds it (nil without
-	// leader election); see ledger.Config.Elected.
-	Elected func(context.Context) (bool, error)
+	// Lease reads the leader Lease: whether this manager holds it, in which term (nil without
+	// leader election); see ledger.Config.Lease.
+	Lease func(context.Context) (ledger.LeaseTerm, error)
 }
 
 // DefaultOptions are the manager's defaults (see cmd/manager flags).
@@ -87,7 +87,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 	l := ledger.New(ledger.Config{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Signer: signer,
 		Identity: opts.Ledger.Identity, WriteInterval: opts.Ledger.WriteInterval, Clock: opts.Clock,
-		Logger: mgr.GetLogger().WithName("ledger"), Recorder: mgr.GetEventRecorder("points-ledger"), Elected: opts.Ledger.Elected,
+		Logger: mgr.GetLogger().WithName("ledger"), Recorder: mgr.GetEventRecorder("points-ledger"), Lease: opts.Ledger.Lease,
 	})
 	if err := mgr.Add(l); err != nil {
 		return nil, fmt.Errorf("adding the ledger: %w", err)

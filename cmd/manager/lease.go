@@ -37,14 +37,15 @@ func leaderLock(cfg *rest.Config, fallback string) (resourcelock.Interface, erro
 		resourcelock.ResourceLockConfig{Identity: ledger.NewIdentity()})
 }
 
-// holds reports whether lock's Lease names this manager its holder, read from the
-// kube-apiserver.
-func holds(lock resourcelock.Interface) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
+// term reads lock's Lease from the kube-apiserver: whether it names this manager its holder,
+// and its count of holder changes (client-go's elector adds one each time another identity,
+// or this one after a release, takes it).
+func term(lock resourcelock.Interface) func(context.Context) (ledger.LeaseTerm, error) {
+	return func(ctx context.Context) (ledger.LeaseTerm, error) {
 		record, _, err := lock.Get(ctx)
 		if err != nil {
-			return false, err
+			return ledger.LeaseTerm{}, err
 		}
-		return record.HolderIdentity == lock.Identity(), nil
+		return ledger.LeaseTerm{Held: record.HolderIdentity == lock.Identity(), Transitions: int64(record.LeaderTransitions)}, nil
 	}
 }

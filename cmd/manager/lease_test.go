@@ -11,9 +11,10 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-// The ledger orders fences by the Lease: holds says true while this manager's lock holds it,
-// and false once another manager's does, read from the kube-apiserver each time.
-func TestHoldsReadsTheLeaseHolder(t *testing.T) {
+// The ledger orders fences by the Lease: term says held while this manager's lock holds it, not
+// held once another manager's does, and held in another term once it takes it back, read from
+// the kube-apiserver each time.
+func TestTermReadsTheLeaseHolderAndItsTerm(t *testing.T) {
 	preferPagedLists() // as main does before any client is made (client-go reads it once)
 	env, cfg, _, err := testenv.Start()
 	if err != nil {
@@ -40,17 +41,32 @@ func TestHoldsReadsTheLeaseHolder(t *testing.T) {
 	if err := mine.Create(ctx, record(mine.Identity())); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := holds(mine)(ctx); err != nil || !got {
-		t.Fatalf("holds while this manager holds the Lease: %v %v, want true", got, err)
+	first, err := term(mine)(ctx)
+	if err != nil || !first.Held {
+		t.Fatalf("the term while this manager holds the Lease: %+v %v, want held", first, err)
 	}
 	// Another manager takes the Lease (this one paused past it).
 	if _, _, err := other.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Update(ctx, record(other.Identity())); err != nil {
+	taken := record(other.Identity())
+	taken.LeaderTransitions = 1
+	if err := other.Update(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := holds(mine)(ctx); err != nil || got {
-		t.Fatalf("holds after another manager took the Lease: %v %v, want false", got, err)
+	if got, err := term(mine)(ctx); err != nil || got.Held {
+		t.Fatalf("the term after another manager took the Lease: %+v %v, want not held", got, err)
+	}
+	// This manager takes it back: held again, in another term.
+	if _, _, err := mine.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := record(mine.Identity())
+	back.LeaderTransitions = 2
+	if err := mine.Update(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := term(mine)(ctx); err != nil || !got.Held || got.Transitions == first.Transitions {
+		t.Fatalf("the term after this manager took the Lease back: %+v %v, want held in a term other than %d", got, err, first.Transitions)
 	}
 }

@@ -136,7 +136,7 @@ func main() {
 			log.Error(err, "unable to make the leader Lease lock")
 			os.Exit(1)
 		}
-		opts.Ledger.Elected = holds(lock)
+		opts.Ledger.Lease = term(lock)
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		// Only open VideoTasks are cached; Job backends watch only the Jobs and Pods they create.

@@ -121,23 +121,20 @@ func waitGone(ctx context.Context, c cache.Cache, obj client.Object) error {
 // A's leader elector notices the lost Lease only at its next renew (every 2 s), while the
 // conflict, the read and the write take milliseconds.
 //
-// Fixed with the Lease (Config.Elected): A reads it after its fence lands, finds it lost, and
+// Fixed with the Lease (Config.Lease): A reads it after its fence lands, finds it lost, and
 // stops before it writes anything else; B, which still holds the Lease, writes over A's fence
 // instead of stepping down.
 func TestAManagerDoesNotWriteOverTheFenceOfTheManagerElectedAfterIt(t *testing.T) {
 	h := newHarness(t, 100)
 	task := h.create(h.l, "t", 10)
 	h.books(h.settle(h.l), 100, 0, 10)
-	var holder atomic.Value // the Lease's holder
-	holder.Store("ledger-A")
-	elected := func(identity string) func(context.Context) (bool, error) {
-		return func(context.Context) (bool, error) { return holder.Load() == identity, nil }
-	}
+	var ls lease
+	ls.take("ledger-A")
 	var b *Ledger
 	var once atomic.Bool
 	signer, err := NewSigner(testKey)
 	must(t, err)
-	a := New(Config{Client: k8s, Signer: signer, Identity: "ledger-A", WriteInterval: 20 * time.Millisecond, Elected: elected("ledger-A"),
+	a := New(Config{Client: k8s, Signer: signer, Identity: "ledger-A", WriteInterval: 20 * time.Millisecond, Lease: ls.of("ledger-A"),
 		Reader: interceptor.NewClient(k8s, interceptor.Funcs{
 			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				if err := c.Get(ctx, key, obj, opts...); err != nil {
@@ -145,8 +142,8 @@ func TestAManagerDoesNotWriteOverTheFenceOfTheManagerElectedAfterIt(t *testing.T
 				}
 				if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && once.CompareAndSwap(false, true) {
 					// A is paused; B is elected and fences the account.
-					holder.Store("ledger-B")
-					b = h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Elected = elected("ledger-B") })
+					ls.take("ledger-B")
+					b = h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Lease = ls.of("ledger-B") })
 				}
 				return nil
 			},

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,11 +24,36 @@ import (
 // the lists at Start, View Unknown for a create in flight, Refusal journal entries, fences
 // ordered by the Lease).
 
-// lease is a Lease held by one identity at a time (Config.Elected reads it).
-type lease struct{ holder atomic.Value }
+// lease is a Lease held by one identity at a time (Config.Lease reads it). Like client-go's
+// elector it counts holder changes: taking it from another identity, or after a release,
+// begins a new term.
+type lease struct {
+	mu          sync.Mutex
+	holder      string
+	transitions int64
+}
 
-func (ls *lease) elected(identity string) func(context.Context) (bool, error) {
-	return func(context.Context) (bool, error) { return ls.holder.Load() == identity, nil }
+func (ls *lease) take(identity string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.holder != identity {
+		ls.transitions++
+	}
+	ls.holder = identity
+}
+
+func (ls *lease) release() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.holder = ""
+}
+
+func (ls *lease) of(identity string) func(context.Context) (LeaseTerm, error) {
+	return func(context.Context) (LeaseTerm, error) {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		return LeaseTerm{Held: ls.holder == identity, Transitions: ls.transitions}, nil
+	}
 }
 
 // A manager that lost its Lease and got it back without noticing writes its stale books over
@@ -72,15 +98,15 @@ func (ls *lease) elected(identity string) func(context.Context) (bool, error) {
 func TestAManagerThatRegainsItsLeaseDoesNotWriteOverTheManagerElectedMeanwhile(t *testing.T) {
 	h := newHarness(t, 100)
 	var ls lease
-	ls.holder.Store("ledger-A")
-	a := h.startWith(h.ctx, "ledger-A", func(cfg *Config) { cfg.Elected = ls.elected("ledger-A") })
+	ls.take("ledger-A")
+	a := h.startWith(h.ctx, "ledger-A", func(cfg *Config) { cfg.Lease = ls.of("ledger-A") })
 	task := h.create(a, "t", 10)
 	h.feed(a, task)
 	h.books(h.settle(a), 100, 0, 10)
 
 	// 2. A paused; B elected: fence, books, a top-up and t's charge.
-	ls.holder.Store("ledger-B")
-	b := h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Elected = ls.elected("ledger-B") })
+	ls.take("ledger-B")
+	b := h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Lease = ls.of("ledger-B") })
 	if _, out := h.applyTopUp(b, "pay", "INVOICE-1", 50); !out.Applied {
 		t.Fatalf("B's top-up: %+v", out)
 	}
@@ -89,13 +115,17 @@ func TestAManagerThatRegainsItsLeaseDoesNotWriteOverTheManagerElectedMeanwhile(t
 	h.books(h.settle(b), 150, 10, 0)
 
 	// 3-4. B releases the Lease on its way out; A's next renewal acquires it.
-	ls.holder.Store("ledger-A")
+	ls.release()
+	ls.take("ledger-A")
 
 	// 5. A's informer brings B's account.
 	a.accountEvent(h.ctx, h.account(), false)
-	got := h.settle(a)
-	if got.Status.Authority != "ledger-A" {
-		t.Logf("A did not write (authority %q)", got.Status.Authority)
+	// The Lease is A's again, but in a later term than its books': A's write steps down.
+	waitFor(t, func() bool { return !a.Ready() })
+	expectDeposed(t, a)
+	got := h.account()
+	if got.Status.Authority != "ledger-B" {
+		t.Errorf("A wrote over B's books (authority %q)", got.Status.Authority)
 	}
 	st := got.Status
 	if st.Credited != 150 || st.Spent != 10 {

@@ -255,16 +255,17 @@ func (l *Ledger) commit(ctx context.Context, b *book, p *plan) (*videogenv1alpha
 			return nil, fmt.Errorf("the account was replaced by a new one")
 		}
 		if fresh.Status.Authority != l.cfg.Identity {
-			if l.cfg.Elected == nil {
+			if l.cfg.Lease == nil {
 				return nil, &fencedError{authority: fresh.Status.Authority}
 			}
-			if err := l.stillElected(ctx); errors.Is(err, errLostElection) {
+			if err := l.inTerm(ctx); errors.Is(err, errLostElection) {
 				return nil, &fencedError{authority: fresh.Status.Authority}
 			} else if err != nil {
 				return nil, err // the writer tries again
 			}
-			// This manager holds the Lease: the fence is a deposed manager's, which wrote
-			// nothing else (takeOver) and exits. The write carries this manager's name back.
+			// This manager holds the Lease in the term of its books: the fence is that of a
+			// manager deposed before, which wrote nothing else and exits. The write carries
+			// this manager's name back.
 			l.cfg.Logger.Info("writing over the fence of a manager that lost its Lease", "namespace", b.namespace, "authority", fresh.Status.Authority)
 		}
 		base = fresh

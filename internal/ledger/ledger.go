@@ -44,16 +44,24 @@ type Config struct {
 	WriteInterval time.Duration
 	Clock         clock.WithTicker
 	Logger        logr.Logger
-	// Elected, if set, reads this manager's leader Lease from the kube-apiserver and reports
-	// whether this manager holds it. Fences are ordered by it: a manager that took an account
-	// over after losing its Lease (paused past it, its fence crossing that of the manager
-	// elected after it) exits before it writes anything else, and the elected manager writes
-	// over such a fence instead of stepping down. Nil when the manager runs without leader
-	// election: then the latest fence wins.
-	Elected func(context.Context) (bool, error)
+	// Lease, if set, reads this manager's leader Lease from the kube-apiserver: whether this
+	// manager holds it, and in which term. Fences are ordered by it (see docs/ledger.md): the
+	// books are built in one term, read before and after the fences; a manager whose Lease is
+	// another's, or of another term, stops; and only within its term does a manager write
+	// over a fence it finds, which can then only be that of a manager deposed before it. Nil
+	// when the manager runs without leader election: then the latest fence wins.
+	Lease func(context.Context) (LeaseTerm, error)
 	// Recorder, if set, tells an account's readers (kubectl describe) when the ledger puts its
 	// figures back over a status somebody else wrote.
 	Recorder events.EventRecorder
+}
+
+// LeaseTerm is what the leader Lease says of this manager: whether it holds the Lease, and the
+// Lease's count of holder changes, which names the term (a manager that lost the Lease and
+// took it again holds it in a later term).
+type LeaseTerm struct {
+	Held        bool
+	Transitions int64
 }
 
 // Ledger is the one authority over points: it runs in the elected manager only (Start). See
@@ -62,6 +70,12 @@ type Ledger struct {
 	cfg   Config
 	ready atomic.Bool
 	ctx   context.Context // Start's: the account writers run in it
+
+	// term is the Lease term the books are built in (the first read of the Lease); termSet
+	// once it is known.
+	termMu  sync.Mutex
+	term    int64
+	termSet bool
 
 	// deposed is closed (once, with deposedBy set) when another manager fences an account.
 	deposed     chan struct{}
@@ -145,6 +159,9 @@ func (l *Ledger) Start(ctx context.Context) error {
 	// write, not the sum); then one list of all open tasks and top-ups, which sees every write
 	// an earlier manager made before its fence.
 	fenced := make([]*videogenv1alpha1.PointAccount, len(accounts.Items))
+	if err := l.inTerm(ctx); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := range accounts.Items {
@@ -158,6 +175,9 @@ func (l *Ledger) Start(ctx context.Context) error {
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	if err := l.inTerm(ctx); err != nil {
+		return err // a later term began during the fences: another manager may have written meanwhile
 	}
 	tasks, listRV, err := l.openTasks(ctx)
 	if err != nil {
@@ -217,9 +237,15 @@ func (l *Ledger) build(ctx context.Context, namespace string) error {
 	if err != nil {
 		return err
 	}
+	if err := l.inTerm(ctx); err != nil {
+		return err
+	}
 	acct, err := l.takeOver(ctx, current)
 	if err != nil {
 		return fmt.Errorf("ledger: taking over account %q: %w", namespace, err)
+	}
+	if err := l.inTerm(ctx); err != nil {
+		return err
 	}
 	tasks, listRV, err := l.openTasks(ctx, client.InNamespace(namespace))
 	if err != nil {
@@ -313,21 +339,21 @@ func findTopUp(items []videogenv1alpha1.PointTopUp, uid types.UID) *videogenv1al
 
 // takeOver writes this manager's name into the account (a compare-and-swap, from the copy given
 // and then from fresh reads): from then on no write of an earlier manager can land. It returns
-// the account as written, or nil if it is gone. A fence written by a manager that no longer
-// holds its Lease (errLostElection) may have landed over the elected manager's: it writes
-// nothing more (its fence changed only the authority), and the elected one writes over it.
+// the account as written, or nil if it is gone. Its callers read the Lease before and after
+// (inTerm): a fence written out of term, which may have landed over the elected manager's, is
+// the last thing its manager writes, and it changed only the authority.
 func (l *Ledger) takeOver(ctx context.Context, acct *videogenv1alpha1.PointAccount) (*videogenv1alpha1.PointAccount, error) {
 	acct = acct.DeepCopy()
 	key := client.ObjectKeyFromObject(acct)
 	for {
 		if acct.Status.Authority == l.cfg.Identity {
-			return acct, l.stillElected(ctx)
+			return acct, nil
 		}
 		acct.Status.Authority = l.cfg.Identity
 		err := l.cfg.Client.Status().Update(ctx, acct)
 		switch {
 		case err == nil:
-			return acct, l.stillElected(ctx)
+			return acct, nil
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case !apierrors.IsConflict(err):
@@ -345,20 +371,27 @@ func (l *Ledger) takeOver(ctx context.Context, acct *videogenv1alpha1.PointAccou
 	}
 }
 
-// errLostElection: this manager's Lease is another's.
-var errLostElection = fmt.Errorf("%w: this manager no longer holds its leader Lease", ErrFenced)
+// errLostElection: this manager's Lease is another's, or was another's since the books were
+// built.
+var errLostElection = fmt.Errorf("%w: this manager's leader Lease changed hands since it built its books", ErrFenced)
 
-// stillElected reads the Lease (Config.Elected): nil if this manager holds it, or runs without
-// one.
-func (l *Ledger) stillElected(ctx context.Context) error {
-	if l.cfg.Elected == nil {
+// inTerm reads the Lease (Config.Lease): nil if this manager holds it in the term its books are
+// built in (the first read's), or runs without one. Within one term no other manager was
+// elected, so nobody else wrote an account but a deposed manager's late fence.
+func (l *Ledger) inTerm(ctx context.Context) error {
+	if l.cfg.Lease == nil {
 		return nil
 	}
-	elected, err := l.cfg.Elected(ctx)
-	switch {
-	case err != nil:
+	t, err := l.cfg.Lease(ctx)
+	if err != nil {
 		return fmt.Errorf("reading the leader Lease: %w", err)
-	case !elected:
+	}
+	l.termMu.Lock()
+	defer l.termMu.Unlock()
+	if !l.termSet && t.Held {
+		l.term, l.termSet = t.Transitions, true
+	}
+	if !t.Held || t.Transitions != l.term {
 		return errLostElection
 	}
 	return nil
@@ -531,7 +564,7 @@ func (l *Ledger) accountEvent(ctx context.Context, obj any, deleted bool) {
 		// elected before this one, landed late.
 		switch {
 		case b.fenced:
-		case l.cfg.Elected == nil:
+		case l.cfg.Lease == nil:
 			l.stepDown(b, a.Status.Authority)
 		default:
 			b.dirty = true
