@@ -278,7 +278,7 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		return nil
 	}
 	e.uid, e.rv = t.UID, t.ResourceVersion
-	_, inJournal := b.journalEntry(t.UID)
+	charge, inJournal := b.journalEntry(t.UID)
 
 	switch {
 	case ev.ended && ev.settledAs == videogenv1alpha1.ChargeDeducted && !inJournal && (e.state == held || e.state == charging):
@@ -309,8 +309,10 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		b.set(e, settled)
 	case inJournal:
 		b.set(e, charged)
-		// After set: a price changed while the entry holds would unbalance frozen.
-		e.price = max(e.price, ev.price)
+		// After set: a price changed while the entry holds would unbalance frozen. What was
+		// charged is the price: a task charged before any status said its cost (a fast backend:
+		// accepted and done in one reconcile) shows none to a new manager.
+		e.price = charge.Amount
 	case ev.admitted:
 		if e.state == pending && ev.price != e.price {
 			// An admission at another price landed (an earlier manager's, priced before a
