@@ -78,8 +78,8 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	case out.Queued:
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil // the ledger wakes it when applied or refused
-	case out.AlreadyApplied:
-		return ctrl.Result{}, nil // the cache has not caught up with its status yet
+	case out.AlreadyApplied, out.Gone:
+		return ctrl.Result{}, nil // the cache has not caught up with its status, or its deletion, yet
 	case out.Refused:
 		r.setApplied(topUp, metav1.ConditionFalse, out.Reason, out.Message)
 		if err := r.Status().Update(ctx, topUp); err != nil {

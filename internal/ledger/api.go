@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -352,13 +353,39 @@ type TopUpOutcome struct {
 	Refused bool
 	Reason  string
 	Message string
+	// Gone: the kube-apiserver no longer has the top-up; nothing was or will be applied.
+	Gone bool
 }
 
 // ApplyTopUp credits (or debits) a PointTopUp once: queued for the account's next write, with a
 // journal entry. A top-up whose reference another top-up applied to an account of the namespace
 // has (this account or an earlier one) is refused, and so is a debit larger than the available
-// balance. ErrAccountNotFound: it waits for the account.
+// balance. ErrAccountNotFound: it waits for the account. It reads the top-up first: Gone if it
+// no longer exists.
 func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error) {
+	if !l.ready.Load() {
+		return TopUpOutcome{}, ErrNotReady
+	}
+	// Decided from the kube-apiserver's copy, not the one asked about: a cache's may be older
+	// than the top-up's refusal, or of one deleted since (a refused one may be), and the books
+	// forget a refusal's entry once its status shows it.
+	fresh := &videogenv1alpha1.PointTopUp{}
+	ctx := l.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := l.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(t), fresh); apierrors.IsNotFound(err) || (err == nil && fresh.UID != t.UID) {
+		return TopUpOutcome{Gone: true}, nil
+	} else if err != nil {
+		return TopUpOutcome{}, fmt.Errorf("reading the top-up: %w", err)
+	}
+	t = fresh
+	switch c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); {
+	case t.RefusedForGood():
+		return TopUpOutcome{Refused: true, Reason: c.Reason, Message: c.Message}, nil
+	case t.Status.AppliedAt != nil:
+		return TopUpOutcome{AlreadyApplied: true}, nil
+	}
 	b, err := l.lockBook(t.Namespace)
 	if err != nil {
 		return TopUpOutcome{}, err
