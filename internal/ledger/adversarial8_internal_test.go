@@ -353,3 +353,48 @@ func TestAccountsReplacedOrCreatedDuringStartGetTheirBooks(t *testing.T) {
 	h.charge(l, task)
 	h.books(h.settle(l), 40, 10, 0)
 }
+
+// The same, with the kube-apiserver failing the read longer than CreateTask retries it: the
+// books count the kubectl task once it answers (countLater), and requeue it.
+func TestAKubectlTaskLeftOutWhileTheKubeAPIServerFailsIsCountedWhenItAnswers(t *testing.T) {
+	h := newHarness(t, 100)
+	existing := h.task("t")
+	var failures atomic.Int32
+	l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+		innerClient := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{innerClient}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == existing.Name {
+					h.feed(h.l, existing) // the informer's Add of the kubectl task, while the create runs
+					failures.Store(9)     // more than CreateTask's own retries
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+		cfg.Reader = interceptor.NewClient(k8s, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*videogenv1alpha1.VideoTask); ok && failures.Add(-1) >= 0 {
+					return apierrors.NewTooManyRequests("the kube-apiserver is throttling", 1)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+	})
+	h.l = l
+	must(t, k8s.Create(h.ctx, existing))
+	if _, err := l.CreateTask(h.ctx, h.task("t"), 1); !errors.Is(err, ErrTaskExists) {
+		t.Fatalf("the REST create of a name in use: %v, want ErrTaskExists", err)
+	}
+	if v, err := l.View(existing); err != nil || v.Standing != Unknown {
+		t.Fatalf("while the kube-apiserver fails: %+v %v, want Unknown", v, err)
+	}
+	waitFor(t, func() bool { v, err := l.View(existing); return err == nil && v.Standing != Unknown })
+	select {
+	case ev := <-l.TaskEvents():
+		if ev.Object.GetName() != existing.Name {
+			t.Fatalf("requeued %s, want %s", ev.Object.GetName(), existing.Name)
+		}
+	default:
+		t.Fatal("the task counted late was not requeued: its controller would wait 200 ms at a time for nothing")
+	}
+}

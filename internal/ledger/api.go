@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -247,12 +250,14 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	var other *videogenv1alpha1.VideoTask
 	if apierrors.IsAlreadyExists(err) {
 		// Another task has the name; its events may have come while this create held the
-		// entry (observe leaves them), so read it, to count it when the entry goes.
-		fresh := &videogenv1alpha1.VideoTask{}
-		// A closed one holds nothing, and the open tasks' cache never brings it back: counted,
-		// its entry would stay after it is gone.
-		if gerr := l.cfg.Reader.Get(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task), fresh); gerr == nil && !fresh.Status.Closed {
-			other = fresh
+		// entry (observe leaves them), so read it, to count it when the entry goes. A closed
+		// one holds nothing, and the open tasks' cache never brings it back: counted, its entry
+		// would stay after it is gone.
+		var found bool
+		if other, found = l.readTask(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task)); !found {
+			go l.countLater(client.ObjectKeyFromObject(task)) // the kube-apiserver keeps failing: count it when it answers
+		} else if other != nil && other.Status.Closed {
+			other = nil
 		}
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) && !createRefused(err) {
@@ -306,6 +311,51 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		}
 	}
 	return task, nil
+}
+
+// readTask reads a task, retrying while the kube-apiserver fails: nil if there is none; found
+// false if it never answered.
+func (l *Ledger) readTask(ctx context.Context, key client.ObjectKey) (t *videogenv1alpha1.VideoTask, found bool) {
+	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 6, Cap: time.Second}
+	err := retry.OnError(backoff, func(err error) bool { return !apierrors.IsNotFound(err) }, func() error {
+		fresh := &videogenv1alpha1.VideoTask{}
+		if err := l.cfg.Reader.Get(ctx, key, fresh); err != nil {
+			return err
+		}
+		t = fresh
+		return nil
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, true
+	}
+	return t, err == nil
+}
+
+// countLater counts the task a failed create found in its name's way once the kube-apiserver
+// answers: none of its events may come again before it is admitted, so the books would not
+// know it, and its controller would wait for them.
+func (l *Ledger) countLater(key client.ObjectKey) {
+	for l.ctx.Err() == nil {
+		if sleep(l.ctx, l.cfg.Clock, time.Second) != nil {
+			return
+		}
+		t, found := l.readTask(l.ctx, key)
+		if !found {
+			continue
+		}
+		if t == nil || t.Status.Closed {
+			return
+		}
+		b := l.book(key.Namespace)
+		b.mu.Lock()
+		if b.built && b.account != nil && b.tasks[key.Name] == nil {
+			if e := b.observe(t, l.evidence(t)); e != nil {
+				l.requeueTask(key.Namespace, key.Name)
+			}
+		}
+		b.mu.Unlock()
+		return
+	}
 }
 
 // createRefused reports whether a create failed in a way that means nothing was stored.
