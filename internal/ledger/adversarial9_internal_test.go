@@ -117,6 +117,9 @@ func TestAChargeFinishedByANewManagerCarriesItsPriceIntoTheTasksCost(t *testing.
 // frozen), new charges and top-ups of the namespace never land, the manager logs "writing the
 // account; retrying" forever. Suggested fix: cap the entries (by count and bytes) per write and
 // leave the rest queued for the next one; bound or drop the result's metadata in the entry.
+//
+// Fixed: a write carries at most maxJournalBytes of journal; the rest waits for the controller's
+// Deducted writes to let earlier entries go.
 func TestManyChargesQueuedForOneWriteAreAllWritten(t *testing.T) {
 	const tasks, price = 400, int64(10)
 	h := newHarness(t, tasks*price)
@@ -162,13 +165,31 @@ func TestManyChargesQueuedForOneWriteAreAllWritten(t *testing.T) {
 		})
 	}
 	must(t, g.Wait())
-	// The writer's clock runs: every write and retry may go.
+	// The writer's clock runs: every write and retry may go. The controller ends each task
+	// whose charge landed (Succeeded, Deducted), which lets its journal entry go: a write
+	// carries a bounded journal, so the later charges wait for room.
 	b := s.l.book(h.ns)
+	ended := map[string]bool{}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		b.mu.Lock()
 		queued := len(b.queued)
+		var landed []string
+		for name, e := range b.tasks {
+			if e.state == charged && !ended[name] {
+				landed = append(landed, name)
+			}
+		}
 		b.mu.Unlock()
+		for _, name := range landed {
+			cur := &videogenv1alpha1.VideoTask{}
+			must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, cur))
+			cost := price
+			h.writeStatus(s.l, cur, func(st *videogenv1alpha1.VideoTaskStatus) {
+				st.Phase, st.Charge, st.Cost, st.Closed = videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, &cost, true
+			})
+			ended[name] = true
+		}
 		if queued == 0 {
 			break
 		}

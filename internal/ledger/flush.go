@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -143,6 +144,17 @@ func (l *Ledger) forgettable(b *book, check bool) bool {
 	return false
 }
 
+// maxJournalBytes bounds the journal an account write carries: etcd refuses a request over
+// 1.5 MiB, and a refused write would be retried with the same entries, and more, for ever.
+// Entries beyond it wait for the next write (a second later), once earlier ones are forgotten.
+const maxJournalBytes = 512 << 10
+
+// entrySize is about what a journal entry takes in the account (its JSON).
+func entrySize(j videogenv1alpha1.JournalEntry) int {
+	data, _ := json.Marshal(j)
+	return len(data)
+}
+
 // plan snapshots what the next write does. Call it with b.mu held.
 func (l *Ledger) plan(b *book) *plan {
 	p := &plan{
@@ -152,8 +164,17 @@ func (l *Ledger) plan(b *book) *plan {
 		holds:  int32(b.holds),
 		now:    metav1.NewTime(l.cfg.Clock.Now()),
 	}
+	size := 0
+	for _, j := range b.account.Status.Journal {
+		size += entrySize(j)
+	}
 	for _, uid := range slices.Sorted(maps.Keys(b.queued)) {
 		q := b.queued[uid]
+		if n := entrySize(q); size+n <= maxJournalBytes || size == 0 {
+			size += n
+		} else {
+			continue // waits for a later write: this one is full
+		}
 		p.entries = append(p.entries, q)
 		// Its hold becomes spent in this write; a task dropped since (deleted, or replaced by
 		// one of the same name) holds nothing already, though its charge is still written.
