@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 )
 
@@ -103,7 +104,11 @@ var _ = Describe("Adversarial: the controller under crashes (round 9)", func() {
 			g.Expect(t.Status.Closed).To(BeTrue())
 			g.Expect(t.Status.Error).NotTo(BeNil())
 			g.Expect(t.Status.Error.Code).To(Equal("insufficient_balance"), "refused as Overdrawn")
+			g.Expect(t.Status.Stages).To(ContainElement(And(
+				HaveField("Name", videogenv1alpha1.StageAnalyze), HaveField("State", videogenv1alpha1.StageCanceled))))
 		}).Should(Succeed())
+		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze))).
+			To(BeTrue(), "the refused task's running stage is cancelled at the backend")
 		// The collector deletes it at its TTL; a task that goes leaves nothing behind.
 		Eventually(func() bool {
 			t := &videogenv1alpha1.VideoTask{}

@@ -78,8 +78,11 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	return res, err
 }
 
-// reject ends a task that never held points.
+// reject ends a task that never held points (nothing is charged or refunded). One the ledger
+// found overdrawn may have a stage running at a backend and the finalizer: the stage is
+// cancelled and the task let go as any ending task is (writeTerminal).
 func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1.VideoTask, reason, code, message string) error {
+	r.cancelRunningStages(ctx, task)
 	now := metav1.NewTime(r.Clock.Now())
 	task.Status.Phase = videogenv1alpha1.TaskFailed
 	task.Status.CompletedAt = &now
@@ -87,8 +90,7 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 	task.Status.Error = &videogenv1alpha1.TaskError{Code: code, Message: message}
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionFalse, reason, message)
 	r.setCondition(task, videogenv1alpha1.ConditionFailed, metav1.ConditionTrue, reason, message)
-	task.Status.Closed = closable(task)
-	if err := r.writeStatus(ctx, task); err != nil {
+	if err := r.writeTerminal(ctx, task); err != nil {
 		return err
 	}
 	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Reject", "%s", message)

@@ -80,17 +80,9 @@ func (r *VideoTaskReconciler) endCharged(ctx context.Context, task *videogenv1al
 	return r.writeEnd(ctx, task, view.Price)
 }
 
-// writeEnd lets the task go (no backend work is left: its finalizer comes off first, so that
-// no write of ours follows the terminal status that the webhook controller acts on), then
-// writes its terminal status.
+// writeEnd writes a task's terminal status (writeTerminal) and records how it ended.
 func (r *VideoTaskReconciler) writeEnd(ctx context.Context, task *videogenv1alpha1.VideoTask, price int64) (ctrl.Result, error) {
-	status := task.Status.DeepCopy()
-	if err := r.releaseWork(ctx, task); err != nil {
-		return ctrl.Result{}, err
-	}
-	task.Status = *status // the patch's answer carries the stored status
-	task.Status.Closed = closable(task)
-	if err := r.writeStatus(ctx, task); err != nil {
+	if err := r.writeTerminal(ctx, task); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.ends.Delete(task.UID)
@@ -104,6 +96,20 @@ func (r *VideoTaskReconciler) writeEnd(ctx context.Context, task *videogenv1alph
 		Observe(task.Status.CompletedAt.Sub(task.CreationTimestamp.Time).Seconds())
 	r.recordOutcome(task, price)
 	return ctrl.Result{}, nil
+}
+
+// writeTerminal lets the task go (no backend work is left: its caller cancelled any stage still
+// running; its finalizer comes off first, so that no write of ours follows the terminal status
+// that the webhook controller acts on, and a closed task, which leaves the cache, is not left
+// with it), then writes its terminal status.
+func (r *VideoTaskReconciler) writeTerminal(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
+	status := task.Status.DeepCopy()
+	if err := r.releaseWork(ctx, task); err != nil {
+		return err
+	}
+	task.Status = *status // the patch's answer carries the stored status
+	task.Status.Closed = closable(task)
+	return r.writeStatus(ctx, task)
 }
 
 // reconcileFinished closes a terminal task when nothing else is to do (its webhook delivered or
