@@ -42,18 +42,8 @@ func TestATaskDeletedBetweenTheListAndTheWatchEndsItsHold(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	// The manager's cache, as cmd/manager configures it: open tasks only.
-	informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme(), ByObject: map[client.Object]cache.ByObject{
-		&videogenv1alpha1.VideoTask{}: {Field: openTasksSelector},
-	}})
-	must(t, err)
-	go func() { _ = informers.Start(ctx) }()
 	// The VideoTask controller's watch starts the task informer.
-	_, err = informers.GetInformer(ctx, &videogenv1alpha1.VideoTask{})
-	must(t, err)
-	if !informers.WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
+	informers := managerCache(t, ctx, &videogenv1alpha1.VideoTask{})
 
 	var once atomic.Bool
 	var hookErr error
@@ -86,6 +76,26 @@ func TestATaskDeletedBetweenTheListAndTheWatchEndsItsHold(t *testing.T) {
 		t.Errorf("figures %+v: t is gone, want nothing frozen and 100 available", f)
 	}
 	h.books(h.settle(l), 100, 0, 0)
+}
+
+// managerCache is the manager's cache, as cmd/manager configures it (open tasks only), started
+// with the informers of kinds running and synced, as the controllers' watches leave it before
+// the ledger's Start adds its handlers.
+func managerCache(t *testing.T, ctx context.Context, kinds ...client.Object) cache.Cache {
+	t.Helper()
+	informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&videogenv1alpha1.VideoTask{}: {Field: openTasksSelector},
+	}})
+	must(t, err)
+	go func() { _ = informers.Start(ctx) }()
+	for _, obj := range kinds {
+		_, err := informers.GetInformer(ctx, obj)
+		must(t, err)
+	}
+	if !informers.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	return informers
 }
 
 // waitGone waits until the cache no longer has obj.

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -231,37 +230,7 @@ func TestARefusedDebitDeletedAfterItsEntryWentIsNotDebitedByTheNextManager(t *te
 // from the API reader), or let View on an unknown task with no entry read it fresh and
 // observe it when it is newer than listRV, instead of waiting for an event that may never come.
 func TestAKubectlTaskLeftOutWhileARESTCreateOfItsNameRanIsNotUnknownForever(t *testing.T) {
-	h := newHarness(t, 100)
-	existing := h.task("t")
-	var failGet atomic.Bool
-	l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
-		innerClient := cfg.Client
-		cfg.Client = interceptor.NewClient(withWatch{innerClient}, interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == existing.Name {
-					h.feed(h.l, existing) // the informer's Add of the kubectl task, while the create runs
-					failGet.Store(true)
-				}
-				return c.Create(ctx, obj, opts...)
-			},
-		})
-		cfg.Reader = interceptor.NewClient(k8s, interceptor.Funcs{
-			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-				if _, ok := obj.(*videogenv1alpha1.VideoTask); ok && failGet.CompareAndSwap(true, false) {
-					return apierrors.NewTooManyRequests("the kube-apiserver is throttling", 1)
-				}
-				return c.Get(ctx, key, obj, opts...)
-			},
-		})
-	})
-	h.l = l
-	must(t, k8s.Create(h.ctx, existing)) // kubectl, after the books were built; its event not delivered yet
-	if _, err := l.CreateTask(h.ctx, h.task("t"), 1); !errors.Is(err, ErrTaskExists) {
-		t.Fatalf("the REST create of a name in use: %v, want ErrTaskExists", err)
-	}
-	if failGet.Load() {
-		t.Fatal("the read after AlreadyExists did not happen")
-	}
+	l, existing := leftOutByACreate(t, 1)
 	// The controller reconciles the kubectl task over and over; nothing writes it meanwhile.
 	for range 5 {
 		v, err := l.View(existing)
@@ -292,18 +261,7 @@ func TestAccountsReplacedOrCreatedDuringStartGetTheirBooks(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	informers, err := cache.New(restConfig, cache.Options{Scheme: k8s.Scheme(), ByObject: map[client.Object]cache.ByObject{
-		&videogenv1alpha1.VideoTask{}: {Field: openTasksSelector},
-	}})
-	must(t, err)
-	go func() { _ = informers.Start(ctx) }()
-	for _, obj := range []client.Object{&videogenv1alpha1.VideoTask{}, &videogenv1alpha1.PointAccount{}} {
-		_, err = informers.GetInformer(ctx, obj)
-		must(t, err)
-	}
-	if !informers.WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
+	informers := managerCache(t, ctx, &videogenv1alpha1.VideoTask{}, &videogenv1alpha1.PointAccount{})
 	credited := func(ns string, points int64) error {
 		acct := &videogenv1alpha1.PointAccount{ObjectMeta: objectMeta(ns, videogenv1alpha1.PointAccountName)}
 		if err := k8s.Create(ctx, acct); err != nil {
@@ -357,16 +315,37 @@ func TestAccountsReplacedOrCreatedDuringStartGetTheirBooks(t *testing.T) {
 // The same, with the kube-apiserver failing the read longer than CreateTask retries it: the
 // books count the kubectl task once it answers (countLater), and requeue it.
 func TestAKubectlTaskLeftOutWhileTheKubeAPIServerFailsIsCountedWhenItAnswers(t *testing.T) {
+	l, existing := leftOutByACreate(t, 9) // more than CreateTask's own retries
+	if v, err := l.View(existing); err != nil || v.Standing != Unknown {
+		t.Fatalf("while the kube-apiserver fails: %+v %v, want Unknown", v, err)
+	}
+	waitFor(t, func() bool { v, err := l.View(existing); return err == nil && v.Standing != Unknown })
+	select {
+	case ev := <-l.TaskEvents():
+		if ev.Object.GetName() != existing.Name {
+			t.Fatalf("requeued %s, want %s", ev.Object.GetName(), existing.Name)
+		}
+	default:
+		t.Fatal("the task counted late was not requeued: its controller would wait 200 ms at a time for nothing")
+	}
+}
+
+// leftOutByACreate makes a kubectl task "t" whose informer Add reaches the ledger while a REST
+// create of its name holds the entry, and has the create's reads of the task fail failedReads
+// times after it fails AlreadyExists. It returns the ledger and the kubectl task.
+func leftOutByACreate(t *testing.T, failedReads int32) (*Ledger, *videogenv1alpha1.VideoTask) {
+	t.Helper()
 	h := newHarness(t, 100)
 	existing := h.task("t")
 	var failures atomic.Int32
-	l := h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+	var l *Ledger
+	l = h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
 		innerClient := cfg.Client
 		cfg.Client = interceptor.NewClient(withWatch{innerClient}, interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == existing.Name {
-					h.feed(h.l, existing) // the informer's Add of the kubectl task, while the create runs
-					failures.Store(9)     // more than CreateTask's own retries
+					h.feed(l, existing) // the informer's Add of the kubectl task, while the create runs
+					failures.Store(failedReads)
 				}
 				return c.Create(ctx, obj, opts...)
 			},
@@ -380,21 +359,12 @@ func TestAKubectlTaskLeftOutWhileTheKubeAPIServerFailsIsCountedWhenItAnswers(t *
 			},
 		})
 	})
-	h.l = l
-	must(t, k8s.Create(h.ctx, existing))
+	must(t, k8s.Create(h.ctx, existing)) // kubectl, after the books were built; its event not delivered yet
 	if _, err := l.CreateTask(h.ctx, h.task("t"), 1); !errors.Is(err, ErrTaskExists) {
 		t.Fatalf("the REST create of a name in use: %v, want ErrTaskExists", err)
 	}
-	if v, err := l.View(existing); err != nil || v.Standing != Unknown {
-		t.Fatalf("while the kube-apiserver fails: %+v %v, want Unknown", v, err)
+	if failures.Load() >= failedReads {
+		t.Fatal("the read after AlreadyExists did not happen")
 	}
-	waitFor(t, func() bool { v, err := l.View(existing); return err == nil && v.Standing != Unknown })
-	select {
-	case ev := <-l.TaskEvents():
-		if ev.Object.GetName() != existing.Name {
-			t.Fatalf("requeued %s, want %s", ev.Object.GetName(), existing.Name)
-		}
-	default:
-		t.Fatal("the task counted late was not requeued: its controller would wait 200 ms at a time for nothing")
-	}
+	return l, existing
 }
