@@ -122,3 +122,60 @@ func TestACopyCountedLaterIsNotCountedAfterItsDeletion(t *testing.T) {
 	}
 	h.books(h.settle(l), 100, 0, 1)
 }
+
+// The same window in CreateTask itself (no kube-apiserver failure needed): the create fails
+// AlreadyExists, readTask reads the task in the name's way at once (outside the lock), the
+// tenant deletes it and the informer's delete event comes before CreateTask relocks (it finds
+// the create's own entry, with no UID, and drops nothing); CreateTask then observes its stale
+// copy: held at 5 for good. Steps and reachability as above, minus step 3.
+func TestACopyReadByAFailedCreateIsNotCountedAfterItsDeletion(t *testing.T) {
+	h := newHarness(t, 100)
+	signer, err := NewSigner(testKey)
+	must(t, err)
+	late := h.task("t")
+	signer.Sign(late, 5)
+	var armed, deleted atomic.Bool
+	var l *Ledger
+	l = h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+		innerClient := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{innerClient}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == late.Name {
+					h.feed(l, late) // the late create's Add, while this create runs: left out
+					armed.Store(true)
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+		cfg.Reader = interceptor.NewClient(k8s, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := c.Get(ctx, key, obj, opts...); err != nil {
+					return err
+				}
+				if _, ok := obj.(*videogenv1alpha1.VideoTask); ok && key.Name == late.Name && armed.Load() && deleted.CompareAndSwap(false, true) {
+					gone := late.DeepCopy()
+					if err := k8s.Delete(ctx, gone); err != nil {
+						return err
+					}
+					h.feedDelete(l, gone) // before CreateTask relocks the books
+				}
+				return nil
+			},
+		})
+	})
+	h.l = l
+	must(t, k8s.Create(h.ctx, late))
+	if _, err := l.CreateTask(h.ctx, h.task("t"), 1); !errors.Is(err, ErrTaskExists) {
+		t.Fatalf("the REST create of a name in use: %v, want ErrTaskExists", err)
+	}
+	if !deleted.Load() {
+		t.Fatal("the read after AlreadyExists did not happen")
+	}
+	f := h.figures(l)
+	_, createErr := l.CreateTask(h.ctx, h.task("t"), 1)
+	if f.Frozen != 0 || f.Holds != 0 || createErr != nil {
+		t.Fatalf("the deleted task %q is in the books: figures %+v (want frozen 0, holds 0); a new REST create of its name: %v (want it created)",
+			late.Name, f, createErr)
+	}
+	h.books(h.settle(l), 100, 0, 1)
+}
