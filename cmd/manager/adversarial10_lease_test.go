@@ -71,34 +71,34 @@ func TestReadingTheTermDoesNotLetTheElectorRenewOverTheManagerElectedMeanwhile(t
 			AcquireTime: now, RenewTime: now, LeaderTransitions: transitions}
 	}
 	// 1. A acquires the Lease; its ledger fixes its term.
-	if err := a.Create(ctx, record(a.Identity(), 0)); err != nil {
+	if err := a.lock.Create(ctx, record(a.lock.Identity(), 0)); err != nil {
 		t.Fatal(err)
 	}
-	first, err := term(a)(ctx)
+	first, err := a.term(ctx)
 	if err != nil || !first.Held {
 		t.Fatalf("A's term: %+v %v, want held", first, err)
 	}
 	// A's elector renews once more (fast path), as it does every retry period.
-	if err := a.Update(ctx, record(a.Identity(), 0)); err != nil {
+	if err := a.lock.Update(ctx, record(a.lock.Identity(), 0)); err != nil {
 		t.Fatal(err)
 	}
 	// 2-3. A is paused before its next renewal; B's elector takes the expired lease (slow path:
 	// Get, then Update, one more transition).
-	if _, _, err := b.Get(ctx); err != nil {
+	if _, _, err := b.lock.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Update(ctx, record(b.Identity(), int(first.Transitions)+1)); err != nil {
+	if err := b.lock.Update(ctx, record(b.lock.Identity(), int(first.Transitions)+1)); err != nil {
 		t.Fatal(err)
 	}
 	// 4. A resumes: its ledger reads the Lease (it meets B's fence) and finds it lost.
-	if got, err := term(a)(ctx); err != nil || got.Held {
+	if got, err := a.term(ctx); err != nil || got.Held {
 		t.Fatalf("A's term after B took the Lease: %+v %v, want not held", got, err)
 	}
 	// 5. A's elector finishes its fast-path renewal with the record it observed last.
-	err = a.Update(ctx, record(a.Identity(), int(first.Transitions)))
+	err = a.lock.Update(ctx, record(a.lock.Identity(), int(first.Transitions)))
 	if err == nil {
-		got, _ := term(a)(ctx)
-		holder, _, _ := b.Get(ctx)
+		got, _ := a.term(ctx)
+		holder, _, _ := b.lock.Get(ctx)
 		t.Fatalf("A's elector renewed over B's acquisition (its compare-and-swap used the copy its ledger read): "+
 			"the Lease names %q with transitions %d, and A's ledger reads %+v: held in the term of its books (%d), "+
 			"so it writes its stale books over B's fences", holder.HolderIdentity, holder.LeaderTransitions, got, first.Transitions)

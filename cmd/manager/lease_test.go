@@ -31,42 +31,42 @@ func TestTermReadsTheLeaseHolderAndItsTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mine.Identity() == other.Identity() {
+	if mine.lock.Identity() == other.lock.Identity() {
 		t.Fatal("two managers share an identity")
 	}
 	now := metav1.NewTime(time.Now())
 	record := func(holder string) resourcelock.LeaderElectionRecord {
 		return resourcelock.LeaderElectionRecord{HolderIdentity: holder, LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now}
 	}
-	if err := mine.Create(ctx, record(mine.Identity())); err != nil {
+	if err := mine.lock.Create(ctx, record(mine.lock.Identity())); err != nil {
 		t.Fatal(err)
 	}
-	first, err := term(mine)(ctx)
+	first, err := mine.term(ctx)
 	if err != nil || !first.Held {
 		t.Fatalf("the term while this manager holds the Lease: %+v %v, want held", first, err)
 	}
 	// Another manager takes the Lease (this one paused past it).
-	if _, _, err := other.Get(ctx); err != nil {
+	if _, _, err := other.lock.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	taken := record(other.Identity())
+	taken := record(other.lock.Identity())
 	taken.LeaderTransitions = 1
-	if err := other.Update(ctx, taken); err != nil {
+	if err := other.lock.Update(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := term(mine)(ctx); err != nil || got.Held {
+	if got, err := mine.term(ctx); err != nil || got.Held {
 		t.Fatalf("the term after another manager took the Lease: %+v %v, want not held", got, err)
 	}
 	// This manager takes it back: held again, in another term.
-	if _, _, err := mine.Get(ctx); err != nil {
+	if _, _, err := mine.lock.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	back := record(mine.Identity())
+	back := record(mine.lock.Identity())
 	back.LeaderTransitions = 2
-	if err := mine.Update(ctx, back); err != nil {
+	if err := mine.lock.Update(ctx, back); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := term(mine)(ctx); err != nil || !got.Held || got.Transitions == first.Transitions {
+	if got, err := mine.term(ctx); err != nil || !got.Held || got.Transitions == first.Transitions {
 		t.Fatalf("the term after this manager took the Lease back: %+v %v, want held in a term other than %d", got, err, first.Transitions)
 	}
 }

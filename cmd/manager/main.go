@@ -132,11 +132,12 @@ func main() {
 	restConfig := ctrl.GetConfigOrDie()
 	var lock resourcelock.Interface
 	if enableLeaderElection {
-		if lock, err = leaderLock(restConfig, opts.Webhooks.SecretNamespace); err != nil {
+		lease, err := leaderLock(restConfig, opts.Webhooks.SecretNamespace)
+		if err != nil {
 			log.Error(err, "unable to make the leader Lease lock")
 			os.Exit(1)
 		}
-		opts.Ledger.Lease = term(lock)
+		lock, opts.Ledger.Lease = lease.lock, lease.term
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		// Only open VideoTasks are cached; Job backends watch only the Jobs and Pods they create.
