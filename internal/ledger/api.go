@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -271,6 +272,12 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		}
 	}
 
+	var counted types.UID // another task of the name, counted from a read outside the lock
+	defer func() {
+		if counted != "" {
+			l.confirm(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task), counted, false)
+		}
+	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.tasks[task.Name] != e {
@@ -287,8 +294,12 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		if e.uid == "" {
 			delete(b.tasks, task.Name)
 			if other != nil {
-				if o := b.observe(other, l.evidence(other)); o != nil && o.state == overdrawn {
+				o := b.observe(other, l.evidence(other))
+				if o != nil && o.state == overdrawn {
 					l.requeueTask(other.Namespace, other.Name)
+				}
+				if o != nil && o.uid == other.UID {
+					counted = other.UID
 				}
 			}
 		}
@@ -348,13 +359,52 @@ func (l *Ledger) countLater(key client.ObjectKey) {
 		}
 		b := l.book(key.Namespace)
 		b.mu.Lock()
+		var counted bool
 		if b.built && b.account != nil && b.tasks[key.Name] == nil {
-			if e := b.observe(t, l.evidence(t)); e != nil {
+			if e := b.observe(t, l.evidence(t)); e != nil && e.uid == t.UID {
+				counted = true
 				l.requeueTask(key.Namespace, key.Name)
 			}
 		}
 		b.mu.Unlock()
+		if counted {
+			l.confirm(l.ctx, key, t.UID, true)
+		}
 		return
+	}
+}
+
+// confirm reads again a task the books counted (uid) from a read made outside the account's
+// lock, and drops it if it is gone or closed since: its deletion's or close's event may have
+// come between that read and the count, and found nothing to drop. What happens after this
+// read comes as an event. If the kube-apiserver does not answer, it reads again once a second
+// (wait: here; else in a goroutine).
+func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UID, wait bool) {
+	t, found := l.readTask(ctx, key)
+	for !found {
+		if !wait {
+			go l.confirm(ctx, key, uid, true)
+			return
+		}
+		if sleep(ctx, l.cfg.Clock, time.Second) != nil {
+			return
+		}
+		t, found = l.readTask(ctx, key)
+	}
+	b := l.book(key.Namespace)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.tasks[key.Name]
+	switch {
+	case e == nil || e.uid != uid:
+	case t == nil || t.UID != uid || t.Status.Closed:
+		b.drop(key.Name)
+		l.schedule(b)
+	default:
+		b.observe(t, l.evidence(t))
+		if b.dirty {
+			l.schedule(b)
+		}
 	}
 }
 
