@@ -1,0 +1,217 @@
+package apiserver_test
+
+// Adversarial review of the REST apiserver (round 11): what a REST client sees while the
+// manager, which serves the points ledger, fails over.
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+)
+
+// crashAfterCreate stands for the elected manager as a replica reaches it: it passes every
+// call on to the suite's ledger, and the first task create too, but once that create has
+// landed (the ledger answered 201, the task exists and holds its price) the manager dies
+// before its answer leaves: the connection is closed without a response, and from then on
+// nothing listens (connection refused) until a new manager is elected, which here takes longer
+// than the replica's ledger call deadline.
+func crashAfterCreate() (url string, created *atomic.Pointer[string]) {
+	created = &atomic.Pointer[string]{}
+	var crashed atomic.Bool
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		Expect(err).NotTo(HaveOccurred())
+		req, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, ledgerURL+r.URL.Path, bytes.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		if r.Method == http.MethodPost && resp.StatusCode == http.StatusCreated && crashed.CompareAndSwap(false, true) {
+			s := string(out)
+			created.Store(&s)
+			// The process dies: its connections close unanswered, its port stops listening.
+			conn, _, err := w.(http.Hijacker).Hijack()
+			Expect(err).NotTo(HaveOccurred())
+			_ = srv.Listener.Close()
+			_ = conn.Close()
+			return
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(out)
+	}))
+	DeferCleanup(srv.Close)
+	return srv.URL, created
+}
+
+var _ = Describe("Adversarial REST: a manager that dies after the create landed", func() {
+	var (
+		a    account
+		tmpl string
+		srv  *apiClient
+	)
+	BeforeEach(func() {
+		a = newAccount(100)
+		tmpl = template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		backend.Stall(tmpl) // the tasks stay queued, their price frozen: the books are plain to read
+		url, _ := crashAfterCreate()
+		// The replica's ledger client as cmd/apiserver makes it, with a shorter deadline (the
+		// default 15 s, "about a failover", is shorter than a failover after a crash: the Lease
+		// of the dead manager must expire first, 15 s by default, and the new one builds its
+		// books) so that the test does not wait 15 s.
+		srv = startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: url, Deadline: 2 * time.Second,
+			Backoff: wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Steps: 30, Cap: 300 * time.Millisecond}})
+	})
+
+	// What breaks: the ledger client folds "an attempt reached a manager and got no answer" (the
+	// create may have landed) into ErrNotReady when the LAST attempt of the call found no manager
+	// listening. The apiserver reads ErrNotReady as "nothing was created": it answers 503 "the
+	// service is electing its points ledger" (docs/api.md: "task-creating POSTs ... answer 503
+	// ... and nothing is created"), and, for a request without an Idempotency-Key, faceUnused
+	// says the stored face is nobody's and removes it. But the task exists and holds its price.
+	//
+	// Interleaving:
+	//  1. POST /v1/videos/short with an inline base64 face, no Idempotency-Key. The replica
+	//     asks the ledger for the balance (200, enough), stores the face, and sends the create.
+	//  2. The elected manager admits it and creates the VideoTask (it carries the face's URL,
+	//     its price is frozen), then dies before its 201 is written: the replica reads EOF
+	//     (unreachableError, retriable, not a timeout).
+	//  3. The client's retries find no manager listening (connection refused) until the call's
+	//     deadline: the Lease of the dead manager has not expired yet.
+	//  4. Client.call returns ErrNotReady ("no manager listened"); submit → faceUnused(keyed =
+	//     false, ErrNotReady) = true → the face is deleted; the answer is 503 service_unavailable.
+	//
+	// Reachable: step 2 is a manager crash (OOM kill, node loss) between the kube-apiserver's
+	// answer to the create and the HTTP write of the 201: a window of the create's whole round
+	// trip back plus the JSON encode. Step 3 is the normal Lease failover: 15 s lease duration
+	// plus the new manager's books build, longer than DefaultDeadline (15 s in all, retries
+	// included). Requests without an Idempotency-Key are allowed (the key is optional).
+	//
+	// What the user sees: 503 "electing its points ledger", so nothing created; the account
+	// shows 30 frozen for a task whose id the client never learns, whose face is gone (the task
+	// will fail "the face image you uploaded could not be read back"). A client that retries as
+	// told (it has no key to retry with) makes a second task and a second freeze.
+	It("does not remove the face of a task it created, nor say nothing was created", func() {
+		resp := srv.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": facePNG()})
+		GinkgoWriter.Printf("answer: %d %s\n", resp.Status, resp.Body)
+
+		tasks := tasksIn(a.ns)
+		Expect(tasks).To(HaveLen(1), "the create landed before the manager died")
+		face := blobstore.NameIn(tasks[0].Spec.Inputs.FaceImageURL)
+		Expect(face).NotTo(BeEmpty())
+		Expect(api.get("/v1/balance", a.key).JSON()).To(HaveKeyWithValue("frozen", BeNumerically("==", 30)))
+
+		Expect(storedBlobs(srv)).To(ContainElement(face),
+			"the face of task %s, created with its price frozen, was removed while the client was answered %d", tasks[0].Name, resp.Status)
+		if resp.Status == http.StatusServiceUnavailable {
+			Expect(resp.Message()).NotTo(ContainSubstring("electing"),
+				"503 'electing its points ledger' says nothing was created (docs/api.md), but task %s exists with 30 frozen", tasks[0].Name)
+		}
+	})
+
+	// The same crash without a face: the client, told 503 "electing" (nothing created), retries
+	// the same request without a key (it has none) once the ledger is back, and pays twice for
+	// one intent. Reachable as above; the retry goes to the suite's replica (a live manager).
+	It("does not let a client's single intent freeze twice because the 503 said nothing was created", func() {
+		body := map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"}
+		resp := srv.post("/v1/videos/short", a.key, body)
+		GinkgoWriter.Printf("answer: %d %s\n", resp.Status, resp.Body)
+		Expect(tasksIn(a.ns)).To(HaveLen(1), "the create landed before the manager died")
+		if resp.Status == http.StatusServiceUnavailable && resp.ErrorCode() == "service_unavailable" &&
+			strings.Contains(resp.Message(), "electing") {
+			// The client does what the answer says: nothing was created, retry.
+			retry := api.post("/v1/videos/short", a.key, body)
+			Expect(retry.Status).To(Equal(http.StatusAccepted), string(retry.Body))
+		}
+		Expect(tasksIn(a.ns)).To(HaveLen(1), "one client intent, answered 503 'electing its points ledger' (nothing created), made two tasks")
+		Expect(api.get("/v1/balance", a.key).JSON()).To(HaveKeyWithValue("frozen", BeNumerically("==", 30)))
+	})
+})
+
+// notReadyFor stands for the way to the ledger during a failover: for d after its first call
+// every call is answered 503 not_ready (as a manager answers while it is not the elected one
+// or is still building its books, or as a Service with no ready endpoint does), then calls go
+// to the suite's ledger.
+func notReadyFor(d time.Duration) string {
+	var since atomic.Pointer[time.Time]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		since.CompareAndSwap(nil, &now)
+		if time.Since(*since.Load()) < d {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"not_ready","message":"not the elected manager"}}`))
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		Expect(err).NotTo(HaveOccurred())
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, ledgerURL+r.URL.Path, bytes.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(out)
+	}))
+	DeferCleanup(srv.Close)
+	return srv.URL
+}
+
+var _ = Describe("Adversarial REST: a failover shorter than the ledger call's deadline", func() {
+	// What breaks: ledger.Client documents that it "retries while no manager answers as the
+	// elected one ... for up to Deadline (15 s) in all", DefaultBackoff that it "retries for
+	// about 15 s", and docs/api.md that "the apiserver waits for the ledger at most about 15 s
+	// per request, retries included". But DefaultBackoff (100 ms × 1.5, Cap 2 s, Steps 14)
+	// stops at its cap: wait.Backoff.Step sets Steps to 0 once the delay reaches Cap, so
+	// ExponentialBackoffWithContext makes 9 attempts over about 4.9 s and gives up. A failover
+	// of 5 to 15 s is answered 503 instead of being waited out.
+	//
+	// Interleaving: the manager fails over (the old one released its Lease on a rolling update;
+	// the new one answers not_ready while it builds its books from the kube-apiserver, for 8 s
+	// here); a client POSTs a task through a replica with cmd/apiserver's ledger client (the
+	// defaults). Reachable: a graceful failover plus a books build of seconds (a large tenant
+	// base to list) or a crash failover (the Lease must expire, 15 s) are the events the
+	// deadline exists for.
+	//
+	// What the user sees: 503 "the service is electing its points ledger" after about 5 s, for a
+	// failover the service says it rides out; every client retries (and, with no
+	// Idempotency-Key, after the 503 of the scenario above, may pay twice).
+	It("waits out a failover of 8 s within the documented 15 s", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		srv := startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: notReadyFor(8 * time.Second)})
+		start := time.Now()
+		resp := srv.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"},
+			"Idempotency-Key", "failover-8s")
+		Expect(resp.Status).To(Equal(http.StatusAccepted),
+			"answered after %v, within the documented 15 s deadline, for a failover of 8 s: %s", time.Since(start).Round(100*time.Millisecond), resp.Body)
+	})
+})
