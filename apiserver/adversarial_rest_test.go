@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver"
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
@@ -214,4 +215,61 @@ var _ = Describe("Adversarial REST: a failover shorter than the ledger call's de
 		Expect(resp.Status).To(Equal(http.StatusAccepted),
 			"answered after %v, within the documented 15 s deadline, for a failover of 8 s: %s", time.Since(start).Round(100*time.Millisecond), resp.Body)
 	})
+})
+
+var _ = Describe("Adversarial REST: a retry with an inline face while its task is being created", func() {
+	// What breaks: for a request with an inline face, submit asks the ledger for the balance and
+	// answers 402 when it is short, BEFORE the ledger is asked to create the task. The ledger's
+	// CreateTask checks "a task of this name is open" (ErrTaskExists → 409 or replay) before
+	// the balance; the face pre-check does not. The balance it reads already has the key's own
+	// task counted (admitted, being created), so on an account that affords exactly that task a
+	// retry of the same request with the same Idempotency-Key is told 402 insufficient_balance
+	// instead of 409 idempotency_key_in_use (docs/api.md: "While the first is being created, a
+	// second one with its key (through any replica) answers 409 ... retry then, and it replays
+	// the task").
+	//
+	// Interleaving:
+	//  1. POST /v1/videos/short, Idempotency-Key K, inline face, on an account with 30 points
+	//     and a 30-point template. The ledger admits it (30 counted) and sends the create.
+	//  2. Before that create lands (held here), the client retries the same request with K (its
+	//     first connection broke, or its own timeout fired), through either replica.
+	//  3. The retry misses both replay checks (the cache and the kube-apiserver have no task
+	//     yet), and the face pre-check reads balance 0 < 30: 402.
+	//  4. The create lands; the first request's 202 may never reach the client.
+	//
+	// Reachable: a create takes milliseconds to seconds (a loaded kube-apiserver); a client
+	// retrying on its own timeout, or a double submit, lands in it. Exactly-affordable accounts
+	// are common (prepaid credit spent to the last task).
+	//
+	// What the user sees: 402 "insufficient balance ... ask your administrator for a top-up" for
+	// a request that was admitted and is running, paid for. A client treating 402 as final never
+	// learns the task's id (it does not retry); one that tops up and retries gets the replay.
+	DescribeTable("answers 409 (or the replay), not 402, to a retry of an admitted task",
+		func(server func() *apiClient) {
+			a := newAccount(30)
+			tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+			backend.Stall(tmpl)
+			body := map[string]any{"template_id": tmpl, "face": facePNG()}
+			release := holdCreate(apiserver.TaskName(a.ns, "paid-once"))
+			defer release()
+			first := make(chan response, 1)
+			go func() {
+				defer GinkgoRecover()
+				first <- api.post("/v1/videos/short", a.key, body, "Idempotency-Key", "paid-once")
+			}()
+			// The ledger has admitted the first (it is being created).
+			Eventually(func() any { return api.get("/v1/balance", a.key).JSON()["frozen"] }).Should(BeNumerically("==", 30))
+
+			retry := server().post("/v1/videos/short", a.key, body, "Idempotency-Key", "paid-once")
+			release()
+			var got response
+			Eventually(first).Should(Receive(&got))
+			Expect(got.Status).To(Equal(http.StatusAccepted), string(got.Body))
+			Expect(tasksIn(a.ns)).To(HaveLen(1))
+			Expect(retry.Status).To(BeElementOf(http.StatusConflict, http.StatusOK),
+				"the retry of task %s, admitted and paid (30 of 30 frozen), was answered: %s", got.JSON()["id"], retry.Body)
+		},
+		Entry("through the same replica", firstReplica),
+		Entry("through another replica", secondReplica),
+	)
 })
