@@ -273,3 +273,52 @@ var _ = Describe("Adversarial REST: a retry with an inline face while its task i
 		Entry("through another replica", secondReplica),
 	)
 })
+
+// slowCreate is the replica's way to the ledger while the kube-apiserver is slow: the ledger's
+// create of the task (after its admission) waits until the replica's call has returned.
+type slowCreate struct{ *ledger.Client }
+
+func (s slowCreate) CreateTask(ctx context.Context, t *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
+	release := holdCreate(t.Name)
+	defer release()
+	return s.Client.CreateTask(ctx, t, price)
+}
+
+var _ = Describe("Adversarial REST: a request without an Idempotency-Key whose ledger call is retried", func() {
+	// What breaks: ledger.Client retries a create whose attempt got no answer in time (its
+	// per-attempt HTTP timeout, 10 s by default). The ledger still holds the first attempt's
+	// admission (its create at the kube-apiserver is under way), so the retry is refused
+	// task_exists; the apiserver reads that as "a request with this Idempotency-Key won a race",
+	// finds no task yet around its cache, and answers 409 idempotency_key_in_use, "a request
+	// with this Idempotency-Key is still being processed", to a request that sent no key.
+	//
+	// Interleaving:
+	//  1. POST /v1/videos/short without Idempotency-Key (the name is random, vt-…).
+	//  2. The ledger admits it and sends the create; the kube-apiserver is slow to answer (held
+	//     here) past the replica's per-attempt timeout (300 ms here, 10 s in cmd/apiserver).
+	//  3. The client retries the same create (same random name): the ledger finds the entry of
+	//     step 2 and answers 409 task_exists; the replica finds no task: 409 key_in_use.
+	//  4. The first create ends. Here it fails (its context was cancelled with the connection);
+	//     against a real kube-apiserver a create whose request was sent may commit all the same
+	//     (the ledger's own CreateTask says so: "the create may have landed").
+	//
+	// Reachable: a kube-apiserver or etcd slow for over 10 s (compaction, a leader election of
+	// etcd) while the manager is the elected one; requests without a key are allowed.
+	//
+	// What the user sees: a 409 about an Idempotency-Key they never sent, with "retry shortly";
+	// if the create landed, a task they cannot find (no key, no id) and, on retry, a second
+	// task and a second freeze. The answer should be the 503 "did not answer in time" (the
+	// create may have landed), or the task itself (its name is the request's own).
+	It("does not answer idempotency_key_in_use to a request that sent no key", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		backend.Stall(tmpl)
+		srv := startAPIServerWith(rate.Inf, 1, nil, nil, slowCreate{&ledger.Client{URL: ledgerURL,
+			HTTP: &http.Client{Timeout: 300 * time.Millisecond}}})
+		resp := srv.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"})
+		GinkgoWriter.Printf("answer: %d %s\n", resp.Status, resp.Body)
+		Expect(resp.Status).To(BeNumerically(">=", 400))
+		Expect(resp.ErrorCode()).NotTo(Equal("idempotency_key_in_use"),
+			"a request without an Idempotency-Key was answered: %s", resp.Body)
+	})
+})
