@@ -16,8 +16,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver"
@@ -129,6 +133,27 @@ var _ = Describe("Adversarial REST: a manager that dies after the create landed"
 			Expect(resp.Message()).NotTo(ContainSubstring("electing"),
 				"503 'electing its points ledger' says nothing was created (docs/api.md), but task %s exists with 30 frozen", tasks[0].Name)
 		}
+	})
+
+	// Checked, holds (a pin): the same crash with an Idempotency-Key. faceUnused keeps the face
+	// of a keyed request on ErrNotReady, and the retry with the key (through a replica whose
+	// ledger answers) finds the task that landed: 200 replay, one task, one freeze, and the
+	// face the task refers to is still stored.
+	It("with an Idempotency-Key, keeps the face and replays the task that landed", func() {
+		body := map[string]any{"template_id": tmpl, "face": facePNG()}
+		resp := srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "crash-keyed")
+		Expect(resp.Status).To(Equal(http.StatusServiceUnavailable), string(resp.Body))
+		tasks := tasksIn(a.ns)
+		Expect(tasks).To(HaveLen(1))
+		Expect(storedBlobs(srv)).To(ContainElement(blobstore.NameIn(tasks[0].Spec.Inputs.FaceImageURL)))
+		for _, r := range []*apiClient{srv, api} {
+			retry := r.post("/v1/videos/short", a.key, body, "Idempotency-Key", "crash-keyed")
+			Expect(retry.Status).To(Equal(http.StatusOK), string(retry.Body))
+			Expect(retry.Header.Get("Idempotent-Replayed")).To(Equal("true"))
+			Expect(retry.JSON()["id"]).To(Equal(tasks[0].Name))
+		}
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+		Expect(api.get("/v1/balance", a.key).JSON()).To(HaveKeyWithValue("frozen", BeNumerically("==", 30)))
 	})
 
 	// The same crash without a face: the client, told 503 "electing" (nothing created), retries
@@ -320,5 +345,46 @@ var _ = Describe("Adversarial REST: a request without an Idempotency-Key whose l
 		Expect(resp.Status).To(BeNumerically(">=", 400))
 		Expect(resp.ErrorCode()).NotTo(Equal("idempotency_key_in_use"),
 			"a request without an Idempotency-Key was answered: %s", resp.Body)
+	})
+})
+
+var _ = Describe("Adversarial REST: a create the kube-apiserver refuses", func() {
+	// What breaks: the ledger turns a create the kube-apiserver refuses for a reason of the
+	// namespace's (403 Forbidden: a ResourceQuota on VideoTasks is exhausted, or an admission
+	// webhook or policy says no) into a 500 internal_error of its own (writeLedgerError knows
+	// Invalid and BadRequest only); the ledger client passes "the ledger answered 500" on, and
+	// submit's admissionRefused answers 500 internal_error. Nothing was created and nothing is
+	// frozen, but the client sees the service's fault, with no hint that retrying cannot help.
+	//
+	// Interleaving: an administrator caps the tenant's namespace with a ResourceQuota
+	// count/videotasks.videogen.dev (kubectl, within a cluster admin's RBAC; the quota
+	// controller has filled in its used count, done by hand here since envtest runs no
+	// controller-manager); the tenant POSTs a task over the cap.
+	//
+	// What the user sees: 500 internal_error ("details only in the logs") for a refusal that is
+	// the account's, as 402 and 403 account_* are; docs/api.md lists 500 as the service's fault.
+	It("answers a 4xx in the error envelope, not 500, when a quota refuses the task", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "tasks", Namespace: a.ns},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/videotasks.videogen.dev": resource.MustParse("0")}}}
+		Expect(k8sClient.Create(ctx, q)).To(Succeed())
+		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/videotasks.videogen.dev": resource.MustParse("0")}}
+		Expect(k8sClient.Status().Update(ctx, q)).To(Succeed())
+		// The quota admission reads quotas through its own informer: wait until it refuses.
+		Eventually(func() error {
+			t := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: a.ns},
+				Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+					Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+			return k8sClient.Create(ctx, t, client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("exceeded quota")))
+
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"},
+			"Idempotency-Key", "over-quota")
+		GinkgoWriter.Printf("answer: %d %s\n", resp.Status, resp.Body)
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		Expect(api.get("/v1/balance", a.key).JSON()).To(HaveKeyWithValue("frozen", BeNumerically("==", 0)), "the refused create holds nothing")
+		Expect(resp.Status).To(And(BeNumerically(">=", 400), BeNumerically("<", 500)), "answered: %s", resp.Body)
+		Expect(resp.ErrorCode()).NotTo(BeEmpty())
 	})
 })
