@@ -6,9 +6,13 @@ package apiserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,14 +23,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // crashAfterCreate stands for the elected manager as a replica reaches it: it passes every
@@ -386,5 +394,120 @@ var _ = Describe("Adversarial REST: a create the kube-apiserver refuses", func()
 		Expect(api.get("/v1/balance", a.key).JSON()).To(HaveKeyWithValue("frozen", BeNumerically("==", 0)), "the refused create holds nothing")
 		Expect(resp.Status).To(And(BeNumerically(">=", 400), BeNumerically("<", 500)), "answered: %s", resp.Body)
 		Expect(resp.ErrorCode()).NotTo(BeEmpty())
+	})
+})
+
+// listHook is a replica's blob store whose List runs afterList once it has listed every blob.
+type listHook struct {
+	*blobstore.Dir
+	afterList func()
+}
+
+func (h *listHook) List(ctx context.Context, fn func(name string, put time.Time) error) error {
+	if err := h.Dir.List(ctx, fn); err != nil {
+		return err
+	}
+	if h.afterList != nil {
+		h.afterList()
+	}
+	return nil
+}
+
+// startReplicaWithBlobs is startAPIServer with the replica's blob store in hand.
+func startReplicaWithBlobs() (*apiClient, *listHook) {
+	mgr := newManager(cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {
+			Namespaces: map[string]cache.Config{keyNamespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{apikeys.LabelAPIKey: "true"}),
+		},
+	}})
+	c := mgr.GetClient()
+	dir := &blobstore.Dir{Root: GinkgoT().TempDir()}
+	blobs := &listHook{Dir: dir}
+	srv := apiserver.New(apiserver.Config{
+		Client: c, APIReader: mgr.GetAPIReader(), Ledger: &ledger.Client{URL: ledgerURL},
+		Keys:  &apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: keyNamespace},
+		Blobs: blobs, DefaultPrice: 10, RateLimit: rate.Inf, RateBurst: 1,
+		WebhookSecrets: &webhooksecrets.Store{Client: c, Reader: mgr.GetAPIReader(), Namespace: keyNamespace},
+		Logger:         slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
+	})
+	srv.Mux().Handle("GET /v1/blobs/", dir.Handler("/v1/blobs/"))
+	start(mgr)
+	hs := httptest.NewServer(srv.Handler())
+	DeferCleanup(hs.Close)
+	dir.BaseURL = hs.URL + "/v1/blobs/"
+	return &apiClient{base: hs.URL, http: hs.Client(), blobDir: dir.Root, srv: srv}, blobs
+}
+
+var _ = Describe("Adversarial REST: the face sweep and a retry that stores the same face again", func() {
+	// What breaks: SweepFaces lists the blobs first (keeping those last put over an hour ago),
+	// then the tasks, then deletes the listed faces no listed task uses. Its comment: "a face
+	// stored after the listing is no candidate". But a keyed retry with the same face stores
+	// the SAME name (blobstore.ContentName of the task name and the bytes): a face kept from an
+	// earlier attempt (docs/api.md: "With an Idempotency-Key, a 402, 403 or 503 keeps it:
+	// another request with the key and the same face stores the same object and may still be
+	// admitted (after a top-up, a refund or a failover)") is a candidate by its OLD time even
+	// though the retry has just put it again; if the retry's task is not in the sweeper's
+	// cache when it lists the tasks (the create has not landed yet), the face is deleted, and
+	// the task created a moment later refers to a face that is gone.
+	//
+	// Interleaving:
+	//  1. T0: POST with Idempotency-Key K and an inline face; the face is stored, the ledger
+	//     refuses (403 account_suspended, or 402 after a race, or 503): the face is kept.
+	//  2. T0 + 1 h or more: the account is resumed / topped up. A replica's sweep lists its
+	//     blobs: the face, put at T0, is a candidate.
+	//  3. The client retries with K and the same face: Put refreshes the same object, the
+	//     ledger admits the task and sends the create.
+	//  4. The sweep lists the tasks (the create has not landed, or its cache has not seen it):
+	//     no task uses the face; it deletes it.
+	//  5. The create lands: a task with its price frozen whose face is gone.
+	//
+	// Reachable: step 1 is a documented outcome; an hour is how long an administrator's
+	// top-up or resume may take; step 2 runs every 10 min on every replica, and listing an S3
+	// bucket of many faces takes seconds, during which step 3 may come; step 4 follows
+	// step 3 by the ledger's round trip (milliseconds) or the cache's lag.
+	//
+	// What the user sees: 202 for the retry, then the task fails ("the face image you
+	// uploaded could not be read back from the service's storage") and is refunded: the
+	// client did everything as told and got a failed task.
+	It("does not delete a face a retry has just stored again for the task it is creating", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		backend.Stall(tmpl)
+		srv, blobs := startReplicaWithBlobs()
+		Eventually(func() int { return srv.get("/v1/balance", a.key).Status }).Should(Equal(http.StatusOK))
+
+		body := map[string]any{"template_id": tmpl, "face": facePNG()}
+		name := apiserver.TaskName(a.ns, "after-resume")
+		data, err := base64.StdEncoding.DecodeString(body["face"].(string))
+		Expect(err).NotTo(HaveOccurred())
+		// Step 1, an hour and more ago: the first attempt's face, kept after its refusal.
+		face := blobstore.ContentName(name, "image/png", data)
+		_, err = blobs.Put(ctx, face, "image/png", data)
+		Expect(err).NotTo(HaveOccurred())
+		hoursAgo := time.Now().Add(-2 * time.Hour)
+		Expect(os.Chtimes(filepath.Join(srv.blobDir, face), hoursAgo, hoursAgo)).To(Succeed())
+
+		release := holdCreate(name)
+		defer release()
+		retried := make(chan response, 1)
+		blobs.afterList = func() {
+			blobs.afterList = nil
+			// Step 3, while the sweep is between its two listings.
+			go func() {
+				defer GinkgoRecover()
+				retried <- srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "after-resume")
+			}()
+			Eventually(func() any { return api.get("/v1/balance", a.key).JSON()["frozen"] }).Should(BeNumerically("==", 30))
+		}
+		removed, err := srv.srv.SweepFaces(ctx, time.Now().Add(-apiserver.FaceSweepAge))
+		Expect(err).NotTo(HaveOccurred())
+		release() // step 5
+		var got response
+		Eventually(retried).Should(Receive(&got))
+		Expect(got.Status).To(Equal(http.StatusAccepted), string(got.Body))
+		Expect(tasksIn(a.ns)).To(ConsistOf(HaveField("Spec.Inputs.FaceImageURL", HaveSuffix(face))))
+		Expect(storedBlobs(srv)).To(ContainElement(face),
+			"the sweep removed %d face(s): the face of task %s, put again by its retry during the sweep, is gone", removed, name)
 	})
 })
