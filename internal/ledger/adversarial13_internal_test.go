@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Found by the thirteenth adversarial review (today's confirm, c277395): a failed create's
+// confirm drops the task it counted when a re-read shows the name REPLACED by another task
+// (t.UID != uid), and that is right for the counted copy; but the replacing task's own Add
+// event reached the ledger while the REST create still held the name (observe leaves out any
+// copy not carrying the create's admission, book.go), and nothing brings it again. So the
+// replacing task is in no books: View says Unknown for it for good, the VideoTask controller
+// requeues it every 200 ms and never admits it (it admits only tasks the books know), and no
+// event comes to change that (nobody writes a task before it is admitted; only an informer
+// resync, if any, delivers it again). The task sits Pending forever, holding nothing, while
+// its tenant sees a task that never starts.
+//
+// Interleaving (manager ledger-2, elected; the "informer" fed by hand):
+//  1. The tenant made task "t" with kubectl (u1); its Add is delivered to the ledger while a
+//     REST create of "t" holds the name (left out: adversarial8's setting).
+//  2. The REST create fails AlreadyExists; CreateTask's readTask reads u1 (outside the lock).
+//  3. The tenant deletes u1 and creates "t" again with kubectl (u2): `kubectl replace --force`,
+//     or delete then apply. The informer delivers delete(u1) (no entry of that UID: nothing
+//     dropped) and Add(u2) (the create's entry, with no UID, holds the name: left out) before
+//     CreateTask relocks the books.
+//  4. CreateTask relocks, deletes its entry, counts u1 from its read (unadmitted), and
+//     confirm reads "t": u2, another UID, so the u1 entry is dropped. u2 was never counted.
+//
+// Reachable: step 1 is adversarial8's (a REST create racing a kubectl create of the name,
+// two clients of one tenant); step 2 is the code path; step 3 needs two tenant kubectl calls
+// within CreateTask's unlocked read (a round trip; longer when readTask retries a throttled
+// read with its backoff up to ~3 s) and the informer delivering both events in the
+// kube-apiserver's order, which it does; step 4 is the code path.
+//
+// What a user sees: task "t" (u2) Pending for good, its controller logging nothing, the
+// ledger saying it does not know it; the account shows nothing held (so only the task is
+// stuck, not points), and the tenant cannot get it to run short of deleting and re-creating it.
+//
+// Suggested fix (words only): when confirm's read finds the name held by another task (a
+// different UID, open), observe that copy (under the lock, if the books have no entry of the
+// name or only the dropped one) instead of only dropping: it is the task the books missed while
+// the create held the name. More generally, whenever a create's entry with no UID is deleted,
+// the name's current task should be read and counted (the Add events it left out are lost).
+func TestATaskThatReplacedTheCountedCopyDuringAFailedCreateIsKnownToTheBooks(t *testing.T) {
+	h := newHarness(t, 100)
+	first := h.task("t") // the tenant's kubectl task (u1)
+	var armed, replaced atomic.Bool
+	var second *videogenv1alpha1.VideoTask // its replacement (u2)
+	var l *Ledger
+	l = h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+		innerClient := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{innerClient}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == first.Name && !armed.Load() {
+					h.feed(l, first) // step 1: u1's Add, while this create holds the name: left out
+					armed.Store(true)
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+		cfg.Reader = interceptor.NewClient(k8s, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := c.Get(ctx, key, obj, opts...); err != nil {
+					return err
+				}
+				if _, ok := obj.(*videogenv1alpha1.VideoTask); ok && key.Name == first.Name && armed.Load() && replaced.CompareAndSwap(false, true) {
+					// Step 3, right after CreateTask's read of u1 (step 2).
+					gone := first.DeepCopy()
+					if err := k8s.Delete(ctx, gone); err != nil {
+						return err
+					}
+					h.feedDelete(l, gone)
+					second = h.task("t")
+					if err := k8s.Create(ctx, second); err != nil {
+						return err
+					}
+					h.feed(l, second) // left out: the create's entry still holds the name
+				}
+				return nil
+			},
+		})
+	})
+	h.l = l
+	must(t, k8s.Create(h.ctx, first))
+	if _, err := l.CreateTask(h.ctx, h.task("t"), 1); !errors.Is(err, ErrTaskExists) {
+		t.Fatalf("the REST create of a name in use: %v, want ErrTaskExists", err)
+	}
+	if !replaced.Load() {
+		t.Fatal("the read after AlreadyExists did not happen")
+	}
+	// The controller reconciles u2 (its own informer has it) every 200 ms; nothing writes it.
+	var v View
+	for range 10 {
+		var err error
+		v, err = l.View(second)
+		must(t, err)
+		if v.Standing != Unknown {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v.Standing != Unadmitted {
+		t.Fatalf("the kubectl task %q (%s) that replaced the copy a failed REST create counted: View %+v, want Unadmitted; "+
+			"the books never heard of it and no event will come: its controller waits for good", second.Name, second.UID, v)
+	}
+	// Once known, it is admitted and charged as any other.
+	must(t, l.Admit(second, 5))
+	second = h.writeStatus(l, second, func(s *videogenv1alpha1.VideoTaskStatus) {
+		s.Charge, s.Cost = videogenv1alpha1.ChargeFrozen, ptrTo(int64(5))
+	})
+	h.books(h.settle(l), 100, 0, 5)
+}
+
+func ptrTo[T any](v T) *T { return &v }
