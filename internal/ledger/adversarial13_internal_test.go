@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -121,3 +123,73 @@ func TestATaskThatReplacedTheCountedCopyDuringAFailedCreateIsKnownToTheBooks(t *
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The same loss without AlreadyExists: a REST create that fails with a doubtful error (the
+// kube-apiserver's 503 or 500, a connection reset during its rolling restart: not in
+// createRefused, so "it may have landed") looks at the name before saying it did not. The look
+// finds a task of the name that is not the create's (no matching admission): the tenant's
+// kubectl create of that name, which landed while the REST create's request failed. CreateTask
+// then deletes its entry and returns the error, counting nothing; but that kubectl task's Add
+// came while the entry held the name (left out, book.go), so the books never hear of it:
+// Unknown for good, as above. The AlreadyExists path reads and counts the task in the name's
+// way (and countLater when that read fails); this path reads it too, and throws it away.
+//
+// Interleaving: REST CreateTask("t") counts its entry (no UID) and sends the create; the
+// tenant's `kubectl create` of "t" lands first; its Add reaches the ledger (left out); the REST
+// create fails 503 without storing anything; the look reads "t": the kubectl task, not the
+// create's; the entry is deleted, the kubectl task is in no books.
+//
+// Reachable: a tenant (or two of its clients) creating one name by REST and by kubectl at once
+// is adversarial8's setting; a 503/500 or a reset connection on a create is what the doubtful
+// path exists for; the informer delivers the Add whenever it likes within that window.
+//
+// Suggested fix (words only): when the look after a doubtful error finds another task of the
+// name, count it as the AlreadyExists path does (observe it under the lock after the entry
+// goes, then confirm).
+func TestATaskFoundByTheLookAfterADoubtfulCreateErrorIsKnownToTheBooks(t *testing.T) {
+	h := newHarness(t, 100)
+	kubectl := h.task("t")
+	var fired atomic.Bool
+	var l *Ledger
+	l = h.startWith(h.ctx, "ledger-2", func(cfg *Config) {
+		innerClient := cfg.Client
+		cfg.Client = interceptor.NewClient(withWatch{innerClient}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == kubectl.Name && fired.CompareAndSwap(false, true) {
+					if err := k8s.Create(ctx, kubectl); err != nil { // the tenant's kubectl create lands first
+						return err
+					}
+					h.feed(l, kubectl) // its Add, while the REST create holds the name: left out
+					return apierrors.NewServiceUnavailable("the kube-apiserver is restarting")
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+	})
+	h.l = l
+	if _, err := l.CreateTask(h.ctx, h.task("t"), 1); err == nil || errors.Is(err, ErrTaskExists) {
+		t.Fatalf("the REST create that failed 503: %v, want its error", err)
+	}
+	if !fired.Load() {
+		t.Fatal("the create did not run")
+	}
+	var v View
+	for range 10 {
+		var err error
+		v, err = l.View(kubectl)
+		must(t, err)
+		if v.Standing != Unknown {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v.Standing != Unadmitted {
+		t.Fatalf("the kubectl task %q (%s) found by the look after a doubtful create error: View %+v, want Unadmitted; "+
+			"the books never heard of it and no event will come: its controller waits for good", kubectl.Name, kubectl.UID, v)
+	}
+	must(t, l.Admit(kubectl, 5))
+	h.writeStatus(l, kubectl, func(s *videogenv1alpha1.VideoTaskStatus) {
+		s.Charge, s.Cost = videogenv1alpha1.ChargeFrozen, ptrTo(int64(5))
+	})
+	h.books(h.settle(l), 100, 0, 5)
+}
