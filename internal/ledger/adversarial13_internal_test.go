@@ -3,11 +3,16 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -192,4 +197,161 @@ func TestATaskFoundByTheLookAfterADoubtfulCreateErrorIsKnownToTheBooks(t *testin
 		s.Charge, s.Cost = videogenv1alpha1.ChargeFrozen, ptrTo(int64(5))
 	})
 	h.books(h.settle(l), 100, 0, 5)
+}
+
+// Checked, holds (a pin): the 512 KiB cap on one write's journal (plan, c97761b) with more
+// charges queued than fit, and a credit, a debit and a refused debit queued among them. The
+// write that carries only some charges must take only those off frozen and holds (the others
+// still hold, Charging), landed must move only those to charged, the queued debit must keep
+// counting against the balance until its write, and the top-ups and the refusal (whose UIDs
+// sort among the charges', so any of them may wait for a later write) must each land once.
+// Checked after the first, partial, write and at the end: the account's frozen and holds are
+// the books', equal to the price of the tasks still Charging; nothing is lost or doubled.
+func TestAPartialWriteUnderTheJournalCapKeepsFrozenHoldsAndTopUpsRight(t *testing.T) {
+	const tasks, price = 160, int64(10)
+	h := newHarness(t, tasks*price+20)
+	s := h.stepped("ledger-2", nil)
+	metadata := map[string]string{"scenes": strings.Repeat("s", 3500)}
+	var all []*videogenv1alpha1.VideoTask
+	for i := range tasks {
+		task := h.task(fmt.Sprintf("batch-%03d", i))
+		must(t, k8s.Create(h.ctx, task))
+		h.feed(s.l, task)
+		must(t, s.l.Admit(task, price))
+		all = append(all, task)
+	}
+	// The controller's Frozen writes land before the backlog completes.
+	for i, task := range all {
+		cost := price
+		all[i] = h.writeStatus(s.l, task, func(st *videogenv1alpha1.VideoTaskStatus) {
+			st.Charge, st.Cost = videogenv1alpha1.ChargeFrozen, &cost
+		})
+	}
+	h.books(s.settle(), tasks*price+20, 0, tasks*price)
+	for _, task := range all {
+		result := &videogenv1alpha1.TaskResult{URL: "https://media.example/out/" + task.Name + ".mp4?X-Signature=" + strings.Repeat("a", 500),
+			MediaType: "video/mp4", Metadata: metadata}
+		if done, err := s.l.Charge(task, result); done || err != nil {
+			t.Fatalf("charge of %s: %v %v", task.Name, done, err)
+		}
+	}
+	credit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "credit"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 50, Reference: "INV-50"}}
+	debit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "debit"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -15, Reference: "CORR-15", Note: "correction"}}
+	tooMuch := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "too-much"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -10, Reference: "CORR-10", Note: "correction"}}
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit, tooMuch} {
+		must(t, k8s.Create(h.ctx, tu))
+		if out, err := s.l.ApplyTopUp(tu); err != nil || !out.Queued {
+			t.Fatalf("%s: %+v %v, want it queued", tu.Name, out, err)
+		}
+	}
+	if f := h.figures(s.l); f.Balance != 5 {
+		t.Fatalf("figures %+v: want balance 5 (20 - the queued debit of 15; the refused one moves nothing)", f)
+	}
+
+	b := s.l.book(h.ns)
+	check := func(when string) {
+		t.Helper()
+		// Without stepping the clock: the write on its way (if any) lands, and the writer then
+		// waits for the clock; the account and the books are then still.
+		var a *videogenv1alpha1.PointAccount
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			a = h.account()
+			b.mu.Lock()
+			if !b.writing && b.account.ResourceVersion == a.ResourceVersion {
+				break // b.mu held
+			}
+			b.mu.Unlock()
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the writer did not come to rest", when)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		defer b.mu.Unlock()
+		var stillHeld int64
+		var n int32
+		for _, e := range b.tasks {
+			if e.state == charging {
+				stillHeld += e.price
+				n++
+			}
+		}
+		t.Logf("%s: frozen %d holds %d spent %d credited %d journal %d queued %d", when, a.Status.Frozen, a.Status.Holds,
+			a.Status.Spent, a.Status.Credited, len(a.Status.Journal), len(b.queued))
+		if a.Status.Frozen != b.frozen || a.Status.Holds != int32(b.holds) || b.frozen != stillHeld || int32(b.holds) != n {
+			t.Fatalf("%s: account frozen %d holds %d; books frozen %d holds %d; tasks still Charging hold %d (%d)",
+				when, a.Status.Frozen, a.Status.Holds, b.frozen, b.holds, stillHeld, n)
+		}
+		if a.Status.Balance != a.Status.Credited-a.Status.Spent-a.Status.Frozen {
+			t.Fatalf("%s: balance %d != %d - %d - %d", when, a.Status.Balance, a.Status.Credited, a.Status.Spent, a.Status.Frozen)
+		}
+	}
+	ended := map[string]bool{}
+	partial := false
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b.mu.Lock()
+		queued := len(b.queued)
+		var landed []string
+		for name, e := range b.tasks {
+			if e.state == charged && !ended[name] {
+				landed = append(landed, name)
+			}
+		}
+		b.mu.Unlock()
+		if len(landed) > 0 && queued > 0 && !partial {
+			partial = true
+			check("after the first, partial, write")
+		}
+		for _, name := range landed {
+			cur := &videogenv1alpha1.VideoTask{}
+			must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, cur))
+			cost := price
+			h.writeStatus(s.l, cur, func(st *videogenv1alpha1.VideoTaskStatus) {
+				st.Phase, st.Charge, st.Cost, st.Closed = videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, &cost, true
+			})
+			ended[name] = true
+		}
+		for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit, tooMuch} {
+			cur := &videogenv1alpha1.PointTopUp{}
+			must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(tu), cur))
+			out, err := s.l.ApplyTopUp(cur)
+			must(t, err)
+			switch {
+			case out.Applied && cur.Status.AppliedAt == nil:
+				now := metav1.Now()
+				cur.Status.AppliedAt, cur.Status.AccountUID = &now, types.UID(out.AccountUID)
+				must(t, k8s.Status().Update(h.ctx, cur))
+				s.l.ObserveTopUp(cur)
+			case out.Refused && !cur.RefusedForGood():
+				meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied,
+					Status: metav1.ConditionFalse, Reason: out.Reason, Message: out.Message})
+				must(t, k8s.Status().Update(h.ctx, cur))
+				s.l.ObserveTopUp(cur)
+			}
+		}
+		if queued == 0 && len(ended) == tasks {
+			break
+		}
+		if s.clk.HasWaiters() {
+			s.clk.Step(time.Second)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !partial {
+		t.Fatal("no partial write seen: the charges all fit in one write; make them larger")
+	}
+	a := s.settle()
+	check("at the end")
+	h.books(a, tasks*price+20+50-15, tasks*price, 0)
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit, tooMuch} {
+		cur := &videogenv1alpha1.PointTopUp{}
+		must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(tu), cur))
+		if (tu == tooMuch) != cur.RefusedForGood() || (tu != tooMuch) != (cur.Status.AppliedAt != nil) {
+			t.Fatalf("%s: status %+v: want the credit and the debit applied, the larger debit refused", tu.Name, cur.Status)
+		}
+	}
 }
