@@ -249,26 +249,24 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 
 	err = l.cfg.Client.Create(ctx, task)
 	var other *videogenv1alpha1.VideoTask
-	if apierrors.IsAlreadyExists(err) {
-		// Another task has the name; its events may have come while this create held the
-		// entry (observe leaves them), so read it, to count it when the entry goes. A closed
-		// one holds nothing, and the open tasks' cache never brings it back: counted, its entry
-		// would stay after it is gone.
-		var found bool
-		if other, found = l.readTask(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task)); !found {
-			go l.countLater(client.ObjectKeyFromObject(task)) // the kube-apiserver keeps failing: count it when it answers
-		} else if other != nil && other.Status.Closed {
-			other = nil
-		}
-	}
-	if err != nil && !apierrors.IsAlreadyExists(err) && !createRefused(err) {
-		// The create may have landed: look before saying it did not. (If it lands after the
-		// look, the books count it then, as any admission they did not make: rule 2.)
-		fresh := &videogenv1alpha1.VideoTask{}
-		if gerr := l.cfg.Reader.Get(context.WithoutCancel(ctx), client.ObjectKeyFromObject(task), fresh); gerr == nil {
-			if p, ok := l.cfg.Signer.Admitted(fresh); ok && p == price && fresh.Annotations[videogenv1alpha1.AnnotationAdmission] == task.Annotations[videogenv1alpha1.AnnotationAdmission] {
-				task, err = fresh, nil
-			}
+	if err != nil {
+		// Failed, or in doubt. Whatever has the name now (this create, landed after all;
+		// another task, whose events observe left out while this create held the entry) is
+		// read, to say whether the create landed, or else to count it when the entry goes. A
+		// closed one holds nothing, and the open tasks' cache never brings it back: counted,
+		// its entry would stay after it is gone.
+		key := client.ObjectKeyFromObject(task)
+		fresh, found := l.readTask(context.WithoutCancel(ctx), key)
+		switch {
+		case !found:
+			go l.countLater(key) // the kube-apiserver keeps failing: count it when it answers
+		case fresh == nil || fresh.Status.Closed:
+		case !apierrors.IsAlreadyExists(err) && !createRefused(err) && l.isThisCreate(fresh, task, price):
+			task, err = fresh, nil // it landed
+		default:
+			// Another task, or this create landed after all though its error said it was
+			// refused: counted as any admission the books did not make (rule 2).
+			other = fresh
 		}
 	}
 
@@ -294,12 +292,9 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		if e.uid == "" {
 			delete(b.tasks, task.Name)
 			if other != nil {
-				o := b.observe(other, l.evidence(other))
-				if o != nil && o.state == overdrawn {
-					l.requeueTask(other.Namespace, other.Name)
-				}
-				if o != nil && o.uid == other.UID {
+				if o := b.observe(other, l.evidence(other)); o != nil && o.uid == other.UID {
 					counted = other.UID
+					l.requeueTask(other.Namespace, other.Name) // its controller may wait for the books
 				}
 			}
 		}
@@ -322,6 +317,13 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		}
 	}
 	return task, nil
+}
+
+// isThisCreate reports whether fresh is the task a create of task at price made: it carries that
+// create's signed admission.
+func (l *Ledger) isThisCreate(fresh, task *videogenv1alpha1.VideoTask, price int64) bool {
+	p, ok := l.cfg.Signer.Admitted(fresh)
+	return ok && p == price && fresh.Annotations[videogenv1alpha1.AnnotationAdmission] == task.Annotations[videogenv1alpha1.AnnotationAdmission]
 }
 
 // readTask reads a task, retrying while the kube-apiserver fails: nil if there is none; found
@@ -393,18 +395,27 @@ func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UI
 	}
 	b := l.book(key.Namespace)
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	e := b.tasks[key.Name]
+	var next types.UID
 	switch {
 	case e == nil || e.uid != uid:
-	case t == nil || t.UID != uid || t.Status.Closed:
+	case t == nil || t.Status.Closed:
 		b.drop(key.Name)
-		l.schedule(b)
+	case t.UID != uid:
+		// Replaced: the task there now may have had its events left out too (while a create
+		// held the name). It is counted from this read, and confirmed in turn.
+		b.drop(key.Name)
+		if n := b.observe(t, l.evidence(t)); n != nil && n.uid == t.UID {
+			next = t.UID
+			l.requeueTask(key.Namespace, key.Name)
+		}
 	default:
 		b.observe(t, l.evidence(t))
-		if b.dirty {
-			l.schedule(b)
-		}
+	}
+	l.schedule(b)
+	b.mu.Unlock()
+	if next != "" {
+		l.confirm(ctx, key, next, wait)
 	}
 }
 
