@@ -39,9 +39,7 @@ func toEvent(it *item) (connectors.Event, error) {
 		OccurredAt:         norm.Time(it.EventDate),
 	}
 	if it.PSPReference != "" {
-		// pspReference alone repeats across a payment's events (e.g.
-		// AUTHORISATION then CAPTURE with the same reference), hence the code.
-		ev.MerchantEventID = it.PSPReference + ":" + it.EventCode
+		ev.MerchantEventID = pspEventID(it)
 	} else {
 		// Without one, only the signed fields may say which event this is: a
 		// hash of the body would make a resend with an unsigned field changed
@@ -108,6 +106,22 @@ func toEvent(it *item) (connectors.Event, error) {
 		}
 	}
 	return ev, nil
+}
+
+// pspEventID is the id of an item with a pspReference: "pspReference:eventCode" when success
+// is "true", "pspReference:eventCode:<success>" otherwise (…:false). pspReference alone repeats
+// across a payment's events (AUTHORISATION then CAPTURE with the same reference), hence the
+// code; and Adyen may send the same eventCode for the same pspReference again with a different
+// (signed) success when the outcome changes, e.g. a refused AUTHORISATION followed by a
+// successful one: that is a new event, not a redelivery, hence the outcome. Successful items
+// keep the id they had before the outcome was part of it, so an item stored then and resent
+// now is still a duplicate, not a second event that moves money twice.
+func pspEventID(it *item) string {
+	id := it.PSPReference + ":" + it.EventCode
+	if it.Success != "true" {
+		id += ":" + string(it.Success)
+	}
+	return id
 }
 
 type kind int

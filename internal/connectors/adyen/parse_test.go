@@ -13,6 +13,36 @@ import (
 // testKey is a made-up HMAC key for items signed in the tests.
 const testKey = "0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF"
 
+// wantID is the id of an item with pspReference QFQTPCQ8HXSKGK82: the outcome is part of it
+// unless it is success=true.
+func wantID(code, success string) string {
+	if success == "true" {
+		return "QFQTPCQ8HXSKGK82:" + code
+	}
+	return "QFQTPCQ8HXSKGK82:" + code + ":" + success
+}
+
+// A later item with the same pspReference and eventCode whose signed success differs is another
+// event (Adyen sends one when the outcome changes), so it has another id; success=true items
+// keep the id "pspReference:eventCode" they always had, so their resends stay duplicates.
+func TestTheOutcomeIsPartOfAnItemsID(t *testing.T) {
+	parse := func(success string) *connectors.Event {
+		t.Helper()
+		ev, err := adyen.New().Parse(request(batch(signItem(testKey, "QFQTPCQ8HXSKGK82", "", "AUTHORISATION", success, "500", "EUR", ""))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	refused, authorised := parse("false"), parse("true")
+	if refused.MerchantEventID != "QFQTPCQ8HXSKGK82:AUTHORISATION:false" {
+		t.Errorf("refused id = %q", refused.MerchantEventID)
+	}
+	if authorised.MerchantEventID != "QFQTPCQ8HXSKGK82:AUTHORISATION" {
+		t.Errorf("authorised id = %q", authorised.MerchantEventID)
+	}
+}
+
 func TestParseMapping(t *testing.T) {
 	tests := []struct {
 		name, code, success, extra string
@@ -50,7 +80,7 @@ func TestParseMapping(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev.Type != tt.want || ev.ConnectorEventType != tt.code || ev.MerchantEventID != "QFQTPCQ8HXSKGK82:"+tt.code {
+			if ev.Type != tt.want || ev.ConnectorEventType != tt.code || ev.MerchantEventID != wantID(tt.code, tt.success) {
 				t.Fatalf("event = %+v", ev)
 			}
 			switch {
