@@ -21,6 +21,7 @@ import (
 	"connectrpc.com/connect"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -181,12 +182,18 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) storeAndAcknowledge(w http.ResponseWriter, r *http.Request, start time.Time, name string, ev *connectors.Event, body []byte) {
 	pes := paymentevents.FromDelivery(ev, h.opts.Namespace, body, h.opts.Clock.Now())
 	acks, errs := h.storeAll(r.Context(), pes)
+	conflicting := conflictingIDs(pes, errs)
 	if unstored, firstErr := unstoredIDs(pes, errs); len(unstored) > 0 {
 		h.opts.Logger.ErrorContext(r.Context(), "webhookingress: cannot store payment event",
 			"connector", name, "merchant_event_id", unstored[0], "unstored", len(unstored), "events", len(pes),
 			"request_id", httpjson.RequestID(r.Context()), "error", firstErr)
 		h.reject(w, r, start, name, outcomeStoreFailed, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
 			storeFailedMessage(name, unstored, len(pes)))
+		return
+	}
+	if len(conflicting) > 0 {
+		h.reject(w, r, start, name, outcomeConflict, http.StatusConflict, httpjson.CodeConflict,
+			conflictMessage(name, conflicting, len(pes)))
 		return
 	}
 	ack := summarize(acks)
@@ -216,7 +223,9 @@ func (h *Handler) storeAll(ctx context.Context, pes []*videogenv1alpha1.PaymentE
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			if acks[i], errs[i] = h.store(ctx, pe); errs[i] != nil {
+			// A conflict is permanent and says nothing about the store: the batch's other
+			// items are still stored, so that only the conflicting ones are missing.
+			if acks[i], errs[i] = h.store(ctx, pe); errs[i] != nil && !errors.Is(errs[i], errConflict) {
 				failed.Store(true)
 			}
 		})
@@ -228,11 +237,14 @@ func (h *Handler) storeAll(ctx context.Context, pes []*videogenv1alpha1.PaymentE
 // errNotAttempted marks the objects storeAll skipped after a failure.
 var errNotAttempted = errors.New("not attempted after an earlier event failed")
 
-// unstoredIDs lists the merchant event ids of the objects that were not stored, and the first
-// real error (not errNotAttempted) for the log.
+// errConflict marks an event whose id names a stored PaymentEvent with other content.
+var errConflict = errors.New("another event with this id is already stored")
+
+// unstoredIDs lists the merchant event ids of the objects that were not stored for a reason a
+// retry may cure (not a conflict), and the first real error (not errNotAttempted) for the log.
 func unstoredIDs(pes []*videogenv1alpha1.PaymentEvent, errs []error) (ids []string, first error) {
 	for i, err := range errs {
-		if err == nil {
+		if err == nil || errors.Is(err, errConflict) {
 			continue
 		}
 		ids = append(ids, pes[i].Spec.MerchantEventID)
@@ -249,6 +261,25 @@ func storeFailedMessage(connector string, unstored []string, total int) string {
 	}
 	return fmt.Sprintf("%d of the %d %s events in this batch were verified but could not be stored (first: %s); retry the whole batch later",
 		len(unstored), total, connector, unstored[0])
+}
+
+// conflictingIDs lists the merchant event ids of the objects not stored because another event
+// with the same id is.
+func conflictingIDs(pes []*videogenv1alpha1.PaymentEvent, errs []error) (ids []string) {
+	for i, err := range errs {
+		if errors.Is(err, errConflict) {
+			ids = append(ids, pes[i].Spec.MerchantEventID)
+		}
+	}
+	return ids
+}
+
+func conflictMessage(connector string, conflicting []string, total int) string {
+	if total == 1 {
+		return fmt.Sprintf("the %s event %s was verified but not stored: a different event with the same id is already stored", connector, conflicting[0])
+	}
+	return fmt.Sprintf("%d of the %d %s events in this batch were verified but not stored: a different event with the same id is already stored (first: %s); the others are stored",
+		len(conflicting), total, connector, conflicting[0])
 }
 
 // summarize builds the answer from every event's ack (all stored or already there).
@@ -269,8 +300,17 @@ func summarize(acks []ItemAck) Ack {
 	return ack
 }
 
-// store creates the PaymentEvent; an existing one (a redelivery, or a concurrent delivery of
-// the same event) is acknowledged as a duplicate and left unchanged.
+// store creates the PaymentEvent; an existing one with the same content (a redelivery, or a
+// concurrent delivery of the same event) is acknowledged as a duplicate and left unchanged.
+//
+// An existing one whose content differs (sameEvent) is errConflict, answered 409: the id the
+// connector derived names two different events (an id scheme that leaves out part of what makes
+// an event, as Adyen's psp:eventCode did with success). Answering "duplicate" would tell the
+// processor a verified event was stored when it was thrown away; overwriting the stored one
+// would change what sinks were already sent; storing it under another name would give sinks
+// two different events with one merchant_event_id. A non-2xx is what processors act on: they
+// retry and show the failed delivery, the conflict outcome of videogen_webhook_requests_total
+// and the log say which event, and nothing is stored or acknowledged that is not true.
 func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) (ItemAck, error) {
 	// A processor hanging up must not abort a create half-way: finish it, bounded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.StoreTimeout)
@@ -291,8 +331,48 @@ func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) 
 			"name", pe.Name, "error", err)
 		return ack, nil
 	}
+	if !sameEvent(&stored.Spec, &pe.Spec) {
+		h.opts.Logger.WarnContext(ctx, "webhookingress: a different event with the same id is already stored",
+			"name", pe.Name, "merchant_event_id", pe.Spec.MerchantEventID,
+			"stored_event_type", stored.Spec.EventType, "event_type", pe.Spec.EventType,
+			"stored_body_sha256", stored.Spec.BodySHA256, "body_sha256", pe.Spec.BodySHA256)
+		return ItemAck{}, errConflict
+	}
 	ack.MerchantEventID, ack.EventType = stored.Spec.MerchantEventID, stored.Spec.EventType
 	return ack, nil
+}
+
+// sameEvent reports whether a delivered event is the stored one again. The same body is. A
+// different body still is when what the event says is the same: the body is the whole
+// delivery, so an Adyen item redelivered inside another batch has another body, and processors
+// may resend with unsigned text or times changed (Adyen's eventDate, reason). So the type, the
+// amount and every id and status of the details are compared, not the free text (reason), the
+// times (occurredAt, createdAt, receivedAt) or the delivery (body hash and size, batch items).
+func sameEvent(stored, delivered *videogenv1alpha1.PaymentEventSpec) bool {
+	if stored.BodySHA256 == delivered.BodySHA256 {
+		return true
+	}
+	return stored.Connector == delivered.Connector &&
+		stored.MerchantEventID == delivered.MerchantEventID &&
+		stored.EventType == delivered.EventType &&
+		stored.ConnectorEventType == delivered.ConnectorEventType &&
+		stored.Complete == delivered.Complete &&
+		ptr.Equal(stored.AmountMinor, delivered.AmountMinor) &&
+		stored.Currency == delivered.Currency &&
+		sameDetails(stored.Payment, delivered.Payment) &&
+		sameDetails(stored.Refund, delivered.Refund) &&
+		sameDetails(stored.Dispute, delivered.Dispute)
+}
+
+// sameDetails compares two details but for their reason and creation time.
+func sameDetails(a, b *videogenv1alpha1.PaymentEventDetails) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.Reason, y.Reason = "", ""
+	x.CreatedAt, y.CreatedAt = nil, nil
+	return x == y
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {

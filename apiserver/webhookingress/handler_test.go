@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,39 @@ var _ = Describe("POST /v1/webhooks/{connector}", func() {
 		Expect(again.ack).To(Equal(webhookingress.Ack{ID: first.ack.ID, MerchantEventID: "evt_again",
 			EventType: "DISPUTE_CREATED", Duplicate: true, Duplicates: 1}))
 		Expect(in.paymentEvents()[0].ResourceVersion).To(Equal(stored.ResourceVersion))
+	})
+
+	It("acknowledges a redelivery whose body differs only in times and free text as a duplicate", func() {
+		body := stripeEvent("evt_retimed")
+		first := in.postStripe(body, stripeSecret)
+		Expect(first.status).To(Equal(http.StatusOK))
+		stored := in.paymentEvents()[0]
+
+		retimed := bytes.Replace(body, []byte(`"reason": "fraudulent"`), []byte(`"reason": "general"`), 1)
+		retimed = regexp.MustCompile(`"created": \d+`).ReplaceAll(retimed, []byte(`"created": 1700000000`))
+		Expect(retimed).NotTo(Equal(body))
+		again := in.postStripe(retimed, stripeSecret)
+		Expect(again.status).To(Equal(http.StatusOK))
+		Expect(again.ack.Duplicate).To(BeTrue())
+		Expect(in.paymentEvents()).To(HaveLen(1))
+		Expect(in.paymentEvents()[0].ResourceVersion).To(Equal(stored.ResourceVersion))
+	})
+
+	It("answers 409 conflict, not a duplicate, for a verified event whose id names a stored event with other content", func() {
+		body := stripeEvent("evt_reused")
+		Expect(in.postStripe(body, stripeSecret).status).To(Equal(http.StatusOK))
+		stored := in.paymentEvents()[0]
+
+		won := bytes.Replace(body, []byte(`"status": "needs_response"`), []byte(`"status": "won"`), 1)
+		Expect(won).NotTo(Equal(body))
+		again := in.postStripe(won, stripeSecret)
+		Expect(again.status).To(Equal(http.StatusConflict))
+		Expect(again.err.Code).To(Equal("conflict"))
+		Expect(again.err.Message).To(ContainSubstring("evt_reused"))
+		Expect(in.paymentEvents()).To(HaveLen(1))
+		Expect(in.paymentEvents()[0].ResourceVersion).To(Equal(stored.ResourceVersion))
+		Expect(in.counter("videogen_webhook_requests_total", map[string]string{"connector": "stripe", "outcome": "conflict"})).To(Equal(1.0))
+		Expect(in.counter("videogen_webhook_duplicates_total", map[string]string{"connector": "stripe"})).To(Equal(0.0))
 	})
 
 	It("answers a bad signature with 401 invalid_signature naming the connector, and stores nothing", func() {

@@ -10,6 +10,7 @@ import (
 const (
 	outcomeStored           = "stored"
 	outcomeDuplicate        = "duplicate"
+	outcomeConflict         = "conflict"
 	outcomeInvalidSignature = "invalid_signature"
 	outcomeInvalidRequest   = "invalid_request"
 	outcomeNotFound         = "not_found"
@@ -46,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"connector"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "videogen_webhook_requests_total",
-			Help: "Webhook requests by connector and outcome: stored, duplicate, or the rejection (invalid_signature, invalid_request, not_found, payload_too_large, store_failed, unavailable, internal_error).",
+			Help: "Webhook requests by connector and outcome: stored, duplicate, or the rejection (conflict: another event with the same id is stored; invalid_signature, invalid_request, not_found, payload_too_large, store_failed, unavailable, internal_error).",
 		}, []string{"connector", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "videogen_webhook_request_duration_seconds",
