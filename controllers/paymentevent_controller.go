@@ -2,13 +2,18 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -16,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
@@ -67,21 +73,52 @@ func (r *PaymentEventReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !processed(pe) {
 		err = r.record(ctx, pe, cfg)
 	}
+	var redeliverErr error
 	if err == nil && redeliverRequested(pe) {
-		err = r.redeliver(ctx, pe)
+		// A redeliver request that cannot be recorded must not hold up the rows still pending:
+		// forward them from the event as it was, and try the request again soon. A conflict
+		// is the exception: the event changed, so everything starts again from a fresh read.
+		before := pe.DeepCopy()
+		if redeliverErr = r.redeliver(ctx, pe); apierrors.IsConflict(redeliverErr) {
+			err = redeliverErr
+		} else if redeliverErr != nil {
+			logf.FromContext(ctx).Error(redeliverErr, "cannot record the redeliver request; pending deliveries go on")
+			pe = before
+		}
 	}
 	var res ctrl.Result
 	if err == nil {
 		res, err = r.forward(ctx, pe, cfg)
 	}
+	if err == nil && redeliverErr != nil && !apierrors.IsConflict(redeliverErr) &&
+		(res.RequeueAfter == 0 || res.RequeueAfter > redeliverRetry) {
+		res.RequeueAfter = redeliverRetry
+	}
 	// After a conflict an attempt whose result was lost is repeated with the same webhook-id.
 	return requeueOnConflict(ctx, "payment event status", res, err)
 }
 
+// redeliverRetry is how soon a redeliver request whose status write failed is tried again.
+const redeliverRetry = 10 * time.Second
+
 // redeliverRequested says whether the event's redeliver annotation asks anew.
 func redeliverRequested(pe *videogenv1alpha1.PaymentEvent) bool {
 	v := pe.Annotations[videogenv1alpha1.AnnotationRedeliver]
-	return v != "" && v != pe.Status.RedeliverHandled
+	return v != "" && redeliverHandledValue(v) != pe.Status.RedeliverHandled
+}
+
+// redeliverHandledValue is what status.redeliverHandled records for a redeliver annotation
+// value: the value itself when the field can hold it (up to 256 characters, so kubectl shows a
+// timestamp as it was given), else "sha256:" and the hex SHA-256 of it. An annotation takes any
+// length; copying a longer value would make every status write of the event invalid (422), and
+// with it every delivery. The 71-character hash form is only ever a long value's: a value that
+// is literally "sha256:…" is recorded as itself, and no 256-bit hash is guessed.
+func redeliverHandledValue(v string) string {
+	if utf8.RuneCountInString(v) <= videogenv1alpha1.PaymentEventMaxRedeliverHandledLength {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // redeliver carries out a redeliver request: the rows not delivered are pending again, due now,
@@ -98,7 +135,7 @@ func (r *PaymentEventReconciler) redeliver(ctx context.Context, pe *videogenv1al
 			again = append(again, row.Name)
 		}
 	}
-	pe.Status.RedeliverHandled = pe.Annotations[videogenv1alpha1.AnnotationRedeliver]
+	pe.Status.RedeliverHandled = redeliverHandledValue(pe.Annotations[videogenv1alpha1.AnnotationRedeliver])
 	setForwarded(pe)
 	if err := r.Status().Update(ctx, pe); err != nil {
 		return err

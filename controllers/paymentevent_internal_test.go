@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -51,5 +53,33 @@ func TestNothingToRedeliver(t *testing.T) {
 		if got := nothingToRedeliver(tt.pe); got != tt.want {
 			t.Errorf("nothingToRedeliver(%d rows) = %q, want %q", len(tt.pe.Status.Sinks), got, tt.want)
 		}
+	}
+}
+
+// status.redeliverHandled holds any annotation value within its 256-character bound: short ones
+// as given, longer ones as a hash that tells two long values apart and never matches a short one.
+func TestRedeliverHandledValueFitsTheField(t *testing.T) {
+	long := strings.Repeat("é", 257)
+	other := strings.Repeat("é", 256) + "e"
+	for _, v := range []string{"1", "2026-03-01T10:00:00Z", strings.Repeat("x", 256), strings.Repeat("é", 256)} {
+		if got := redeliverHandledValue(v); got != v {
+			t.Errorf("redeliverHandledValue(%d characters) = %q, want the value itself", utf8.RuneCountInString(v), got)
+		}
+	}
+	h := redeliverHandledValue(long)
+	if utf8.RuneCountInString(h) > videogenv1alpha1.PaymentEventMaxRedeliverHandledLength || !strings.HasPrefix(h, "sha256:") {
+		t.Fatalf("redeliverHandledValue(257 characters) = %q", h)
+	}
+	if h != redeliverHandledValue(long) || h == redeliverHandledValue(other) {
+		t.Fatalf("long values: %q, %q", h, redeliverHandledValue(other))
+	}
+	pe := &videogenv1alpha1.PaymentEvent{}
+	pe.Annotations = map[string]string{videogenv1alpha1.AnnotationRedeliver: long}
+	if !redeliverRequested(pe) {
+		t.Fatal("a new long value is no request")
+	}
+	pe.Status.RedeliverHandled = h
+	if redeliverRequested(pe) {
+		t.Fatal("a long value carried out is asked again")
 	}
 }

@@ -39,6 +39,8 @@ const (
 	PaymentEventMaxItems      = 32
 	// PaymentEventMaxSinks bounds status.sinks: one row per sink an event is forwarded to.
 	PaymentEventMaxSinks = 16
+	// PaymentEventMaxRedeliverHandledLength bounds status.redeliverHandled (its MaxLength).
+	PaymentEventMaxRedeliverHandledLength = 256
 )
 
 // PaymentEventDetails describes the payment, refund or dispute an event is about, in the
@@ -231,7 +233,8 @@ type PaymentEventStatus struct {
 	// +optional
 	Sinks []SinkDelivery `json:"sinks,omitempty"`
 	// RedeliverHandled is the value of the videogen.dev/redeliver annotation whose request the
-	// controller carried out: a new value asks again.
+	// controller carried out, or "sha256:" and the hex SHA-256 of a value longer than 256
+	// characters: a new value asks again.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	RedeliverHandled string `json:"redeliverHandled,omitempty"`
