@@ -79,9 +79,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	}
 	if in.face != nil {
 		// Refuse a short balance before the image is stored (the ledger decides again below).
+		// With an Idempotency-Key and open tasks, one of them may be this key's own, admitted
+		// and still being created (the replay checks above cannot see it yet) and counted in
+		// the balance: the ledger checks the task's name before the balance (409, then the
+		// replay), so it decides; a 402 from it keeps the face for the sweep, as any keyed one.
 		f, err := s.cfg.Ledger.Balance(ctx, p.Account)
 		switch {
-		case err == nil && f.Balance < price:
+		case err == nil && f.Balance < price && (key == "" || f.Holds == 0):
 			s.admissionRefused(ctx, w, r, p.Account, name, hash, &ledger.InsufficientBalanceError{Required: price, Available: max(f.Balance, 0)})
 			return
 		case errors.Is(err, ledger.ErrNoAnswer), errors.Is(err, ledger.ErrNotReady):
