@@ -32,6 +32,8 @@ type Store interface {
 	Delete(ctx context.Context, name string) error
 	// List calls fn with the name of every blob in the store and when it was last put.
 	List(ctx context.Context, fn func(name string, put time.Time) error) error
+	// Stat tells when the blob name was last put, or ErrNotFound if there is none.
+	Stat(ctx context.Context, name string) (put time.Time, err error)
 }
 
 var extensions = map[string]string{"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp", "video/mp4": ".mp4"}
@@ -128,6 +130,21 @@ func (d *Dir) Delete(_ context.Context, name string) error {
 		return fmt.Errorf("blob store: %w", err)
 	}
 	return nil
+}
+
+// Stat implements Store: the put time is the file's modification time.
+func (d *Dir) Stat(_ context.Context, name string) (time.Time, error) {
+	if !validName.MatchString(name) {
+		return time.Time{}, fmt.Errorf("blob store: invalid name %q", name)
+	}
+	info, err := os.Stat(filepath.Join(d.Root, name))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return time.Time{}, fmt.Errorf("blob store: %s: %w", name, ErrNotFound)
+	case err != nil:
+		return time.Time{}, fmt.Errorf("blob store: %w", err)
+	}
+	return info.ModTime(), nil
 }
 
 // List implements Store: the put time is the file's modification time. Files that are no

@@ -3,6 +3,7 @@ package blobstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -114,6 +115,9 @@ func TestDirListsAndDeletes(t *testing.T) {
 	if time.Since(listed[face]) > time.Minute {
 		t.Fatalf("%s was put again just now, List says %v", face, listed[face])
 	}
+	if put, err := d.Stat(ctx, face); err != nil || !put.Equal(listed[face]) {
+		t.Fatalf("Stat(%s) = %v, %v; want %v as List says", face, put, err, listed[face])
+	}
 	if !IsContentName(face) || IsContentName(result) {
 		t.Fatalf("IsContentName(%s), IsContentName(%s) = %v, %v; want true, false", face, result, IsContentName(face), IsContentName(result))
 	}
@@ -124,6 +128,9 @@ func TestDirListsAndDeletes(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(d.Root); len(entries) != 2 { // the result and the upload
 		t.Fatalf("after Delete the store holds %v", entries)
+	}
+	if _, err := d.Stat(ctx, face); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Stat of a deleted blob = %v, want ErrNotFound", err)
 	}
 	if err := d.Delete(ctx, "../escape.png"); err == nil {
 		t.Fatal("Delete accepted a name that is not a blob name")

@@ -89,6 +89,19 @@ func (s *S3) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
+// Stat implements Store: the put time is the object's last modification (an overwrite counts).
+func (s *S3) Stat(ctx context.Context, name string) (time.Time, error) {
+	key := s.cfg.Prefix + name
+	info, err := s.client.StatObject(ctx, s.cfg.Bucket, key, minio.StatObjectOptions{})
+	switch {
+	case minio.ToErrorResponse(err).Code == minio.NoSuchKey:
+		return time.Time{}, fmt.Errorf("blob store: %s in bucket %q: %w", key, s.cfg.Bucket, ErrNotFound)
+	case err != nil:
+		return time.Time{}, fmt.Errorf("blob store: reading %s in bucket %q: %w", key, s.cfg.Bucket, err)
+	}
+	return info.LastModified, nil
+}
+
 // List implements Store: the objects under Prefix whose rest is a blob name, put when they
 // were last modified (an overwrite counts).
 func (s *S3) List(ctx context.Context, fn func(name string, put time.Time) error) error {

@@ -3,6 +3,7 @@ package blobstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -81,6 +82,9 @@ func TestS3StoresAndPresigns(t *testing.T) {
 	if len(blobs) != 2 || blobs[name].IsZero() || time.Since(blobs[name]) > time.Minute {
 		t.Fatalf("List = %v, want two blobs, %s put just now", blobs, name)
 	}
+	if put, err := s.Stat(ctx, name); err != nil || !put.Equal(blobs[name]) {
+		t.Fatalf("Stat(%s) = %v, %v; want %v as List says", name, put, err, blobs[name])
+	}
 	for range 2 {
 		if err := s.Delete(ctx, name); err != nil {
 			t.Fatal(err)
@@ -92,6 +96,9 @@ func TestS3StoresAndPresigns(t *testing.T) {
 	}
 	if _, ok := left[name]; ok || len(left) != 1 {
 		t.Fatalf("after Delete of %s List = %v, want the other blob only", name, left)
+	}
+	if _, err := s.Stat(ctx, name); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Stat of a deleted blob = %v, want ErrNotFound", err)
 	}
 	// Without the signature the object is private.
 	plain := strings.Split(u, "?")[0]
