@@ -68,9 +68,15 @@ func (s *Server) removeFace(ctx context.Context, blob string) {
 // those of submissions that created no task (the process died, or the ledger's answer left it
 // open), and those of tasks deleted since (the finished-task collector). It returns how many
 // it removed. Every replica may sweep: each one checks the same tasks.
+//
+// The faces first, then the tasks: a task created before the tasks are read is seen. A face is
+// stored before its task is created, but a request with an Idempotency-Key stores the same
+// name as an earlier one with the key (blobstore.ContentName), so a candidate listed by its
+// old put may be put again while the sweep runs, for a task created after the tasks were read:
+// each candidate's put is read again just before it is deleted, and one put since the cutoff
+// is kept. What is left is a put that lands between that read and the delete (one round trip
+// to the store) of a face last put over FaceSweepAge ago, for a task not yet in the tasks read.
 func (s *Server) SweepFaces(ctx context.Context, cutoff time.Time) (int, error) {
-	// The faces first, then the tasks: a face stored after the listing is no candidate, and a
-	// task created before the tasks are read is seen.
 	var old []string
 	err := s.cfg.Blobs.List(ctx, func(name string, put time.Time) error {
 		if blobstore.IsContentName(name) && put.Before(cutoff) {
@@ -96,6 +102,15 @@ func (s *Server) SweepFaces(ctx context.Context, cutoff time.Time) (int, error) 
 	for _, blob := range old {
 		if used[blob] {
 			continue
+		}
+		switch put, err := s.cfg.Blobs.Stat(ctx, blob); {
+		case errors.Is(err, blobstore.ErrNotFound):
+			continue // removed meanwhile (another replica's sweep)
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case !put.Before(cutoff):
+			continue // put again since it was listed: a retry with its key, whose task may be on its way
 		}
 		if err := s.cfg.Blobs.Delete(ctx, blob); err != nil {
 			errs = append(errs, err)
