@@ -75,8 +75,9 @@ func TestALargeChargeIsNotStarvedByASteadyTrickleOfSmallOnes(t *testing.T) {
 			st.Phase, st.Charge, st.Cost, st.Closed = videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, &cost, true
 		})
 		prev = small(i)
-		if !s.stepUntil(func() bool { return state(prev.Name) == charged }) {
-			t.Fatalf("round %d: %s's charge did not land", i, prev.Name)
+		// (Fixed: the first write with room takes big, and the small charges after it wait.)
+		if !s.stepUntil(func() bool { return state(prev.Name) == charged || state(big.Name) == charged }) {
+			t.Fatalf("round %d: neither %s's charge nor big's landed", i, prev.Name)
 		}
 		if state(big.Name) == charged {
 			t.Logf("big's charge landed in round %d", i)

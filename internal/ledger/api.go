@@ -207,8 +207,8 @@ func (l *Ledger) Charge(t *videogenv1alpha1.VideoTask, result *videogenv1alpha1.
 		return false, nil
 	case pending, held:
 		b.set(e, charging)
-		b.queued[e.uid] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalCharge, Name: t.Name, UID: t.UID,
-			Amount: e.price, Result: result.DeepCopy()}
+		b.enqueue(videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalCharge, Name: t.Name, UID: t.UID,
+			Amount: e.price, Result: result.DeepCopy()})
 		l.schedule(b)
 		return false, nil
 	default:
@@ -540,14 +540,14 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 			// copy of the top-up from before that status (a lagging cache, or a new manager's
 			// list) is then never debited once the balance would cover it.
 			b.refusals[t.UID] = fmt.Sprintf("Refused: the debit of %d points exceeds the %d points available; nothing was debited", -t.Spec.Amount, max(avail, 0))
-			b.queued[t.UID] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalRefusal, Name: t.Name, UID: t.UID}
+			b.enqueue(videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalRefusal, Name: t.Name, UID: t.UID})
 			l.schedule(b)
 			return TopUpOutcome{Queued: true}, nil
 		}
 		b.debits -= t.Spec.Amount
 	}
 	b.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
-	b.queued[t.UID] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp, Name: t.Name, UID: t.UID, Amount: t.Spec.Amount}
+	b.enqueue(videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp, Name: t.Name, UID: t.UID, Amount: t.Spec.Amount})
 	l.schedule(b)
 	return TopUpOutcome{Queued: true}, nil
 }

@@ -1,6 +1,9 @@
 package ledger
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -94,8 +97,11 @@ type book struct {
 	frozen int64
 	holds  int
 
-	// queued are the journal entries waiting for the account's next write, by source UID.
-	queued map[types.UID]videogenv1alpha1.JournalEntry
+	// queued are the journal entries waiting for the account's next write, by source UID, and
+	// when each was queued (a count: written in that order, see plan).
+	queued    map[types.UID]videogenv1alpha1.JournalEntry
+	queuedSeq map[types.UID]uint64
+	seq       uint64
 	// debits is the sum of queued negative top-ups: they count against the balance at once.
 	debits int64
 	// fates are what the journal's charges' tasks finally said, by task UID.
@@ -133,9 +139,27 @@ type appliedTopUp struct {
 func (b *book) load(f *book) {
 	b.account, b.built, b.fenced, b.listRV = f.account, true, false, f.listRV
 	b.tasks, b.frozen, b.holds = f.tasks, f.frozen, f.holds
-	b.queued, b.debits, b.fates = f.queued, f.debits, f.fates
+	b.queued, b.queuedSeq, b.debits, b.fates = f.queued, f.queuedSeq, f.debits, f.fates
 	b.topUpsShown, b.references, b.refusals = f.topUpsShown, f.references, f.refusals
 	b.dirty = true
+}
+
+// enqueue queues a journal entry for the account's next write.
+func (b *book) enqueue(j videogenv1alpha1.JournalEntry) {
+	b.seq++
+	b.queued[j.UID], b.queuedSeq[j.UID] = j, b.seq
+}
+
+// queueOrder lists the queued entries' UIDs in the order they were queued.
+func (b *book) queueOrder() []types.UID {
+	for uid := range b.queuedSeq {
+		if _, ok := b.queued[uid]; !ok {
+			delete(b.queuedSeq, uid) // written or taken back since
+		}
+	}
+	uids := slices.Collect(maps.Keys(b.queued))
+	slices.SortFunc(uids, func(x, y types.UID) int { return cmp.Compare(b.queuedSeq[x], b.queuedSeq[y]) })
+	return uids
 }
 
 func newBook(namespace string) *book {
@@ -143,6 +167,7 @@ func newBook(namespace string) *book {
 		namespace:   namespace,
 		tasks:       map[string]*entry{},
 		queued:      map[types.UID]videogenv1alpha1.JournalEntry{},
+		queuedSeq:   map[types.UID]uint64{},
 		fates:       map[types.UID]fate{},
 		topUpsShown: map[types.UID]bool{},
 		references:  map[string]appliedTopUp{},
@@ -287,8 +312,8 @@ func (b *book) observe(t *videogenv1alpha1.VideoTask, ev evidence) *entry {
 		// only the manager's role may write task statuses). The task says it succeeded, so
 		// it is charged from its hold, and the entry goes in the write after.
 		if _, ok := b.queued[t.UID]; !ok {
-			b.queued[t.UID] = videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalCharge, Name: t.Name, UID: t.UID,
-				Amount: e.price, Result: t.Status.Result.DeepCopy()}
+			b.enqueue(videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalCharge, Name: t.Name, UID: t.UID,
+				Amount: e.price, Result: t.Status.Result.DeepCopy()})
 		}
 		b.fates[t.UID] = fateDeducted
 		b.set(e, charging)

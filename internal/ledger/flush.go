@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -164,17 +163,23 @@ func (l *Ledger) plan(b *book) *plan {
 		holds:  int32(b.holds),
 		now:    metav1.NewTime(l.cfg.Clock.Now()),
 	}
+	// Room: what the journal keeps after this write (the entries it may forget do not count),
+	// filled in the order the entries were queued. The first that does not fit stops the
+	// rest, so that it is written once the journal has drained, whatever keeps coming behind
+	// it (alone, if it is larger than the limit).
 	size := 0
 	for _, j := range b.account.Status.Journal {
-		size += entrySize(j)
-	}
-	for _, uid := range slices.Sorted(maps.Keys(b.queued)) {
-		q := b.queued[uid]
-		if n := entrySize(q); size+n <= maxJournalBytes || size == 0 {
-			size += n
-		} else {
-			continue // waits for a later write: this one is full
+		if f := b.fateOf(j); f == fateUnknown || f == fateCheck {
+			size += entrySize(j)
 		}
+	}
+	for _, uid := range b.queueOrder() {
+		q := b.queued[uid]
+		n := entrySize(q)
+		if size > 0 && size+n > maxJournalBytes {
+			break
+		}
+		size += n
 		p.entries = append(p.entries, q)
 		// Its hold becomes spent in this write; a task dropped since (deleted, or replaced by
 		// one of the same name) holds nothing already, though its charge is still written.
