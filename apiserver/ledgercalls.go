@@ -23,8 +23,8 @@ const (
 	// ledgerUnavailable: no manager said it is the elected one for the whole call, or none
 	// listened (ledger.ErrNotReady): the 503 "electing its points ledger".
 	ledgerUnavailable = "unavailable"
-	// ledgerNoAnswer: a manager took the connection and did not answer in time
-	// (ledger.ErrNoAnswer): a hung manager.
+	// ledgerNoAnswer: a manager took a call and did not answer it (ledger.ErrNoAnswer): a hung
+	// manager, or one that died with the call open.
 	ledgerNoAnswer = "no_answer"
 	// ledgerCanceled: the client went away before the ledger answered.
 	ledgerCanceled = "canceled"

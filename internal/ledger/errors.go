@@ -16,8 +16,10 @@ var (
 	ErrTaskExists = errors.New("a task of that name exists")
 	// ErrNotReady: this ledger is not the elected one, or is still rebuilding its books; retry.
 	ErrNotReady = errors.New("the ledger is not ready")
-	// ErrNoAnswer: the ledger did not answer within the Client's Deadline (a manager that hangs);
-	// unlike ErrNotReady, no manager said it is electing or rebuilding. A create is safe to retry.
+	// ErrNoAnswer: an attempt of the Client's call reached a manager and got no answer (it hung,
+	// or died with the call open), and no later attempt got one within the Deadline: unlike
+	// ErrNotReady (no manager listened or said it was ready, so nothing was created), a create
+	// may have landed. A create is safe to retry with the task's name.
 	ErrNoAnswer = errors.New("the points ledger did not answer in time")
 	// ErrSettled: the task's points were already settled (or it never held any).
 	ErrSettled = errors.New("the task's points are settled")

@@ -134,7 +134,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // Client is the REST apiserver's way to the ledger. It retries while no manager answers as the
 // elected one (a failover takes seconds), for up to Deadline (15 s) in all. A create is safe to
 // retry: its task's name is fixed, so a repeat finds the task (ErrTaskExists) instead of making
-// a second.
+// a second. A call whose attempts all failed is ErrNoAnswer if any of them reached a manager
+// and got no answer (the create may have landed), ErrNotReady otherwise (nothing was created).
 type Client struct {
 	// URL of the ledger: the manager's --ledger-bind-address, or the Service in front of it.
 	URL string
@@ -143,7 +144,8 @@ type Client struct {
 	HTTP *http.Client
 	// TokenFile, if set, holds the bearer token sent (a service account token; re-read as it rotates).
 	TokenFile string
-	// Backoff between attempts while the ledger is not ready or unreachable.
+	// Backoff between attempts while the ledger is not ready or unreachable: the delays grow by
+	// Factor up to Cap and stay there; Steps bounds the attempts (default DefaultBackoff).
 	Backoff wait.Backoff
 	// Deadline bounds a call, its attempts and the waits between them together (default
 	// DefaultDeadline): a hung manager costs the caller this long, not attempts × HTTP timeout.
@@ -174,8 +176,10 @@ func (c *Client) init() {
 	})
 }
 
-// DefaultBackoff retries for about 15 s.
-var DefaultBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 14, Cap: 2 * time.Second}
+// DefaultBackoff waits 100 ms after the first attempt, then half as long again each time up to
+// 2 s, and goes on every 2 s until the call's Deadline (15 s by default) ends it: Steps (at
+// most this many attempts) is no bound that a call reaches.
+var DefaultBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 1000, Cap: 2 * time.Second}
 
 // DefaultDeadline is how long a call may take in all: about a failover (docs/api.md).
 const DefaultDeadline = 15 * time.Second
@@ -208,21 +212,42 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 	}
 	callCtx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	var last error
-	err := wait.ExponentialBackoffWithContext(callCtx, backoff, func(ctx context.Context) (bool, error) {
-		last = c.once(ctx, method, path, body, want, out)
-		if last != nil && retriable(last) {
-			return false, nil
+	// Not wait.ExponentialBackoffWithContext: it stops once the delay reaches Cap (Backoff.Step
+	// sets Steps to 0 there), long before the deadline. Here the delays stay at Cap and the
+	// deadline (or Steps attempts) ends the retries.
+	delay := backoff.DelayFunc()
+	var last, doubt error
+	for attempt := 1; ; attempt++ {
+		last = c.once(callCtx, method, path, body, want, out)
+		if last == nil || !retriable(last) {
+			return last
 		}
-		return true, last
-	})
+		if doubt == nil && mayHaveLanded(last) {
+			doubt = last // this attempt went out and got no answer: a create may have landed
+		}
+		if attempt >= backoff.Steps || callCtx.Err() != nil {
+			break
+		}
+		t := time.NewTimer(delay())
+		select {
+		case <-callCtx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		if callCtx.Err() != nil {
+			break
+		}
+	}
 	switch {
-	case err == nil || !retriable(last):
-		return err
 	case ctx.Err() != nil:
 		return fmt.Errorf("asking the ledger: %w", ctx.Err()) // the caller gave up
-	case noAnswer(last):
-		return fmt.Errorf("%w (within %v): %w", ErrNoAnswer, deadline, last)
+	case doubt != nil:
+		// Whatever later attempts found (no manager listening, one not ready), this one may
+		// have been acted on: never say "nothing was created" after it.
+		if last != doubt {
+			return fmt.Errorf("%w (within %v): %w; the last attempt: %v", ErrNoAnswer, deadline, doubt, last)
+		}
+		return fmt.Errorf("%w (within %v): %w", ErrNoAnswer, deadline, doubt)
 	case errors.Is(last, ErrNotReady):
 		return last // the ledger said so: a failover or a rebuild is under way
 	default:
@@ -285,13 +310,18 @@ type unreachableError struct{ err error }
 func (e *unreachableError) Error() string { return "the ledger is unreachable: " + e.err.Error() }
 func (e *unreachableError) Unwrap() error { return e.err }
 
-// noAnswer: an attempt got no answer in time (a manager that hangs), as opposed to one that
-// refused the connection or said it is not ready.
-func noAnswer(err error) bool {
+// mayHaveLanded: an attempt's request may have reached a manager, which got no answer to it
+// back (it hung past the timeout, or closed the connection: a crash after the create landed),
+// as opposed to one that found no manager listening (the dial failed: nothing was sent) or
+// that a manager answered (not ready).
+func mayHaveLanded(err error) bool {
 	var unreachable *unreachableError
-	var netErr net.Error
-	return errors.As(err, &unreachable) &&
-		(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout())
+	if !errors.As(err, &unreachable) {
+		return false
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	return !(errors.As(err, &op) && op.Op == "dial") && !errors.As(err, &dns)
 }
 
 // retriable: the ledger is not ready or did not answer; a create is safe to send again. (When

@@ -154,3 +154,56 @@ func TestTheLedgerEndpointRefusesABadCreateWith400(t *testing.T) {
 		}
 	}
 }
+
+// A manager that dies after it took a create (the connection closes unanswered), and then no
+// manager listens until the deadline: the create may have landed, so the call is ErrNoAnswer,
+// not ErrNotReady ("no manager listened": nothing was created), whatever the last attempt found.
+func TestACallThatWentOutUnansweredIsNoAnswerThoughNoManagerListensAfter(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = srv.Listener.Close() // the process dies: its port stops listening
+		_ = conn.Close()
+	}))
+	defer srv.Close()
+	c := &Client{URL: srv.URL, Deadline: 500 * time.Millisecond,
+		Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1.5, Steps: 100, Cap: 50 * time.Millisecond}}
+	_, err := c.CreateTask(context.Background(), taskNamed("team", "t"), 10)
+	if !errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrNotReady) {
+		t.Errorf("%v: want ErrNoAnswer (the create may have landed), not ErrNotReady (nothing was created)", err)
+	}
+	// Nothing went out at all: ErrNotReady.
+	_, err = c.CreateTask(context.Background(), taskNamed("team", "t"), 10)
+	if !errors.Is(err, ErrNotReady) || errors.Is(err, ErrNoAnswer) {
+		t.Errorf("%v: want ErrNotReady (no manager listened)", err)
+	}
+}
+
+// The default backoff reaches its 2 s cap after about 5 s: the retries go on at the cap until
+// the call's 15 s deadline (wait.Backoff.Step ends them at the cap), so a failover of 8 s is
+// waited out.
+func TestTheDefaultClientRetriesUntilItsDeadline(t *testing.T) {
+	var calls atomic.Int32
+	var first atomic.Pointer[time.Time]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		now := time.Now()
+		first.CompareAndSwap(nil, &now)
+		if time.Since(*first.Load()) < 8*time.Second {
+			writeLedgerError(w, ErrNotReady)
+			return
+		}
+		writeJSON(w, http.StatusOK, Figures{Balance: 7})
+	}))
+	defer srv.Close()
+	started := time.Now()
+	f, err := (&Client{URL: srv.URL}).Balance(context.Background(), "team")
+	if err != nil || f.Balance != 7 {
+		t.Fatalf("after %v and %d attempts: %+v, %v; want the balance once the 8 s failover is over, within the 15 s deadline",
+			time.Since(started).Round(100*time.Millisecond), calls.Load(), f, err)
+	}
+}
