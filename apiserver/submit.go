@@ -102,6 +102,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	// The ledger (in the elected manager) admits the price and creates the task: the create is
 	// the freeze, and 402 is decided with every admitted task counted, whichever replica asks.
 	created, err := s.cfg.Ledger.CreateTask(ctx, task, price)
+	if key == "" && errors.Is(err, ledger.ErrTaskExists) {
+		// Without a key the name is this request's own (random): the task of that name is an
+		// earlier attempt of this very call, which got no answer in time and was sent again. It
+		// may have been created, or may still be: no key is in use, the create is in doubt.
+		err = fmt.Errorf("%w: an earlier attempt of this request is being created (%v)", ledger.ErrNoAnswer, err)
+	}
 	if err != nil {
 		if in.face != nil && s.faceUnused(ctx, p.Account, name, in.faceBlob, key != "", err) {
 			s.removeFace(ctx, in.faceBlob)
