@@ -34,6 +34,7 @@ const faceRemoveTimeout = 10 * time.Second
 // request with the key and the same face stores the same name (blobstore.ContentName).
 func (s *Server) faceUnused(ctx context.Context, account, name, blob string, keyed bool, err error) bool {
 	var short *ledger.InsufficientBalanceError
+	var refused *ledger.RefusedError
 	switch {
 	case errors.Is(err, ledger.ErrTaskExists):
 		// The task of this name is another request's: the face is still used if it is its face
@@ -44,9 +45,9 @@ func (s *Server) faceUnused(ctx context.Context, account, name, blob string, key
 		}
 		return blobstore.NameIn(task.Spec.Inputs.FaceImageURL) != blob
 	case errors.As(err, &short), errors.Is(err, ledger.ErrAccountSuspended), errors.Is(err, ledger.ErrAccountClosing),
-		errors.Is(err, ledger.ErrAccountNotFound), errors.Is(err, ledger.ErrNotReady):
+		errors.Is(err, ledger.ErrAccountNotFound), errors.Is(err, ledger.ErrNotReady), errors.As(err, &refused):
 		// Nothing was created, but a request with the same key and face may be admitted yet
-		// (after a top-up, a refund or a failover) and use the one stored object.
+		// (after a top-up, a refund, a failover or a raised quota) and use the one stored object.
 		return !keyed
 	default:
 		// No answer, or an unexpected error: the create may have landed, or may still.

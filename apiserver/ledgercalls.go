@@ -18,7 +18,8 @@ const (
 	// ledgerOK: the ledger answered what was asked.
 	ledgerOK = "ok"
 	// ledgerRefused: the ledger answered with a refusal of the account's (insufficient
-	// balance, no account, suspended, closing) or a task that exists: the ledger works.
+	// balance, no account, suspended, closing), a task that exists, or a create the
+	// kube-apiserver refused (ledger.RefusedError: a quota): the ledger works.
 	ledgerRefused = "refused"
 	// ledgerUnavailable: no manager said it is the elected one for the whole call, or none
 	// listened (ledger.ErrNotReady): the 503 "electing its points ledger".
@@ -55,11 +56,12 @@ func newLedgerCalls() *prometheus.CounterVec {
 // ledgerOutcome classifies the error of a ledger call made with ctx.
 func ledgerOutcome(ctx context.Context, err error) string {
 	var short *ledger.InsufficientBalanceError
+	var refused *ledger.RefusedError
 	switch {
 	case err == nil:
 		return ledgerOK
 	case errors.As(err, &short), errors.Is(err, ledger.ErrAccountNotFound), errors.Is(err, ledger.ErrAccountSuspended),
-		errors.Is(err, ledger.ErrAccountClosing), errors.Is(err, ledger.ErrTaskExists):
+		errors.Is(err, ledger.ErrAccountClosing), errors.Is(err, ledger.ErrTaskExists), errors.As(err, &refused):
 		return ledgerRefused
 	case errors.Is(err, ledger.ErrNoAnswer):
 		return ledgerNoAnswer

@@ -148,6 +148,7 @@ func answerReplay(w http.ResponseWriter, r *http.Request, obj metav1.Object, has
 // admissionRefused answers a task the ledger did not create.
 func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, err error) {
 	var short *ledger.InsufficientBalanceError
+	var refused *ledger.RefusedError
 	switch {
 	case errors.As(err, &short):
 		httpjson.WriteError(w, r, http.StatusPaymentRequired, httpjson.CodeInsufficientBalance,
@@ -159,6 +160,14 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		httpjson.WriteError(w, r, http.StatusForbidden, "account_closing", "this account is being closed and takes no new tasks; contact your administrator")
 	case errors.Is(err, ledger.ErrAccountNotFound):
 		httpjson.WriteError(w, r, http.StatusForbidden, "account_not_found", "this API key's account has no points account; contact your administrator")
+	case errors.As(err, &refused) && refused.Status == http.StatusForbidden:
+		// The kube-apiserver refused the create (a ResourceQuota of the namespace used up, an
+		// admission policy): nothing was created or frozen, and retrying as is will not help.
+		httpjson.WriteError(w, r, http.StatusForbidden, httpjson.CodeCreateRefused, refused.Message+"; contact your administrator")
+	case errors.As(err, &refused):
+		// Another refusal of the request's (the kube-apiserver found the task invalid): nothing
+		// was created or frozen.
+		httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, refused.Message)
 	case errors.Is(err, ledger.ErrTaskExists):
 		// A task of this name exists (a request with this key won a race, or our cache has not
 		// seen it yet): answer as its replay, read around the cache.

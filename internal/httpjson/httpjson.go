@@ -29,6 +29,7 @@ const (
 	CodeUnsupportedMedia     = "unsupported_media_type"
 	CodeInvalidSignature     = "invalid_signature"
 	CodeAccountSuspended     = "account_suspended"
+	CodeCreateRefused        = "create_refused"
 	CodeRequestTimeout       = "request_timeout"
 	CodeHeadersTooLarge      = "request_header_fields_too_large"
 	CodeInternal             = "internal_error"

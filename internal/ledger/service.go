@@ -34,6 +34,7 @@ const (
 	codeAccountClosing      = "account_closing"      // 403
 	codeTaskExists          = "task_exists"          // 409
 	codeInvalid             = "invalid_request"      // 400
+	codeCreateRefused       = "create_refused"       // 403: the kube-apiserver refused the create (a quota, an admission policy)
 	codeInternal            = "internal_error"       // 500
 )
 
@@ -111,9 +112,22 @@ func writeLedgerError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, codeTaskExists, err.Error(), nil)
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		writeError(w, http.StatusBadRequest, codeInvalid, err.Error(), nil) // the kube-apiserver refused the task
+	case apierrors.IsForbidden(err):
+		// A ResourceQuota of the namespace is used up, or an admission webhook or policy said
+		// no: nothing was stored (createRefused), and it is the namespace's, not the service's.
+		writeError(w, http.StatusForbidden, codeCreateRefused, "the cluster refused to create the task: "+statusMessage(err), nil)
 	default:
 		writeError(w, http.StatusInternalServerError, codeInternal, err.Error(), nil)
 	}
+}
+
+// statusMessage is the kube-apiserver's message in err (err's own text if it has none).
+func statusMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Message != "" {
+		return st.Status().Message
+	}
+	return err.Error()
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string, short *InsufficientBalanceError) {
@@ -301,7 +315,28 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 	case codeTaskExists:
 		return ErrTaskExists
 	}
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusUnauthorized && e.Error.Code != codeCallerForbidden {
+		// A refusal this client does not know (create_refused, invalid_request, or one added
+		// later): the ledger created nothing, and the reason is the request's, not the service's.
+		return &RefusedError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+	}
 	return fmt.Errorf("the ledger answered %s: %s", resp.Status, e.Error.Message)
+}
+
+// codeCallerForbidden: the manager does not authorize the replica's service account (its
+// ledger authentication answers 401 unauthorized or 403 forbidden): the service's fault.
+const codeCallerForbidden = "forbidden"
+
+// RefusedError is a 4xx answer of the ledger that none of this package's errors stands for,
+// such as create_refused (the kube-apiserver refused the create: a ResourceQuota, an admission
+// policy) or invalid_request: nothing was created or frozen.
+type RefusedError struct {
+	Status        int    // the ledger's HTTP status, 4xx
+	Code, Message string // the ledger's error code and message
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the ledger refused the request (%d %s): %s", e.Status, e.Code, e.Message)
 }
 
 // unreachableError: no answer came (the manager is restarting, or a failover is under way).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -205,5 +208,44 @@ func TestTheDefaultClientRetriesUntilItsDeadline(t *testing.T) {
 	if err != nil || f.Balance != 7 {
 		t.Fatalf("after %v and %d attempts: %+v, %v; want the balance once the 8 s failover is over, within the 15 s deadline",
 			time.Since(started).Round(100*time.Millisecond), calls.Load(), f, err)
+	}
+}
+
+// A create the kube-apiserver refuses with 403 (a ResourceQuota used up, an admission policy)
+// stored nothing: the endpoint answers 403 create_refused with the kube-apiserver's message, and
+// the client passes it on as a RefusedError (a 4xx of the request's), not as an error of the
+// service's. The manager's own refusal of the replica's credentials stays the service's fault.
+func TestARefusedCreateIsA403CreateRefused(t *testing.T) {
+	quota := apierrors.NewForbidden(schema.GroupResource{Group: "videogen.dev", Resource: "videotasks"}, "t",
+		errors.New("exceeded quota: tasks, requested: count/videotasks.videogen.dev=1, used: count/videotasks.videogen.dev=0, limited: count/videotasks.videogen.dev=0"))
+	rec := httptest.NewRecorder()
+	writeLedgerError(rec, fmt.Errorf("creating task: %w", quota))
+	var e errorBody
+	must(t, json.NewDecoder(rec.Body).Decode(&e))
+	if rec.Code != http.StatusForbidden || e.Error.Code != codeCreateRefused || !strings.Contains(e.Error.Message, "exceeded quota") {
+		t.Errorf("%d %+v, want 403 %s with the quota's message", rec.Code, e.Error, codeCreateRefused)
+	}
+
+	for _, tc := range []struct {
+		status     int
+		code       string
+		wantRefuse bool
+	}{
+		{http.StatusForbidden, codeCreateRefused, true},
+		{http.StatusBadRequest, codeInvalid, true},
+		{http.StatusUnprocessableEntity, "some_later_code", true},
+		{http.StatusUnauthorized, "unauthorized", false},
+		{http.StatusForbidden, "forbidden", false},
+		{http.StatusInternalServerError, codeInternal, false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, tc.status, tc.code, "why", nil)
+		}))
+		_, err := (&Client{URL: srv.URL}).CreateTask(context.Background(), taskNamed("team", "t"), 10)
+		srv.Close()
+		var refused *RefusedError
+		if got := errors.As(err, &refused); got != tc.wantRefuse || got && (refused.Status != tc.status || refused.Code != tc.code || refused.Message != "why") {
+			t.Errorf("%d %s: %v (%+v), want a RefusedError: %v", tc.status, tc.code, err, refused, tc.wantRefuse)
+		}
 	}
 }
