@@ -48,7 +48,9 @@ var _ = Describe("Adversarial: PaymentEvent deliveries (adv12)", func() {
 	// let a failed redeliver bookkeeping write block forward() of pending rows.
 	It("keeps delivering pending rows and carries out a redeliver request whose value is longer than 256 characters", func() {
 		gone := newReceiver(http.StatusGone, http.StatusOK)
-		billing := newReceiver(http.StatusServiceUnavailable, http.StatusOK)
+		// Refuses three times: its row stays Pending for seconds, whatever the status writes
+		// coalesce under load.
+		billing := newReceiver(http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusOK)
 		opts := paymentEventOptions(5, gone.sink("gone"), billing.sink("billing"))
 		retry := &opts.PaymentEvents.Sinks.(paymentevents.StaticSinks).Config.Retry
 		retry.InitialBackoff, retry.MaxBackoff = metav1.Duration{Duration: 1500 * time.Millisecond}, metav1.Duration{Duration: 1500 * time.Millisecond}
@@ -57,7 +59,7 @@ var _ = Describe("Adversarial: PaymentEvent deliveries (adv12)", func() {
 
 		deliveryRow(pe, "gone", videogenv1alpha1.DeliveryFailed)
 		Eventually(func() []videogenv1alpha1.SinkDelivery { return paymentEventOf(pe).Status.Sinks }).
-			Should(ContainElement(And(HaveField("Name", "billing"), HaveField("Attempts", int32(1)),
+			Should(ContainElement(And(HaveField("Name", "billing"), HaveField("Attempts", BeNumerically(">=", 1)),
 				HaveField("State", videogenv1alpha1.DeliveryPending))))
 
 		note := "gone sink fixed after INC-4711; " + strings.Repeat("x", 300)
@@ -69,7 +71,7 @@ var _ = Describe("Adversarial: PaymentEvent deliveries (adv12)", func() {
 			WithTimeout(10*time.Second).
 			Should(ContainElement(And(HaveField("Name", "billing"), HaveField("State", videogenv1alpha1.DeliveryDelivered))),
 				func() string {
-					return fmt.Sprintf("the billing retry due ~1.5 s after the first attempt is never made (sink saw %d attempt(s))", len(billing.got()))
+					return fmt.Sprintf("the billing retries, due every 1.5 s, are never made (sink saw %d attempt(s))", len(billing.got()))
 				})
 		Eventually(func() []videogenv1alpha1.SinkDelivery { return paymentEventOf(pe).Status.Sinks }).
 			WithTimeout(10 * time.Second).
