@@ -527,12 +527,23 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		return TopUpOutcome{AlreadyApplied: true}, nil
 	}
 	if other, ok := b.references[t.Spec.Reference]; ok {
+		if _, queued := b.queued[other.uid]; queued {
+			// The other top-up is not applied until its entry is written (a crash before that
+			// loses it): a refusal now would be for good, for a reference nobody used. This
+			// one waits, and is requeued (and refused) once that entry is written.
+			b.refWaiters[other.uid] = append(b.refWaiters[other.uid], t.Name)
+			return TopUpOutcome{Queued: true}, nil
+		}
 		where := "already applied to this account by PointTopUp " + other.name
 		if other.earlier {
 			where = "applied by PointTopUp " + other.name + " to an earlier account of this namespace"
 		}
+		nothing := "nothing was credited"
+		if t.Spec.Amount < 0 {
+			nothing = "nothing was debited"
+		}
 		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference,
-			Message: fmt.Sprintf("Refused: reference %q was %s; nothing was credited", t.Spec.Reference, where)}, nil
+			Message: fmt.Sprintf("Refused: reference %q was %s; %s", t.Spec.Reference, where, nothing)}, nil
 	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {

@@ -112,6 +112,9 @@ type book struct {
 	// this one or an earlier one, or queued, to that top-up: a second top-up with the same
 	// reference is refused.
 	references map[string]appliedTopUp
+	// refWaiters are the top-ups waiting for a queued top-up with their reference to be
+	// written, by that top-up's UID (requeued then).
+	refWaiters map[types.UID][]string
 	// refusals are the debits refused because they exceeded the balance, with the message
 	// saying so: refused once, refused for good, whatever the balance later.
 	refusals map[types.UID]string
@@ -140,7 +143,7 @@ func (b *book) load(f *book) {
 	b.account, b.built, b.fenced, b.listRV = f.account, true, false, f.listRV
 	b.tasks, b.frozen, b.holds = f.tasks, f.frozen, f.holds
 	b.queued, b.queuedSeq, b.debits, b.fates = f.queued, f.queuedSeq, f.debits, f.fates
-	b.topUpsShown, b.references, b.refusals = f.topUpsShown, f.references, f.refusals
+	b.topUpsShown, b.references, b.refusals, b.refWaiters = f.topUpsShown, f.references, f.refusals, f.refWaiters
 	b.dirty = true
 }
 
@@ -172,6 +175,7 @@ func newBook(namespace string) *book {
 		topUpsShown: map[types.UID]bool{},
 		references:  map[string]appliedTopUp{},
 		refusals:    map[types.UID]string{},
+		refWaiters:  map[types.UID][]string{},
 	}
 }
 

@@ -429,6 +429,10 @@ func (l *Ledger) landed(b *book, p *plan, written *videogenv1alpha1.PointAccount
 				pointsMoved.WithLabelValues(b.namespace, "topup").Add(float64(q.Amount))
 			}
 			l.requeueTopUp(b.namespace, q.Name)
+			for _, name := range b.refWaiters[q.UID] {
+				l.requeueTopUp(b.namespace, name) // its reference is used now
+			}
+			delete(b.refWaiters, q.UID)
 		case videogenv1alpha1.JournalRefusal:
 			l.requeueTopUp(b.namespace, q.Name)
 		}
