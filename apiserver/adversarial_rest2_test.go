@@ -1,0 +1,147 @@
+package apiserver_test
+
+// Adversarial review of the REST apiserver (round 15): the ledger client and the submit path
+// as changed by c1f3423, e085d65, f0831e7, cfa1a11 and 4172a90.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+)
+
+var _ = Describe("Adversarial REST 2: a manager that dies after the create landed, behind an HTTP proxy", func() {
+	// What breaks: c1f3423 made the ledger client answer ErrNoAnswer (in doubt) for a call one
+	// of whose attempts reached a manager and got no answer, but it recognises such an attempt
+	// only by a transport error of its own (mayHaveLanded: any unreachableError but a failed
+	// dial). Behind an HTTP proxy the same event is an ANSWER: the proxy's 502 Bad Gateway
+	// (Go's httputil.ReverseProxy, nginx; Envoy's is a 503 "upstream connect error or
+	// disconnect/reset before headers"), a body that is not the ledger's JSON, which once()
+	// maps to ErrNotReady. The later attempts meet the proxy's 502 again (its dials to the dead
+	// manager fail). The call is ErrNotReady; submit answers 503 "the service is electing its
+	// points ledger" (docs/api.md: nothing is created) and faceUnused(keyless, ErrNotReady)
+	// deletes the face of the task that exists.
+	//
+	// Interleaving: round 11's "a manager that dies after the create landed" (crashAfterCreate:
+	// the create lands and holds 30, the manager dies before its 201, nothing listens until the
+	// deadline), with a reverse proxy between the replica and the manager.
+	//
+	// Reachable: the replica's transport is a clone of http.DefaultTransport, which sends
+	// through HTTP_PROXY/HTTPS_PROXY from the pod's environment; and a service mesh sidecar
+	// (Istio, Linkerd: a namespace label a cluster admin sets) proxies every outbound
+	// connection: then no dial ever fails (the sidecar accepts) and a dead manager is always a
+	// proxy's 5xx. The crash and the failover are round 11's.
+	//
+	// What the user sees: 503 "electing its points ledger" (nothing created) while the account
+	// shows 30 frozen for a task whose face is gone (it will fail "the face image you uploaded
+	// could not be read back"); a client that retries as told makes a second task.
+	It("does not remove the face of a task it created, nor say nothing was created", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		backend.Stall(tmpl)
+		manager, _ := crashAfterCreate()
+		target, err := url.Parse(manager)
+		Expect(err).NotTo(HaveOccurred())
+		proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+		DeferCleanup(proxy.Close)
+		srv := startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: proxy.URL, Deadline: 2 * time.Second,
+			Backoff: wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Steps: 30, Cap: 300 * time.Millisecond}})
+
+		resp := srv.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": facePNG()})
+		GinkgoWriter.Printf("answer: %d %s\n", resp.Status, resp.Body)
+
+		tasks := tasksIn(a.ns)
+		Expect(tasks).To(HaveLen(1), "the create landed before the manager died")
+		face := blobstore.NameIn(tasks[0].Spec.Inputs.FaceImageURL)
+		Expect(face).NotTo(BeEmpty())
+		Expect(api.get("/v1/balance", a.key).JSON()).To(HaveKeyWithValue("frozen", BeNumerically("==", 30)))
+		if resp.Status == http.StatusServiceUnavailable {
+			Expect(resp.Message()).NotTo(ContainSubstring("electing"),
+				"503 'electing its points ledger' says nothing was created (docs/api.md), but task %s exists with 30 frozen", tasks[0].Name)
+		}
+		Expect(storedBlobs(srv)).To(ContainElement(face),
+			"the face of task %s, created with its price frozen, was removed while the client was answered %d", tasks[0].Name, resp.Status)
+	})
+})
+
+var _ = Describe("Adversarial REST 2: a client that hangs up while the ledger is slow", func() {
+	// What breaks: Client.call returns "asking the ledger: context canceled" when the caller's
+	// context ends (the REST client closed its connection); submit's admissionRefused has no
+	// case for it and answers it as s.internalError: an ERROR "internal error" log line, and the
+	// request counted under code 500 in videogen_api_requests_total, the service's fault. The
+	// ledger-call metric already tells this apart (outcome "canceled"), the request metric not.
+	//
+	// Interleaving: a POST (no face, so no balance pre-check) whose ledger create is slow (a
+	// manager hung on the kube-apiserver, or waiting out a failover: the client retries for up
+	// to 15 s); the REST client gives up after 300 ms (its own timeout) and closes the connection.
+	//
+	// Reachable: any API key holder with a client timeout shorter than the ledger call (15 s
+	// during a failover; curl -m, a load balancer's idle timeout), so a tenant can raise the
+	// replica's 5xx rate, and its "internal error" alerts, at will while the ledger is slow.
+	//
+	// What the operator sees: 500s and ERROR lines "internal error ... context canceled" for
+	// requests the clients abandoned (nginx's 499). The books are unaffected.
+	It("does not count a client that went away as a 500 internal error", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // a manager that takes the call and does not answer (yet)
+		}))
+		DeferCleanup(hung.Close)
+		reg := prometheus.NewRegistry()
+		srv := startAPIServerWith(rate.Inf, 1, reg, nil, &ledger.Client{URL: hung.URL})
+
+		raw, err := json.Marshal(map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"})
+		Expect(err).NotTo(HaveOccurred())
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		req, err := http.NewRequestWithContext(cctx, http.MethodPost, srv.base+"/v1/videos/short", bytes.NewReader(raw))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		req.Header.Set("Content-Type", "application/json")
+		_, err = srv.http.Do(req)
+		Expect(err).To(HaveOccurred(), "the client gave up")
+
+		codes := func() map[string]float64 {
+			got := map[string]float64{}
+			families, err := reg.Gather()
+			Expect(err).NotTo(HaveOccurred())
+			for _, f := range families {
+				if f.GetName() != "videogen_api_requests_total" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "code" {
+							got[l.GetValue()] += m.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+			return got
+		}
+		Eventually(func() float64 {
+			n := 0.0
+			for _, v := range codes() {
+				n += v
+			}
+			return n
+		}).Should(BeNumerically(">=", 1), "the replica finishes the abandoned request")
+		Expect(codes()).NotTo(HaveKey("500"), "a request its client abandoned was counted as the service's fault: %v", codes())
+	})
+})
