@@ -296,8 +296,12 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 	}
 	var e errorBody
 	if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
-		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway {
-			return fmt.Errorf("%w: the ledger answered %s", ErrNotReady, resp.Status)
+		switch resp.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			// Not the ledger's own answer but a proxy's (a service mesh's sidecar, an
+			// HTTP_PROXY): the request may have reached a manager that took it and died, so
+			// it is in doubt, as a connection lost after sending is.
+			return &unreachableError{fmt.Errorf("the ledger's proxy answered %s", resp.Status)}
 		}
 		return fmt.Errorf("the ledger answered %s: %.200s", resp.Status, data)
 	}
