@@ -348,31 +348,38 @@ func (l *Ledger) readTask(ctx context.Context, key client.ObjectKey) (t *videoge
 // answers: none of its events may come again before it is admitted, so the books would not
 // know it, and its controller would wait for them.
 func (l *Ledger) countLater(key client.ObjectKey) {
-	for l.ctx.Err() == nil {
-		if sleep(l.ctx, l.cfg.Clock, time.Second) != nil {
-			return
-		}
-		t, found := l.readTask(l.ctx, key)
-		if !found {
-			continue
-		}
-		if t == nil || t.Status.Closed {
-			return
-		}
-		b := l.book(key.Namespace)
-		b.mu.Lock()
-		var counted bool
-		if b.built && b.account != nil && b.tasks[key.Name] == nil {
-			if e := b.observe(t, l.evidence(t)); e != nil && e.uid == t.UID {
-				counted = true
-				l.requeueTask(key.Namespace, key.Name)
-			}
-		}
-		b.mu.Unlock()
-		if counted {
-			l.confirm(l.ctx, key, t.UID, true)
-		}
+	if sleep(l.ctx, l.cfg.Clock, time.Second) != nil {
 		return
+	}
+	t, ok := l.readUntilAnswered(l.ctx, key)
+	if !ok || t == nil || t.Status.Closed {
+		return
+	}
+	b := l.book(key.Namespace)
+	b.mu.Lock()
+	var counted bool
+	if b.built && b.account != nil && b.tasks[key.Name] == nil {
+		if e := b.observe(t, l.evidence(t)); e != nil && e.uid == t.UID {
+			counted = true
+			l.requeueTask(key.Namespace, key.Name)
+		}
+	}
+	b.mu.Unlock()
+	if counted {
+		l.confirm(l.ctx, key, t.UID, true)
+	}
+}
+
+// readUntilAnswered is readTask, again once a second until the kube-apiserver answers; ok false
+// if ctx ends first.
+func (l *Ledger) readUntilAnswered(ctx context.Context, key client.ObjectKey) (*videogenv1alpha1.VideoTask, bool) {
+	for {
+		if t, found := l.readTask(ctx, key); found {
+			return t, true
+		}
+		if sleep(ctx, l.cfg.Clock, time.Second) != nil {
+			return nil, false
+		}
 	}
 }
 
@@ -383,15 +390,14 @@ func (l *Ledger) countLater(key client.ObjectKey) {
 // (wait: here; else in a goroutine).
 func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UID, wait bool) {
 	t, found := l.readTask(ctx, key)
-	for !found {
+	if !found {
 		if !wait {
 			go l.confirm(ctx, key, uid, true)
 			return
 		}
-		if sleep(ctx, l.cfg.Clock, time.Second) != nil {
+		if t, found = l.readUntilAnswered(ctx, key); !found {
 			return
 		}
-		t, found = l.readTask(ctx, key)
 	}
 	b := l.book(key.Namespace)
 	b.mu.Lock()
