@@ -86,11 +86,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		f, err := s.cfg.Ledger.Balance(ctx, p.Account)
 		switch {
 		case err == nil && f.Balance < price && (key == "" || f.Holds == 0):
-			s.admissionRefused(ctx, w, r, p.Account, name, hash, &ledger.InsufficientBalanceError{Required: price, Available: max(f.Balance, 0)})
+			s.admissionRefused(ctx, w, r, p.Account, name, hash, key != "", &ledger.InsufficientBalanceError{Required: price, Available: max(f.Balance, 0)})
 			return
 		case errors.Is(err, ledger.ErrNoAnswer), errors.Is(err, ledger.ErrNotReady):
 			// The create would wait for the ledger as long again: answer now, nothing stored.
-			s.admissionRefused(ctx, w, r, p.Account, name, hash, err)
+			s.admissionRefused(ctx, w, r, p.Account, name, hash, key != "", err)
 			return
 		}
 	}
@@ -112,7 +112,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		if in.face != nil && s.faceUnused(ctx, p.Account, name, in.faceBlob, key != "", err) {
 			s.removeFace(ctx, in.faceBlob)
 		}
-		s.admissionRefused(ctx, w, r, p.Account, name, hash, err)
+		s.admissionRefused(ctx, w, r, p.Account, name, hash, key != "", err)
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(created))
@@ -145,8 +145,9 @@ func answerReplay(w http.ResponseWriter, r *http.Request, obj metav1.Object, has
 	httpjson.WriteJSON(w, http.StatusOK, view)
 }
 
-// admissionRefused answers a task the ledger did not create.
-func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, err error) {
+// admissionRefused answers a task the ledger did not create (or may have: keyed says whether
+// a retry can find it).
+func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, keyed bool, err error) {
 	var short *ledger.InsufficientBalanceError
 	var refused *ledger.RefusedError
 	switch {
@@ -180,13 +181,20 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		}
 	case errors.Is(err, ledger.ErrNotReady):
 		w.Header().Set("Retry-After", "5")
-		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
-			"the service is electing its points ledger; retry shortly (with the same Idempotency-Key)")
+		msg := "the service is electing its points ledger; retry shortly"
+		if keyed {
+			msg += " (with the same Idempotency-Key)"
+		}
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
 	case errors.Is(err, ledger.ErrNoAnswer):
-		// The create may have landed after all: the same key finds it.
+		// The create may have landed after all: the same key finds it. A keyless request cannot
+		// be matched to its task, so its client is told to look before it sends it again.
+		msg := "the points ledger did not answer in time; retry shortly (with the same Idempotency-Key)"
+		if !keyed {
+			msg = "the points ledger did not answer in time and the task may have been created: check GET /v1/tasks before sending it again (a request with an Idempotency-Key can be retried as is)"
+		}
 		w.Header().Set("Retry-After", "5")
-		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
-			"the points ledger did not answer in time; retry shortly (with the same Idempotency-Key)")
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
 	default:
 		s.internalError(w, r, err)
 	}
