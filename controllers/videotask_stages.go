@@ -96,8 +96,14 @@ stages:
 		if st.Handle == "" {
 			if end, stop := r.abandoned(task, now, deadline); stop {
 				// An earlier Submit whose status write was lost (a conflict with the cancel
-				// request itself, say) may have started work under w.Key: stop it too.
-				r.cancelWork(ctx, backend, w, "")
+				// request itself, say) may have started work under w.Key: stop it too. A stage
+				// its backend lost, not submitted again yet, still says Running: it ends
+				// Canceled, as any stage that runs when its task stops.
+				if st.State == videogenv1alpha1.StageRunning {
+					r.cancelStage(ctx, task, backend, w, st)
+				} else {
+					r.cancelWork(ctx, backend, w, "")
+				}
 				return r.finish(ctx, task, before, view, end)
 			}
 			callCtx, done := r.callContext(calls, task, now, deadline)

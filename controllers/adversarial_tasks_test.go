@@ -1,0 +1,96 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/taskview"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+)
+
+// Adversarial round 17: the task's life (two stages, a stage lost, a timeout or a cancel).
+var _ = Describe("Adversarial: a task's life (round 17)", func() {
+	var (
+		l          *ledger.Ledger
+		stopLedger func()
+		backend    *downBackend
+		ns         string
+	)
+	BeforeEach(func() {
+		ns = accountWithoutController(100)
+		l, stopLedger = startLedger()
+		DeferCleanup(stopLedger)
+		backend = &downBackend{Backend: testbackend.New()}
+	})
+
+	// What breaks: a stage its backend lost is readied to be submitted again (resubmitLost
+	// clears its handle and leaves it Running). If that Submit does not get through (the worker
+	// is mid-rollout: connection refused), the status is written as it stands: the stage
+	// Running without a handle, "backend unavailable". When the task then must stop (the
+	// caller cancels it, or its timeout comes), the next reconcile takes advance's "no handle
+	// yet" branch: it asks the backend to stop the stage by its key and ends the task Failed,
+	// refunded — but never marks the stage Canceled, as every other path that stops a task
+	// does. The terminal task says, for good, that its stage runs: GET /v1/tasks/{id} and the
+	// completion webhook's body show phase "analyze" and phases[analyze].status "running" for
+	// a task that failed and was refunded.
+	//
+	// Steps, each a real reconcile against envtest: 1. the analyze stage runs (handle h1).
+	// 2. The worker restarts (it forgets h1) and refuses connections for a moment: the next
+	// reconcile sees the stage lost, submits it again and fails, and writes Running, no
+	// handle. 3. The caller cancels (POST /v1/tasks/{id}/cancel), or the timeout passes.
+	// 4. The next reconcile ends the task.
+	DescribeTable("marks the stage it lost and could not submit again Canceled when the task stops",
+		func(stop func(*clocktesting.FakePassiveClock, *videogenv1alpha1.VideoTask), code string) {
+			r := directReconciler(k8sClient, l, backend)
+			fake := clocktesting.NewFakePassiveClock(timeNow())
+			r.Clock = fake
+			tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+			b := aShortTask(ns, tmpl).Timeout(time.Minute)
+			backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+			task := b.Create()
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, r, task)
+				g.Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+			}).Should(Succeed())
+
+			backend.Restart()
+			backend.setSubmit(func(context.Context) error { return errors.New("connection refused") })
+			Eventually(func(g Gomega) { reconcileOnce(g, r, task) }).Should(Succeed())
+			lost := taskOf(ns, task.Name)
+			Expect(lost.Status.Stages).To(ContainElement(SatisfyAll(
+				HaveField("Name", videogenv1alpha1.StageAnalyze), HaveField("State", videogenv1alpha1.StageRunning),
+				HaveField("Handle", ""), HaveField("Resubmissions", int32(1)))), "lost, and not submitted again yet")
+
+			stop(fake, task)
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, r, task)
+				g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+			}).Should(Succeed())
+			done := taskOf(ns, task.Name)
+			Expect(done.Status.Error.Code).To(Equal(code))
+			Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+			Expect(backend.cancelAsked(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze))).
+				To(BeTrue(), "the backend was asked to stop the stage by its key")
+			for _, st := range done.Status.Stages {
+				Expect(st.State).NotTo(Equal(videogenv1alpha1.StageRunning), "stage %s of a task that ended %s", st.Name, code)
+			}
+			view := taskview.Of(done) // what GET /v1/tasks/{id} and the completion webhook show
+			Expect(view.Phase).To(BeNil(), "a %s task names no running phase", view.Status)
+		},
+		Entry("when it is cancelled", func(_ *clocktesting.FakePassiveClock, task *videogenv1alpha1.VideoTask) {
+			requestCancel(task)
+		}, "canceled"),
+		Entry("when it times out", func(fake *clocktesting.FakePassiveClock, _ *videogenv1alpha1.VideoTask) {
+			fake.SetTime(fake.Now().Add(2 * time.Minute))
+		}, "timed_out"),
+	)
+
+})
