@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -93,4 +94,70 @@ var _ = Describe("Adversarial: a task's life (round 17)", func() {
 		}, "timed_out"),
 	)
 
+	// What breaks: advance asks the backend first, so that "a render that finished wins over a
+	// timeout or a cancel request that raced it". A template that goes away mid-task does not
+	// get that rule: reconcileActive sees the template missing and, without a look at the
+	// stage, cancels it and ends the task Failed, template_unavailable, refunded. When the
+	// render had finished at the backend (between two polls, PollInterval apart) the caller is
+	// told, in the task and its completion webhook, that nothing could be rendered, while the
+	// video exists and the backend spent the work; the operator refunds a render it paid for.
+	// docs/api.md promises only that "a task still running on it then fails".
+	//
+	// Steps: 1. the render stage runs (handle h2). 2. It finishes at the backend. 3. Before the
+	// next poll, the caller deletes its template (DELETE /v1/short-templates/{id}, or kubectl
+	// delete template). 4. The next reconcile ends the task.
+	It("lets a render that finished before its template went away win, as over a cancel or a timeout", func() {
+		r := directReconciler(k8sClient, l, backend)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
+		task := b.Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Stages).To(ContainElement(SatisfyAll(
+				HaveField("Name", videogenv1alpha1.StageRender), HaveField("State", videogenv1alpha1.StageRunning))))
+		}).Should(Succeed())
+
+		backend.Set(task.Name, testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Succeed}) // done at the backend
+		Expect(k8sClient.Delete(ctx, &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: tmpl}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+		Expect(done.Status.Result).NotTo(BeNil())
+		Expect(done.Status.Result.URL).To(Equal(testbackend.ResultURL(task.Name)))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
+		Expect(backend.cancelAsked(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender))).
+			To(BeFalse(), "a finished render is not cancelled")
+	})
+
+	// Checked, holds (and still holds with the fix): a render that still runs when its template
+	// goes away is cancelled at the backend and the task refunded, as docs/api.md says.
+	It("still stops a render that runs when its template goes away, and refunds it", func() {
+		r := directReconciler(k8sClient, l, backend)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		b := aShortTask(ns, tmpl)
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
+		task := b.Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Stages).To(ContainElement(SatisfyAll(
+				HaveField("Name", videogenv1alpha1.StageRender), HaveField("State", videogenv1alpha1.StageRunning))))
+		}).Should(Succeed())
+
+		Expect(k8sClient.Delete(ctx, &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: tmpl}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("template_unavailable"))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+		Expect(done.Finalizers).To(BeEmpty())
+		Expect(done.Status.Stages).To(ContainElement(SatisfyAll(
+			HaveField("Name", videogenv1alpha1.StageRender), HaveField("State", videogenv1alpha1.StageCanceled))))
+		Expect(backend.cancelAsked(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender))).To(BeTrue())
+	})
 })

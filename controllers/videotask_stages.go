@@ -29,15 +29,21 @@ func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videoge
 	tmpl, err := r.resolveTemplate(ctx, task)
 	if err != nil {
 		if _, ok := invalidTemplateCode(err); ok {
-			// The template went away mid-task: nothing more can be rendered from it, so what
-			// runs at the backend is stopped, not left to run to its deadline.
-			r.cancelRunningStages(ctx, task)
-			return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()})
+			// The template went away mid-task: nothing more can be rendered from it, so the
+			// task stops as a cancelled one does: what runs at the backend is stopped, not left
+			// to run to its deadline, after one last look, so that a render that finished
+			// before the template went wins.
+			end := outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()}
+			return r.advance(context.WithValue(ctx, templateGoneKey{}, end), task, catalog.Template{}, before, view)
 		}
 		return ctrl.Result{}, err
 	}
 	return r.advance(ctx, task, tmpl, before, view)
 }
+
+// templateGoneKey is the context key of the outcome of a task whose template went away mid-task:
+// abandoned stops it with that outcome.
+type templateGoneKey struct{}
 
 // outcome is how a task ends.
 type outcome struct {
@@ -61,7 +67,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 
 	name, backend, ok := r.Backends.Route(task.Spec.Capability)
 	if !ok {
-		if end, stop := r.abandoned(task, now, deadline); stop {
+		if end, stop := r.abandoned(ctx, task, now, deadline); stop {
 			r.cancelRunningStages(ctx, task) // with no backend to ask, they are only marked
 			return r.finish(ctx, task, before, view, end)
 		}
@@ -94,7 +100,7 @@ stages:
 		}
 		w := r.work(task, tmpl, stageName)
 		if st.Handle == "" {
-			if end, stop := r.abandoned(task, now, deadline); stop {
+			if end, stop := r.abandoned(ctx, task, now, deadline); stop {
 				// An earlier Submit whose status write was lost (a conflict with the cancel
 				// request itself, say) may have started work under w.Key: stop it too. A stage
 				// its backend lost, not submitted again yet, still says Running: it ends
@@ -173,7 +179,7 @@ stages:
 		default:
 			st.Progress, st.Message = clampProgress(obs.Progress), runningMessage(st, obs.Message)
 			setProgress(task)
-			if end, stop := r.abandoned(task, now, deadline); stop {
+			if end, stop := r.abandoned(ctx, task, now, deadline); stop {
 				r.cancelStage(ctx, task, backend, w, st)
 				return r.finish(ctx, task, before, view, end)
 			}
@@ -206,7 +212,7 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 	if !generation.IsLost(err) || st.Handle == "" || st.Resubmissions >= maxResubmissions {
 		return false
 	}
-	if _, stop := r.abandoned(task, now, deadline); stop {
+	if _, stop := r.abandoned(ctx, task, now, deadline); stop {
 		return false // it ends as before: there is no time left for the stage to run again
 	}
 	st.Resubmissions++
@@ -254,7 +260,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
 			message: permanentErrorMessage(st, err)})
 	}
-	if end, stop := r.abandoned(task, now, deadline); stop {
+	if end, stop := r.abandoned(ctx, task, now, deadline); stop {
 		if st.Handle == "" {
 			// The failed Submit may have reached the backend all the same: stop what it started.
 			r.cancelWork(ctx, b, w, "")
@@ -317,7 +323,7 @@ func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 // CancelTimeout, for a render that finished just in time.
 func (r *VideoTaskReconciler) callContext(ctx context.Context, task *videogenv1alpha1.VideoTask, now, deadline time.Time) (context.Context, context.CancelFunc) {
 	bound := min(deadline.Sub(now), r.backendCallTimeout())
-	if _, stop := r.abandoned(task, now, deadline); stop {
+	if _, stop := r.abandoned(ctx, task, now, deadline); stop {
 		bound = r.cancelTimeout()
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
@@ -332,8 +338,12 @@ func (r *VideoTaskReconciler) interruptCall(uid types.UID) {
 	}
 }
 
-// abandoned says whether the task must stop now because it timed out or was cancelled.
-func (r *VideoTaskReconciler) abandoned(task *videogenv1alpha1.VideoTask, now, deadline time.Time) (outcome, bool) {
+// abandoned says whether the task must stop now because its template went away (ctx says so),
+// or it timed out or was cancelled.
+func (r *VideoTaskReconciler) abandoned(ctx context.Context, task *videogenv1alpha1.VideoTask, now, deadline time.Time) (outcome, bool) {
+	if end, ok := ctx.Value(templateGoneKey{}).(outcome); ok {
+		return end, true
+	}
 	if cancelRequested(task) {
 		return outcome{reason: videogenv1alpha1.ReasonCanceled, code: "canceled", message: "the task was canceled on request"}, true
 	}
