@@ -67,6 +67,8 @@ func (r *VideoTaskReconciler) patchFinalizers(ctx context.Context, task, orig *v
 // the task itself, so its hold ends with it (a refund). A backend that cannot be reached holds
 // the deletion for at most CancelGrace: its work then runs to the backend's own deadline.
 func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
+	// A success deleted while its charge waited is never ended by us: forget its status.
+	r.ends.Delete(task.UID)
 	if !controllerutil.ContainsFinalizer(task, videogenv1alpha1.FinalizerCancelWork) {
 		return ctrl.Result{}, nil
 	}
