@@ -249,6 +249,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 
 	err = l.cfg.Client.Create(ctx, task)
 	var other *videogenv1alpha1.VideoTask
+	inDoubt := false // the create may have landed, and no read has said whether it did
 	if err != nil {
 		// Failed, or in doubt. Whatever has the name now (this create, landed after all;
 		// another task, whose events observe left out while this create held the entry) is
@@ -258,6 +259,10 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		key := client.ObjectKeyFromObject(task)
 		fresh, found := l.readTask(context.WithoutCancel(ctx), key)
 		switch {
+		case !found && !apierrors.IsAlreadyExists(err) && !createRefused(err):
+			// It may have landed: its hold stays until the kube-apiserver answers (rule 2:
+			// un-counted only when the create certainly failed).
+			inDoubt = true
 		case !found:
 			go l.countLater(key) // the kube-apiserver keeps failing: count it when it answers
 		case fresh == nil || fresh.Status.Closed:
@@ -286,6 +291,12 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		return task, nil
 	}
 	if err != nil {
+		if inDoubt && e.uid == "" {
+			// Neither its answer nor its event named a task: its own event, or a read once
+			// the kube-apiserver answers (settleDoubt), settles it.
+			go l.settleDoubt(client.ObjectKeyFromObject(task), e)
+			return nil, fmt.Errorf("creating task: %w", err)
+		}
 		if e.state == pending {
 			b.set(e, unadmitted)
 		}
@@ -367,6 +378,49 @@ func (l *Ledger) countLater(key client.ObjectKey) {
 	b.mu.Unlock()
 	if counted {
 		l.confirm(l.ctx, key, t.UID, true)
+	}
+}
+
+// settleDoubt settles the entry e of a REST create left in doubt (it failed, and its re-read
+// was not answered): its hold stays until a read answers. If the name's task is the create's
+// (its signed admission), the create landed: it is counted from the read (its event may have
+// come and gone: confirmed); otherwise it did not, the hold ends, and whatever task has the
+// name is counted as countLater does.
+func (l *Ledger) settleDoubt(key client.ObjectKey, e *entry) {
+	if sleep(l.ctx, l.cfg.Clock, time.Second) != nil {
+		return
+	}
+	t, ok := l.readUntilAnswered(l.ctx, key)
+	if !ok {
+		return
+	}
+	b := l.book(key.Namespace)
+	b.mu.Lock()
+	if b.tasks[key.Name] != e || e.uid != "" {
+		b.mu.Unlock()
+		return // the books were rebuilt, or the create's own event named its task
+	}
+	var counted types.UID
+	if t != nil && !t.Status.Closed && e.createsTask(t) {
+		b.observe(t, l.evidence(t))
+	} else {
+		if e.state == pending {
+			b.set(e, unadmitted)
+		}
+		delete(b.tasks, key.Name)
+		if t != nil && !t.Status.Closed {
+			b.observe(t, l.evidence(t))
+		}
+	}
+	if o := b.tasks[key.Name]; o != nil && t != nil && o.uid == t.UID {
+		counted = t.UID
+		o.asked = false
+		l.requeueTask(key.Namespace, key.Name)
+	}
+	l.schedule(b)
+	b.mu.Unlock()
+	if counted != "" {
+		l.confirm(l.ctx, key, counted, true)
 	}
 }
 
