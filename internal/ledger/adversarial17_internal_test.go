@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -105,8 +106,11 @@ func TestACreateInDoubtWhoseReadIsNotAnsweredKeepsItsHold(t *testing.T) {
 func TestTheNamespaceControllerMayDeleteAnAccountWithPoints(t *testing.T) {
 	h := newHarness(t, 50)
 	acct := h.account()
-	acct.Finalizers = append(acct.Finalizers, videogenv1alpha1.FinalizerLedger)
-	must(t, k8s.Update(h.ctx, acct))
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error { // the ledger writes the status meanwhile
+		acct = h.account()
+		acct.Finalizers = append(acct.Finalizers, videogenv1alpha1.FinalizerLedger)
+		return k8s.Update(h.ctx, acct)
+	}))
 
 	const nsController = "system:serviceaccount:kube-system:namespace-controller"
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "namespace-controller"},
@@ -141,8 +145,11 @@ func TestTheNamespaceControllerMayDeleteAnAccountWithPoints(t *testing.T) {
 	if gone.DeletionTimestamp.IsZero() {
 		t.Fatal("the account was not marked deleted")
 	}
-	gone.Finalizers = nil
-	must(t, k8s.Update(h.ctx, gone))
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		gone = h.account()
+		gone.Finalizers = nil
+		return k8s.Update(h.ctx, gone)
+	}))
 	if err := k8s.Get(h.ctx, client.ObjectKeyFromObject(gone), &videogenv1alpha1.PointAccount{}); !isNotFound(err) {
 		t.Fatalf("the account after its finalizer was removed: %v, want gone", err)
 	}
