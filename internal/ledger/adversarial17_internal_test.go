@@ -154,3 +154,52 @@ func TestTheNamespaceControllerMayDeleteAnAccountWithPoints(t *testing.T) {
 		t.Fatalf("the account after its finalizer was removed: %v, want gone", err)
 	}
 }
+
+// Found by the seventeenth adversarial review (flush.go's commit): an account write that landed
+// but reported an error is read back to see what landed; while those reads failed, commit went
+// straight back to writing from its old copy, which (the write having landed) conflicted at
+// once, then read again, with no pause and no end until a read was answered: a kube-apiserver
+// that already struggles was hammered with writes that could only conflict.
+//
+// Steps: an account write lands and reports an error; the next three reads of the account
+// fail (throttled). The read is retried with pauses, and the account is written once more
+// after it is answered: two writes, not one more for each failed read.
+func TestAnAccountWriteInDoubtIsReadBackWithPausesNotWrittenAgainAtOnce(t *testing.T) {
+	h := newHarness(t, 100)
+	var readFailures, accountWrites atomic.Int32
+	l := h.startWith(h.ctx, "ledger-17b", func(cfg *Config) {
+		cfg.Reader = interceptor.NewClient(k8s, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && readFailures.Add(-1) >= 0 {
+					return apierrors.NewTooManyRequests("the kube-apiserver is throttling", 1)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		cfg.Client = interceptor.NewClient(cfg.Client.(client.WithWatch), interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if _, ok := obj.(*videogenv1alpha1.PointAccount); ok {
+					accountWrites.Add(1)
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		})
+	})
+	h.l = l
+	h.settle(l)
+	// What one task's create costs in account writes with nothing failing...
+	accountWrites.Store(0)
+	h.create(l, "z", 10)
+	h.settle(l)
+	clean := accountWrites.Load()
+	// ...and with its first write landing in doubt and three read-backs throttled.
+	accountWrites.Store(0)
+	h.faults.accountUpdates.Store(1)
+	readFailures.Store(3)
+	h.create(l, "a", 10)
+	h.books(h.settle(l), 100, 0, 20)
+	if n := accountWrites.Load(); n != clean+1 {
+		t.Fatalf("%d account writes for a task's create whose first write landed in doubt (%d without faults), want %d: one more, after the read-back",
+			n, clean, clean+1)
+	}
+}

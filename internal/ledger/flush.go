@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -270,12 +272,17 @@ func (l *Ledger) commit(ctx context.Context, b *book, p *plan) (*videogenv1alpha
 				return nil, ctx.Err()
 			}
 		}
+		// Read again until answered (with pauses: writing again from the old copy would only
+		// conflict, at once, if the write landed); the writer tries again later if it is not.
 		fresh := &videogenv1alpha1.PointAccount{}
-		if err := l.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(base), fresh); err != nil {
+		readBack := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 6, Cap: 2 * time.Second}
+		if err := retry.OnError(readBack, func(err error) bool { return !apierrors.IsNotFound(err) && ctx.Err() == nil }, func() error {
+			return l.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(base), fresh)
+		}); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("the account is gone: %w", err)
 			}
-			continue
+			return nil, fmt.Errorf("reading the account back: %w", err)
 		}
 		if fresh.UID != base.UID {
 			return nil, fmt.Errorf("the account was replaced by a new one")
