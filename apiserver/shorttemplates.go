@@ -136,6 +136,10 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 			s.shortTemplateRefused(w, r, err)
 			return
 		}
+		if apierrors.IsForbidden(err) {
+			shortTemplateForbidden(w, r, "create", err)
+			return
+		}
 		s.internalError(w, r, err)
 		return
 	}
@@ -173,6 +177,20 @@ func (s *Server) shortTemplateRefused(w http.ResponseWriter, r *http.Request, er
 		}
 	}
 	httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, msg)
+}
+
+// shortTemplateForbidden answers a create or update the kube-apiserver refused as Forbidden: a
+// ResourceQuota of the account's namespace used up (count/shorttemplates.videogen.dev), an
+// admission webhook or policy, or the namespace being terminated. Nothing was stored, and the
+// refusal is the namespace's, as for a task (create_refused): the cluster's reason is the answer.
+func shortTemplateForbidden(w http.ResponseWriter, r *http.Request, what string, err error) {
+	msg := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		msg = status.Status().Message
+	}
+	httpjson.WriteError(w, r, http.StatusForbidden, httpjson.CodeCreateRefused,
+		"the cluster refused to "+what+" the short template: "+msg+"; contact your administrator")
 }
 
 // shortTemplateSuffix names a new short template (ushort-<suffix>, id ushort_<suffix>): with an
@@ -258,6 +276,8 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+httpjson.Echo(r.PathValue("id")))
 		case apierrors.IsInvalid(err):
 			s.shortTemplateRefused(w, r, err)
+		case apierrors.IsForbidden(err):
+			shortTemplateForbidden(w, r, "change", err)
 		case apierrors.IsConflict(err):
 			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict, "the template kept changing while this request ran; retry")
 		default:
