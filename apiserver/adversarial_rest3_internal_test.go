@@ -141,3 +141,70 @@ func TestAShortTemplateTheClusterRefusesIsA403NotA500(t *testing.T) {
 		}
 	})
 }
+
+// What breaks: a JSON string may spell a character as a \u escape, and a lone UTF-16
+// surrogate (\ud800 with no low half after it, or a \udc00 alone) is no character at all;
+// encoding/json reads it as U+FFFD without a word. checkUTF8 refuses the same damage done by a
+// raw stray byte ("caf\xe9") for exactly this reason: "caf\ufffd" would be stored as if it had
+// been sent. The escaped spelling passes every check (the body is valid UTF-8, U+FFFD is no
+// control character), so the template is created with a name, or a URL, that nobody sent.
+//
+// Input: POST /v1/short-templates {"name":"caf\ud800", ...} (a client that cuts a UTF-16
+// string between the halves of an emoji, as JavaScript's String.prototype.slice does).
+//
+// What the user sees: 201 with "name": "caf\ufffd"; two different requests ("\ud800" and
+// "\udbff") also hash alike, so one replays as the other under the same Idempotency-Key.
+func TestALoneSurrogateEscapeIsRefusedNotStoredAsAReplacementCharacter(t *testing.T) {
+	for _, tc := range []struct{ body, field string }{
+		{`{"name":"caf\ud800","target_url":"https://cdn.example.com/t.mp4"}`, `"name"`},
+		{`{"name":"Mine \ud83d","target_url":"https://cdn.example.com/t.mp4"}`, `"name"`},
+		{`{"name":"\udc00 low half first","target_url":"https://cdn.example.com/t.mp4"}`, `"name"`},
+		{`{"name":"Mine","target_url":"https://cdn.example.com/\uDBFF\u0041.mp4"}`, `"target_url"`},
+	} {
+		s, c := refusingServer(t, nil)
+		req := httptest.NewRequest(http.MethodPost, "/v1/short-templates", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := serveAs(s.createShortTemplate, "acct", req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: answered %d %s, want 400", tc.body, rec.Code, rec.Body)
+			continue
+		}
+		if code, msg := errorOf(t, rec); code != httpjson.CodeInvalidRequest || !strings.Contains(msg, tc.field) {
+			t.Errorf("%s: answered %s %q, want invalid_request naming %s", tc.body, code, msg, tc.field)
+		}
+		var sts videogenv1alpha1.ShortTemplateList
+		if err := c.List(context.Background(), &sts); err != nil || len(sts.Items) != 0 {
+			t.Errorf("%s: templates after the refusal: %d (%v)", tc.body, len(sts.Items), err)
+		}
+	}
+	// Checked, holds as well: a pair in escapes is the character it spells.
+	s, _ := refusingServer(t, nil)
+	req := httptest.NewRequest(http.MethodPost, "/v1/short-templates",
+		strings.NewReader(`{"name":"Mine \ud83d\ude00 \\ud800","target_url":"https://cdn.example.com/t.mp4"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if rec := serveAs(s.createShortTemplate, "acct", req); rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), "Mine 😀 \\\\ud800") {
+		t.Errorf("a surrogate pair and an escaped backslash: answered %d %s, want 201 with the name as sent", rec.Code, rec.Body)
+	}
+}
+
+// loneSurrogate agrees with encoding/json: it reports exactly the strings that decode to a
+// U+FFFD nobody sent.
+func TestLoneSurrogateScansEscapesAsEncodingJSONReadsThem(t *testing.T) {
+	for text, want := range map[string]bool{
+		`"a"`: false, `"\ud83d\ude00"`: false, `"\\ud800"`: false, `"\\\ud800"`: true, `"\ud800\ud800"`: true,
+		`"\ud800\u0041"`: true, `"\ud800"`: true, `"\udfff"`: true, `"\ud7ff\ue000"`: false, `"\"\ud800"`: true,
+		`["\ud800x"]`: true, `{"a":"\\","b":"\ud83d\ude00"}`: false, `"\ufffd"`: false, `"\ud800\\udc00"`: true,
+	} {
+		if got := loneSurrogate([]byte(text)); got != want {
+			t.Errorf("loneSurrogate(%s) = %v, want %v", text, got, want)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		round, _ := json.Marshal(v)
+		if replaced := strings.Count(string(round), "\ufffd") > strings.Count(text, `\ufffd`); replaced != want {
+			t.Errorf("%s: encoding/json replaced a character: %v, the scan says %v", text, replaced, want)
+		}
+	}
+}

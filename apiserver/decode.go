@@ -82,6 +82,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byt
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badRequest("the body must hold exactly one JSON object")
 	}
+	if err := checkSurrogates(body); err != nil {
+		return nil, err
+	}
 	return body, checkFieldNames(body, v)
 }
 
@@ -195,6 +198,62 @@ func checkUTF8(body []byte) error {
 		return badRequest("a field name is not valid UTF-8: send text in UTF-8")
 	}
 	return badRequest("the body is not valid UTF-8: send JSON in UTF-8")
+}
+
+// checkSurrogates refuses a \u escape of half a UTF-16 surrogate pair with no other half (a
+// string cut between the halves of an emoji), naming the field that holds it: encoding/json
+// reads it as U+FFFD, which would be stored as if it had been sent, as checkUTF8 says of a
+// stray byte. body is JSON that decoded.
+func checkSurrogates(body []byte) error {
+	if !loneSurrogate(body) {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
+			if loneSurrogate(fields[name]) {
+				return badRequest("field %s holds a \\u escape of half a UTF-16 surrogate pair (\\uD800–\\uDFFF without its other half), which is no character: send text in UTF-8", httpjson.Echo(name))
+			}
+		}
+	}
+	return badRequest("a field name holds a \\u escape of half a UTF-16 surrogate pair, which is no character: send text in UTF-8")
+}
+
+// loneSurrogate reports whether the JSON text b has a \u escape in D800–DFFF that is not a
+// high half followed at once by an escaped low half.
+func loneSurrogate(b []byte) bool {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case !inString:
+			inString = b[i] == '"'
+		case b[i] == '"':
+			inString = false
+		case b[i] == '\\':
+			r, ok := hex4(i)
+			switch {
+			case !ok:
+				i++ // another escape: skip the escaped character
+			case r >= 0xd800 && r <= 0xdbff:
+				if lo, ok := hex4(i + 6); !ok || lo < 0xdc00 || lo > 0xdfff {
+					return true
+				}
+				i += 11
+			case r >= 0xdc00 && r <= 0xdfff:
+				return true
+			default:
+				i += 5
+			}
+		}
+	}
+	return false
 }
 
 func unsupportedMedia(format string, args ...any) *requestError {
