@@ -53,26 +53,40 @@ func allDigits(s string) bool {
 	return true
 }
 
-// Unix converts epoch seconds, treating 0 as "absent".
+// Unix converts epoch seconds, treating 0 as "absent". A time outside years
+// 1..9999 is absent too (see representable).
 func Unix(sec int64) time.Time {
 	if sec == 0 {
 		return time.Time{}
 	}
-	return time.Unix(sec, 0).UTC()
+	return representable(time.Unix(sec, 0).UTC())
 }
 
 // Time parses RFC 3339 (any fractional precision), falling back to the
-// zone-less form some processors send, read as UTC. Unparseable input
-// yields the zero time: a bad timestamp should not reject a verified event.
+// zone-less form some processors send, read as UTC. Unparseable input, and a
+// time outside years 1..9999 in UTC, yields the zero time: a bad timestamp
+// should not reject a verified event.
 func Time(s string) time.Time {
 	if s == "" {
 		return time.Time{}
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC()
+		return representable(t.UTC())
 	}
 	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
-		return t.UTC()
+		return representable(t.UTC())
 	}
 	return time.Time{}
+}
+
+// representable returns t (in UTC) when every consumer of an event can carry
+// it, else the zero time. Outside years 1..9999 a protobuf Timestamp does not
+// marshal (the Event Service would fail with Internal) and a PaymentEvent's
+// date-time does not validate (the kube-apiserver rejects it, so the ingress
+// could never store the event): the time is unknown rather than the event lost.
+func representable(t time.Time) time.Time {
+	if y := t.Year(); y < 1 || y > 9999 {
+		return time.Time{}
+	}
+	return t
 }
