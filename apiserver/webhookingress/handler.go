@@ -326,10 +326,13 @@ func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) 
 	ack.Duplicate = true
 	stored := &videogenv1alpha1.PaymentEvent{}
 	if err := h.opts.Client.Get(ctx, client.ObjectKeyFromObject(pe), stored); err != nil {
-		// It exists, so it was stored: acknowledge with what this delivery says.
+		// Something is stored under this name, but not necessarily this event: only the
+		// comparison below tells a redelivery from a different event with the same id (409).
+		// Acknowledging unread would tell the processor a verified event was stored when it
+		// may have been thrown away; a 503 costs one retry, which gets the real answer.
 		h.opts.Logger.WarnContext(ctx, "webhookingress: duplicate payment event could not be read back",
 			"name", pe.Name, "error", err)
-		return ack, nil
+		return ItemAck{}, fmt.Errorf("payment event %s exists but could not be read back to compare: %w", pe.Name, err)
 	}
 	if !sameEvent(&stored.Spec, &pe.Spec) {
 		h.opts.Logger.WarnContext(ctx, "webhookingress: a different event with the same id is already stored",
