@@ -33,6 +33,10 @@ func TestTime(t *testing.T) {
 		"not a time":                    {},
 		"":                              {},
 		"2023-05-24T09:12:32.357+00:00": time.Date(2023, 5, 24, 9, 12, 32, 357000000, time.UTC),
+		// Outside years 1..9999 in UTC: no protobuf Timestamp, no valid date-time.
+		"9999-12-31T23:30:00-01:00": {},
+		"0001-01-01T00:30:00+01:00": {},
+		"9999-12-31T23:59:59Z":      time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
 	}
 	for in, want := range tests {
 		if got := Time(in); !got.Equal(want) {
@@ -41,6 +45,9 @@ func TestTime(t *testing.T) {
 	}
 	if !Unix(0).IsZero() || !Unix(1).Equal(time.Unix(1, 0)) {
 		t.Error("Unix")
+	}
+	if !Unix(253402300800).IsZero() || !Unix(-62135596801).IsZero() || Unix(253402300799).IsZero() {
+		t.Error("Unix outside years 1..9999 must be the zero time, and 9999-12-31T23:59:59Z kept")
 	}
 	if Currency(" usd ") != "USD" {
 		t.Error("Currency")
