@@ -14,7 +14,6 @@ import (
 func BenchmarkHandleRazorpay(b *testing.B) {
 	body := authorizedBody(b)
 	req := request(pySignature, body)
-	req.Headers.Set("X-Razorpay-Event-Id", "KjDcd7MfDLt3hd")
 	secrets := connectors.SecretsFromStrings("old_secret", pySecret)
 	conn := razorpay.New()
 	ctx := context.Background()

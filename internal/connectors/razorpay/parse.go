@@ -39,8 +39,11 @@ type entity struct {
 	CreatedAt         int64  `json:"created_at"`
 }
 
-// Parse implements connectors.Connector. The merchant event id comes from
-// the X-Razorpay-Event-Id header; the body carries no event id.
+// Parse implements connectors.Connector. The body carries no event id, and
+// Razorpay's X-Razorpay-Event-Id header is not signed: an id taken from it
+// would let anyone who saw one delivery replay it as a new event. The merchant
+// event id is left to the body's hash (Razorpay's retries resend the body
+// byte for byte).
 func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
 	var e event
 	if err := json.Unmarshal(req.Body, &e); err != nil {
@@ -52,7 +55,6 @@ func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
 	ev := &connectors.Event{
 		Type:               connectors.EventTypeUnsupported,
 		ConnectorEventType: e.Event,
-		MerchantEventID:    strings.TrimSpace(req.Header(EventIDHeader)),
 		OccurredAt:         norm.Unix(e.CreatedAt),
 	}
 	t := classify(e.Event, &e)

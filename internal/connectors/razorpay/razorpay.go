@@ -15,12 +15,9 @@ import (
 // Name is the registry key.
 const Name = "razorpay"
 
-// Header names. EventIDHeader is Razorpay's per-event id, used as the
-// merchant event id when present.
-const (
-	SignatureHeader = "X-Razorpay-Signature"
-	EventIDHeader   = "X-Razorpay-Event-Id"
-)
+// SignatureHeader carries the body's HMAC. (Razorpay's X-Razorpay-Event-Id
+// header is not used: it is not signed; see Parse.)
+const SignatureHeader = "X-Razorpay-Signature"
 
 // Connector is the Razorpay connector. It has no options; create it with New.
 type Connector struct{}
