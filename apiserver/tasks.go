@@ -82,14 +82,8 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 	sort.Slice(items, func(i, j int) bool { return newerFirst(&items[i], &items[j]) })
 	start := 0
 	if after := q.Get("after"); after != "" {
-		start = -1
-		for i := range items {
-			if items[i].Name == after {
-				start = i + 1
-				break
-			}
-		}
-		if start < 0 {
+		cursor, err := s.cursorTask(r.Context(), p.Account, after, items)
+		if apierrors.IsNotFound(err) {
 			// A finished task is deleted after the manager's --finished-task-ttl: a page's last
 			// task may go while a slow client pages on, and its id then places nothing.
 			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
@@ -97,6 +91,12 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 					" (finished tasks are deleted a while after they end: list again from the first page)")
 			return
 		}
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		// The page starts at the first task older than the cursor's, in the listing's order.
+		start = sort.Search(len(items), func(i int) bool { return newerFirst(cursor, &items[i]) })
 	}
 	page := list[taskview.Task]{Object: "list", Data: []taskview.Task{}}
 	for i := start; i < len(items) && len(page.Data) < limit; i++ {
@@ -104,6 +104,27 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 	}
 	page.HasMore = start+len(page.Data) < len(items)
 	httpjson.WriteJSON(w, http.StatusOK, page)
+}
+
+// cursorTask is the task an `after` cursor names: from the listed items, else read around the
+// cache, since another replica (whose cache was ahead) may have ended the previous page with a
+// task this replica's cache has not seen yet. NotFound: no such task (any more).
+func (s *Server) cursorTask(ctx context.Context, account, name string, items []videogenv1alpha1.VideoTask) (*videogenv1alpha1.VideoTask, error) {
+	for i := range items {
+		if items[i].Name == name {
+			return &items[i], nil
+		}
+	}
+	notFound := apierrors.NewNotFound(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(), name)
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil, notFound
+	}
+	task := &videogenv1alpha1.VideoTask{}
+	err := s.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, task)
+	if apierrors.IsInvalid(err) {
+		return nil, notFound
+	}
+	return task, err
 }
 
 func newerFirst(a, b *videogenv1alpha1.VideoTask) bool {
@@ -122,8 +143,23 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		return
 	}
 	if task.Status.Phase.Terminal() {
-		answerEnded(w, r, task)
-		return
+		// An ended task never runs again, but the cache may still show an earlier task of this
+		// id: a keyed task deleted after --finished-task-ttl and created again with the same
+		// Idempotency-Key. Refuse the cancel only of the task as stored.
+		fresh := &videogenv1alpha1.VideoTask{}
+		err := s.cfg.APIReader.Get(r.Context(), client.ObjectKeyFromObject(task), fresh)
+		if apierrors.IsNotFound(err) {
+			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(task.Name))
+			return
+		}
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		if task = fresh; task.Status.Phase.Terminal() {
+			answerEnded(w, r, task)
+			return
+		}
 	}
 	if err := requestCancel(r.Context(), s.cfg.Client, task); err != nil {
 		if apierrors.IsNotFound(err) {
