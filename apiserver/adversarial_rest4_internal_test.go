@@ -178,3 +178,35 @@ func TestACancelOfATaskThatSucceededIsA409AndWritesNothing(t *testing.T) {
 		t.Errorf("a succeeded task was annotated for cancel")
 	}
 }
+
+// Checked, holds: another account's task id is not found in every read and control path,
+// and its cancel writes nothing; the list cursor, now also read around the cache, stays in the
+// caller's account (an `after` naming another account's task places nothing: 400).
+func TestAnotherAccountsTaskIsNotFoundByGetCancelOrCursor(t *testing.T) {
+	theirs := taskAt("vt-theirs", time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC), "u", videogenv1alpha1.TaskRunning)
+	theirs.Namespace = "other"
+	mine := taskAt("vt-mine", time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC), "m", videogenv1alpha1.TaskRunning)
+	srv, cluster := laggingReplica(t, []client.Object{mine.DeepCopy()}, []client.Object{theirs.DeepCopy(), mine.DeepCopy()})
+
+	get := httptest.NewRequest(http.MethodGet, "/v1/tasks/vt-theirs", nil)
+	get.SetPathValue("id", "vt-theirs")
+	if rec := serveAs(srv.getTask, "acct", get); rec.Code != http.StatusNotFound {
+		t.Errorf("GET of another account's task: %d %s, want 404", rec.Code, rec.Body)
+	}
+	cancel := httptest.NewRequest(http.MethodPost, "/v1/tasks/vt-theirs/cancel", nil)
+	cancel.SetPathValue("id", "vt-theirs")
+	if rec := serveAs(srv.cancelTask, "acct", cancel); rec.Code != http.StatusNotFound {
+		t.Errorf("cancel of another account's task: %d %s, want 404", rec.Code, rec.Body)
+	}
+	stored := &videogenv1alpha1.VideoTask{}
+	if err := cluster.Get(cancel.Context(), client.ObjectKeyFromObject(theirs), stored); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := stored.Annotations[videogenv1alpha1.AnnotationCancelRequested]; ok {
+		t.Errorf("another account's task was annotated for cancel")
+	}
+	rec := serveAs(srv.listTasks, "acct", httptest.NewRequest(http.MethodGet, "/v1/tasks?after=vt-theirs", nil))
+	if code, _ := errorOf(t, rec); rec.Code != http.StatusBadRequest || code != "invalid_request" {
+		t.Errorf("after= another account's task: %d %s, want 400 invalid_request", rec.Code, rec.Body)
+	}
+}
