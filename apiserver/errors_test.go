@@ -194,7 +194,7 @@ var _ = Describe("Errors", func() {
 		// told to look, not to retry with a key it never sent.
 		started := time.Now()
 		resp := stuck.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"})
-		expectNoAnswer(resp, time.Since(started), " and the task may have been created: check GET /v1/tasks before sending it again (a request with an Idempotency-Key can be retried as is)")
+		expectNoAnswer(resp, time.Since(started), " and the task may have been created (it can take a few seconds to show in GET /v1/tasks); send an Idempotency-Key to retry a request safely")
 		started = time.Now()
 		expectNoAnswer(stuck.get("/v1/balance", a.key), time.Since(started), "; retry shortly")
 		Expect(tasksIn(a.ns)).To(BeEmpty())

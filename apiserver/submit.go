@@ -188,10 +188,10 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
 	case errors.Is(err, ledger.ErrNoAnswer):
 		// The create may have landed after all: the same key finds it. A keyless request cannot
-		// be matched to its task, so its client is told to look before it sends it again.
+		// be matched to its task (a late create may show only seconds later), so its client is told so.
 		msg := "the points ledger did not answer in time; retry shortly (with the same Idempotency-Key)"
 		if !keyed {
-			msg = "the points ledger did not answer in time and the task may have been created: check GET /v1/tasks before sending it again (a request with an Idempotency-Key can be retried as is)"
+			msg = "the points ledger did not answer in time and the task may have been created (it can take a few seconds to show in GET /v1/tasks); send an Idempotency-Key to retry a request safely"
 		}
 		w.Header().Set("Retry-After", "5")
 		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
