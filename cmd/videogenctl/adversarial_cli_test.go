@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+)
+
+// Adversarial round 18 (the administrators' CLI).
+
+// An -o the command cannot print is refused before anything is written. Interleaving: the
+// administrator types `topup acme 500 --reference INV-1 -o jsn` (a typo of json; or -o name,
+// which the task commands accept and the help lists). Before the fix the CLI created the
+// PointTopUp, waited until the operator credited it, and only then failed to print: exit
+// status 1, "unknown output format", and nothing on stdout. The points had moved; a script (or
+// the administrator) reads the failure as "not credited" and credits again under a fresh
+// reference. The same for `apikey create -o jsn`: the key was issued and its secret, shown
+// once, never shown, and for `account create`. Every step is an ordinary command line.
+func TestAdversarialBadOutputFormatChangesNothing(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	startTopUpController(t, ctx, env)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	if _, err := cli("account", "create", "acme"); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, format := range []string{"jsn", "name"} {
+		if _, err := cli("topup", "acme", "500", "--reference", "INV-"+format, "-o", format); err == nil || !strings.Contains(err.Error(), "unknown output format") {
+			t.Errorf("topup -o %s: %v, want unknown output format", format, err)
+		}
+		if _, err := cli("apikey", "create", "--account", "acme", "-o", format); err == nil || !strings.Contains(err.Error(), "unknown output format") {
+			t.Errorf("apikey create -o %s: %v, want unknown output format", format, err)
+		}
+		if _, err := cli("account", "create", "globex-"+format, "-o", format); err == nil || !strings.Contains(err.Error(), "unknown output format") {
+			t.Errorf("account create -o %s: %v, want unknown output format", format, err)
+		}
+	}
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps, client.InNamespace("acme")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tu := range topUps.Items {
+		t.Errorf("a refused command line left PointTopUp %s (amount %d, applied %v)", tu.Name, tu.Spec.Amount, tu.Status.AppliedAt != nil)
+	}
+	keys, err := apikeys.List(ctx, c, "videogen-system", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		t.Errorf("a refused command line issued API key %s, whose secret nobody saw", k.ID)
+	}
+	var accounts videogenv1alpha1.PointAccountList
+	if err := c.List(ctx, &accounts); err != nil {
+		t.Fatal(err)
+	}
+	if len(accounts.Items) != 1 {
+		t.Errorf("a refused account create made an account: %d accounts", len(accounts.Items))
+	}
+}
+
+// -o json is JSON on every command. Input: `topup acme 5 --reference R --no-wait -o json`,
+// `account create globex -o json`, `apikey revoke ID -o json`. Before the fix each printed its
+// English sentence ("top-up topup-… created") whatever -o said, so a script that parses the
+// answer (to keep the top-up's name, to check what it did) fails on a command that succeeded,
+// and may run it again.
+func TestAdversarialWriteCommandsPrintJSON(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	jsonOf := func(args ...string) map[string]any {
+		t.Helper()
+		out, err := cli(append(args, "-o", "json")...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Errorf("%v -o json printed no JSON (%v):\n%s", args, err, out)
+		}
+		return v
+	}
+	if v := jsonOf("account", "create", "globex"); v != nil && v["account"] != "globex" {
+		t.Errorf("account create -o json = %v", v)
+	}
+	if v := jsonOf("topup", "globex", "5", "--reference", "R-1", "--no-wait"); v != nil {
+		name, _ := v["topUp"].(string)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "globex", Name: name}, &videogenv1alpha1.PointTopUp{}); err != nil || v["reference"] != "R-1" {
+			t.Errorf("topup --no-wait -o json = %v: %v", v, err)
+		}
+	}
+	key := jsonOf("apikey", "create", "--account", "globex")
+	if id, _ := key["id"].(string); id != "" {
+		if v := jsonOf("apikey", "revoke", id); v != nil && v["id"] != id {
+			t.Errorf("apikey revoke -o json = %v", v)
+		}
+	}
+}
+
+// A top-up that waits for its account is not refused. Interleaving: a PointTopUp is applied
+// (kubectl apply, GitOps) in a namespace before its account exists, and the controller marks
+// it Applied=False, AccountNotFound, "applied when it exists"; the administrator then creates
+// the account. Until the ledger applies it (at once normally; during a manager failover only
+// once the new leader's books are ready) `account show` listed it as "refused: AccountNotFound"
+// and -o json said refused: AccountNotFound, which the field's documentation reserves for a
+// top-up "never applied". An administrator who believes it re-credits under a new reference:
+// then both are credited.
+func TestAdversarialAccountShowDoesNotCallAWaitingTopUpRefused(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "acme")
+	tu := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "inv-7"},
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 300, Reference: "INV-7"}}
+	if err := c.Create(ctx, tu); err != nil {
+		t.Fatal(err)
+	}
+	// What the top-up controller writes while the namespace has no account.
+	meta.SetStatusCondition(&tu.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied, Status: metav1.ConditionFalse,
+		Reason: videogenv1alpha1.ReasonAccountNotFound, Message: `namespace "acme" has no PointAccount named "default" yet; the top-up is applied when it exists`})
+	if err := c.Status().Update(ctx, tu); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	out, err := cli("account", "show", "acme", "-o", "json")
+	var shown accountView
+	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || len(shown.RecentTop) != 1 {
+		t.Fatalf("account show -o json: %v\n%s", err, out)
+	}
+	if r := shown.RecentTop[0].Refused; r != "" {
+		t.Errorf("account show -o json says the waiting top-up INV-7 was refused (%q); it is applied once the ledger gets to it", r)
+	}
+	out, err = cli("account", "show", "acme")
+	if err != nil || strings.Contains(out, "refused") || !strings.Contains(out, "pending") {
+		t.Errorf("account show calls the waiting top-up refused, or not pending: %v\n%s", err, out)
+	}
+}
