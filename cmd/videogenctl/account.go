@@ -29,6 +29,9 @@ func newAccountCommand(o *options) *cobra.Command {
 		Short: "Create an account: its namespace (if missing) and its PointAccount, with 0 points",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkViewFormat(); err != nil {
+				return err
+			}
 			return accountCreate(cmd.Context(), o, args[0], description)
 		},
 	}
@@ -79,8 +82,10 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 		}
 		return fmt.Errorf("creating the PointAccount: %w", err)
 	}
-	fmt.Fprintf(o.out, "account %q created with 0 points; top it up with: %s topup %s AMOUNT --reference REF\n", name, displayName(), name)
-	return nil
+	view := map[string]any{"account": name, "description": description, "balance": 0}
+	return o.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "account %q created with 0 points; top it up with: %s topup %s AMOUNT --reference REF\n", name, displayName(), name)
+	})
 }
 
 // accountNamespaceAllowed refuses a namespace that is not a tenant's: Kubernetes' own (kube-*)
@@ -224,8 +229,10 @@ func accountShow(ctx context.Context, o *options, name string) error {
 	v.OlderTopUps = max(len(topUps.Items)-recentTopUps, 0)
 	for _, t := range topUps.Items[:len(topUps.Items)-v.OlderTopUps] {
 		tv := topUpView{Name: t.Name, Amount: t.Spec.Amount, Reference: t.Spec.Reference, Note: t.Spec.Note, BalanceAfter: t.Status.BalanceAfter}
-		if c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); c != nil && c.Status == metav1.ConditionFalse {
-			tv.Refused = c.Reason
+		// Only a refusal for good: AccountNotFound is a top-up still to be applied (the account
+		// was created after it, and the ledger has not got to it yet).
+		if t.RefusedForGood() {
+			tv.Refused = meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied).Reason
 		}
 		if t.Status.AppliedAt != nil {
 			at := t.Status.AppliedAt.Time

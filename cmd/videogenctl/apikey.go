@@ -19,6 +19,10 @@ func newAPIKeyCommand(o *options) *cobra.Command {
 		Short: "Issue an API key for an account (--account, or -n); the key is shown once",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Checked before the key is issued: its secret is shown only once.
+			if err := o.checkViewFormat(); err != nil {
+				return err
+			}
 			ns, err := listNamespace(o, account)
 			if err != nil {
 				return err
@@ -54,6 +58,9 @@ func newAPIKeyCommand(o *options) *cobra.Command {
 		Short: "Revoke an API key; requests with it are refused within seconds",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkViewFormat(); err != nil {
+				return err
+			}
 			return apiKeyRevoke(cmd.Context(), o, args[0])
 		},
 	}
@@ -106,6 +113,7 @@ func apiKeyRevoke(ctx context.Context, o *options, id string) error {
 	if err := apikeys.Revoke(ctx, c, o.keyNamespace, id); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.out, "API key %s revoked; requests with it are refused within seconds\n", id)
-	return nil
+	return o.print(map[string]any{"id": id, "revoked": true}, func(w io.Writer) {
+		fmt.Fprintf(w, "API key %s revoked; requests with it are refused within seconds\n", id)
+	})
 }

@@ -45,9 +45,23 @@ func (o *options) namespace() (ns string, explicit bool, err error) {
 	return ns, explicit, nil
 }
 
+// checkViewFormat refuses an -o that print cannot write. A command that changes something
+// calls it first: one that failed only to print what it did (a credit applied, a key issued)
+// would exit 1 and look as if it did nothing.
+func (o *options) checkViewFormat() error {
+	switch o.output {
+	case "", "table", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("unknown output format %q: use table, json or yaml", o.output)
+}
+
 // print writes a view (not a Kubernetes object) as JSON or YAML, or calls table for the
 // default format.
 func (o *options) print(v any, table func(w io.Writer)) error {
+	if err := o.checkViewFormat(); err != nil {
+		return err
+	}
 	switch o.output {
 	case "json", "yaml":
 		raw, err := json.Marshal(v)
@@ -60,12 +74,11 @@ func (o *options) print(v any, table func(w io.Writer)) error {
 			p = &printers.YAMLPrinter{}
 		}
 		return p.PrintObj(&runtime.Unknown{Raw: raw}, o.out)
-	case "table", "":
+	default:
 		tw := printers.GetNewTabWriter(o.out)
 		table(tw)
 		return tw.Flush()
 	}
-	return fmt.Errorf("unknown output format %q: use table, json or yaml", o.output)
 }
 
 // objectPrinter prints VideoTasks as kubectl prints objects (json, yaml, name, jsonpath=…,

@@ -40,6 +40,9 @@ nothing is created.`,
 			if strings.TrimSpace(reference) == "" {
 				return fmt.Errorf("--reference is required (an invoice number, a ticket: it is unique in the account's namespace); usage: %s", cmd.UseLine())
 			}
+			if err := o.checkViewFormat(); err != nil {
+				return err
+			}
 			amount, err := parseAmount(args[1], debit)
 			if err != nil {
 				return err
@@ -104,8 +107,8 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 		return fmt.Errorf("creating the top-up: %w", err)
 	}
 	if noWait {
-		fmt.Fprintf(o.out, "top-up %s created\n", t.Name)
-		return nil
+		view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference}
+		return o.print(view, func(w io.Writer) { fmt.Fprintf(w, "top-up %s created\n", t.Name) })
 	}
 	verb, to := "credit", "to"
 	if amount < 0 {
