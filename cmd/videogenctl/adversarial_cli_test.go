@@ -2,14 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -162,5 +172,72 @@ func TestAdversarialAccountShowDoesNotCallAWaitingTopUpRefused(t *testing.T) {
 	out, err = cli("account", "show", "acme")
 	if err != nil || strings.Contains(out, "refused") || !strings.Contains(out, "pending") {
 		t.Errorf("account show calls the waiting top-up refused, or not pending: %v\n%s", err, out)
+	}
+}
+
+// A read that fails while topup waits does not end the wait. Interleaving: topup creates the
+// PointTopUp and polls it; one of its GETs fails (a 500 from a kube-apiserver whose etcd is
+// changing leader, a load balancer's 503, a dropped connection), with no Retry-After, so
+// client-go does not retry it. Before the fix the first failed read ended the wait at once:
+// exit 1, "top-up … not applied yet: is the operator running?", the read's error swallowed;
+// the operator credits the top-up a moment later. The administrator, told it did not apply and
+// blamed on the operator, credits it again under another reference. The proxy below fails
+// exactly the first GET of the created top-up; everything else reaches the kube-apiserver.
+func TestAdversarialTopUpWaitSurvivesAFailedRead(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	startTopUpController(t, ctx, env)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	if err := c.Create(ctx, namespace(&metav1.ObjectMeta{Name: "acme"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed atomic.Int32
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/namespaces/acme/pointtopups/topup-") && failed.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"etcdserver: leader changed","reason":"InternalError","code":500}`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"topup", "acme", "500", "--reference", "INV-1", "--server", srv.URL, "--insecure-skip-tls-verify",
+		"--kubeconfig", kubeconfig}, &out)
+	if failed.Load() == 0 {
+		t.Fatalf("the proxy failed no read: the test did not test anything (%v)", err)
+	}
+	if err != nil || !strings.Contains(out.String(), "balance is now 500") {
+		t.Errorf("one failed read during the wait: %v\n%s", err, out.String())
+	}
+	// Whatever the CLI said, the operator credits it.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var list videogenv1alpha1.PointTopUpList
+		if err := c.List(ctx, &list, client.InNamespace("acme")); err != nil || len(list.Items) != 1 {
+			return false, err
+		}
+		return list.Items[0].Status.AppliedAt != nil, nil
+	})
+	if err != nil {
+		t.Errorf("the top-up was not applied: %v", err)
 	}
 }
