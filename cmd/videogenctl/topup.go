@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -116,11 +117,20 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	}
 	spin := newSpinner(stderr, fmt.Sprintf("waiting for the operator to %s %d points", verb, max(amount, -amount)))
 	var refusal string
+	// lastErr is the last read that failed: one that fails (a 500 while etcd changes leader, a
+	// dropped connection) does not end the wait, or the CLI would say "not applied" of a
+	// top-up the operator credits a moment later, and the administrator credit it again.
+	var lastErr error
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		spin.tick()
 		if err := c.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
-			return false, err
+			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				return false, err // no read that follows would answer
+			}
+			lastErr = err
+			return false, nil
 		}
+		lastErr = nil
 		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); cond != nil &&
 			(cond.Reason == videogenv1alpha1.ReasonDuplicateReference || cond.Reason == videogenv1alpha1.ReasonDebitExceedsBalance) {
 			refusal = cond.Message
@@ -137,6 +147,12 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 		msg := "is the operator running?"
 		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); cond != nil {
 			msg = cond.Message
+		}
+		switch {
+		case lastErr != nil:
+			msg = fmt.Sprintf("its last read failed (%v); see kubectl get pointtopup %s -n %s", lastErr, t.Name, account)
+		case !wait.Interrupted(err):
+			msg = fmt.Sprintf("reading it failed (%v)", err)
 		}
 		return fmt.Errorf("top-up %s not applied yet: %s", t.Name, msg)
 	}
