@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/catalog"
 )
 
 // ShortTemplateReconciler gives every ShortTemplate its public ushort_ id and keeps it: the id
@@ -115,12 +116,9 @@ func (r *ShortTemplateReconciler) idTaken(ctx context.Context, st *videogenv1alp
 	return false, nil
 }
 
-func olderThan(a, b *videogenv1alpha1.ShortTemplate) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.UID < b.UID
-}
+// olderThan is the rule the catalog's lookup follows too, so that a task takes the template
+// that keeps the id.
+func olderThan(a, b *videogenv1alpha1.ShortTemplate) bool { return catalog.OlderShortTemplate(a, b) }
 
 // ShortTemplateID derives a public id from an object's UID.
 func ShortTemplateID(uid types.UID) string {

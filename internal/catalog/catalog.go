@@ -122,7 +122,8 @@ func FindShortTemplate(ctx context.Context, r client.Reader, namespace, id strin
 		return nil, fmt.Errorf("looking up template %q: %w", id, err)
 	}
 	// Two templates have the label for a moment when one was created with an id in use: the
-	// ShortTemplate controller moves the newcomer away; the one that holds the id in status is it.
+	// ShortTemplate controller moves the newcomer away; the one that holds the id in status is it,
+	// and before either does, the older, which the controller keeps it on.
 	var found *videogenv1alpha1.ShortTemplate
 	for i := range list.Items {
 		st := &list.Items[i]
@@ -132,7 +133,7 @@ func FindShortTemplate(ctx context.Context, r client.Reader, namespace, id strin
 		if st.Status.ID == id {
 			return st, nil
 		}
-		if found == nil {
+		if found == nil || OlderShortTemplate(st, found) {
 			found = st
 		}
 	}
@@ -140,6 +141,15 @@ func FindShortTemplate(ctx context.Context, r client.Reader, namespace, id strin
 		return found, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrTemplateNotFound, id)
+}
+
+// OlderShortTemplate reports whether a was created before b (the UID breaks a tie): of two
+// templates created with one id, the older keeps it.
+func OlderShortTemplate(a, b *videogenv1alpha1.ShortTemplate) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.UID < b.UID
 }
 
 // Custom short templates cost the system default price: the owner supplies the media, so
