@@ -241,3 +241,33 @@ func TestAdversarialTopUpWaitSurvivesAFailedRead(t *testing.T) {
 		t.Errorf("the top-up was not applied: %v", err)
 	}
 }
+
+// task cancel checks -o before it cancels, and prints the task as -o says. Input: `task cancel
+// vt-1 -n acme -o jsn` (a typo) and `-o name` (which every other task command honours). Before
+// the fix cancel ignored -o: the typo canceled the task and exited 0 with the English sentence,
+// and -o name/json printed that sentence where a script expects the object.
+func TestAdversarialTaskCancelHonoursOutput(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "acme")
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	if _, err := cli("task", "cancel", "vt-1", "-n", "acme", "-o", "jsn"); err == nil || !strings.Contains(err.Error(), "unknown output format") {
+		t.Errorf("task cancel -o jsn: %v, want unknown output format", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(task), task); err != nil || task.Annotations[videogenv1alpha1.AnnotationCancelRequested] != "" {
+		t.Errorf("task cancel -o jsn canceled the task: %v %v", err, task.Annotations)
+	}
+	if out, err := cli("task", "cancel", "vt-1", "-n", "acme", "-o", "name"); err != nil || out != "videotask.videogen.dev/vt-1\n" {
+		t.Errorf("task cancel -o name: %q %v", out, err)
+	}
+}
