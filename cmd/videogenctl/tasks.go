@@ -287,6 +287,11 @@ func taskGet(ctx context.Context, o *options, name string) error {
 }
 
 func taskCancel(ctx context.Context, o *options, name string) error {
+	// Checked before the cancel: a typo in -o must not cancel and then say nothing of it.
+	printer, err := o.objectPrinter()
+	if err != nil {
+		return err
+	}
 	c, err := o.client()
 	if err != nil {
 		return err
@@ -299,6 +304,9 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	// retried cancel exits 0.
 	status := taskview.Status(t)
 	if status == taskview.StatusCanceled {
+		if printer != nil {
+			return printer.PrintObj(t, o.out)
+		}
 		fmt.Fprintf(o.out, "task %s is canceled; its points were refunded\n", t.Name)
 		return nil
 	}
@@ -309,6 +317,9 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	patch := []byte(`{"metadata":{"annotations":{"` + videogenv1alpha1.AnnotationCancelRequested + `":"true"}}}`)
 	if err := c.Patch(ctx, t, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		return fmt.Errorf("canceling task %s: %w", t.Name, err)
+	}
+	if printer != nil {
+		return printer.PrintObj(t, o.out)
 	}
 	fmt.Fprintf(o.out, "cancel requested for task %s; its points are refunded when it stops (%s task watch %s -n %s)\n",
 		t.Name, displayName(), t.Name, t.Namespace)
