@@ -18,6 +18,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 )
 
 // stageWeight is the share of overall progress the analyze stage stands for.
@@ -153,6 +154,7 @@ stages:
 		if err != nil {
 			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
 		}
+		obs.Message = backendText(obs.Message)
 		if backendUnavailable(task) {
 			// It answers again: the outage is over (and a next one is reported anew).
 			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
@@ -255,7 +257,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 	now := r.Clock.Now()
 	if generation.IsPermanent(err) {
 		at := metav1.NewTime(now)
-		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, err.Error()
+		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, backendText(err.Error())
 		logf.FromContext(ctx).Info("backend ended the stage", "stage", st.Name, "handle", st.Handle, "error", err.Error())
 		return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
 			message: permanentErrorMessage(st, err)})
@@ -278,7 +280,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 	log.Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
 	name, _, _ := r.Backends.Route(task.Spec.Capability)
 	backendErrors.WithLabelValues(name, string(st.Name)).Inc()
-	st.Message = "backend unavailable: " + err.Error()
+	st.Message = "backend unavailable: " + backendText(err.Error())
 	if first {
 		// Once per outage of the task, not per retry: on-call sees it in kubectl describe.
 		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonBackendUnavailable, "Dispatch",
@@ -290,6 +292,15 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 	}
 	return ctrl.Result{RequeueAfter: until(now, deadline, 2*r.Config.PollInterval)}, nil
 }
+
+// maxBackendText bounds what of a backend's text (a stage's message, an error's) goes into the
+// task's status: the protocol sets no bound and the HTTP client reads up to 1 MiB, but a
+// condition's message is at most 32768 bytes, and a status the kube-apiserver refuses for it
+// would be refused again at every reconcile, leaving the task Running with its points held.
+const maxBackendText = 4096
+
+// backendText is s, cut to maxBackendText.
+func backendText(s string) string { return outbound.Truncate(s, maxBackendText) }
 
 // backendUnavailable reports whether the task's Dispatched condition says its backend did not
 // answer: an outage under way, told once with its Warning event.
@@ -307,9 +318,9 @@ func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 	if st.Handle == "" {
 		if refusal := generation.RefusalOf(err); refusal != "" {
 			// What the backend said of the input, without the HTTP exchange it was said in.
-			return fmt.Sprintf("the %s stage was refused: %s", st.Name, refusal)
+			return fmt.Sprintf("the %s stage was refused: %s", st.Name, backendText(refusal))
 		}
-		return fmt.Sprintf("the %s stage was refused: %v", st.Name, err)
+		return fmt.Sprintf("the %s stage was refused: %s", st.Name, backendText(err.Error()))
 	}
 	if generation.IsLost(err) && st.Resubmissions > 0 {
 		return fmt.Sprintf("the backend lost the %s stage %d times (it may have restarted)", st.Name, st.Resubmissions+1)
