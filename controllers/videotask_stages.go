@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -163,6 +165,11 @@ stages:
 		switch obs.State {
 		case generation.Succeeded:
 			at := metav1.NewTime(now)
+			if why := unstorable(obs); why != "" {
+				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, fmt.Sprintf("%s reported %s", name, why)
+				return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(stageName) + "_failed",
+					message: fmt.Sprintf("the %s stage failed: %s reported %s", stageName, name, why)})
+			}
 			st.State, st.Progress, st.CompletedAt, st.Outputs, st.Message = videogenv1alpha1.StageSucceeded, 100, &at, obs.Outputs, obs.Message
 			setProgress(task)
 			if stageName == videogenv1alpha1.StageRender {
@@ -301,6 +308,42 @@ const maxBackendText = 4096
 
 // backendText is s, cut to maxBackendText.
 func backendText(s string) string { return outbound.Truncate(s, maxBackendText) }
+
+// maxOutputsBytes and maxResultBytes bound a succeeded stage's outputs and result as stored
+// (their JSON, as the kube-apiserver writes it: '<' takes six bytes). The outputs go into the
+// task's status, the result into it and into the charge's journal entry in the PointAccount;
+// an object over etcd's 1.5 MiB is refused, and the same write would be refused for ever: the
+// task Running with its points held and, for a result, every account write of its namespace.
+const (
+	maxOutputsBytes = 256 << 10
+	maxResultBytes  = 64 << 10
+)
+
+// unstorable says why a succeeded stage's outputs or result cannot be kept ("" if they can):
+// too large, or a result URL that is not an absolute http(s) URL, as the task's inputs must be.
+func unstorable(obs generation.Observation) string {
+	if n := jsonSize(obs.Outputs); n > maxOutputsBytes {
+		return fmt.Sprintf("outputs of %d bytes (at most %d are kept)", n, maxOutputsBytes)
+	}
+	if obs.Result == nil {
+		return ""
+	}
+	if n := jsonSize(obs.Result); n > maxResultBytes {
+		return fmt.Sprintf("a result of %d bytes (at most %d are kept)", n, maxResultBytes)
+	}
+	if u := obs.Result.URL; u != "" {
+		parsed, err := url.Parse(u)
+		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" || len(u) > 2048 {
+			return "a result URL that is not an absolute http(s) URL of at most 2048 bytes"
+		}
+	}
+	return ""
+}
+
+func jsonSize(v any) int {
+	data, _ := json.Marshal(v)
+	return len(data)
+}
 
 // backendUnavailable reports whether the task's Dispatched condition says its backend did not
 // answer: an outage under way, told once with its Warning event.
