@@ -54,8 +54,20 @@ func (p *Pipelines) fetchVideo(ctx context.Context, s *scratch, what, url string
 	if err != nil {
 		return "", ffmpeg.Info{}, fmt.Errorf("the %s is not a usable video: %w", what, err)
 	}
+	if info.Width > maxVideoSide || info.Height > maxVideoSide || info.Width*info.Height > maxVideoPixels {
+		return "", ffmpeg.Info{}, fmt.Errorf("the %s is %dx%d: videos of at most %d pixels a side and %d×%d pixels in all are accepted",
+			what, info.Width, info.Height, maxVideoSide, 4096, 2160)
+	}
 	return path, info, nil
 }
+
+// maxVideoSide and maxVideoPixels bound a video's frame (4K): some pipelines decode every frame
+// at full size, and a small, highly compressible file of huge frames would otherwise take the
+// worker's memory, and every stage it runs with it.
+const (
+	maxVideoSide   = 4096
+	maxVideoPixels = 4096 * 2160
+)
 
 // fetchImage downloads an image, checks it against imageinput's limits (a decompression bomb
 // is refused before it is decoded) and decodes it.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/worker/testmedia"
 )
 
 // A face the caller sent inline is the service's own copy, at a URL of the service's storage
@@ -53,5 +54,19 @@ func TestATemplateMediaThatCannotBeFetchedIsToldWithoutItsURL(t *testing.T) {
 	var detailed interface{ Detail() string }
 	if !errors.As(err, &detailed) || !strings.Contains(detailed.Detail(), missing) {
 		t.Errorf("%v keeps no detail with the URL for the log", err)
+	}
+}
+
+// A video of frames larger than 4K is refused before any pipeline decodes it (the short-video
+// render decodes every frame at full size): a small file of huge frames would take the worker's
+// memory.
+func TestAVideoOfFramesLargerThan4KIsRefused(t *testing.T) {
+	r := newRig(t)
+	wide := testmedia.MovingVideo(t, r.media, 0.4, "scale=4200:16")
+	_, err := r.run(protocol.StageRequest{Key: "wide", Capability: "video.eraser", Stage: "analyze",
+		Inputs: protocol.Inputs{SourceVideoURL: r.serve(wide)}})
+	want := "the source video is 4200x16: videos of at most 4096 pixels a side"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to say %q", err, want)
 	}
 }
