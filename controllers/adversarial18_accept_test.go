@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -98,5 +99,54 @@ var _ = Describe("Adversarial: a task's acceptance (round 18)", func() {
 		Expect(done.Status.Charge).To(BeEmpty(), "nothing charged")
 		Expect(backend.cancelAsked(keyA)).To(BeTrue(),
 			"the stage submitted for a refused task was left running at the backend, unpaid")
+	})
+
+	// The same for a task the ledger created for the REST API (its create was the freeze, so
+	// a lost acceptance write keeps the hold): its first reconcile submits the analyze stage
+	// and its status write conflicts (the user labels it); its template is then deleted, and
+	// the next reconcile ends it Failed, Refunded (accept's "template went away" branch,
+	// finish) without stopping the stage the backend took. The points come back; the backend
+	// work runs on for nobody. Reachable as above; a template is deleted by a platform
+	// administrator at any time (docs/api.md: such a task ends template_not_found, refunded).
+	It("stops the stage it submitted when the acceptance write was lost and the REST task's template then went away", func() {
+		r := directReconciler(k8sClient, l, backend)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		bt := aShortTask(ns, tmpl)
+		backend.Set(bt.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		var task *videogenv1alpha1.VideoTask
+		Eventually(func(g Gomega) {
+			var err error
+			task, err = l.CreateTask(ctx, bt.Obj(), 20)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
+		key := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze)
+
+		var labelled atomic.Bool
+		backend.setSubmit(func(context.Context) error {
+			if labelled.CompareAndSwap(false, true) {
+				t := taskOf(ns, task.Name)
+				patch := client.MergeFrom(t.DeepCopy())
+				t.Labels = map[string]string{"team": "video"}
+				Expect(k8sClient.Patch(ctx, t, patch)).To(Succeed())
+			}
+			return nil
+		})
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(backend.Submits(key)).To(Equal(1))
+		}).Should(Succeed())
+		Expect(taskOf(ns, task.Name).Status.Charge).To(BeEmpty(), "the acceptance write conflicted")
+		backend.setSubmit(nil)
+
+		Expect(k8sClient.Delete(ctx, &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: tmpl}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		}).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("template_not_found"))
+		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+		Expect(backend.cancelAsked(key)).To(BeTrue(),
+			"the stage submitted for a task that ended refunded was left running at the backend")
 	})
 })

@@ -32,7 +32,9 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 			return ctrl.Result{}, err
 		}
 		if view.Standing == ledger.Held {
-			// Admitted at the REST API, and its template went away since: it ends refunded.
+			// Admitted at the REST API, and its template went away since: it ends refunded
+			// (and a stage submitted by a reconcile whose status write was lost is stopped).
+			r.cancelUnrecordedStages(ctx, task)
 			return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonInvalidRequest, code: code, message: err.Error()})
 		}
 		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, code, err.Error())
@@ -83,6 +85,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 // cancelled and the task let go as any ending task is (writeTerminal).
 func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1.VideoTask, reason, code, message string) error {
 	r.cancelRunningStages(ctx, task)
+	r.cancelUnrecordedStages(ctx, task)
 	now := metav1.NewTime(r.Clock.Now())
 	task.Status.Phase = videogenv1alpha1.TaskFailed
 	task.Status.CompletedAt = &now
@@ -96,6 +99,27 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Reject", "%s", message)
 	tasksFinished.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase), reason).Inc()
 	return nil
+}
+
+// cancelUnrecordedStages asks the backend to stop, by key, the stages task's status does not
+// show started: an earlier reconcile may have submitted one and lost the status write that
+// recorded it (a conflict, which took the hold back, or a crash), and a task refused now never
+// runs it, nor pays for it. Backends find such work by its key (and stopping work that was
+// never submitted is no error), as advance's "no handle yet" branch does for a cancel.
+func (r *VideoTaskReconciler) cancelUnrecordedStages(ctx context.Context, task *videogenv1alpha1.VideoTask) {
+	_, b, ok := r.Backends.Route(task.Spec.Capability)
+	if !ok {
+		return
+	}
+	for _, name := range videogenv1alpha1.Stages {
+		shown := false
+		for _, st := range task.Status.Stages {
+			shown = shown || (st.Name == name && st.State != "" && st.State != videogenv1alpha1.StagePending)
+		}
+		if !shown {
+			r.cancelWork(ctx, b, r.work(task, catalog.Template{}, name), "")
+		}
+	}
 }
 
 // resolveTemplate finds the task's template in the cache, and, before calling it missing, around
