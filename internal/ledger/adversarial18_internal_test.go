@@ -1,6 +1,11 @@
 package ledger
 
-import "testing"
+import (
+	"errors"
+	"testing"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
 
 // Found by the eighteenth adversarial review. Overdrawn is the one verdict of the books that
 // undoes another manager's decision: a task showing an admission this ledger did not count,
@@ -56,4 +61,95 @@ func TestADeposedManagerDoesNotFindATaskItsSuccessorAdmittedOverdrawn(t *testing
 	}
 	waitFor(t, func() bool { return !a.Ready() })
 	expectDeposed(t, a)
+}
+
+// The same for a task made with kubectl: its first reconcile prices it and asks Admit, and a
+// refusal is final (reject: Failed, InsufficientBalance). A deposed manager that has not met
+// its successor's fence refuses it from a balance that misses the successor's credits; both
+// managers' controllers reconcile the new task, and whichever status write comes first lands.
+//
+// Interleaving: steps 1-2 as above, without the REST create (B credited 50: 150 available);
+// 3. a kubectl task k at 120 is created; A's informer delivers it before A's writer met B's
+// fence; 4. A's controller: View(k) → Unadmitted; Admit(k, 120).
+// What a user sees: kubectl get videotask k: Failed, "the account has 100 points available
+// and this task costs 120", on an account with 150.
+func TestADeposedManagerDoesNotRefuseAKubectlTaskTheAccountCovers(t *testing.T) {
+	h := newHarness(t, 100)
+	var ls lease
+	ls.take("ledger-A")
+	a := h.startWith(h.ctx, "ledger-A", func(cfg *Config) { cfg.Lease = ls.of("ledger-A") })
+	h.books(h.settle(a), 100, 0, 0)
+
+	ls.take("ledger-B")
+	b := h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Lease = ls.of("ledger-B") })
+	if _, out := h.applyTopUp(b, "pay", "INVOICE-1", 50); !out.Applied {
+		t.Fatalf("B's top-up: %+v", out)
+	}
+	h.books(h.settle(b), 150, 0, 0)
+
+	task := h.task("k")
+	must(t, k8s.Create(h.ctx, task))
+	h.feed(a, task)
+	if v, err := a.View(task); err != nil || v.Standing != Unadmitted {
+		t.Fatalf("A's view of k: %+v, %v; want Unadmitted", v, err)
+	}
+	var short *InsufficientBalanceError
+	if err := a.Admit(task, 120); errors.As(err, &short) {
+		t.Fatalf("the deposed manager A refuses k (%v; its controller ends it Failed for good), "+
+			"though B, elected, has 150 points available", err)
+	}
+	h.feed(b, task)
+	if err := b.Admit(task, 120); err != nil {
+		t.Fatalf("B's Admit(k, 120): %v", err)
+	}
+	waitFor(t, func() bool { return !a.Ready() })
+	expectDeposed(t, a)
+}
+
+// The same for an account's close: the PointAccount controller removes the ledger's finalizer
+// once Closable says the books are empty, with a patch guarded only by the resourceVersion of
+// its cached copy. A deposed manager's books miss what its successor wrote: a credit applied
+// to the closing account (a customer's payment turned into a PointTopUp as the account is
+// closed) is not in them, so Closable answers nil, and the finalizer patch, made from the
+// cache's current copy (the successor's write), lands: the account goes with the points the
+// successor credited, and the PointTopUp says Applied, BalanceAfter 50, to an account that no
+// longer exists.
+//
+// Interleaving: 1. A keeps the books of an empty account; an administrator deletes it (the
+// finalizer keeps it; A writes Closing). 2. A is paused; B is elected, fences it, and applies
+// a PointTopUp of +50 (the account: credited 50, balance 50). 3. A resumes; its PointAccount
+// controller reconciles the account (B's write is its event) before A's writer met the fence:
+// Closable.
+func TestADeposedManagerDoesNotCloseAnAccountItsSuccessorCredited(t *testing.T) {
+	h := newHarness(t, 0)
+	var ls lease
+	ls.take("ledger-A")
+	a := h.startWith(h.ctx, "ledger-A", func(cfg *Config) { cfg.Lease = ls.of("ledger-A") })
+	acct := h.account()
+	acct.Finalizers = []string{videogenv1alpha1.FinalizerLedger}
+	must(t, k8s.Update(h.ctx, acct))
+	must(t, k8s.Delete(h.ctx, acct))
+	a.accountEvent(h.ctx, h.account(), false)
+	h.books(h.settle(a), 0, 0, 0)
+	if err := a.Closable(h.ns); err != nil {
+		t.Fatalf("A: an empty deleted account: %v; want closable", err)
+	}
+
+	ls.take("ledger-B")
+	b := h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Lease = ls.of("ledger-B") })
+	if _, out := h.applyTopUp(b, "pay", "LATE-PAYMENT", 50); !out.Applied {
+		t.Fatalf("B's top-up: %+v", out)
+	}
+	h.books(h.settle(b), 50, 0, 0)
+
+	if err := a.Closable(h.ns); err == nil {
+		t.Fatalf("the deposed manager A says the account may go (its controller removes the finalizer), " +
+			"though B credited it 50 points")
+	}
+	waitFor(t, func() bool { return !a.Ready() })
+	expectDeposed(t, a)
+	// Let the namespace's account go at the end (the test's cleanup).
+	got := h.account()
+	got.Finalizers = nil
+	must(t, k8s.Update(h.ctx, got))
 }
