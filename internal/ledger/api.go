@@ -91,11 +91,46 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 			v.Result = j.Result
 		}
 	case overdrawn:
+		// The one verdict that undoes another manager's decision (the controller refuses the
+		// task for good): only while this manager still keeps the books. A deposed one that
+		// has not met its successor's fence yet counts the successor's admissions against a
+		// balance that misses the successor's credits.
+		if !l.keepsBooks(b) {
+			return View{}, ErrNotReady
+		}
 		v.Standing = Overdrawn
 	default:
 		v.Standing = Settled
 	}
 	return v, nil
+}
+
+// keepsBooks reads the account from the kube-apiserver: whether this manager is still its
+// authority, or, with a Lease, holds the Lease in the term of its books (a foreign fence is
+// then a deposed manager's, landed late, which the next write puts right). A manager that
+// finds it no longer keeps the books steps down, as its writer would. Call it with b.mu held.
+func (l *Ledger) keepsBooks(b *book) bool {
+	ctx := l.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	fresh := &videogenv1alpha1.PointAccount{}
+	if err := l.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(b.account), fresh); err != nil || fresh.UID != b.account.UID {
+		return false // ask again; a replaced account's event rebuilds the books
+	}
+	if fresh.Status.Authority == l.cfg.Identity {
+		return true
+	}
+	if l.cfg.Lease != nil {
+		switch err := l.inTerm(ctx); {
+		case err == nil:
+			return true
+		case !errors.Is(err, errLostElection):
+			return false
+		}
+	}
+	l.stepDown(b, fresh.Status.Authority)
+	return false
 }
 
 // Admit counts the hold of a task made with kubectl at price, before the controller's status
@@ -121,6 +156,9 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 		return ErrSettled
 	}
 	if avail := b.available(); avail < price {
+		if !l.keepsBooks(b) {
+			return ErrNotReady // a refusal is final: not from a deposed manager's balance
+		}
 		return &InsufficientBalanceError{Required: price, Available: max(avail, 0)}
 	}
 	if newer(t.ResourceVersion, e.rv) {
@@ -660,6 +698,11 @@ func (l *Ledger) Closable(namespace string) error {
 		st.Balance != 0 || st.Holds != 0 || st.Frozen != 0 || len(st.Journal) != 0 {
 		return errors.New(closingMessage(&videogenv1alpha1.PointAccountStatus{
 			Balance: b.available(), Holds: int32(b.holds), Frozen: b.frozen, Journal: st.Journal}))
+	}
+	if !l.keepsBooks(b) {
+		// A deposed manager's books miss what its successor wrote (a credit to the closing
+		// account): the account goes only on the word of the manager that keeps its books.
+		return ErrNotReady
 	}
 	return nil
 }
