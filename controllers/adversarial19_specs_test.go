@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
@@ -56,4 +57,12 @@ var _ = Describe("Adversarial: specs made with kubectl (round 19)", func() {
 		Entry("a byte-order mark at the start", func(r string) string { return "\ufeff" + r }),
 		Entry("a line separator at the end", func(r string) string { return r + "\u2028" }),
 	)
+
+	It("still takes references of any script, with spaces inside", func() {
+		for _, ref := range []string{"A", "INV 2026/001", "Rechnung Nr. 7 (Ä)", "請求書-1", "INV\u00a01"} {
+			t := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: envsuite.Unique("ref")},
+				Spec: videogenv1alpha1.PointTopUpSpec{Amount: 1, Reference: ref}}
+			Expect(k8sClient.Create(ctx, t, client.DryRunAll)).To(Succeed(), "reference %q", ref)
+		}
+	})
 })

@@ -36,11 +36,13 @@ type PointTopUpSpec struct {
 
 	// Reference ties the top-up to its paperwork, e.g. an invoice number. It is unique in the
 	// namespace for good: a second top-up with a reference already applied to its account, or
-	// to an earlier account of the namespace, is refused. No space at either end, so "INV-1 "
-	// cannot pass for another reference than "INV-1".
+	// to an earlier account of the namespace, is refused. No space of any script at either end
+	// (a no-break or ideographic space) and no invisible or control character anywhere (a
+	// zero-width space, a byte-order mark, a line separator), so that "INV-1 " cannot pass for
+	// another reference than "INV-1".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^\S(.*\S)?$`
+	// +kubebuilder:validation:Pattern=`^[^\s\p{Z}\p{Cc}\p{Cf}]([^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*[^\s\p{Z}\p{Cc}\p{Cf}])?$`
 	// +required
 	Reference string `json:"reference"`
 
