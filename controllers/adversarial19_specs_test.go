@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -65,4 +66,48 @@ var _ = Describe("Adversarial: specs made with kubectl (round 19)", func() {
 			Expect(k8sClient.Create(ctx, t, client.DryRunAll)).To(Succeed(), "reference %q", ref)
 		}
 	})
+})
+
+var _ = Describe("Adversarial: a kubectl task's webhookURL (round 19)", func() {
+	// What breaks: the REST API takes a webhook_url only if netguard.CheckURL does (it parses,
+	// its port is 1-65535, it carries no credentials). A VideoTask made with kubectl is held
+	// only to the schema's ^https?:// and 2048 characters, and the webhook controller sends to
+	// whatever it says. A URL that can never be parsed (a stray "%" in its query, a space in
+	// its host, a port that is no number) is tried on the whole schedule (eight attempts over
+	// some 28 hours by default), a Warning event each, the task kept open all that time, and
+	// last_error blames the receiver while quoting the URL whole: "receiver parse
+	// \"https://ci:s3cret@hooks.example/...\": invalid URL escape" — in GET /v1/tasks/{id}
+	// and in the namespace's events, credentials included. A parseable URL with credentials,
+	// which the REST API refuses, is posted to with them as Basic auth.
+	//
+	// Steps: a task made with kubectl whose webhookURL is such a URL runs and succeeds (the
+	// test backend): nothing races.
+	DescribeTable("stops at once, without quoting the URL, a webhookURL the REST API would refuse as malformed",
+		func(url func(receiver string) string, lastError string) {
+			backend := testbackend.New()
+			stop := startManager(testOptions(backend))
+			DeferCleanup(stop)
+			ns := suite.NewAccount(100)
+			recv := newTaskReceiver(ns)
+			task := taskWithWebhook(ns, url(recv.server.URL), testbackend.Script{}, backend)
+			Eventually(func() *videogenv1alpha1.WebhookDelivery { return webhookOf(ns, task.Name) }).Should(And(
+				Not(BeNil()), Not(HaveField("State", videogenv1alpha1.WebhookPending))))
+			w := webhookOf(ns, task.Name)
+			Expect(w.State).To(Equal(videogenv1alpha1.WebhookStopped), "last error %q after %d attempts", w.LastError, w.Attempts)
+			Expect(w.Attempts).To(BeNumerically("==", 1))
+			Expect(w.LastError).To(Equal(lastError))
+			Expect(taskOf(ns, task.Name).Status.Closed).To(BeTrue(), "nothing is left to do for the task")
+			Expect(recv.deliveries()).To(BeEmpty())
+			Consistently(func() []string { return eventNotes(ns, task.Name) }, 500*time.Millisecond).ShouldNot(
+				ContainElement(ContainSubstring("s3cret")))
+		},
+		Entry("an escape that is none, with credentials", func(string) string { return "https://ci:s3cret@hooks.example/done/%zz" },
+			`the webhook URL is not a valid URL: invalid URL escape "%zz"`),
+		Entry("a space in the host", func(string) string { return "http://hooks example/done" },
+			`the webhook URL is not a valid URL: invalid character " " in host name`),
+		Entry("a port that is no number", func(string) string { return "http://hooks.example:http/done" },
+			`the webhook URL is not a valid URL: invalid port ":http" after host`),
+		Entry("credentials", func(r string) string { return "http://ci:s3cret@" + strings.TrimPrefix(r, "http://") + "/hook" },
+			"the webhook URL must not carry credentials"),
+	)
 })
