@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,9 +99,14 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res := outbound.Send(ctx, r.Config.Client, outbound.Message{URL: task.Spec.WebhookURL, ID: d.ID,
-		Secrets: secrets.Signing(now), Body: body, UserAgent: "videogen-webhooks/1"}, now)
-	res.Err = receiverError(ctx, res.Err)
+	var res outbound.Attempt
+	if bad := malformedWebhookURL(task.Spec.WebhookURL); bad != nil {
+		res = outbound.Attempt{Outcome: outbound.Refused, Err: bad}
+	} else {
+		res = outbound.Send(ctx, r.Config.Client, outbound.Message{URL: task.Spec.WebhookURL, ID: d.ID,
+			Secrets: secrets.Signing(now), Body: body, UserAgent: "videogen-webhooks/1"}, now)
+		res.Err = receiverError(ctx, res.Err)
+	}
 	// The attempt is recorded, and the next one scheduled, from when it ended: an attempt that
 	// waited out a 10 s timeout would otherwise eat the first 5 s step of the schedule.
 	ended := r.Clock.Now()
@@ -121,6 +127,9 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			"The webhook URL's host is not a public address; the service never calls one, so no more attempts"
 		if literal := (*netguard.LiteralAddressError)(nil); errors.As(res.Err, &literal) {
 			note = fmt.Sprintf("The webhook URL's host %s is not a public address; the service never calls one, so no more attempts", literal.Addr)
+		}
+		if malformed := (*malformedURLError)(nil); errors.As(res.Err, &malformed) {
+			note = "T" + res.Err.Error()[1:] + "; the service never calls such a URL, so no more attempts"
 		}
 	default:
 		if next, ok := r.schedule().Next(d.Attempts, ended); ok {
@@ -214,6 +223,28 @@ func (r *VideoTaskWebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(r.Config.Concurrency, 0), DefaultWebhookConcurrency)}).
 		Named("videotask-webhook").
 		Complete(r)
+}
+
+// malformedURLError: a webhook URL the service never calls whatever its receiver does, which
+// the REST API would have refused (netguard.CheckURL) but a VideoTask made with kubectl may
+// carry: one that cannot be parsed, whose port is no port, or that carries credentials. Its
+// message never quotes the URL, which may hold a password.
+type malformedURLError struct{ msg string }
+
+func (e *malformedURLError) Error() string { return "the webhook URL " + e.msg }
+
+// malformedWebhookURL is the reason the service never calls raw, or nil. A destination the
+// client's policy refuses is left to the client (its allow list decides).
+func malformedWebhookURL(raw string) error {
+	_, err := netguard.Policy{}.CheckURL(raw)
+	if err == nil || errors.Is(err, netguard.ErrForbiddenDestination) {
+		return nil
+	}
+	msg := err.Error() // "not a valid URL: …", "must not carry credentials", "has an invalid port …"
+	if strings.HasPrefix(msg, "not ") {
+		msg = "is " + msg
+	}
+	return &malformedURLError{msg: msg}
 }
 
 // receiverError words a failed attempt for last_error, which the task's caller reads: "receiver

@@ -250,7 +250,8 @@ const (
 	// WebhookDelivered: the receiver answered 2xx.
 	WebhookDelivered WebhookState = "Delivered"
 	// WebhookStopped: the receiver answered 410 Gone, or the URL names an address the manager
-	// never calls (a literal private one); no more attempts.
+	// never calls (a literal private one), or the URL is one it never calls at all (it does not
+	// parse, or carries credentials: a task made with kubectl); no more attempts.
 	WebhookStopped WebhookState = "Stopped"
 	// WebhookFailed: every scheduled attempt failed.
 	WebhookFailed WebhookState = "Failed"
