@@ -91,4 +91,12 @@ func TestAKubectlShortTemplateWithAnIDThatIsNoneIsNotListedAsUsable(t *testing.T
 			t.Errorf("GET %s does not list the usable ushort_fine: %s", tc.path, rec.Body)
 		}
 	}
+	for _, id := range []string{"promo-2026", "studio-pro"} {
+		req := httptest.NewRequest(http.MethodGet, "/v1/short-templates/"+id, nil)
+		req.SetPathValue("id", id)
+		rec := serveAs(s.getShortTemplate, acct, req)
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("GET /v1/short-templates/%s: %d %s, want 404: no task can use that id", id, rec.Code, rec.Body)
+		}
+	}
 }

@@ -47,8 +47,15 @@ func viewShortTemplate(st *videogenv1alpha1.ShortTemplate) ShortTemplateView {
 		CreatedAt: st.CreationTimestamp.UTC()}
 }
 
+// shortTemplateID is the template's id, "" while it has none a task's template_id can use: a
+// ShortTemplate made with kubectl may carry any id label (the controller marks one that is no
+// ushort_ id InvalidID), and template_id resolves only ushort_ ids to short templates.
 func shortTemplateID(st *videogenv1alpha1.ShortTemplate) string {
-	return st.Labels[videogenv1alpha1.LabelShortTemplateID]
+	id := st.Labels[videogenv1alpha1.LabelShortTemplateID]
+	if !strings.HasPrefix(id, videogenv1alpha1.ShortTemplateIDPrefix) {
+		return ""
+	}
+	return id
 }
 
 func sortedShortTemplates(items []videogenv1alpha1.ShortTemplate) []videogenv1alpha1.ShortTemplate {
@@ -316,9 +323,13 @@ func (s *Server) deleteShortTemplate(w http.ResponseWriter, r *http.Request, p a
 // findShortTemplate finds the caller's template by id; another account's id is 404, never 403.
 func (s *Server) findShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) (*videogenv1alpha1.ShortTemplate, bool) {
 	id := r.PathValue("id")
-	st, err := catalog.FindShortTemplate(r.Context(), s.cfg.Client, p.Account, id)
-	if errors.Is(err, catalog.ErrTemplateNotFound) {
-		st, err = catalog.FindShortTemplate(r.Context(), s.cfg.APIReader, p.Account, id)
+	var st *videogenv1alpha1.ShortTemplate
+	err := catalog.ErrTemplateNotFound // an id label that is no ushort_ id (kubectl) names none
+	if strings.HasPrefix(id, videogenv1alpha1.ShortTemplateIDPrefix) {
+		st, err = catalog.FindShortTemplate(r.Context(), s.cfg.Client, p.Account, id)
+		if errors.Is(err, catalog.ErrTemplateNotFound) {
+			st, err = catalog.FindShortTemplate(r.Context(), s.cfg.APIReader, p.Account, id)
+		}
 	}
 	switch {
 	case errors.Is(err, catalog.ErrTemplateNotFound):
