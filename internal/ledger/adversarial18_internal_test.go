@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"k8s.io/client-go/util/retry"
+
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
@@ -125,10 +127,12 @@ func TestADeposedManagerDoesNotCloseAnAccountItsSuccessorCredited(t *testing.T) 
 	var ls lease
 	ls.take("ledger-A")
 	a := h.startWith(h.ctx, "ledger-A", func(cfg *Config) { cfg.Lease = ls.of("ledger-A") })
-	acct := h.account()
-	acct.Finalizers = []string{videogenv1alpha1.FinalizerLedger}
-	must(t, k8s.Update(h.ctx, acct))
-	must(t, k8s.Delete(h.ctx, acct))
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error { // A's writer writes the status meanwhile
+		acct := h.account()
+		acct.Finalizers = []string{videogenv1alpha1.FinalizerLedger}
+		return k8s.Update(h.ctx, acct)
+	}))
+	must(t, k8s.Delete(h.ctx, h.account()))
 	a.accountEvent(h.ctx, h.account(), false)
 	h.books(h.settle(a), 0, 0, 0)
 	if err := a.Closable(h.ns); err != nil {
