@@ -95,8 +95,8 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 		// task for good): only while this manager still keeps the books. A deposed one that
 		// has not met its successor's fence yet counts the successor's admissions against a
 		// balance that misses the successor's credits.
-		if !l.keepsBooks(b) {
-			return View{}, ErrNotReady
+		if !l.keepsBooks(b) || b.tasks[t.Name] != e || e.uid != t.UID || e.state != overdrawn {
+			return View{}, ErrNotReady // or the books moved while the account was read: ask again
 		}
 		v.Standing = Overdrawn
 	default:
@@ -108,26 +108,35 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 // keepsBooks reads the account from the kube-apiserver: whether this manager is still its
 // authority, or, with a Lease, holds the Lease in the term of its books (a foreign fence is
 // then a deposed manager's, landed late, which the next write puts right). A manager that
-// finds it no longer keeps the books steps down, as its writer would. Call it with b.mu held.
+// finds it no longer keeps the books steps down, as its writer would. Call it with b.mu held:
+// it lets go of the lock while it reads (a slow kube-apiserver must not stall the account's
+// creates, balance reads and writer) and holds it again when it returns, so the caller decides
+// again from the books as they are then.
 func (l *Ledger) keepsBooks(b *book) bool {
 	ctx := l.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	key, uid := client.ObjectKeyFromObject(b.account), b.account.UID
+	b.mu.Unlock()
 	fresh := &videogenv1alpha1.PointAccount{}
-	if err := l.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(b.account), fresh); err != nil || fresh.UID != b.account.UID {
+	err := l.cfg.Reader.Get(ctx, key, fresh)
+	var term error
+	if err == nil && fresh.UID == uid && fresh.Status.Authority != l.cfg.Identity && l.cfg.Lease != nil {
+		term = l.inTerm(ctx)
+	}
+	b.mu.Lock()
+	switch {
+	case b.fenced || b.building || b.account == nil || b.account.UID != uid:
+		return false // rebuilt, replaced or fenced meanwhile: ask again
+	case err != nil || fresh.UID != uid:
 		return false // ask again; a replaced account's event rebuilds the books
-	}
-	if fresh.Status.Authority == l.cfg.Identity {
+	case fresh.Status.Authority == l.cfg.Identity:
 		return true
-	}
-	if l.cfg.Lease != nil {
-		switch err := l.inTerm(ctx); {
-		case err == nil:
-			return true
-		case !errors.Is(err, errLostElection):
-			return false
-		}
+	case l.cfg.Lease != nil && term == nil:
+		return true
+	case l.cfg.Lease != nil && !errors.Is(term, errLostElection):
+		return false
 	}
 	l.stepDown(b, fresh.Status.Authority)
 	return false
@@ -155,11 +164,17 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 	case settled, overdrawn:
 		return ErrSettled
 	}
-	if avail := b.available(); avail < price {
+	if b.available() < price {
 		if !l.keepsBooks(b) {
 			return ErrNotReady // a refusal is final: not from a deposed manager's balance
 		}
-		return &InsufficientBalanceError{Required: price, Available: max(avail, 0)}
+		// Decided again from the books as they are after the read.
+		if b.tasks[t.Name] != e || e.uid != t.UID || e.state != unadmitted || b.accepting() != nil {
+			return ErrNotReady
+		}
+		if avail := b.available(); avail < price {
+			return &InsufficientBalanceError{Required: price, Available: max(avail, 0)}
+		}
 	}
 	if newer(t.ResourceVersion, e.rv) {
 		e.rv = t.ResourceVersion
@@ -693,16 +708,22 @@ func (l *Ledger) Closable(namespace string) error {
 		return ErrAccountNotFound
 	}
 	// Both the books and the status written say so: the status is what an auditor keeps.
-	st := b.account.Status
-	if b.available() != 0 || b.holds != 0 || b.frozen != 0 || len(b.queued) != 0 ||
-		st.Balance != 0 || st.Holds != 0 || st.Frozen != 0 || len(st.Journal) != 0 {
-		return errors.New(closingMessage(&videogenv1alpha1.PointAccountStatus{
-			Balance: b.available(), Holds: int32(b.holds), Frozen: b.frozen, Journal: st.Journal}))
+	busy := func() error {
+		st := b.account.Status
+		if b.available() != 0 || b.holds != 0 || b.frozen != 0 || len(b.queued) != 0 ||
+			st.Balance != 0 || st.Holds != 0 || st.Frozen != 0 || len(st.Journal) != 0 {
+			return errors.New(closingMessage(&videogenv1alpha1.PointAccountStatus{
+				Balance: b.available(), Holds: int32(b.holds), Frozen: b.frozen, Journal: st.Journal}))
+		}
+		return nil
+	}
+	if err := busy(); err != nil {
+		return err
 	}
 	if !l.keepsBooks(b) {
 		// A deposed manager's books miss what its successor wrote (a credit to the closing
 		// account): the account goes only on the word of the manager that keeps its books.
 		return ErrNotReady
 	}
-	return nil
+	return busy() // decided again from the books as they are after the read
 }
