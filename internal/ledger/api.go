@@ -348,7 +348,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			// Neither its answer nor its event named a task: its own event, or a read once
 			// the kube-apiserver answers (settleDoubt), settles it.
 			go l.settleDoubt(client.ObjectKeyFromObject(task), e)
-			return nil, fmt.Errorf("creating task: %w", err)
+			return nil, fmt.Errorf("creating task: %w: %w", errCreateInDoubt, err)
 		}
 		if e.state == pending {
 			b.set(e, unadmitted)

@@ -21,6 +21,10 @@ var (
 	// ErrNotReady (no manager listened or said it was ready, so nothing was created), a create
 	// may have landed. A create is safe to retry with the task's name.
 	ErrNoAnswer = errors.New("the points ledger did not answer in time")
+	// errCreateInDoubt: the create reported an error that may follow its commit, and no read
+	// has said whether it landed (its hold stays until one does): the endpoint answers it
+	// in_doubt, and the Client returns ErrNoAnswer, as for a manager that did not answer.
+	errCreateInDoubt = errors.New("the task may have been created: the kube-apiserver has not said whether the create landed")
 	// ErrSettled: the task's points were already settled (or it never held any).
 	ErrSettled = errors.New("the task's points are settled")
 	// ErrFenced: another manager wrote its name into an account this ledger kept (its fence

@@ -33,6 +33,7 @@ const (
 	codeAccountSuspended    = "account_suspended"    // 403
 	codeAccountClosing      = "account_closing"      // 403
 	codeTaskExists          = "task_exists"          // 409
+	codeInDoubt             = "in_doubt"             // 503: the create may have landed; a read will say (the name finds it)
 	codeInvalid             = "invalid_request"      // 400
 	codeCreateRefused       = "create_refused"       // 403: the kube-apiserver refused the create (a quota, an admission policy)
 	codeInternal            = "internal_error"       // 500
@@ -99,6 +100,9 @@ func writeLedgerError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &short):
 		writeError(w, http.StatusPaymentRequired, codeInsufficientBalance, err.Error(), short)
+	case errors.Is(err, errCreateInDoubt):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, codeInDoubt, err.Error(), nil)
 	case errors.Is(err, ErrNotReady):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, codeNotReady, err.Error(), nil)
@@ -318,6 +322,10 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 		return ErrAccountClosing
 	case codeTaskExists:
 		return ErrTaskExists
+	case codeInDoubt:
+		// The manager answered, but cannot say whether the create landed: in doubt, as a call
+		// it did not answer (not retried: a repeat finds the name taken until a read settles it).
+		return fmt.Errorf("%w: %s", ErrNoAnswer, e.Error.Message)
 	}
 	if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusUnauthorized && e.Error.Code != codeCallerForbidden {
 		// A refusal this client does not know (create_refused, invalid_request, or one added
