@@ -31,8 +31,11 @@ import (
 // then a SubjectAccessReview on the request's path, both cached), with one difference: a token
 // the kube-apiserver does not accept is a 401. The metrics filter answers it with a 500 and logs
 // an error with a stack trace, so anyone who can reach the port filled the manager's log with
-// errors by sending "Authorization: Bearer x". A 500 (and an error line) is left for a review
-// that could not be made. Refusals are in the ledger's error shape, {"error":{"code","message"}}.
+// errors by sending "Authorization: Bearer x". A review that could not be made (the
+// kube-apiserver failed to answer it) is logged as an error and answered 503 not_ready with
+// Retry-After: nothing was done, and the REST apiserver's ledger Client retries it within its
+// deadline, as it does a manager that is not ready (a 500 is an answer it gives up on at once).
+// Refusals are in the ledger's error shape, {"error":{"code","message"}}.
 func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.Handler) http.Handler, error) {
 	authnClient, err := authenticationv1.NewForConfigAndClient(cfg, hc)
 	if err != nil {
@@ -65,7 +68,7 @@ func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.H
 			res, ok, err := tokens.AuthenticateToken(r.Context(), token)
 			if err != nil {
 				log.Error(err, "Authentication failed")
-				refuse(w, http.StatusInternalServerError, "internal_error", "the token could not be reviewed")
+				refuse(w, http.StatusServiceUnavailable, "not_ready", "the token could not be reviewed; retry")
 				return
 			}
 			if !ok {
@@ -82,7 +85,7 @@ func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.H
 				User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path})
 			if err != nil {
 				log.Error(err, "Authorization failed", "user", u.GetName())
-				refuse(w, http.StatusInternalServerError, "internal_error", "the caller's access could not be reviewed")
+				refuse(w, http.StatusServiceUnavailable, "not_ready", "the caller's access could not be reviewed; retry")
 				return
 			}
 			if decision != authorizer.DecisionAllow {
@@ -139,8 +142,11 @@ func (t tokenReviews) AuthenticateToken(ctx context.Context, token string) (*aut
 }
 
 func refuse(w http.ResponseWriter, status int, code, message string) {
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", "Bearer")
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
