@@ -188,3 +188,49 @@ func TestACreateLeftInDoubtByTheLedgerIsNoAnswerToTheReplica(t *testing.T) {
 			"want ErrNoAnswer (503 \"may have been created\"), not an internal error", err)
 	}
 }
+
+// Found by the nineteenth adversarial review: a kubectl task's refusal for a suspended account
+// is final too (reject: Failed, account_suspended), and it is decided from the books' copy of the
+// account's spec, which only the account's informer events bring. The VideoTask and
+// PointAccount watches are separate streams with no order between them: an administrator lifts
+// the suspension, a task created after that (a GitOps sync applying both, a tenant told "it is
+// lifted") is delivered to the ledger and reconciled before the account's update is, and is
+// refused for good for a suspension that had ended before it was created.
+//
+// Interleaving (one manager): 1. the account is suspended, and the ledger's books know it;
+// 2. an administrator lifts the suspension (the ledger's account event for it lags); 3. a
+// kubectl task k is created and delivered; its reconcile asks Admit(k, 10). Reachable: any lag
+// of the account informer behind the task informer (a relist, a slow stream), for as long as it
+// lasts. What a user sees: kubectl get videotask k: Failed, "the account is suspended", on an
+// account whose spec says it is not.
+func TestASuspensionLiftedBeforeAKubectlTaskDoesNotRefuseItFromAStaleSpec(t *testing.T) {
+	h := newHarness(t, 100)
+	h.settle(h.l)
+	suspend := func(on bool) *videogenv1alpha1.PointAccount {
+		var acct *videogenv1alpha1.PointAccount
+		must(t, retryOnConflict(func() error {
+			acct = h.account()
+			acct.Spec.Suspended = on
+			return k8s.Update(h.ctx, acct)
+		}))
+		return acct
+	}
+	h.l.accountEvent(h.ctx, suspend(true), false) // 1.
+	suspend(false)                                // 2. (its event lags)
+	k := h.task("k")
+	must(t, k8s.Create(h.ctx, k)) // 3.
+	h.feed(h.l, k)
+	if err := h.l.Admit(k, 10); errors.Is(err, ErrAccountSuspended) {
+		t.Fatalf("Admit(k) refuses it for good (%v) from the books' copy of the account's spec, "+
+			"though the suspension was lifted before k was created", err)
+	}
+}
+
+func retryOnConflict(f func() error) error {
+	for {
+		err := f()
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
