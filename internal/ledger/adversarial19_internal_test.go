@@ -224,6 +224,14 @@ func TestASuspensionLiftedBeforeAKubectlTaskDoesNotRefuseItFromAStaleSpec(t *tes
 		t.Fatalf("Admit(k) refuses it for good (%v) from the books' copy of the account's spec, "+
 			"though the suspension was lifted before k was created", err)
 	}
+	// Checked, holds: a suspension the kube-apiserver still shows refuses a kubectl task.
+	h.l.accountEvent(h.ctx, suspend(true), false)
+	k2 := h.task("k2")
+	must(t, k8s.Create(h.ctx, k2))
+	h.feed(h.l, k2)
+	if err := h.l.Admit(k2, 10); !errors.Is(err, ErrAccountSuspended) {
+		t.Fatalf("Admit(k2) on a suspended account: %v, want ErrAccountSuspended", err)
+	}
 }
 
 func retryOnConflict(f func() error) error {

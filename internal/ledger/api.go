@@ -152,6 +152,9 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 	}
 	defer b.mu.Unlock()
 	if err := b.accepting(); err != nil {
+		if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) {
+			return ErrNotReady // lifted since the books' copy of the spec: its event comes
+		}
 		return err
 	}
 	e := b.tasks[t.Name]
@@ -183,6 +186,24 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 	b.set(e, pending)
 	l.schedule(b)
 	return nil
+}
+
+// stillSuspended reads the account from the kube-apiserver before a kubectl task is refused for
+// good for its suspension: the books' copy of the spec comes with the account's events, which
+// may lag the task's (another watch). Call it with b.mu held; like keepsBooks it lets go of the
+// lock for the read, and reports whether both the read and the books still say suspended.
+func (l *Ledger) stillSuspended(b *book) bool {
+	ctx := l.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	key, uid := client.ObjectKeyFromObject(b.account), b.account.UID
+	b.mu.Unlock()
+	fresh := &videogenv1alpha1.PointAccount{}
+	err := l.cfg.Reader.Get(ctx, key, fresh)
+	b.mu.Lock()
+	return err == nil && fresh.UID == uid && fresh.Spec.Suspended && !b.fenced && !b.building &&
+		b.account != nil && b.account.UID == uid && b.account.Spec.Suspended
 }
 
 // accepting says why the account takes no new tasks (nil if it does). Call it with b.mu held.
