@@ -129,7 +129,7 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			note = fmt.Sprintf("The webhook URL's host %s is not a public address; the service never calls one, so no more attempts", literal.Addr)
 		}
 		if malformed := (*malformedURLError)(nil); errors.As(res.Err, &malformed) {
-			note = "T" + res.Err.Error()[1:] + "; the service never calls such a URL, so no more attempts"
+			note = "The webhook URL " + malformed.msg + "; the service never calls such a URL, so no more attempts"
 		}
 	default:
 		if next, ok := r.schedule().Next(d.Attempts, ended); ok {
