@@ -43,18 +43,22 @@ func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1
 	}
 	retry = retry.WithDefaults()
 
+	// Each row's outcome is counted, like its Kubernetes event, once the status records it: an
+	// attempt whose result is lost is made again and may end otherwise (a gave_up that is
+	// then delivered must not fire the given-up alert).
+	outcomes := make([]string, len(rows))
 	var wg sync.WaitGroup
-	for _, row := range rows {
+	for i, row := range rows {
 		sink, ok := cfg.Find(row.Name)
 		if !ok {
-			r.finish(row, now, "sink was removed from the configuration")
+			outcomes[i] = r.finish(row, now, "sink was removed from the configuration")
 			continue
 		}
 		wg.Go(func() {
 			attempt := paymentevents.Deliver(ctx, r.Options.HTTPClient, sink, row.WebhookID, body, now)
 			// Recorded and rescheduled from when the attempt ended: a sink that waited out its
 			// timeout must still get the whole backoff before the next attempt.
-			r.apply(row, attempt, retry, r.Clock.Now())
+			outcomes[i] = r.apply(row, attempt, retry, r.Clock.Now())
 		})
 	}
 	wg.Wait()
@@ -62,7 +66,8 @@ func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1
 	if err := r.Status().Update(ctx, pe); err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, row := range rows {
+	for i, row := range rows {
+		paymentEventDeliveries.WithLabelValues(row.Name, outcomes[i]).Inc()
 		r.report(pe, row)
 	}
 	return requeueAt(pe, r.Clock.Now()), nil
@@ -97,33 +102,34 @@ func requeueAt(pe *videogenv1alpha1.PaymentEvent, now time.Time) ctrl.Result {
 	return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Millisecond)}
 }
 
-// apply records one attempt, which ended at ended, in its row.
-func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a outbound.Attempt, retry paymentevents.RetryPolicy, ended time.Time) {
+// apply records one attempt, which ended at ended, in its row, and returns its outcome label
+// for videogen_payment_event_deliveries_total.
+func (r *PaymentEventReconciler) apply(row *videogenv1alpha1.SinkDelivery, a outbound.Attempt, retry paymentevents.RetryPolicy, ended time.Time) string {
 	outbound.Record(&row.DeliveryAttempts, a, ended)
 	switch {
 	case a.Outcome == outbound.Delivered:
 		row.State = videogenv1alpha1.DeliveryDelivered
-		paymentEventDeliveries.WithLabelValues(row.Name, "delivered").Inc()
+		return "delivered"
 	case a.Outcome == outbound.Gone:
 		row.State = videogenv1alpha1.DeliveryFailed
-		paymentEventDeliveries.WithLabelValues(row.Name, "gone").Inc()
+		return "gone"
 	case row.Attempts >= retry.MaxAttempts:
 		row.State = videogenv1alpha1.DeliveryFailed
 		row.LastError = outbound.Truncate(fmt.Sprintf("gave up after %d attempts: %s", row.Attempts, row.LastError), videogenv1alpha1.PaymentEventMaxTextLength)
-		paymentEventDeliveries.WithLabelValues(row.Name, "gave_up").Inc()
+		return "gave_up"
 	default:
 		next := metav1.NewTime(ended.Add(retry.Delay(row.Attempts, r.Jitter())))
 		row.NextAttemptAt = &next
-		paymentEventDeliveries.WithLabelValues(row.Name, "retry").Inc()
+		return "retry"
 	}
 }
 
-// finish ends a row that cannot be attempted at all.
-func (r *PaymentEventReconciler) finish(row *videogenv1alpha1.SinkDelivery, now time.Time, why string) {
+// finish ends a row that cannot be attempted at all, and returns its outcome label.
+func (r *PaymentEventReconciler) finish(row *videogenv1alpha1.SinkDelivery, now time.Time, why string) string {
 	at := metav1.NewTime(now)
 	row.State, row.NextAttemptAt, row.LastAttemptAt = videogenv1alpha1.DeliveryFailed, nil, &at
 	row.LastStatus, row.LastError = 0, why
-	paymentEventDeliveries.WithLabelValues(row.Name, "sink_removed").Inc()
+	return "sink_removed"
 }
 
 // report emits the Kubernetes event of a row that reached its end in this reconcile.

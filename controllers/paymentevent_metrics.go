@@ -14,7 +14,7 @@ var (
 	}, []string{"connector", "event_type"})
 	paymentEventDeliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "videogen_payment_event_deliveries_total",
-		Help: "Delivery attempts to sinks by outcome: delivered, retry, gone (410), gave_up (attempts exhausted), sink_removed.",
+		Help: "Delivery attempts to sinks by outcome, counted once the status records them: delivered, retry, gone (410), gave_up (attempts exhausted), sink_removed.",
 	}, []string{"sink", "outcome"})
 )
 

@@ -1,0 +1,140 @@
+package controllers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
+)
+
+// adv19Sink is a sink answering a scripted status per attempt (the last one repeats).
+func adv19Sink(t *testing.T, name string, statuses ...int) (paymentevents.Sink, func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		n++
+		code := statuses[min(n, len(statuses))-1]
+		mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	return paymentevents.Sink{Name: name, URL: srv.URL, Secret: standardwebhooks.NewSecret(), Timeout: metav1.Duration{Duration: 5 * time.Second}},
+		func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// adv19Count reads videogen_payment_event_deliveries_total{sink, outcome}.
+func adv19Count(t *testing.T, sink, outcome string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := paymentEventDeliveries.WithLabelValues(sink, outcome).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// adv19Event is a recorded PaymentEvent with one row per sink, each pending and due, with
+// attempts already made.
+func adv19Event(now time.Time, attempts int32, sinks ...string) *videogenv1alpha1.PaymentEvent {
+	pe := &videogenv1alpha1.PaymentEvent{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: "stripe-adv19", Generation: 1},
+		Spec: videogenv1alpha1.PaymentEventSpec{Connector: "stripe", MerchantEventID: "evt_adv19", EventType: "DISPUTE_CREATED",
+			ReceivedAt: metav1.NewTime(now), BodySHA256: "0000000000000000000000000000000000000000000000000000000000000000"},
+	}
+	due := metav1.NewTime(now.Add(-time.Second))
+	for _, s := range sinks {
+		pe.Status.Sinks = append(pe.Status.Sinks, videogenv1alpha1.SinkDelivery{
+			Name: s, WebhookID: paymentevents.WebhookID(pe.Name, s), State: videogenv1alpha1.DeliveryPending,
+			DeliveryAttempts: videogenv1alpha1.DeliveryAttempts{Attempts: attempts, NextAttemptAt: &due},
+		})
+	}
+	meta.SetStatusCondition(&pe.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionProcessed,
+		Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: videogenv1alpha1.ReasonEventRecorded, Message: "recorded"})
+	pe.Status.ObservedGeneration = 1
+	return pe
+}
+
+// FAILED before the fix (gave_up counted 1 for a delivery that is Delivered): the
+// videogen_payment_event_deliveries_total outcomes were counted when an attempt ended, before
+// the status write that records them. When that write did not land, the next reconcile makes
+// the attempt again and may reach another end; the counter keeps both.
+//
+// Interleaving (one event, sink "adv19-billing", maxAttempts 3):
+//  1. The row has had 2 failed attempts and is due. A reconcile reads the event (APIReader),
+//     makes attempt 3: the sink answers 503, so the row is given up in memory and gave_up is
+//     counted.
+//  2. The status write meets a newer copy (409 Conflict): during the attempt, which may last
+//     up to the sink's timeout (1m), the object changed. Reachable: an on-call annotating or
+//     labelling PaymentEvents (`kubectl annotate ... videogen.dev/redeliver`, the runbook's
+//     own step, on another of the event's rows), or, on a failover, the other manager's write
+//     of the same row. A write that fails without landing (apiserver timeout, 5xx) does the
+//     same.
+//  3. requeueOnConflict retries at once from the server's copy: the row is still Pending with
+//     2 attempts, so attempt 3 is made again; the sink, recovered, answers 200: Delivered.
+//
+// What the operator sees: the critical alert VideogenPaymentEventsGivenUp ("that sink missed
+// those payments") fires for sink adv19-billing, while every PaymentEvent shows it Delivered;
+// `kubectl get paymentevents -o wide` lists no DeliveryFailed to redeliver. The counters must
+// count what the status records, once, as the Kubernetes events already do.
+func TestAdversarial19DeliveryOutcomeCountedOnlyOnceRecorded(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	sink, hits := adv19Sink(t, "adv19-billing", http.StatusServiceUnavailable, http.StatusOK)
+	pe := adv19Event(now, 2, sink.Name)
+
+	var conflicts int
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pe).WithStatusSubresource(pe).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if conflicts == 0 {
+					conflicts++
+					return apierrors.NewConflict(schema.GroupResource{Group: "videogen.dev", Resource: "paymentevents"}, obj.GetName(), nil)
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100),
+		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
+			Sinks: []paymentevents.Sink{sink}, Retry: paymentevents.RetryPolicy{MaxAttempts: 3}}}}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
+	gaveUp := func() float64 { return adv19Count(t, sink.Name, "gave_up") }
+	delivered := func() float64 { return adv19Count(t, sink.Name, "delivered") }
+
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != conflictRetry {
+		t.Fatalf("reconcile 1 (its write conflicts) = %+v, %v", res, err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile 2: %v", err)
+	}
+	got := &videogenv1alpha1.PaymentEvent{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if row := got.Status.Sinks[0]; row.State != videogenv1alpha1.DeliveryDelivered || row.Attempts != 3 || hits() != 2 {
+		t.Fatalf("row %+v after %d attempts at the sink, want Delivered at attempt 3", row, hits())
+	}
+	if gaveUp() != 0 || delivered() != 1 {
+		t.Fatalf("deliveries_total{sink=%q}: gave_up %v, delivered %v; the status says Delivered once, never given up",
+			sink.Name, gaveUp(), delivered())
+	}
+}
