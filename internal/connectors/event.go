@@ -49,6 +49,15 @@ const (
 	EventTypeUnsupported EventType = "EVENT_TYPE_UNSUPPORTED"
 )
 
+// EventTypes lists every normalized type, EventTypeUnsupported included: the values a
+// PaymentEvent's eventType can hold, and so the only ones a sink filter can match.
+var EventTypes = []EventType{
+	PaymentIntentSuccess, PaymentIntentPaymentFailed, PaymentIntentProcessing, PaymentIntentCanceled,
+	PaymentIntentAuthorizationSuccess, PaymentIntentAuthorizationFailure, PaymentIntentCaptureSuccess,
+	PaymentIntentCaptureFailure, ChargeRefunded, RefundProcessing, RefundFailure, DisputeCreated,
+	DisputeChallenged, DisputeWon, DisputeLost, DisputeAccepted, DisputeClosed, EventTypeUnsupported,
+}
+
 // Event is a verified webhook in the shared model. For a mapped event
 // exactly one of Payment, Refund and Dispute is set; for
 // EventTypeUnsupported none is.

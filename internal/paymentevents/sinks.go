@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/connectors"
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
@@ -25,7 +27,7 @@ const DefaultSinkTimeout = 10 * time.Second
 //	  url: https://billing.example/hooks # POSTed to, signed with Standard Webhooks
 //	  secret: whsec_…                    # base64 key after whsec_
 //	  eventTypes: [DISPUTE_CREATED]      # optional filter (normalized types); empty: all
-//	  connectors: [stripe]               # optional filter; empty: all
+//	  connectors: [stripe]               # optional filter (connector names); empty: all
 //	  timeout: 10s                       # optional, per attempt
 //	retry:                               # optional, see RetryPolicy
 //	  initialBackoff: 5s
@@ -65,6 +67,9 @@ func ParseSinkConfig(data []byte) (*SinkConfig, error) {
 	return &cfg, nil
 }
 
+// connectorName is the form of a PaymentEvent's spec.connector (the CRD's pattern).
+var connectorName = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+
 func (c *SinkConfig) validate() error {
 	if len(c.Sinks) > videogenv1alpha1.PaymentEventMaxSinks {
 		return fmt.Errorf("payment event sinks: %d sinks configured, at most %d are allowed", len(c.Sinks), videogenv1alpha1.PaymentEventMaxSinks)
@@ -88,6 +93,18 @@ func (c *SinkConfig) validate() error {
 		}
 		if s.Timeout.Duration < 0 || s.Timeout.Duration > time.Minute {
 			errs = append(errs, fmt.Errorf("%s: timeout must be between 0 and 1m", where))
+		}
+		// A filter value no event carries would silently keep the sink from every event, for
+		// good: sinks are chosen when an event is recorded.
+		for _, t := range s.EventTypes {
+			if !slices.Contains(connectors.EventTypes, connectors.EventType(t)) {
+				errs = append(errs, fmt.Errorf("%s: eventTypes: %q is not a normalized event type (one of %v)", where, t, connectors.EventTypes))
+			}
+		}
+		for _, c := range s.Connectors {
+			if !connectorName.MatchString(c) {
+				errs = append(errs, fmt.Errorf("%s: connectors: %q is not a connector name (lower-case, as in the webhook path, e.g. stripe)", where, c))
+			}
 		}
 	}
 	if err := c.Retry.validate(); err != nil {
