@@ -171,6 +171,10 @@ func (s Steps) Next(attempts int32, now time.Time) (time.Time, bool) {
 func Exponential(initial, maxWait time.Duration, attempt int32, jitter float64) time.Duration {
 	step := initial
 	for i := int32(1); i < attempt && step < maxWait; i++ {
+		if step > maxWait/2 { // doubling would pass maxWait, and past 2^62 ns overflow
+			step = maxWait
+			break
+		}
 		step *= 2
 	}
 	step = min(step, maxWait)

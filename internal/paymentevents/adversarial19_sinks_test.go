@@ -50,3 +50,32 @@ func TestAdversarial19SinkFilterThatCanNeverMatchIsRejected(t *testing.T) {
 		t.Errorf("valid filters refused: %v", err)
 	}
 }
+
+// FAILED before the fix ("attempt 32: -1606109h32m55s", and attempts 35, 37, 39, 46): the
+// backoff doubled its step without bound, so with a maxBackoff beyond 2^62 ns (about 146
+// years) the step overflowed int64 and the wait came out negative.
+//
+// Input: a sinks file ParseSinkConfig accepts, `retry: {maxBackoff: 2000000h, maxAttempts:
+// 100}`: an admin asking for "back off as long as it takes, never give up early" (any
+// duration Go parses is taken; 2562047h is the largest).
+//
+// What happens in production: from attempt 32 on, some rows get a NextAttemptAt in the past,
+// so the controller retries them at once, reconcile after reconcile: a failing sink is hammered
+// in a tight loop (a 5xx loop) and burns its remaining attempts in seconds instead of years.
+//
+// Fixed in outbound.Exponential (only these retries use it): the step stops at maxWait before
+// it can overflow.
+func TestAdversarial19BackoffNeverNegative(t *testing.T) {
+	cfg, err := paymentevents.ParseSinkConfig([]byte("retry:\n  maxBackoff: 2000000h\n  maxAttempts: 100\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := cfg.Retry.Delay(1, 0.5)
+	for a := int32(2); a <= cfg.Retry.MaxAttempts; a++ {
+		d := cfg.Retry.Delay(a, 0.5)
+		if d < prev || d > cfg.Retry.MaxBackoff.Duration {
+			t.Errorf("wait after attempt %d: %v (after attempt %d: %v); it must grow up to maxBackoff", a, d, a-1, prev)
+		}
+		prev = d
+	}
+}
