@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,5 +137,68 @@ func TestAdversarial19DeliveryOutcomeCountedOnlyOnceRecorded(t *testing.T) {
 	if gaveUp() != 0 || delivered() != 1 {
 		t.Fatalf("deliveries_total{sink=%q}: gave_up %v, delivered %v; the status says Delivered once, never given up",
 			sink.Name, gaveUp(), delivered())
+	}
+}
+
+// FAILED before the fix ("0 SinkFailed Warning events, want 1"; and, with outcomes counted only
+// after a successful write, also "gave_up = 0"): a status write that lands but reports an
+// error (a client-side timeout while etcd commits) is not made again, so the Warning event
+// "Not delivered to sink …" and the outcome count of its rows were never told: the row is
+// Failed for good and nobody is told but the Forwarded condition. The fix reads the event back
+// after a write error other than a conflict and tells what landed.
+//
+// Interleaving: the row's last attempt (3 of 3) is answered 503, the row is given up; the
+// status write lands and answers 504 Timeout; the next reconcile reads the stored Failed row
+// and attempts nothing. Checked, holds as well: the sink is not sent the event again, and the
+// row is not recorded as delivered.
+func TestAdversarial19GiveUpWhoseWriteLandsButErrsIsCounted(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	sink, hits := adv19Sink(t, "adv19-ledger", http.StatusServiceUnavailable, http.StatusOK)
+	pe := adv19Event(now, 2, sink.Name)
+	pe.Name = "stripe-adv19-landed"
+	pe.Status.Sinks[0].WebhookID = paymentevents.WebhookID(pe.Name, sink.Name)
+
+	var writes int
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pe).WithStatusSubresource(pe).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				writes++
+				if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil || writes > 1 {
+					return err
+				}
+				return apierrors.NewTimeoutError("the write landed, its answer did not", 0)
+			},
+		}).Build()
+	recorder := events.NewFakeRecorder(100)
+	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
+		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
+			Sinks: []paymentevents.Sink{sink}, Retry: paymentevents.RetryPolicy{MaxAttempts: 3}}}}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
+
+	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsTimeout(err) {
+		t.Fatalf("reconcile 1 = %v, want the write's timeout", err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile 2: %v", err)
+	}
+	got := &videogenv1alpha1.PaymentEvent{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if row := got.Status.Sinks[0]; row.State != videogenv1alpha1.DeliveryFailed || row.Attempts != 3 || hits() != 1 {
+		t.Fatalf("row %+v after %d attempts at the sink, want Failed after one attempt", row, hits())
+	}
+	if n := adv19Count(t, sink.Name, "gave_up"); n != 1 {
+		t.Fatalf("deliveries_total{sink=%q,outcome=gave_up} = %v, want 1: the row is given up", sink.Name, n)
+	}
+	var warnings int
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonSinkFailed) {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Fatalf("%d SinkFailed Warning events, want 1", warnings)
 	}
 }

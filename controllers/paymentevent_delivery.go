@@ -3,12 +3,15 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,13 +67,43 @@ func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1
 	wg.Wait()
 	setForwarded(pe)
 	if err := r.Status().Update(ctx, pe); err != nil {
+		// A write that failed otherwise than on a newer copy may have landed all the same (a
+		// timeout): then no later reconcile makes these attempts again, so they are told now.
+		if !apierrors.IsConflict(err) && r.landed(ctx, pe, rows) {
+			r.tell(pe, rows, outcomes)
+		}
 		return ctrl.Result{}, err
 	}
+	r.tell(pe, rows, outcomes)
+	return requeueAt(pe, r.Clock.Now()), nil
+}
+
+// tell counts each attempted row's outcome and emits the event of a row that reached its end.
+func (r *PaymentEventReconciler) tell(pe *videogenv1alpha1.PaymentEvent, rows []*videogenv1alpha1.SinkDelivery, outcomes []string) {
 	for i, row := range rows {
 		paymentEventDeliveries.WithLabelValues(row.Name, outcomes[i]).Inc()
 		r.report(pe, row)
 	}
-	return requeueAt(pe, r.Clock.Now()), nil
+}
+
+// landed says whether the stored event holds the rows as this reconcile wrote them.
+func (r *PaymentEventReconciler) landed(ctx context.Context, pe *videogenv1alpha1.PaymentEvent, rows []*videogenv1alpha1.SinkDelivery) bool {
+	stored := &videogenv1alpha1.PaymentEvent{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pe), stored); err != nil {
+		return false
+	}
+	for _, row := range rows {
+		i := slices.IndexFunc(stored.Status.Sinks, func(s videogenv1alpha1.SinkDelivery) bool { return s.Name == row.Name })
+		if i < 0 {
+			return false
+		}
+		got := stored.Status.Sinks[i]
+		if got.State != row.State || got.Attempts != row.Attempts || got.LastAttemptAt == nil ||
+			!got.LastAttemptAt.Equal(ptr.To(row.LastAttemptAt.Rfc3339Copy())) {
+			return false
+		}
+	}
+	return true
 }
 
 // due returns the pending rows whose next attempt time has come.
