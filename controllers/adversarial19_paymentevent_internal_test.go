@@ -202,3 +202,53 @@ func TestAdversarial19GiveUpWhoseWriteLandsButErrsIsCounted(t *testing.T) {
 		t.Fatalf("%d SinkFailed Warning events, want 1", warnings)
 	}
 }
+
+// FAILED before the fix ("0 DisputeCreated Warning events, want 1"): record() emits the
+// event's Kubernetes events (PaymentEventReceived, and the Warning DisputeCreated that tells
+// the operators a dispute was opened, with its deadline running) only after a status write
+// that answered OK. A write that lands but answers an error (a timeout while etcd commits) left
+// the event Processed, so no later reconcile recorded it again: the dispute's Warning was never
+// emitted and videogen_payment_events_processed_total never counted it.
+//
+// Interleaving: a new DISPUTE_CREATED event; the Processed status write lands and answers 504;
+// the reconcile retried (rate-limited) reads it Processed and only forwards.
+func TestAdversarial19DisputeRecordedByAWriteThatErrsIsTold(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	pe := adv19Event(now, 0)
+	pe.Name = "stripe-adv19-dispute"
+	pe.Status = videogenv1alpha1.PaymentEventStatus{}
+	pe.Spec.Dispute = &videogenv1alpha1.PaymentEventDetails{DisputeID: "dp_adv19", PaymentID: "pi_adv19", Reason: "fraudulent"}
+
+	var writes int
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pe).WithStatusSubresource(pe).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				writes++
+				if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil || writes > 1 {
+					return err
+				}
+				return apierrors.NewTimeoutError("the write landed, its answer did not", 0)
+			},
+		}).Build()
+	recorder := events.NewFakeRecorder(100)
+	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
+		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{}}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
+
+	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsTimeout(err) {
+		t.Fatalf("reconcile 1 = %v, want the write's timeout", err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile 2: %v", err)
+	}
+	var disputes int
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonDisputeCreated) {
+			disputes++
+		}
+	}
+	if disputes != 1 {
+		t.Fatalf("%d DisputeCreated Warning events, want 1", disputes)
+	}
+}

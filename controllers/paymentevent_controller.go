@@ -173,7 +173,8 @@ func processed(pe *videogenv1alpha1.PaymentEvent) bool {
 }
 
 // record marks the event Processed and plans one delivery per sink that accepts it; events
-// and metrics follow the status write, so a retried reconcile does not repeat them.
+// and metrics follow the status write (once it landed), so a retried reconcile does not repeat
+// them.
 func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha1.PaymentEvent, cfg *paymentevents.SinkConfig) error {
 	now := metav1.NewTime(r.Clock.Now())
 	pe.Status.Sinks = nil
@@ -196,8 +197,21 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 	setForwarded(pe)
 	pe.Status.ObservedGeneration = pe.Generation
 	if err := r.Status().Update(ctx, pe); err != nil {
+		// A write that failed otherwise than on a newer copy may have landed all the same (a
+		// timeout): the next reconcile then finds the event processed and tells nothing, so
+		// what landed is told now.
+		stored := &videogenv1alpha1.PaymentEvent{}
+		if !apierrors.IsConflict(err) && r.APIReader.Get(ctx, client.ObjectKeyFromObject(pe), stored) == nil && processed(stored) {
+			r.tellRecorded(stored)
+		}
 		return err
 	}
+	r.tellRecorded(pe)
+	return nil
+}
+
+// tellRecorded counts a recorded event and emits its events.
+func (r *PaymentEventReconciler) tellRecorded(pe *videogenv1alpha1.PaymentEvent) {
 	paymentEventsProcessed.WithLabelValues(pe.Spec.Connector, pe.Spec.EventType).Inc()
 	r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonPaymentReceived, "Record",
 		"%s from %s: %s", pe.Spec.EventType, pe.Spec.Connector, describeAmount(&pe.Spec))
@@ -206,7 +220,6 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 			"Dispute %s opened on %s for %s, reason %q", orUnknown(d.DisputeID), disputedPayment(d),
 			describeAmount(&pe.Spec), d.Reason)
 	}
-	return nil
 }
 
 func describeAmount(spec *videogenv1alpha1.PaymentEventSpec) string {
