@@ -252,3 +252,39 @@ func TestAdversarial19DisputeRecordedByAWriteThatErrsIsTold(t *testing.T) {
 		t.Fatalf("%d DisputeCreated Warning events, want 1", disputes)
 	}
 }
+
+// Checked, holds: a PaymentEvent deleted by hand while its delivery is in flight is neither
+// re-created nor retried. The attempt is made (the sink has it), the status write answers 404
+// (one "Reconciler error" line), and the retried reconcile finds nothing and stops.
+func TestAdversarial19EventDeletedMidDeliveryStops(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	sink, hits := adv19Sink(t, "adv19-deleted", http.StatusOK)
+	pe := adv19Event(now, 0, sink.Name)
+	pe.Name = "stripe-adv19-deleted"
+
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pe).WithStatusSubresource(pe).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				// kubectl delete lands while the attempt is in flight.
+				if err := c.Delete(ctx, obj.DeepCopyObject().(client.Object)); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100),
+		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
+			Sinks: []paymentevents.Sink{sink}}}}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
+
+	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsNotFound(err) {
+		t.Fatalf("reconcile 1 = %v, want the write's 404", err)
+	}
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res != (ctrl.Result{}) {
+		t.Fatalf("reconcile 2 = %+v, %v; want nothing more", res, err)
+	}
+	if err := c.Get(context.Background(), req.NamespacedName, &videogenv1alpha1.PaymentEvent{}); !apierrors.IsNotFound(err) || hits() != 1 {
+		t.Fatalf("get after delete: %v; sink hit %d time(s), want 1", err, hits())
+	}
+}
