@@ -113,24 +113,15 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 // creates, balance reads and writer) and holds it again when it returns, so the caller decides
 // again from the books as they are then.
 func (l *Ledger) keepsBooks(b *book) bool {
-	ctx := l.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	key, uid := client.ObjectKeyFromObject(b.account), b.account.UID
-	b.mu.Unlock()
-	fresh := &videogenv1alpha1.PointAccount{}
-	err := l.cfg.Reader.Get(ctx, key, fresh)
 	var term error
-	if err == nil && fresh.UID == uid && fresh.Status.Authority != l.cfg.Identity && l.cfg.Lease != nil {
-		term = l.inTerm(ctx)
-	}
-	b.mu.Lock()
+	fresh, ok := l.readAccountUnlocked(b, func(ctx context.Context, fresh *videogenv1alpha1.PointAccount) {
+		if fresh.Status.Authority != l.cfg.Identity && l.cfg.Lease != nil {
+			term = l.inTerm(ctx)
+		}
+	})
 	switch {
-	case b.fenced || b.building || b.account == nil || b.account.UID != uid:
-		return false // rebuilt, replaced or fenced meanwhile: ask again
-	case err != nil || fresh.UID != uid:
-		return false // ask again; a replaced account's event rebuilds the books
+	case !ok:
+		return false // ask again (a replaced account's event rebuilds the books)
 	case fresh.Status.Authority == l.cfg.Identity:
 		return true
 	case l.cfg.Lease != nil && term == nil:
@@ -140,6 +131,29 @@ func (l *Ledger) keepsBooks(b *book) bool {
 	}
 	l.stepDown(b, fresh.Status.Authority)
 	return false
+}
+
+// readAccountUnlocked reads b's account from the kube-apiserver with b.mu let go (a slow
+// kube-apiserver must not stall the account's creates, balance reads and writer), runs also
+// (if not nil) on the copy read, still unlocked, and takes the lock again. Call it with b.mu
+// held. ok is false if the read failed or found another account, or if the books were rebuilt,
+// replaced or fenced meanwhile: the caller then asks again, and otherwise decides again from
+// the books as they are now.
+func (l *Ledger) readAccountUnlocked(b *book, also func(context.Context, *videogenv1alpha1.PointAccount)) (*videogenv1alpha1.PointAccount, bool) {
+	ctx := l.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	key, uid := client.ObjectKeyFromObject(b.account), b.account.UID
+	b.mu.Unlock()
+	fresh := &videogenv1alpha1.PointAccount{}
+	err := l.cfg.Reader.Get(ctx, key, fresh)
+	read := err == nil && fresh.UID == uid
+	if read && also != nil {
+		also(ctx, fresh)
+	}
+	b.mu.Lock()
+	return fresh, read && !b.fenced && !b.building && b.account != nil && b.account.UID == uid
 }
 
 // Admit counts the hold of a task made with kubectl at price, before the controller's status
@@ -193,17 +207,8 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 // may lag the task's (another watch). Call it with b.mu held; like keepsBooks it lets go of the
 // lock for the read, and reports whether both the read and the books still say suspended.
 func (l *Ledger) stillSuspended(b *book) bool {
-	ctx := l.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	key, uid := client.ObjectKeyFromObject(b.account), b.account.UID
-	b.mu.Unlock()
-	fresh := &videogenv1alpha1.PointAccount{}
-	err := l.cfg.Reader.Get(ctx, key, fresh)
-	b.mu.Lock()
-	return err == nil && fresh.UID == uid && fresh.Spec.Suspended && !b.fenced && !b.building &&
-		b.account != nil && b.account.UID == uid && b.account.Spec.Suspended
+	fresh, ok := l.readAccountUnlocked(b, nil)
+	return ok && fresh.Spec.Suspended && b.account.Spec.Suspended
 }
 
 // accepting says why the account takes no new tasks (nil if it does). Call it with b.mu held.
