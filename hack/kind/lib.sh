@@ -10,7 +10,19 @@ debian_rootfs() {
   key=$(printf '%s %s' "$packages" "$MIRROR" | sha256sum | cut -c1-12)
   dir=$CACHE/rootfs-$name-$key
   if [ ! -f "$dir/.complete" ]; then
-    command -v debootstrap >/dev/null || { log "debootstrap is missing: apt-get install debootstrap"; return 1; }
+    if ! command -v debootstrap >/dev/null; then
+      # As setup-docker.sh does for docker.io: root on Debian or Ubuntu installs it (.ci/run on a
+      # fresh machine); anyone else is told the command.
+      if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        log "installing Debian's debootstrap (apt-get)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
+          { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; } ||
+          { log "installing debootstrap failed: apt-get install debootstrap"; return 1; }
+      else
+        log "debootstrap is missing: apt-get install debootstrap"
+        return 1
+      fi
+    fi
     log "making the $name root filesystem (debootstrap bookworm: $packages; a few minutes, once)"
     rm -rf "$dir" "$dir.tmp"
     if ! debootstrap --variant=minbase --include="$packages" bookworm "$dir.tmp" "$MIRROR" >"$CACHE/debootstrap-$name.log" 2>&1; then
