@@ -72,7 +72,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	task.Status.TemplateMediaURL = tmpl.MediaURL
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, videogenv1alpha1.ReasonFrozen, fmt.Sprintf("Froze %d points", price))
-	res, err := r.advance(ctx, task, tmpl, before, view)
+	res, err := r.advance(ctx, task, tmpl, before, view, nil)
 	if admitted && apierrors.IsConflict(err) {
 		// The write that records the hold did not land (and cannot any more).
 		r.Ledger.Unadmit(task)

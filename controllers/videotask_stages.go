@@ -37,16 +37,12 @@ func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videoge
 			// to run to its deadline, after one last look, so that a render that finished
 			// before the template went wins.
 			end := outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()}
-			return r.advance(context.WithValue(ctx, templateGoneKey{}, end), task, catalog.Template{}, before, view)
+			return r.advance(ctx, task, catalog.Template{}, before, view, &end)
 		}
 		return ctrl.Result{}, err
 	}
-	return r.advance(ctx, task, tmpl, before, view)
+	return r.advance(ctx, task, tmpl, before, view, nil)
 }
-
-// templateGoneKey is the context key of the outcome of a task whose template went away mid-task:
-// abandoned stops it with that outcome.
-type templateGoneKey struct{}
 
 // outcome is how a task ends.
 type outcome struct {
@@ -59,9 +55,10 @@ type outcome struct {
 
 // advance submits and observes stages until one is still running, then writes the status once
 // (before is the status as read). The backend is asked first: a render that finished wins over
-// a timeout or a cancel request that raced it.
+// a timeout or a cancel request that raced it. gone, if not nil, is how the task ends because
+// its template went away: it stops as a cancelled one does.
 func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha1.VideoTask, tmpl catalog.Template,
-	before *videogenv1alpha1.VideoTaskStatus, view ledger.View) (ctrl.Result, error) {
+	before *videogenv1alpha1.VideoTaskStatus, view ledger.View, gone *outcome) (ctrl.Result, error) {
 	for _, s := range videogenv1alpha1.Stages {
 		stageStatus(task, s) // create every entry first so pointers into the slice stay valid
 	}
@@ -70,7 +67,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 
 	name, backend, ok := r.Backends.Route(task.Spec.Capability)
 	if !ok {
-		if end, stop := r.abandoned(ctx, task, now, deadline); stop {
+		if end, stop := r.abandoned(task, now, deadline, gone); stop {
 			r.cancelRunningStages(ctx, task) // with no backend to ask, they are only marked
 			return r.finish(ctx, task, before, view, end)
 		}
@@ -103,7 +100,7 @@ stages:
 		}
 		w := r.work(task, tmpl, stageName)
 		if st.Handle == "" {
-			if end, stop := r.abandoned(ctx, task, now, deadline); stop {
+			if end, stop := r.abandoned(task, now, deadline, gone); stop {
 				// An earlier Submit whose status write was lost (a conflict with the cancel
 				// request itself, say) may have started work under w.Key: stop it too. A stage
 				// its backend lost, not submitted again yet, still says Running: it ends
@@ -115,7 +112,7 @@ stages:
 				}
 				return r.finish(ctx, task, before, view, end)
 			}
-			callCtx, done := r.callContext(calls, task, now, deadline)
+			callCtx, done := r.callContext(calls, task, now, deadline, gone)
 			handle, err := backend.Submit(callCtx, w)
 			done()
 			now = r.Clock.Now() // a slow backend's call took its time: judge by the time after it
@@ -125,7 +122,7 @@ stages:
 				break stages
 			}
 			if err != nil {
-				return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
+				return r.backendError(ctx, task, before, view, backend, w, st, err, deadline, gone)
 			}
 			at := metav1.NewTime(now)
 			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, runningMessage(st, "")
@@ -142,19 +139,19 @@ stages:
 			// next stage (or the end) is written in this same status update.
 		}
 
-		callCtx, done := r.callContext(calls, task, now, deadline)
+		callCtx, done := r.callContext(calls, task, now, deadline, gone)
 		obs, err := backend.Observe(callCtx, w, st.Handle)
 		done()
 		now = r.Clock.Now()
 		if err != nil && acceptDue() {
 			break stages // the stage runs: its first look is the next reconcile's
 		}
-		if err != nil && r.resubmitLost(ctx, task, st, err, now, deadline) {
+		if err != nil && r.resubmitLost(ctx, task, st, err, now, deadline, gone) {
 			i-- // submit the stage again, in this same reconcile and status write
 			continue
 		}
 		if err != nil {
-			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline)
+			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline, gone)
 		}
 		obs.Message = backendText(obs.Message)
 		if backendUnavailable(task) {
@@ -188,7 +185,7 @@ stages:
 		default:
 			st.Progress, st.Message = clampProgress(obs.Progress), runningMessage(st, obs.Message)
 			setProgress(task)
-			if end, stop := r.abandoned(ctx, task, now, deadline); stop {
+			if end, stop := r.abandoned(task, now, deadline, gone); stop {
 				r.cancelStage(ctx, task, backend, w, st)
 				return r.finish(ctx, task, before, view, end)
 			}
@@ -217,11 +214,11 @@ const maxResubmissions = 2
 // analyze outputs, for render) are read from the status as at its first submission. The
 // points do not move: the task keeps its hold until it ends, as any task does.
 func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1alpha1.VideoTask, st *videogenv1alpha1.StageStatus,
-	err error, now, deadline time.Time) bool {
+	err error, now, deadline time.Time, gone *outcome) bool {
 	if !generation.IsLost(err) || st.Handle == "" || st.Resubmissions >= maxResubmissions {
 		return false
 	}
-	if _, stop := r.abandoned(ctx, task, now, deadline); stop {
+	if _, stop := r.abandoned(task, now, deadline, gone); stop {
 		return false // it ends as before: there is no time left for the stage to run again
 	}
 	st.Resubmissions++
@@ -253,7 +250,7 @@ func runningMessage(st *videogenv1alpha1.StageStatus, msg string) string {
 // the call: a permanent error fails the stage, a task that must stop stops, with its running
 // work cancelled, and any other error is recorded and retried.
 func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
-	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, deadline time.Time) (ctrl.Result, error) {
+	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, deadline time.Time, gone *outcome) (ctrl.Result, error) {
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		// A cancel request cut the call short (interruptCall): start again from the task as it
 		// is now. Nothing was written, so no event may tell of this reconcile's changes (its
@@ -269,7 +266,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
 			message: permanentErrorMessage(st, err)})
 	}
-	if end, stop := r.abandoned(ctx, task, now, deadline); stop {
+	if end, stop := r.abandoned(task, now, deadline, gone); stop {
 		if st.Handle == "" {
 			// The failed Submit may have reached the backend all the same: stop what it started.
 			r.cancelWork(ctx, b, w, "")
@@ -375,9 +372,9 @@ func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 // BackendCallTimeout, and the stage
 // of a task that must stop already (cancelled or timed out) gets one last look of at most
 // CancelTimeout, for a render that finished just in time.
-func (r *VideoTaskReconciler) callContext(ctx context.Context, task *videogenv1alpha1.VideoTask, now, deadline time.Time) (context.Context, context.CancelFunc) {
+func (r *VideoTaskReconciler) callContext(ctx context.Context, task *videogenv1alpha1.VideoTask, now, deadline time.Time, gone *outcome) (context.Context, context.CancelFunc) {
 	bound := min(deadline.Sub(now), r.backendCallTimeout())
-	if _, stop := r.abandoned(ctx, task, now, deadline); stop {
+	if _, stop := r.abandoned(task, now, deadline, gone); stop {
 		bound = r.cancelTimeout()
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
@@ -392,11 +389,11 @@ func (r *VideoTaskReconciler) interruptCall(uid types.UID) {
 	}
 }
 
-// abandoned says whether the task must stop now because its template went away (ctx says so),
-// or it timed out or was cancelled.
-func (r *VideoTaskReconciler) abandoned(ctx context.Context, task *videogenv1alpha1.VideoTask, now, deadline time.Time) (outcome, bool) {
-	if end, ok := ctx.Value(templateGoneKey{}).(outcome); ok {
-		return end, true
+// abandoned says whether the task must stop now because its template went away (gone is how it
+// then ends), or it timed out or was cancelled.
+func (r *VideoTaskReconciler) abandoned(task *videogenv1alpha1.VideoTask, now, deadline time.Time, gone *outcome) (outcome, bool) {
+	if gone != nil {
+		return *gone, true
 	}
 	if cancelRequested(task) {
 		return outcome{reason: videogenv1alpha1.ReasonCanceled, code: "canceled", message: "the task was canceled on request"}, true
