@@ -109,16 +109,14 @@ func (r *ShortTemplateReconciler) idTaken(ctx context.Context, st *videogenv1alp
 		if other.UID == st.UID || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if other.Status.ID == id || olderThan(other, st) {
+		// The older keeps the id: the rule the catalog's lookup follows too, so that a task takes
+		// the template that keeps it.
+		if other.Status.ID == id || catalog.OlderShortTemplate(other, st) {
 			return true, nil
 		}
 	}
 	return false, nil
 }
-
-// olderThan is the rule the catalog's lookup follows too, so that a task takes the template
-// that keeps the id.
-func olderThan(a, b *videogenv1alpha1.ShortTemplate) bool { return catalog.OlderShortTemplate(a, b) }
 
 // ShortTemplateID derives a public id from an object's UID.
 func ShortTemplateID(uid types.UID) string {
