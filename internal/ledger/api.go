@@ -479,18 +479,18 @@ func (l *Ledger) settleDoubt(key client.ObjectKey, e *entry) {
 		b.mu.Unlock()
 		return // the books were rebuilt, or the create's own event named its task
 	}
-	var counted types.UID
-	if t != nil && !t.Status.Closed && e.createsTask(t) {
-		b.observe(t, l.evidence(t))
-	} else {
+	open := t != nil && !t.Status.Closed
+	if !open || !e.createsTask(t) {
+		// Not this create's task (or none open): the create did not land, and its hold ends.
 		if e.state == pending {
 			b.set(e, unadmitted)
 		}
 		delete(b.tasks, key.Name)
-		if t != nil && !t.Status.Closed {
-			b.observe(t, l.evidence(t))
-		}
 	}
+	if open {
+		b.observe(t, l.evidence(t))
+	}
+	var counted types.UID
 	if o := b.tasks[key.Name]; o != nil && t != nil && o.uid == t.UID {
 		counted = t.UID
 		o.asked = false
