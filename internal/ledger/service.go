@@ -296,13 +296,14 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 		return &unreachableError{err}
 	}
 	if resp.StatusCode == want {
-		if !json.Valid(data) {
+		err := json.Unmarshal(data, out)
+		if syntax := (*json.SyntaxError)(nil); errors.As(err, &syntax) {
 			// Cut short (a response delimited by the connection's close, lost mid-body): the
 			// status says it was done, nothing else can be read. In doubt, as an answer that
 			// never came: a repeat finds the created task's name taken.
-			return &unreachableError{fmt.Errorf("the ledger's %s answer was cut short (%d bytes)", resp.Status, len(data))}
+			return &unreachableError{fmt.Errorf("the ledger's %s answer was cut short (%d bytes): %w", resp.Status, len(data), err)}
 		}
-		return json.Unmarshal(data, out)
+		return err
 	}
 	var e errorBody
 	if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
