@@ -83,3 +83,39 @@ func (h *harness) tenantClient(user string) client.Client {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// videogen.dev/face-image-uploaded tells the backend that a task's faceImageURL is the service's
+// own copy of a face sent inline, which the worker may fetch from the service's network
+// (--allow-private-service-media). So the policy keeps it, too, to those who may write task
+// statuses: a tenant who marked a task of theirs would make the worker fetch any faceImageURL,
+// a cluster Service's address included. Other edits of a marked task still go through.
+func TestOnlyTheLedgerMarksAFaceUploaded(t *testing.T) {
+	h := newHarness(t, 100)
+	tenant := h.tenantClient("up")
+	uploaded := map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true"}
+
+	marked := h.task("marked")
+	marked.Annotations = uploaded
+	refused := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "videogen.dev/face-image-uploaded") {
+			t.Errorf("%s by a tenant: %v, want refused by the admission policy", what, err)
+		}
+	}
+	refused("a task created marked", tenant.Create(h.ctx, marked))
+
+	mine := h.task("mine")
+	must(t, tenant.Create(h.ctx, mine))
+	mine.Annotations = uploaded
+	refused("marking a task", tenant.Update(h.ctx, mine))
+
+	ledgers := h.task("ledgers")
+	ledgers.Annotations = map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true"}
+	must(t, k8s.Create(h.ctx, ledgers)) // as the manager, which may write statuses
+	cancel := ledgers.DeepCopy()
+	cancel.Annotations[videogenv1alpha1.AnnotationCancelRequested] = "true"
+	must(t, tenant.Patch(h.ctx, cancel, client.MergeFrom(ledgers)))
+	unmark := cancel.DeepCopy()
+	delete(unmark.Annotations, videogenv1alpha1.AnnotationFaceImageUploaded)
+	refused("unmarking a task", tenant.Update(h.ctx, unmark))
+}
