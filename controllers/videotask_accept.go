@@ -70,6 +70,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	task.Status.Phase = videogenv1alpha1.TaskQueued
 	task.Status.Cost = &price
 	task.Status.TemplateMediaURL = tmpl.MediaURL
+	task.Status.TemplateMediaOfficial = tmpl.Official
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, videogenv1alpha1.ReasonFrozen, fmt.Sprintf("Froze %d points", price))
 	res, err := r.advance(ctx, task, tmpl, before, view, nil)
@@ -137,6 +138,15 @@ func (r *VideoTaskReconciler) resolveTemplate(ctx context.Context, task *videoge
 		tmpl, err = resolve(ctx, r.APIReader, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
 	}
 	return tmpl, err
+}
+
+// templateMediaOfficial reports whether templateMedia is an official Template's: as recorded at
+// acceptance, or, for a task accepted before that was recorded, when it is the media of the
+// official template its ref names now (a ref that named the account's ShortTemplate then and an
+// official Template now does not make that ShortTemplate's target_url the service's).
+func templateMediaOfficial(task *videogenv1alpha1.VideoTask, tmpl catalog.Template) bool {
+	return task.Status.TemplateMediaOfficial ||
+		tmpl.Official && tmpl.MediaURL != "" && templateMedia(task, tmpl) == tmpl.MediaURL
 }
 
 // templateMedia is the media a task's stages run on: the template's as recorded when the task

@@ -489,17 +489,18 @@ const stageDeadlineGrace = time.Minute
 
 func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalog.Template, stage videogenv1alpha1.StageName) generation.Work {
 	w := generation.Work{
-		Key:              generation.WorkKey(task.Namespace, task.Name, string(task.UID), stage),
-		Namespace:        task.Namespace,
-		Task:             task.Name,
-		TaskUID:          string(task.UID),
-		Capability:       task.Spec.Capability,
-		Stage:            stage,
-		TemplateID:       tmpl.ID,
-		TemplateMediaURL: templateMedia(task, tmpl),
-		Inputs:           task.Spec.Inputs,
-		Duration:         task.Spec.Duration,
-		Deadline:         r.deadline(task).Add(stageDeadlineGrace),
+		Key:                   generation.WorkKey(task.Namespace, task.Name, string(task.UID), stage),
+		Namespace:             task.Namespace,
+		Task:                  task.Name,
+		TaskUID:               string(task.UID),
+		Capability:            task.Spec.Capability,
+		Stage:                 stage,
+		TemplateID:            tmpl.ID,
+		TemplateMediaURL:      templateMedia(task, tmpl),
+		TemplateMediaOfficial: templateMediaOfficial(task, tmpl),
+		Inputs:                task.Spec.Inputs,
+		Duration:              task.Spec.Duration,
+		Deadline:              r.deadline(task).Add(stageDeadlineGrace),
 		// Only the face a caller sends inline is the service's copy.
 		FaceImageUploaded: task.Annotations[videogenv1alpha1.AnnotationFaceImageUploaded] == "true" && task.Spec.Inputs.FaceImageURL != "",
 	}

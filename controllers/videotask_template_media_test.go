@@ -24,14 +24,17 @@ var _ = Describe("VideoTask template media", func() {
 
 	// runsOnAcceptedMedia runs a task on ref whose analyze stage waits until edit has changed the
 	// template's media to edited (and the manager's cache has seen it, as seen says), then checks
-	// that both stages were dispatched with the media the task was accepted with.
-	runsOnAcceptedMedia := func(ns, ref, original, edited string, edit func(), seen func(Gomega)) {
+	// that both stages were dispatched with the media the task was accepted with, said to be an
+	// official template's or not as official says (only an official one's may be on the
+	// service's network), even after the official template's media moved.
+	runsOnAcceptedMedia := func(ns, ref, original, edited string, official bool, edit func(), seen func(Gomega)) {
 		GinkgoHelper()
 		b := aShortTask(ns, ref)
 		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
 		task := b.Create()
 		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
 		Expect(taskOf(ns, task.Name).Status.TemplateMediaURL).To(Equal(original), "recorded at acceptance")
+		Expect(taskOf(ns, task.Name).Status.TemplateMediaOfficial).To(Equal(official), "recorded at acceptance")
 
 		edit()
 		Eventually(seen).Should(Succeed())
@@ -44,6 +47,7 @@ var _ = Describe("VideoTask template media", func() {
 			w, ok := backend.Submitted(generation.WorkKey(ns, task.Name, string(done.UID), stage))
 			Expect(ok).To(BeTrue(), "the %s stage was submitted", stage)
 			Expect(w.TemplateMediaURL).To(Equal(original), "the %s stage runs on the media the task was accepted with, not %s", stage, edited)
+			Expect(w.TemplateMediaOfficial).To(Equal(official), "the %s stage", stage)
 		}
 	}
 
@@ -54,7 +58,7 @@ var _ = Describe("VideoTask template media", func() {
 		tb.t.Spec.MediaURL = original
 		name := tb.Create()
 		tmpl := &videogenv1alpha1.Template{}
-		runsOnAcceptedMedia(ns, name, original, edited, func() {
+		runsOnAcceptedMedia(ns, name, original, edited, true, func() {
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, tmpl)).To(Succeed())
 			patch := client.MergeFrom(tmpl.DeepCopy())
 			tmpl.Spec.MediaURL = edited
@@ -79,7 +83,7 @@ var _ = Describe("VideoTask template media", func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(st), st)).To(Succeed())
 			g.Expect(st.Status.ID).To(HavePrefix(videogenv1alpha1.ShortTemplateIDPrefix))
 		}).Should(Succeed())
-		runsOnAcceptedMedia(ns, st.Status.ID, original, edited, func() {
+		runsOnAcceptedMedia(ns, st.Status.ID, original, edited, false, func() {
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(st), st)).To(Succeed())
 			patch := client.MergeFrom(st.DeepCopy())
 			st.Spec.TargetURL = edited

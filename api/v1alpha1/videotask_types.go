@@ -291,6 +291,11 @@ type VideoTaskStatus struct {
 	// stage runs on it, as the task keeps its price, whatever edits the template gets later.
 	// +optional
 	TemplateMediaURL string `json:"templateMediaURL,omitempty"`
+	// TemplateMediaOfficial says templateMediaURL is an official Template's, set by the
+	// service's administrators, and not a ShortTemplate's target_url: only such media (and a
+	// face uploaded through the REST API) may be fetched from the service's own network.
+	// +optional
+	TemplateMediaOfficial bool `json:"templateMediaOfficial,omitempty"`
 	// Charge says where the task's points are: Frozen while it runs; when it ends, Deducted
 	// (the account's spent already counts it) or Refunded, written with its terminal phase.
 	// A settled charge never changes.

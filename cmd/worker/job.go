@@ -99,10 +99,11 @@ func exitCode(err error) int {
 // stageRequestFromEnv reads the stage the Job backend describes in VIDEOGEN_* variables.
 func stageRequestFromEnv(getenv func(string) string) (protocol.StageRequest, error) {
 	req := protocol.StageRequest{
-		Capability:       getenv("VIDEOGEN_CAPABILITY"),
-		Stage:            getenv("VIDEOGEN_STAGE"),
-		TemplateID:       getenv("VIDEOGEN_TEMPLATE_ID"),
-		TemplateMediaURL: getenv("VIDEOGEN_TEMPLATE_MEDIA_URL"),
+		Capability:            getenv("VIDEOGEN_CAPABILITY"),
+		Stage:                 getenv("VIDEOGEN_STAGE"),
+		TemplateID:            getenv("VIDEOGEN_TEMPLATE_ID"),
+		TemplateMediaURL:      getenv("VIDEOGEN_TEMPLATE_MEDIA_URL"),
+		TemplateMediaOfficial: getenv("VIDEOGEN_TEMPLATE_MEDIA_OFFICIAL") == "true",
 		Inputs: protocol.Inputs{
 			FaceImageURL:      getenv("VIDEOGEN_FACE_IMAGE_URL"),
 			FaceImageUploaded: getenv("VIDEOGEN_FACE_IMAGE_UPLOADED") == "true",

@@ -155,3 +155,23 @@ func TestJobToldTheFaceWasUploadedKeepsItsURLOutOfTheMessage(t *testing.T) {
 		t.Fatalf("exit %d with message %q, want a failure that names no URL", code, msg)
 	}
 }
+
+// The Job backend says, as the HTTP protocol does, when the template's media is an official
+// template's: only then may it be fetched from --allow-private-service-media's ranges.
+func TestJobFetchesOnlyOfficialTemplateMediaFromTheServiceMediaRanges(t *testing.T) {
+	media := t.TempDir()
+	template := serveMedia(t, media) + "/" + filepath.Base(testmedia.MovingVideo(t, media, 1, ""))
+	for _, official := range []string{"true", ""} {
+		pod := newJobPod(t, "video.template")
+		pod.env["VIDEOGEN_STAGE"] = "analyze"
+		pod.env["VIDEOGEN_TEMPLATE_MEDIA_URL"] = template
+		pod.env["VIDEOGEN_TEMPLATE_MEDIA_OFFICIAL"] = official
+		pod.env["VIDEOGEN_DURATION"] = "1"
+		code := runJob([]string{"--blob-dir", pod.blobs, "--allow-private-service-media", "127.0.0.0/8", "--termination-log", pod.termLog, "--fetch-timeout", "2s"},
+			func(k string) string { return pod.env[k] }, io.Discard)
+		msg, _ := os.ReadFile(pod.termLog)
+		if wantOK := official == "true"; (code == exitOK) != wantOK {
+			t.Errorf("official %q: exit %d with message %q", official, code, msg)
+		}
+	}
+}

@@ -24,9 +24,11 @@ import (
 
 // config is the worker's flags.
 type config struct {
-	BindAddress, PublicURL     string
-	Blobs                      blobstore.Flags
-	AllowPrivateURLs           string
+	BindAddress, PublicURL string
+	Blobs                  blobstore.Flags
+	AllowPrivateURLs       string
+	// AllowPrivateServiceMedia: where the service's own media may be (see pipelines).
+	AllowPrivateServiceMedia   string
 	MaxConcurrent, MaxQueued   int
 	MaxInputBytes              int64
 	FetchTimeout, ResultTTL    time.Duration
@@ -88,7 +90,8 @@ func (cfg config) auth() (server.Auth, error) {
 func (cfg *config) bindStageFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "Base URL under which this worker is reachable; with --blob-store=dir, result URLs are <public-url>/v1/blobs/<name>.")
 	cfg.Blobs.Bind(fs, "rendered results", cfg.Blobs.Dir, "results/")
-	fs.StringVar(&cfg.AllowPrivateURLs, "allow-private-urls", cfg.AllowPrivateURLs, "Comma-separated CIDRs that input URLs may reach although they are not public (e.g. 127.0.0.0/8 for a local stack).")
+	fs.StringVar(&cfg.AllowPrivateURLs, "allow-private-urls", cfg.AllowPrivateURLs, "Comma-separated CIDRs that every input URL, the caller's included, may reach although they are not public (e.g. 127.0.0.0/8 for a local stack).")
+	fs.StringVar(&cfg.AllowPrivateServiceMedia, "allow-private-service-media", cfg.AllowPrivateServiceMedia, "Comma-separated CIDRs that only the service's own media may be fetched from although they are not public: faces uploaded through the REST API and official Templates' media (e.g. the cluster's Service CIDR). The caller's URLs (a face or video by URL, a short template's target_url) may not reach them.")
 	fs.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
 	fs.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download, its attempts included (a transient failure is tried again: 4 attempts within about 15 s).")
 	fs.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
@@ -100,6 +103,10 @@ func (cfg config) pipelines() (*capability.Pipelines, blobstore.Store, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--allow-private-urls: %w", err)
 	}
+	serviceMedia, err := netguard.ParseAllowList(cfg.AllowPrivateServiceMedia)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--allow-private-service-media: %w", err)
+	}
 	if cfg.MaxInputBytes <= 0 || cfg.FetchTimeout <= 0 {
 		return nil, nil, fmt.Errorf("--max-input-bytes and --fetch-timeout must be positive")
 	}
@@ -109,9 +116,11 @@ func (cfg config) pipelines() (*capability.Pipelines, blobstore.Store, error) {
 	}
 	return capability.New(capability.Deps{
 		Fetcher: fetcher.New(netguard.Policy{Allow: allow}, cfg.MaxInputBytes, cfg.FetchTimeout),
-		Store:   blobs,
-		Faces:   face.CLI{Path: cfg.FaceDetect},
-		TempDir: cfg.TempDir,
+		// Whatever a caller's URL may reach, the service's media may too.
+		ServiceFetcher: fetcher.New(netguard.Policy{Allow: append(serviceMedia, allow...)}, cfg.MaxInputBytes, cfg.FetchTimeout),
+		Store:          blobs,
+		Faces:          face.CLI{Path: cfg.FaceDetect},
+		TempDir:        cfg.TempDir,
 	}), blobs, nil
 }
 

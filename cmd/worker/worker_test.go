@@ -345,3 +345,29 @@ func TestTheWorkerRefusesToServeWithoutATokenUnlessToldToForLocalUse(t *testing.
 		t.Error("a token from the environment and from a file were both accepted")
 	}
 }
+
+// --allow-private-service-media opens its ranges to the service's own media only: an official
+// template's media on the service's network is fetched, the same URL as an account's
+// ShortTemplate's target_url is refused (the stage fails, saying which input).
+func TestOnlyOfficialTemplateMediaReachesTheServiceMediaRanges(t *testing.T) {
+	s := newStack(t, func(cfg *config) { cfg.AllowPrivateURLs, cfg.AllowPrivateServiceMedia = "", "127.0.0.0/8" })
+	w := work(videogenv1alpha1.CapabilityTemplate)
+	w.TemplateMediaURL = s.serve(testmedia.MovingVideo(t, s.media, 1, ""))
+	seconds := int32(1)
+	w.Duration = &seconds
+
+	w.TemplateMediaOfficial = true
+	if obs := s.runTask(t, w); obs.State != generation.Succeeded {
+		t.Fatalf("official template: %+v", obs)
+	}
+
+	w.TemplateMediaOfficial, w.Task = false, "t-short"
+	w.Stage, w.Key = videogenv1alpha1.StageAnalyze, "acme/t-short/uid/analyze"
+	handle, err := s.client.Submit(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs := s.await(t, w, handle); obs.State != generation.Failed || !strings.Contains(obs.Message, "the template video could not be fetched") {
+		t.Errorf("an account's template: %+v, want the stage failed for its template video", obs)
+	}
+}

@@ -40,6 +40,9 @@ type Template struct {
 	// ID is what the caller referred to ("" when the capability needs no template).
 	ID       string
 	MediaURL string
+	// Official: an official Template (its media set by the service's administrators), not a
+	// ShortTemplate (its media a URL of the account's).
+	Official bool
 	Terms    pricing.Terms
 }
 
@@ -90,7 +93,7 @@ func resolve(ctx context.Context, r client.Reader, namespace string, c videogenv
 		// Made before mediaURL was required (Ready=False, NoMedia): no task can render on it.
 		return Template{}, fmt.Errorf("%w: %q has no media", ErrTemplateNotFound, ref)
 	}
-	return Template{ID: ref, MediaURL: t.Spec.MediaURL, Terms: TermsOf(&t.Spec)}, nil
+	return Template{ID: ref, MediaURL: t.Spec.MediaURL, Official: true, Terms: TermsOf(&t.Spec)}, nil
 }
 
 // Usable reports whether tasks can run on an official template: one whose capability needs

@@ -27,7 +27,10 @@ type Work struct {
 	// TemplateID is the official template name or the ushort_ id; TemplateMediaURL its media.
 	TemplateID       string
 	TemplateMediaURL string
-	Inputs           videogenv1alpha1.TaskInputs
+	// TemplateMediaOfficial: TemplateMediaURL is an official Template's, set by the service's
+	// administrators, not a ShortTemplate's target_url set by the caller's account.
+	TemplateMediaOfficial bool
+	Inputs                videogenv1alpha1.TaskInputs
 	// FaceImageUploaded: Inputs.FaceImageURL is the service's copy of a face the caller sent
 	// inline, so a failure to fetch it must not show that URL (AnnotationFaceImageUploaded).
 	FaceImageUploaded bool

@@ -136,15 +136,16 @@ func (c *Client) Cancel(ctx context.Context, _ generation.Work, handle string) e
 
 func requestFor(w generation.Work) protocol.StageRequest {
 	req := protocol.StageRequest{
-		Key:              w.Key,
-		Capability:       string(w.Capability),
-		Stage:            string(w.Stage),
-		TemplateID:       w.TemplateID,
-		TemplateMediaURL: w.TemplateMediaURL,
-		Inputs:           protocol.Inputs{FaceImageURL: w.Inputs.FaceImageURL, FaceImageUploaded: w.FaceImageUploaded, SourceVideoURL: w.Inputs.SourceVideoURL},
-		Duration:         w.Duration,
-		Previous:         w.Previous,
-		Task:             &protocol.TaskRef{Namespace: w.Namespace, Name: w.Task, UID: w.TaskUID},
+		Key:                   w.Key,
+		Capability:            string(w.Capability),
+		Stage:                 string(w.Stage),
+		TemplateID:            w.TemplateID,
+		TemplateMediaURL:      w.TemplateMediaURL,
+		TemplateMediaOfficial: w.TemplateMediaOfficial,
+		Inputs:                protocol.Inputs{FaceImageURL: w.Inputs.FaceImageURL, FaceImageUploaded: w.FaceImageUploaded, SourceVideoURL: w.Inputs.SourceVideoURL},
+		Duration:              w.Duration,
+		Previous:              w.Previous,
+		Task:                  &protocol.TaskRef{Namespace: w.Namespace, Name: w.Task, UID: w.TaskUID},
 	}
 	if !w.Deadline.IsZero() {
 		deadline := w.Deadline.UTC()

@@ -119,8 +119,8 @@ func work() generation.Work {
 		Capability: videogenv1alpha1.CapabilityShort, Stage: videogenv1alpha1.StageAnalyze,
 		TemplateID: "dance", TemplateMediaURL: "https://media.example/dance.mp4",
 		Inputs:            videogenv1alpha1.TaskInputs{FaceImageURL: "https://media.example/face.jpg"},
-		FaceImageUploaded: true,
-		Duration:          &d, Previous: map[string]string{"a": "b"},
+		FaceImageUploaded: true, TemplateMediaOfficial: true,
+		Duration: &d, Previous: map[string]string{"a": "b"},
 	}
 }
 
@@ -140,7 +140,7 @@ func TestSubmitThenObserveUntilSucceeded(t *testing.T) {
 	}
 	req := fake.lastReq
 	if req.Key != work().Key || req.Capability != "video.short" || req.Stage != "analyze" || req.TemplateMediaURL == "" ||
-		req.Inputs.FaceImageURL == "" || !req.Inputs.FaceImageUploaded || *req.Duration != 5 || req.Previous["a"] != "b" || req.Task.UID != "uid-1" {
+		!req.TemplateMediaOfficial || req.Inputs.FaceImageURL == "" || !req.Inputs.FaceImageUploaded || *req.Duration != 5 || req.Previous["a"] != "b" || req.Task.UID != "uid-1" {
 		t.Errorf("request on the wire = %+v", req)
 	}
 

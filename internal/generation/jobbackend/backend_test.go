@@ -81,20 +81,21 @@ var _ = Describe("the Job backend", func() {
 				env[e.Name] = e.Value
 			}
 			Expect(env).To(Equal(map[string]string{
-				"VIDEOGEN_NAMESPACE":           ns,
-				"VIDEOGEN_TASK":                task.Name,
-				"VIDEOGEN_TASK_UID":            string(task.UID),
-				"VIDEOGEN_STAGE":               "render",
-				"VIDEOGEN_CAPABILITY":          "video.short",
-				"VIDEOGEN_TEMPLATE_ID":         "beach-dance",
-				"VIDEOGEN_TEMPLATE_MEDIA_URL":  "https://media.example.com/templates/beach-dance.mp4",
-				"VIDEOGEN_FACE_IMAGE_URL":      "https://media.example.com/face.jpg",
-				"VIDEOGEN_FACE_IMAGE_UPLOADED": "",
-				"VIDEOGEN_SOURCE_VIDEO_URL":    "",
-				"VIDEOGEN_DURATION":            "",
-				"VIDEOGEN_PREVIOUS":            `{"faces":"1"}`,
-				"VIDEOGEN_POD_NAME":            "",
-				"VIDEOGEN_POD_NAMESPACE":       "",
+				"VIDEOGEN_NAMESPACE":               ns,
+				"VIDEOGEN_TASK":                    task.Name,
+				"VIDEOGEN_TASK_UID":                string(task.UID),
+				"VIDEOGEN_STAGE":                   "render",
+				"VIDEOGEN_CAPABILITY":              "video.short",
+				"VIDEOGEN_TEMPLATE_ID":             "beach-dance",
+				"VIDEOGEN_TEMPLATE_MEDIA_URL":      "https://media.example.com/templates/beach-dance.mp4",
+				"VIDEOGEN_TEMPLATE_MEDIA_OFFICIAL": "true",
+				"VIDEOGEN_FACE_IMAGE_URL":          "https://media.example.com/face.jpg",
+				"VIDEOGEN_FACE_IMAGE_UPLOADED":     "",
+				"VIDEOGEN_SOURCE_VIDEO_URL":        "",
+				"VIDEOGEN_DURATION":                "",
+				"VIDEOGEN_PREVIOUS":                `{"faces":"1"}`,
+				"VIDEOGEN_POD_NAME":                "",
+				"VIDEOGEN_POD_NAMESPACE":           "",
 			}))
 		})
 

@@ -52,7 +52,9 @@ func workFor(task *videogenv1alpha1.VideoTask, stage videogenv1alpha1.StageName)
 		Stage:            stage,
 		TemplateID:       task.Spec.TemplateRef,
 		TemplateMediaURL: "https://media.example.com/templates/beach-dance.mp4",
-		Inputs:           task.Spec.Inputs,
+		// An official template's.
+		TemplateMediaOfficial: true,
+		Inputs:                task.Spec.Inputs,
 	}
 	if stage == videogenv1alpha1.StageRender {
 		w.Previous = map[string]string{"faces": "1"}

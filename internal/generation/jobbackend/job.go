@@ -34,9 +34,12 @@ func inputVars(w generation.Work) []inputVar {
 		previous = map[string]string{}
 	}
 	previousJSON, _ := json.Marshal(previous) // a map of strings always marshals
-	uploaded := ""
+	uploaded, official := "", ""
 	if w.FaceImageUploaded {
 		uploaded = "true"
+	}
+	if w.TemplateMediaOfficial {
+		official = "true"
 	}
 	duration := ""
 	if w.Duration != nil {
@@ -50,6 +53,8 @@ func inputVars(w generation.Work) []inputVar {
 		{"VIDEOGEN_CAPABILITY", "capability", string(w.Capability)},
 		{"VIDEOGEN_TEMPLATE_ID", "template-id", w.TemplateID},
 		{"VIDEOGEN_TEMPLATE_MEDIA_URL", "template-media-url", w.TemplateMediaURL},
+		// No flag, as for VIDEOGEN_FACE_IMAGE_UPLOADED below.
+		{"VIDEOGEN_TEMPLATE_MEDIA_OFFICIAL", "", official},
 		{"VIDEOGEN_FACE_IMAGE_URL", "face-image-url", w.Inputs.FaceImageURL},
 		// No flag: a container given the inputs as flags may refuse one it does not know.
 		{"VIDEOGEN_FACE_IMAGE_UPLOADED", "", uploaded},

@@ -193,3 +193,32 @@ func TestBuildJobEndsByTheStagesDeadline(t *testing.T) {
 		}
 	}
 }
+
+// Whether the template's media is an official Template's goes to the containers as an env var
+// only, like VIDEOGEN_FACE_IMAGE_UPLOADED.
+func TestBuildJobSaysWhetherTheTemplateMediaIsOfficial(t *testing.T) {
+	cfg, err := LoadConfig("testdata/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, official := range []bool{true, false} {
+		w := testWork(videogenv1alpha1.StageAnalyze)
+		w.TemplateMediaOfficial = official
+		pod := cfg.buildJob(w, cfg.Capabilities[w.Capability], cfg.jobKey(w)).Spec.Template.Spec
+		want := map[bool]string{true: "true", false: ""}[official]
+		for _, ctr := range pod.Containers {
+			found := false
+			for _, e := range ctr.Env {
+				found = found || e.Name == "VIDEOGEN_TEMPLATE_MEDIA_OFFICIAL" && e.Value == want
+			}
+			if !found {
+				t.Errorf("official %v: container %s has no VIDEOGEN_TEMPLATE_MEDIA_OFFICIAL=%q", official, ctr.Name, want)
+			}
+			for _, arg := range ctr.Args {
+				if strings.Contains(arg, "OFFICIAL") || strings.Contains(arg, "official") {
+					t.Errorf("official %v: container %s has the flag %s", official, ctr.Name, arg)
+				}
+			}
+		}
+	}
+}

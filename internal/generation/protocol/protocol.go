@@ -13,14 +13,18 @@ const (
 // StageRequest is the body of POST /v1/stages.
 type StageRequest struct {
 	// Key makes the submission idempotent: the same key always names the same stage.
-	Key              string            `json:"key"`
-	Capability       string            `json:"capability"`
-	Stage            string            `json:"stage"`
-	TemplateID       string            `json:"template_id,omitempty"`
-	TemplateMediaURL string            `json:"template_media_url,omitempty"`
-	Inputs           Inputs            `json:"inputs"`
-	Duration         *int32            `json:"duration,omitempty"`
-	Previous         map[string]string `json:"previous,omitempty"`
+	Key              string `json:"key"`
+	Capability       string `json:"capability"`
+	Stage            string `json:"stage"`
+	TemplateID       string `json:"template_id,omitempty"`
+	TemplateMediaURL string `json:"template_media_url,omitempty"`
+	// TemplateMediaOfficial: TemplateMediaURL is an official Template's media, set by the
+	// service's administrators; otherwise it is a template the caller's account made, a URL of
+	// the caller's (see Inputs).
+	TemplateMediaOfficial bool              `json:"template_media_official,omitempty"`
+	Inputs                Inputs            `json:"inputs"`
+	Duration              *int32            `json:"duration,omitempty"`
+	Previous              map[string]string `json:"previous,omitempty"`
 	// Task names the task for the backend's logs only.
 	Task *TaskRef `json:"task,omitempty"`
 	// Deadline, if set, is when the backend stops the stage on its own (RFC 3339): a cancel
@@ -28,7 +32,9 @@ type StageRequest struct {
 	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
-// Inputs are the caller's media, by URL.
+// Inputs are the caller's media, by URL. A backend fetches a URL the caller gave like any
+// caller's URL (public addresses only, unless its operator allows more); only the service's own
+// media, an uploaded face and an official template's media, may be on the service's network.
 type Inputs struct {
 	FaceImageURL string `json:"face_image_url,omitempty"`
 	// FaceImageUploaded: the caller sent the face inline and FaceImageURL is the service's own

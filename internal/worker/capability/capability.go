@@ -19,10 +19,14 @@ import (
 
 // Deps are the tools the stages use.
 type Deps struct {
+	// Fetcher fetches the caller's URLs: a face or a source video by URL, a ShortTemplate's media.
 	Fetcher *fetcher.Fetcher
-	Store   blobstore.Store
-	Tools   ffmpeg.Tools
-	Faces   face.Detector
+	// ServiceFetcher fetches the service's own media: faces uploaded through the REST API and
+	// official Templates' media, which may live on the service's network (nil: Fetcher).
+	ServiceFetcher *fetcher.Fetcher
+	Store          blobstore.Store
+	Tools          ffmpeg.Tools
+	Faces          face.Detector
 	// TempDir holds each stage's scratch directory; the system's if empty.
 	TempDir string
 }
@@ -31,7 +35,12 @@ type Deps struct {
 type Pipelines struct{ d Deps }
 
 // New returns the pipelines over d.
-func New(d Deps) *Pipelines { return &Pipelines{d: d} }
+func New(d Deps) *Pipelines {
+	if d.ServiceFetcher == nil {
+		d.ServiceFetcher = d.Fetcher
+	}
+	return &Pipelines{d: d}
+}
 
 // ErrInvalid is wrapped by every refusal of a request: the caller must change it.
 var ErrInvalid = errors.New("invalid stage request")

@@ -31,10 +31,19 @@ const (
 	givenByCaller origin = iota
 	// uploadedByCaller: the caller sent the input inline; the URL is the service's own copy.
 	uploadedByCaller
-	// ofTemplate: the template's media, which its owner set: an official Template's may be an
-	// address of the service's network, so it is never named to the task's caller.
+	// ofTemplate: an official Template's media, which the service's administrators set: it may
+	// be an address of the service's network, so it is never named to the task's caller.
 	ofTemplate
+	// ofAccountTemplate: the media of a template the caller's account made (a ShortTemplate's
+	// target_url), a URL of the caller's like givenByCaller, told without it like ofTemplate (a
+	// manager older than template_media_official says so of official ones too).
+	ofAccountTemplate
 )
+
+// serviceOwned reports whether an input of this origin is the service's own media, which may be
+// fetched from the private addresses Deps.ServiceFetcher allows: any other URL is the caller's,
+// and reaching the service's network through it would let a tenant probe that network.
+func (o origin) serviceOwned() bool { return o == uploadedByCaller || o == ofTemplate }
 
 // faceOrigin is where the request's face image comes from.
 func faceOrigin(req protocol.StageRequest) origin {
@@ -42,6 +51,14 @@ func faceOrigin(req protocol.StageRequest) origin {
 		return uploadedByCaller
 	}
 	return givenByCaller
+}
+
+// templateOrigin is whose the request's template media is.
+func templateOrigin(req protocol.StageRequest) origin {
+	if req.TemplateMediaOfficial {
+		return ofTemplate
+	}
+	return ofAccountTemplate
 }
 
 // fetchVideo downloads a video and probes it; what describes the input in messages.
@@ -93,14 +110,18 @@ func (p *Pipelines) fetchImage(ctx context.Context, s *scratch, what, url string
 // download fetches url into path; what describes the input in messages, from says whether
 // they may name url.
 func (p *Pipelines) download(ctx context.Context, what, url string, from origin, path string) error {
-	err := p.d.Fetcher.ToFile(ctx, url, path)
+	fetch := p.d.Fetcher
+	if from.serviceOwned() {
+		fetch = p.d.ServiceFetcher
+	}
+	err := fetch.ToFile(ctx, url, path)
 	switch {
 	case err == nil:
 		return nil
 	case from == uploadedByCaller:
 		return &unnamedError{err: err, msg: "the " + what + " you uploaded could not be read back from the service's storage" +
 			cause(err) + "; the fault is the service's, not your image's: submit the task again"}
-	case from == ofTemplate:
+	case from == ofTemplate || from == ofAccountTemplate:
 		return &unnamedError{err: err, msg: "the " + what + " could not be fetched" + cause(err)}
 	}
 	return fmt.Errorf("the %s could not be fetched: %w", what, err)

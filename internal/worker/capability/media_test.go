@@ -2,10 +2,15 @@ package capability
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
+	"github.com/videogen-dev/videogen-operator/internal/worker/face"
+	"github.com/videogen-dev/videogen-operator/internal/worker/fetcher"
 	"github.com/videogen-dev/videogen-operator/internal/worker/testmedia"
 )
 
@@ -69,4 +74,39 @@ func TestAVideoOfFramesLargerThan4KIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want it to say %q", err, want)
 	}
+}
+
+// Only the service's own media may be on the service's network: a face uploaded through the REST
+// API and an official Template's media. A URL the caller chose (a face by URL, a ShortTemplate's
+// target_url) reaching a private address is refused, whatever the service's media may reach:
+// otherwise any tenant could make the worker fetch from the cluster's Services.
+func TestOnlyTheServicesOwnMediaMayBeOnItsNetwork(t *testing.T) {
+	r := newRig(t)
+	loopback := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	r.p = New(Deps{
+		Fetcher:        fetcher.New(netguard.Policy{}, 50<<20, 5*time.Second), // the rig's server is private to it
+		ServiceFetcher: fetcher.New(loopback, 50<<20, 5*time.Second),
+		Store:          r.blobs,
+		Faces:          face.CLI{},
+		TempDir:        t.TempDir(),
+	})
+	tmpl, face := r.serve(testmedia.FaceVideo(t, r.media, 1)), r.serve(testmedia.OtherFace(t, r.media))
+	analyze := func(uploaded, official bool) error {
+		_, err := r.run(protocol.StageRequest{Key: "k", Capability: "video.short", Stage: "analyze",
+			TemplateMediaURL: tmpl, TemplateMediaOfficial: official,
+			Inputs: protocol.Inputs{FaceImageURL: face, FaceImageUploaded: uploaded}})
+		return err
+	}
+
+	if err := analyze(true, true); err != nil {
+		t.Fatalf("uploaded face, official template: %v", err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "the "+what+" could not be fetched") || !errors.Is(err, netguard.ErrForbiddenDestination) {
+			t.Errorf("err = %v, want the %s refused for its private address", err, what)
+		}
+	}
+	refused("face image", analyze(false, true))
+	refused("template video", analyze(true, false))
 }

@@ -46,7 +46,7 @@ func (p *Pipelines) poseAnalyze(ctx context.Context, s *scratch, req protocol.St
 		return jobs.Outcome{}, err
 	}
 	report(50, "fetching the pose template")
-	tmplPath, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, ofTemplate, "template")
+	tmplPath, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, templateOrigin(req), "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -84,7 +84,7 @@ func (p *Pipelines) poseRender(ctx context.Context, s *scratch, req protocol.Sta
 		return jobs.Outcome{}, fmt.Errorf("previous.face_box %v lies outside the %dx%d face image", faceBox, photo.W, photo.H)
 	}
 	report(40, "fetching the pose template")
-	_, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, ofTemplate, "template")
+	_, tmpl, err := p.fetchImage(ctx, s, "pose template image", req.TemplateMediaURL, templateOrigin(req), "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}

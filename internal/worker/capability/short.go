@@ -58,7 +58,7 @@ func (p *Pipelines) shortAnalyze(ctx context.Context, s *scratch, req protocol.S
 		return jobs.Outcome{}, err
 	}
 	report(15, "fetching the template")
-	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, ofTemplate, "template")
+	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, templateOrigin(req), "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -113,7 +113,7 @@ func (p *Pipelines) shortRender(ctx context.Context, s *scratch, req protocol.St
 		return jobs.Outcome{}, fmt.Errorf("previous.face_box %v lies outside the %dx%d face image", faceBox, photo.W, photo.H)
 	}
 	report(5, "fetching the template")
-	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, ofTemplate, "template")
+	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, templateOrigin(req), "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}

@@ -29,7 +29,7 @@ func (p *Pipelines) videoTemplate(req protocol.StageRequest) (stage, error) {
 
 func (p *Pipelines) templateAnalyze(ctx context.Context, s *scratch, req protocol.StageRequest, report jobs.Report) (jobs.Outcome, error) {
 	report(10, "fetching the template")
-	_, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, ofTemplate, "template")
+	_, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, templateOrigin(req), "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
@@ -46,7 +46,7 @@ func (p *Pipelines) templateAnalyze(ctx context.Context, s *scratch, req protoco
 
 func (p *Pipelines) templateRender(ctx context.Context, s *scratch, req protocol.StageRequest, report jobs.Report) (jobs.Outcome, error) {
 	report(5, "fetching the template")
-	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, ofTemplate, "template")
+	in, info, err := p.fetchVideo(ctx, s, "template video", req.TemplateMediaURL, templateOrigin(req), "template")
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
