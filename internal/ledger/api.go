@@ -364,16 +364,26 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	defer b.mu.Unlock()
 	if b.tasks[task.Name] != e {
 		// The books were rebuilt meanwhile; they count what exists.
-		if err != nil {
-			return nil, err
+		switch {
+		case err == nil:
+			return task, nil
+		case inDoubt:
+			return nil, fmt.Errorf("creating task: %w: %w", errCreateInDoubt, err)
+		case apierrors.IsAlreadyExists(err):
+			return nil, ErrTaskExists
 		}
-		return task, nil
+		return nil, fmt.Errorf("creating task: %w", err)
 	}
 	if err != nil {
-		if inDoubt && e.uid == "" {
-			// Neither its answer nor its event named a task: its own event, or a read once
-			// the kube-apiserver answers (settleDoubt), settles it.
-			go l.settleDoubt(client.ObjectKeyFromObject(task), e)
+		if inDoubt {
+			if e.uid == "" {
+				// Neither its answer nor its event named a task: its own event, or a read
+				// once the kube-apiserver answers (settleDoubt), settles it.
+				go l.settleDoubt(client.ObjectKeyFromObject(task), e)
+			}
+			// Named by its own event (observe names the entry only with a copy carrying this
+			// create's admission), the create landed and holds; either way the caller is told
+			// it may have, not that it failed: a caller told it failed submits it again.
 			return nil, fmt.Errorf("creating task: %w: %w", errCreateInDoubt, err)
 		}
 		if e.state == pending {
