@@ -237,6 +237,12 @@ func (l *Ledger) build(ctx context.Context, namespace string) error {
 	if err != nil {
 		return err
 	}
+	if b.built && b.account != nil && b.account.UID == current.UID {
+		// Built already, by another rebuild of this account (an event that came while this
+		// one waited to try again): those books are live, and a list now would miss what
+		// they count that is on its way (a REST create's hold).
+		return nil
+	}
 	if err := l.inTerm(ctx); err != nil {
 		return err
 	}
