@@ -167,7 +167,7 @@ func TestASecondRebuildOfANewAccountDoesNotDropAHoldOfTheLiveBooks(t *testing.T)
 		b := l.book(h.ns)
 		waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return !b.building })
 	case <-time.After(3 * time.Second):
-		// Checked, holds: the second rebuild did not build live books again.
+		// Rebuild #1 found the books built for this account and listed nothing (the fix).
 	}
 
 	_, errB := l.CreateTask(h.ctx, h.task("b"), 60) // step 5
