@@ -76,7 +76,10 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 	if name, b, ok := r.Backends.Route(task.Spec.Capability); ok && !task.Status.Phase.Terminal() {
 		var failed error
 		for _, st := range task.Status.Stages {
-			if st.State != videogenv1alpha1.StageRunning || st.Handle == "" {
+			// A stage not ended may run at the backend without its handle in the status: a
+			// Submit that landed when the status write recording it was lost (a conflict, a
+			// crash) or failed. Backends find such work by its key (an empty handle).
+			if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, r.cancelTimeout()) // each try is bounded, the retries by CancelGrace
