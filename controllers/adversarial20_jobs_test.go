@@ -122,6 +122,48 @@ var _ = Describe("Adversarial round 20: a deleted task's Jobs", func() {
 		}).Should(Satisfy(apierrors.IsNotFound), "the render Job of a deleted task is left running")
 		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
+
+	// What breaks: a task carries FinalizerCancelWork only once a stage's handle is in its
+	// status (guardWork, after the status write). A task deleted between its first stage's
+	// Submit and that write has no finalizer: it goes at once, the status write answers
+	// NotFound, and nothing stops the work the Submit started. guardWork's own "deleted since
+	// the stage started" branch cancels it, but is never reached: advance returns the write's
+	// error first.
+	//
+	// Steps, each a real reconcile against envtest, forced in this order:
+	//  1. A task is admitted; its reconcile submits the analyze stage: its Job is created.
+	//  2. Meanwhile the user deletes the task (kubectl delete, right after kubectl apply: a
+	//     wrong template, say): no finalizer, so it is gone at once.
+	//  3. The reconcile's status write (analyze Running, its handle) answers NotFound.
+	//
+	// Reachable: the window is the Job's create and one read, on every task's first reconcile.
+	// The user sees nothing (the task is gone and its hold with it); the operator's GPU pod
+	// runs for nobody up to the task's timeout plus a minute, and the Job stays for its TTL.
+	// (In the task's own namespace the garbage collector deletes the Job with its owner; the
+	// HTTP backend's worker, which has no owner references, runs such a stage to its deadline
+	// in either case: this reconcile holds its handle, and only this reconcile does.)
+	It("stops the analyze Job of a task deleted before the Job's handle was written", func() {
+		ns := suite.NewAccount(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
+		var once sync.Once
+		afterSubmit = func(w generation.Work) {
+			once.Do(func() {
+				defer GinkgoRecover()
+				// 2. The user deletes the task while its analyze Job is being created.
+				Expect(k8sClient.Delete(ctx, &videogenv1alpha1.VideoTask{
+					ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Task}})).To(Succeed())
+			})
+		}
+		task := aShortTask(ns, tmpl).Create()
+		analyze := stageJob(task.Name, videogenv1alpha1.StageAnalyze)
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+		}).Should(Satisfy(apierrors.IsNotFound))
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(analyze), &batchv1.Job{})
+		}).Should(Satisfy(apierrors.IsNotFound), "the analyze Job of a deleted task is left running")
+		suite.ExpectBalanced(ns, 100, 0, 0)
+	})
 })
 
 // succeedJobPod creates the pod the Job controller would have run for job, Succeeded, with
