@@ -145,22 +145,27 @@ var _ = Describe("Adversarial round 20: a deleted task's Jobs", func() {
 	It("stops the analyze Job of a task deleted before the Job's handle was written", func() {
 		ns := suite.NewAccount(100)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
-		var once sync.Once
+		var (
+			once    sync.Once
+			analyze = make(chan client.ObjectKey, 1)
+		)
 		afterSubmit = func(w generation.Work) {
 			once.Do(func() {
 				defer GinkgoRecover()
+				analyze <- client.ObjectKey{Namespace: jobsNS, Name: jobbackend.JobName(w.Key, w.Stage)}
 				// 2. The user deletes the task while its analyze Job is being created.
 				Expect(k8sClient.Delete(ctx, &videogenv1alpha1.VideoTask{
 					ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Task}})).To(Succeed())
 			})
 		}
 		task := aShortTask(ns, tmpl).Create()
-		analyze := stageJob(task.Name, videogenv1alpha1.StageAnalyze)
+		var job client.ObjectKey
+		Eventually(analyze).Should(Receive(&job)) // 1. its Job was created
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
 		}).Should(Satisfy(apierrors.IsNotFound))
 		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(analyze), &batchv1.Job{})
+			return k8sClient.Get(ctx, job, &batchv1.Job{})
 		}).Should(Satisfy(apierrors.IsNotFound), "the analyze Job of a deleted task is left running")
 		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
