@@ -74,20 +74,7 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 	}
 	log := logf.FromContext(ctx)
 	if name, b, ok := r.Backends.Route(task.Spec.Capability); ok && !task.Status.Phase.Terminal() {
-		var failed error
-		for _, st := range task.Status.Stages {
-			// A stage not ended may run at the backend without its handle in the status: a
-			// Submit that landed when the status write recording it was lost (a conflict, a
-			// crash) or failed. Backends find such work by its key (an empty handle).
-			if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
-				continue
-			}
-			cctx, cancel := context.WithTimeout(ctx, r.cancelTimeout()) // each try is bounded, the retries by CancelGrace
-			if err := b.Cancel(cctx, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
-				failed = err
-			}
-			cancel()
-		}
+		failed := r.cancelUnended(ctx, task, b)
 		if failed != nil {
 			waited := r.Clock.Since(task.DeletionTimestamp.Time)
 			if waited < r.Config.CancelGrace {
@@ -99,6 +86,26 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 		}
 	}
 	return ctrl.Result{}, r.releaseWork(ctx, task)
+}
+
+// cancelUnended asks b to stop the work of every stage of task that has not ended, each for at
+// most CancelTimeout, and returns the last error. A stage not ended may run at the backend
+// without its handle in the status (a Submit that landed when the status write recording it
+// was lost or failed): backends find such work by its key (an empty handle), and stopping work
+// that was never submitted is no error.
+func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv1alpha1.VideoTask, b generation.Backend) error {
+	var failed error
+	for _, st := range task.Status.Stages {
+		if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.cancelTimeout())
+		if err := b.Cancel(cctx, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
+			failed = err
+		}
+		cancel()
+	}
+	return failed
 }
 
 // runningStage reports whether a stage of the task runs at a backend.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -193,6 +194,13 @@ stages:
 		break
 	}
 	if err := r.writeIfChanged(ctx, task, before); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted before a stage of it was recorded (so without the finalizer): nothing
+			// else will stop the work this reconcile started, and only it holds its handle.
+			if cerr := r.cancelUnended(ctx, task, backend); cerr != nil {
+				logf.FromContext(ctx).Error(cerr, "cancelling the work of a task deleted while it was submitted")
+			}
+		}
 		return ctrl.Result{}, err
 	}
 	if err := r.guardWork(ctx, task, backend, tmpl); err != nil {
