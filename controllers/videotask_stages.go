@@ -495,6 +495,17 @@ func (r *VideoTaskReconciler) deadline(task *videogenv1alpha1.VideoTask) time.Ti
 // task ends; the backend's deadline only stops work whose cancel was lost.
 const stageDeadlineGrace = time.Minute
 
+// faceImageUploaded reports whether the task's face is the service's copy of one the caller sent
+// inline, which the worker may fetch from the service's network: marked so by the ledger, on a
+// task it made for the REST API. Such a task carries the ledger's admission record too; a
+// kubectl task never does (the policy has kept that annotation to status-writers since before
+// the face mark existed), so a kubectl task marked while the policy did not yet keep the mark to
+// them (before this release, or as it was being installed) is not taken at its word.
+func faceImageUploaded(task *videogenv1alpha1.VideoTask) bool {
+	_, byLedger := task.Annotations[videogenv1alpha1.AnnotationAdmission]
+	return byLedger && task.Annotations[videogenv1alpha1.AnnotationFaceImageUploaded] == "true" && task.Spec.Inputs.FaceImageURL != ""
+}
+
 func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalog.Template, stage videogenv1alpha1.StageName) generation.Work {
 	w := generation.Work{
 		Key:                   generation.WorkKey(task.Namespace, task.Name, string(task.UID), stage),
@@ -509,8 +520,7 @@ func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalo
 		Inputs:                task.Spec.Inputs,
 		Duration:              task.Spec.Duration,
 		Deadline:              r.deadline(task).Add(stageDeadlineGrace),
-		// Only the face a caller sends inline is the service's copy.
-		FaceImageUploaded: task.Annotations[videogenv1alpha1.AnnotationFaceImageUploaded] == "true" && task.Spec.Inputs.FaceImageURL != "",
+		FaceImageUploaded:     faceImageUploaded(task),
 	}
 	if stage == videogenv1alpha1.StageRender {
 		w.Previous = stageStatus(task, videogenv1alpha1.StageAnalyze).Outputs

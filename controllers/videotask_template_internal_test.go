@@ -42,7 +42,9 @@ func TestAStageIsToldWhetherTheFaceWasUploaded(t *testing.T) {
 		face        string
 		want        bool
 	}{
-		{"sent inline", map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true"}, "http://apiserver/v1/blobs/x.png", true},
+		// The ledger marks it, on a task it makes for the REST API (with its admission record).
+		{"sent inline", map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true", videogenv1alpha1.AnnotationAdmission: "5:sig"},
+			"http://apiserver/v1/blobs/x.png", true},
 		{"given by URL", nil, "https://media.example/face.jpg", false},
 		{"marked, but without a face", map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true"}, "", false},
 	} {
