@@ -8,7 +8,20 @@ import "time"
 // Paths of the protocol, relative to the backend's base URL.
 const (
 	StagesPath = "/v1/stages"
+	// CancelByKeyPath stops the stage a key names (POST, a CancelRequest): for a caller that
+	// submitted a stage and never learned its id. "cancel" is therefore never a stage id.
+	CancelByKeyPath = StagesPath + "/cancel"
 )
+
+// CancelRequest is the body of POST /v1/stages/cancel.
+type CancelRequest struct {
+	// Key is the idempotency key the stage was submitted with.
+	Key string `json:"key"`
+}
+
+// MaxKeyBytes bounds a key in a cancel by key: the operator's keys
+// (<namespace>/<task>/<uid>/<stage>) are under 400 bytes.
+const MaxKeyBytes = 1024
 
 // StageRequest is the body of POST /v1/stages.
 type StageRequest struct {

@@ -134,14 +134,29 @@ func (t *Table) Cancel(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	j, ok := t.byID[id]
-	if !ok {
-		return false
+	if ok {
+		t.cancelLocked(j)
 	}
+	return ok
+}
+
+// CancelKey is Cancel for the stage submitted under key, for a caller that never learned its
+// id. It reports whether key was known.
+func (t *Table) CancelKey(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	j, ok := t.byKey[key]
+	if ok {
+		t.cancelLocked(j)
+	}
+	return ok
+}
+
+func (t *Table) cancelLocked(j *job) {
 	if j.finished.IsZero() {
 		j.cancel()
 		t.finishLocked(j, protocol.StateFailed, "cancelled", Outcome{})
 	}
-	return true
 }
 
 // Wait blocks until every started stage's goroutine has returned.

@@ -61,10 +61,21 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+protocol.StagesPath, s.authed(s.submit))
 	mux.HandleFunc("GET "+protocol.StagesPath+"/{id}", s.authed(s.observe))
 	mux.HandleFunc("POST "+protocol.StagesPath+"/{id}/cancel", s.authed(s.cancel))
+	// Cancel by key, for a caller that never learned the stage's id. It shares no request
+	// with GET /v1/stages/{id} (POST is neither GET nor HEAD), so the two do not clash and a
+	// real id is never shadowed: GET /v1/stages/cancel still reads a stage whose id is
+	// "cancel", which never exists (ids are "stg_" and random hex), a 404 not_found.
+	mux.HandleFunc("POST "+protocol.CancelByKeyPath, s.authed(s.cancelByKey))
 	// The same paths with another method, and paths under them that are none of these: the
 	// protocol's error shape (after the token, like every call), not net/http's text.
 	mux.HandleFunc(protocol.StagesPath, s.authed(methodNotAllowed(http.MethodPost)))
-	mux.HandleFunc(protocol.StagesPath+"/{id}", s.authed(methodNotAllowed(http.MethodGet+", "+http.MethodHead)))
+	mux.HandleFunc(protocol.StagesPath+"/{id}", s.authed(func(w http.ResponseWriter, r *http.Request) {
+		allow := http.MethodGet + ", " + http.MethodHead
+		if r.PathValue("id") == "cancel" { // a pattern of its own would clash with GET /v1/stages/{id}
+			allow += ", " + http.MethodPost
+		}
+		methodNotAllowed(allow)(w, r)
+	}))
 	mux.HandleFunc(protocol.StagesPath+"/{id}/cancel", s.authed(methodNotAllowed(http.MethodPost)))
 	mux.HandleFunc("/", s.authed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, protocol.CodeNotFound, "no such endpoint: "+r.Method+" "+truncate(r.URL.Path, 200))
@@ -126,6 +137,33 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	if s.table.Cancel(r.PathValue("id")) {
 		s.log.Info("stage cancelled", "id", r.PathValue("id"))
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// maxCancelBytes bounds a cancel by key's body: a key and room for fields to come.
+const maxCancelBytes = 64 << 10
+
+// cancelByKey stops the stage submitted under a key, for a caller that never learned its id
+// (its submission's answer was lost). Like cancel, it answers 204 whether the key is known or
+// not. Unknown fields are ignored, as everywhere in the protocol.
+func (s *Server) cancelByKey(w http.ResponseWriter, r *http.Request) {
+	var req protocol.CancelRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCancelBytes)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "the body is not a cancel request: "+describeDecodeError(err))
+		return
+	}
+	switch {
+	case req.Key == "":
+		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "key is required")
+		return
+	case len(req.Key) > protocol.MaxKeyBytes:
+		writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest,
+			"key is longer than "+strconv.Itoa(protocol.MaxKeyBytes)+" bytes")
+		return
+	}
+	if s.table.CancelKey(req.Key) {
+		s.log.Info("stage cancelled", "key", req.Key)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
