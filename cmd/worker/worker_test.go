@@ -296,6 +296,31 @@ func TestCancelThroughTheProtocolFailsTheStage(t *testing.T) {
 	}
 }
 
+// A stage whose handle the operator never recorded (its Submit landed, the status write that
+// recorded the id was lost to a deletion's conflict or a crash) is stopped by its key:
+// Cancel(work, "") posts it to POST /v1/stages/cancel. Before, the client sent nothing and a
+// 600 s render ran on at the worker, holding a slot, until its deadline.
+func TestCancelWithoutAHandleStopsTheStageByItsKey(t *testing.T) {
+	s := newStack(t)
+	w := work(videogenv1alpha1.CapabilityTemplate)
+	w.Stage, w.Key = videogenv1alpha1.StageRender, "acme/t/uid/render"
+	w.TemplateMediaURL = s.serve(testmedia.MovingVideo(t, s.media, 2, ""))
+	long := int32(600)
+	w.Duration = &long
+	handle, err := s.client.Submit(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handle is thrown away: only the key is left.
+	if err := s.client.Cancel(context.Background(), w, ""); err != nil {
+		t.Fatal(err)
+	}
+	// The worker ends a cancelled stage before it answers the cancel.
+	if obs, err := s.client.Observe(context.Background(), w, handle); err != nil || obs.State != generation.Failed || obs.Message != "cancelled" {
+		t.Errorf("after cancel by key: %+v, %v; want failed cancelled", obs, err)
+	}
+}
+
 // The worker runs stages for whoever may call /v1/stages, so it does not start without a
 // token unless told explicitly that nothing else can reach it.
 func TestTheWorkerRefusesToServeWithoutATokenUnlessToldToForLocalUse(t *testing.T) {

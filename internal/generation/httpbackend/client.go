@@ -120,15 +120,30 @@ func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) 
 }
 
 // Cancel implements generation.Backend; a stage the backend no longer knows is already gone.
-func (c *Client) Cancel(ctx context.Context, _ generation.Work, handle string) error {
+// Without a handle (a Submit that landed while the status write recording its id was lost) the
+// stage is cancelled by its key, POST /v1/stages/cancel.
+func (c *Client) Cancel(ctx context.Context, w generation.Work, handle string) error {
 	if handle == "" {
-		// The protocol names stages by the id the backend returned; without it there is
-		// nothing to address. Such a stage runs to its end and the worker forgets it.
-		return nil
+		return c.cancelByKey(ctx, w.Key)
 	}
 	err := c.call(ctx, http.MethodPost, protocol.StagesPath+"/"+url.PathEscape(handle)+"/cancel", nil, nil)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+// cancelByKey stops the stage submitted under key. A backend that does not know the endpoint
+// (404 or 405: an older or third-party one) cannot be asked: its stage runs to the deadline
+// it was submitted with, which is no error of the caller's.
+func (c *Client) cancelByKey(ctx context.Context, key string) error {
+	if key == "" {
+		return nil // nothing names a stage
+	}
+	err := c.call(ctx, http.MethodPost, protocol.CancelByKeyPath, protocol.CancelRequest{Key: key}, nil)
+	var se *StatusError
+	if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
 		return nil
 	}
 	return err

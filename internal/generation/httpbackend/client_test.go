@@ -274,19 +274,6 @@ func TestCancelOfUnknownStageIsNotAnError(t *testing.T) {
 	}
 }
 
-// The protocol addresses stages by id; with none recorded the client must not invent a path.
-func TestCancelWithoutAHandleSendsNothing(t *testing.T) {
-	fake := newFake()
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	if err := newClient(t, srv.URL, nil).Cancel(context.Background(), work(), ""); err != nil {
-		t.Fatal(err)
-	}
-	if got := fake.requests.Load(); got != 0 {
-		t.Errorf("requests = %d, want 0", got)
-	}
-}
-
 func TestEachAttemptIsBoundedByTheRequestTimeout(t *testing.T) {
 	fake := newFake()
 	fake.delay = 2 * time.Second
