@@ -147,6 +147,7 @@ var _ = Describe("The worker", func() {
 			}{
 				{"POST", "/v1/stages", stage},
 				{"POST", "/v1/stages/stg_x/cancel", nil},
+				{"POST", "/v1/stages/cancel", map[string]any{"key": "hostile/t/uid/analyze"}},
 				{"GET", "/v1/stages/stg_x", nil},
 			} {
 				r := callAt(stack.WorkerURL, c.method, c.path, "", c.body, "Authorization", auth)
