@@ -34,6 +34,11 @@ type PointTopUpSpec struct {
 	// +required
 	Amount int64 `json:"amount"`
 
+	// Reference's two XValidation rules accept exactly what the pattern
+	// ^[^\s\p{Z}\p{Cc}\p{Cf}]([^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*[^\s\p{Z}\p{Cc}\p{Cf}])?$ did (RE2's \s
+	// is a space or a control character), but say in words what is wrong: the apiserver
+	// quotes a pattern's regular expression in its refusal, which nobody can read.
+
 	// Reference ties the top-up to its paperwork, e.g. an invoice number. It is unique in the
 	// namespace for good: a second top-up with a reference already applied to its account, or
 	// to an earlier account of the namespace, is refused. No space of any script at either end
@@ -42,7 +47,8 @@ type PointTopUpSpec struct {
 	// another reference than "INV-1".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[^\s\p{Z}\p{Cc}\p{Cf}]([^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*[^\s\p{Z}\p{Cc}\p{Cf}])?$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]')",message="reference must not contain control or invisible characters (a tab, a line break, a zero-width space, a byte-order mark)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^\\p{Zs}') && !self.matches(r'\\p{Zs}$')",message="reference must not begin or end with a space (of any kind, e.g. a no-break space)"
 	// +required
 	Reference string `json:"reference"`
 

@@ -1,0 +1,137 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
+)
+
+// oldReferencePattern is the pattern spec.reference had until round 20, whose refusal quoted
+// it to the user ("should match '^[^\s\p{Z}\p{Cc}\p{Cf}]...'").
+const oldReferencePattern = `^[^\s\p{Z}\p{Cc}\p{Cf}]([^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*[^\s\p{Z}\p{Cc}\p{Cf}])?$`
+
+// hostileReferences are references built around every control, format (invisible) and
+// separator character of Go's Unicode tables, and a few look-alikes of other categories, alone,
+// at either end, inside, and doubled inside.
+func hostileReferences() []string {
+	runes := []rune{'A', ' ', '-', '\u00ad', '\u034f', '\u115f', '\u1160', '\u17b4', '\u180e', '\u2800', '\u3164',
+		'\uffa0', '\ufffc', '\ufffd', '\U000e0001', '\U000e0020', '\U0001d173', '\U000f0000'}
+	for _, table := range []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Z} {
+		for _, r16 := range table.R16 {
+			for r := rune(r16.Lo); r <= rune(r16.Hi); r += rune(r16.Stride) {
+				runes = append(runes, r)
+			}
+		}
+		for _, r32 := range table.R32 {
+			for r := rune(r32.Lo); r <= rune(r32.Hi); r += rune(r32.Stride) {
+				runes = append(runes, r)
+			}
+		}
+	}
+	var refs []string
+	for _, r := range runes {
+		c := string(r)
+		refs = append(refs, c, c+"INV-1", "INV-1"+c, "INV"+c+"1", "INV"+c+c+"1", c+"INV-1"+c)
+	}
+	return append(refs, "A", "INV 2026/001", "請求書-1", "Rechnung Nr. 7 (Ä)", "INV\u00a01", "INV\u30001", "a b",
+		"INV-1\r\n", "\tINV-1", "INV\x7f1", "INV\u200d1", "👨\u200d👩\u200d👧", "e\u0301", strings.Repeat("x", 128))
+}
+
+// Adversarial round 20: PointTopUp references and what the apiserver says of a refused one.
+var _ = Describe("Adversarial: top-up references (round 20)", func() {
+	// What was wrong: a reference with a space at either end or an invisible character was
+	// refused with the apiserver's message for a pattern, which quotes the regular expression
+	// whole: `spec.reference in body should match '^[^\s\p{Z}\p{Cc}\p{Cf}]([^\p{Cc}...'`.
+	// videogenctl topup --reference "INV-1 " (a number pasted from a PDF) printed that, and
+	// the administrator could not tell what to change. The pattern is now two CEL rules that
+	// say it in words.
+	//
+	// The proof that the rules take exactly the strings the pattern took: a throwaway CRD in
+	// the same kube-apiserver keeps the old pattern, and each hostile string is tried (dry
+	// run) both there and as a real PointTopUp's reference. Both verdicts come from the same
+	// binary's regular expressions and Unicode tables, so a difference is a difference of the
+	// rules, not of Go versions.
+	It("refuses exactly what the old pattern refused, saying in words what is wrong", func() {
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "oldrefs.adv20.videogen.dev"},
+			"spec": map[string]any{
+				"group": "adv20.videogen.dev", "scope": "Namespaced",
+				"names": map[string]any{"plural": "oldrefs", "singular": "oldref", "kind": "OldRef", "listKind": "OldRefList"},
+				"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+						"reference": map[string]any{"type": "string", "minLength": int64(1), "maxLength": int64(128), "pattern": oldReferencePattern},
+					}}}}},
+			},
+		}}
+		err := k8sClient.Create(ctx, crd)
+		if !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		old := func(ref string) error {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "adv20.videogen.dev/v1", "kind": "OldRef",
+				"metadata":   map[string]any{"namespace": "default", "name": envsuite.Unique("old")},
+				"reference":  ref,
+			}}
+			return k8sClient.Create(ctx, u, client.DryRunAll)
+		}
+		// The CRD is served once the apiserver's discovery and the client's mapper know it.
+		Eventually(func() error { return old("A") }, 20*time.Second).Should(Succeed())
+
+		refs := hostileReferences()
+		var accepted, refused int
+		for _, ref := range refs {
+			oldErr := old(ref)
+			t := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: envsuite.Unique("ref")},
+				Spec: videogenv1alpha1.PointTopUpSpec{Amount: 5, Reference: ref}}
+			newErr := k8sClient.Create(ctx, t, client.DryRunAll)
+			Expect(newErr == nil).To(Equal(oldErr == nil), "reference %+q: old pattern says %v, the new rules %v", ref, oldErr, newErr)
+			if newErr == nil {
+				accepted++
+				continue
+			}
+			refused++
+			Expect(apierrors.IsInvalid(newErr)).To(BeTrue(), "%+q: %v", ref, newErr)
+			msg := newErr.Error()
+			Expect(msg).To(ContainSubstring("spec.reference"), "%+q", ref)
+			Expect(msg).NotTo(ContainSubstring(`\p{`), "%+q", ref)
+			Expect(msg).NotTo(ContainSubstring("should match"), "%+q", ref)
+			Expect(msg).To(Or(ContainSubstring("reference must not contain control or invisible characters"),
+				ContainSubstring("reference must not begin or end with a space"),
+				ContainSubstring("at least 1 chars long")), "%+q", ref)
+		}
+		By(fmt.Sprintf("%d references accepted, %d refused by both", accepted, refused))
+		Expect(accepted).To(BeNumerically(">", 100))
+		Expect(refused).To(BeNumerically(">", 1000))
+	})
+
+	DescribeTable("says in words why a reference is refused",
+		func(ref, want string) {
+			t := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: envsuite.Unique("ref")},
+				Spec: videogenv1alpha1.PointTopUpSpec{Amount: 5, Reference: ref}}
+			err := k8sClient.Create(ctx, t, client.DryRunAll)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(want))
+			Expect(err.Error()).NotTo(ContainSubstring(`\p{`))
+		},
+		Entry("a space at the end", "INV-1 ", "reference must not begin or end with a space"),
+		Entry("a no-break space at the start", "\u00a0INV-1", "reference must not begin or end with a space"),
+		Entry("an ideographic space at the end", "INV-1\u3000", "reference must not begin or end with a space"),
+		Entry("a zero-width space inside", "INV\u200b-1", "reference must not contain control or invisible characters"),
+		Entry("a byte-order mark at the start", "\ufeffINV-1", "reference must not contain control or invisible characters"),
+		Entry("a line break at the end", "INV-1\n", "reference must not contain control or invisible characters"),
+		Entry("a tab inside", "INV\t1", "reference must not contain control or invisible characters"),
+	)
+})
