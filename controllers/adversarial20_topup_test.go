@@ -82,8 +82,8 @@ var _ = Describe("Adversarial: top-up references (round 20)", func() {
 		old := func(ref string) error {
 			u := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "adv20.videogen.dev/v1", "kind": "OldRef",
-				"metadata":   map[string]any{"namespace": "default", "name": envsuite.Unique("old")},
-				"reference":  ref,
+				"metadata":  map[string]any{"namespace": "default", "name": envsuite.Unique("old")},
+				"reference": ref,
 			}}
 			return k8sClient.Create(ctx, u, client.DryRunAll)
 		}
