@@ -670,12 +670,12 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	if _, ok := b.queued[t.UID]; ok {
 		return TopUpOutcome{Queued: true}, nil
 	}
-	if other, ok := b.references[t.Spec.Reference]; ok && other.uid == t.UID {
+	if other, ok := b.references[referenceKey(t)]; ok && other.uid == t.UID {
 		// Applied, and its journal entry already gone: this is a copy from before its status
 		// said so (a cache that lags). Never credited again.
 		return TopUpOutcome{AlreadyApplied: true}, nil
 	}
-	if other, ok := b.references[t.Spec.Reference]; ok {
+	if other, ok := b.references[referenceKey(t)]; ok {
 		if _, queued := b.queued[other.uid]; queued {
 			// The other top-up is not applied until its entry is written (a crash before that
 			// loses it): a refusal now would be for good, for a reference nobody used. This
@@ -706,7 +706,7 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		}
 		b.debits -= t.Spec.Amount
 	}
-	b.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
+	b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
 	b.enqueue(videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp, Name: t.Name, UID: t.UID, Amount: t.Spec.Amount})
 	l.schedule(b)
 	return TopUpOutcome{Queued: true}, nil
@@ -724,7 +724,7 @@ func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
 	case b.account == nil:
 	case t.Status.AppliedAt != nil && t.Status.AccountUID == b.account.UID:
 		b.topUpsShown[t.UID] = true
-		b.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
+		b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
 		l.schedule(b)
 	case t.RefusedForGood():
 		b.topUpsShown[t.UID] = true // a refusal's journal entry may go

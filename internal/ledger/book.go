@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
@@ -108,9 +109,9 @@ type book struct {
 	fates map[types.UID]fate
 	// topUpsShown are the top-ups whose status shows them applied: their journal entries may go.
 	topUpsShown map[types.UID]bool
-	// references maps the reference of every top-up applied to an account of the namespace,
-	// this one or an earlier one, or queued, to that top-up: a second top-up with the same
-	// reference is refused.
+	// references maps the reference (its referenceKey) of every top-up applied to an account
+	// of the namespace, this one or an earlier one, or queued, to that top-up: a second top-up
+	// with the same reference is refused.
 	references map[string]appliedTopUp
 	// refWaiters are the top-ups waiting for a queued top-up with their reference to be
 	// written, by that top-up's UID (requeued then).
@@ -128,6 +129,11 @@ type book struct {
 	seenRV    string
 	lastWrite time.Time
 }
+
+// referenceKey is what a top-up's reference is compared by: its NFC form, so that one
+// invoice number written with a precomposed letter (ü) and with a letter and a combining mark
+// (u and U+0308), which every terminal prints the same, is one reference.
+func referenceKey(t *videogenv1alpha1.PointTopUp) string { return norm.NFC.String(t.Spec.Reference) }
 
 // appliedTopUp is the top-up a reference was applied (or queued) by.
 type appliedTopUp struct {

@@ -291,15 +291,15 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 				fresh.topUpsShown[t.UID] = true
 			case t.Status.AppliedAt == nil:
 			case t.Status.AccountUID == acct.UID:
-				fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
+				fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
 				fresh.topUpsShown[t.UID] = true
 			default:
 				// Applied to an earlier account of the namespace: a reference is used for good.
 				// An applied top-up cannot be deleted, and an account goes only once every
 				// top-up's status shows it applied, so this list has them all. One of the
 				// current account, in the list before or after, names the reference instead.
-				if _, used := fresh.references[t.Spec.Reference]; !used {
-					fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name, earlier: true}
+				if _, used := fresh.references[referenceKey(t)]; !used {
+					fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, earlier: true}
 				}
 			}
 		}
@@ -307,7 +307,7 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 			switch j.Kind {
 			case videogenv1alpha1.JournalTopUp:
 				if t := findTopUp(topUps, j.UID); t != nil {
-					fresh.references[t.Spec.Reference] = appliedTopUp{uid: t.UID, name: t.Name}
+					fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
 				}
 			case videogenv1alpha1.JournalRefusal:
 				if _, known := fresh.refusals[j.UID]; !known {
