@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
@@ -133,5 +134,50 @@ var _ = Describe("Adversarial: top-up references (round 20)", func() {
 		Entry("a byte-order mark at the start", "\ufeffINV-1", "reference must not contain control or invisible characters"),
 		Entry("a line break at the end", "INV-1\n", "reference must not contain control or invisible characters"),
 		Entry("a tab inside", "INV\t1", "reference must not contain control or invisible characters"),
+	)
+})
+
+var _ = Describe("Adversarial: invisible characters that are not format characters (round 20)", func() {
+	// What breaks: round 19 refused, in a reference, every control and format (Cf) character
+	// and every space at either end, so that "INV-1" pasted with something invisible is not a
+	// second reference. But Unicode's invisible characters (Default_Ignorable_Code_Point) are
+	// not all Cf: a variation selector (U+FE0F, which an emoji keyboard or a copy from a web
+	// page leaves behind), the combining grapheme joiner (U+034F), the Hangul fillers (U+3164,
+	// U+115F, U+FFA0: letters that print as nothing) and the Mongolian free variation
+	// selectors are marks or letters, so the pattern took them anywhere, and the ledger, which
+	// compares references by their code points, credited the invoice a second time. The
+	// Braille blank (U+2800) prints as a space but is a symbol. kubectl get ptu and videogenctl
+	// account show print both references the same.
+	//
+	// Steps: 1. an administrator applies INV-<n> for 100 points (credited). 2. The same invoice
+	// is applied again with the character at one end or inside. Nothing races.
+	DescribeTable("does not credit an applied reference again when it comes back with an invisible mark or letter",
+		func(pad func(string) string) {
+			stop := startManager(testOptions(testbackend.New()))
+			DeferCleanup(stop)
+			ns := suite.NewAccount(0)
+			first := suite.TopUp(ns, envsuite.Unique("inv"), 100)
+			Eventually(appliedReason(first)).Should(Equal(videogenv1alpha1.ReasonCredited))
+
+			again := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("again")},
+				Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: pad(first.Spec.Reference)}}
+			if err := k8sClient.Create(ctx, again); err != nil {
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+				Expect(err.Error()).To(Or(ContainSubstring("reference must not contain control or invisible characters"),
+					ContainSubstring("reference must not begin or end with a space")))
+			} else {
+				Eventually(appliedReason(again)).ShouldNot(BeEmpty())
+				Expect(appliedReason(again)()).To(Equal(videogenv1alpha1.ReasonDuplicateReference),
+					"reference %+q was credited beside %+q", again.Spec.Reference, first.Spec.Reference)
+			}
+			Consistently(func() int64 { return suite.AccountOf(ns).Status.Credited }, 500*time.Millisecond).Should(Equal(int64(100)))
+		},
+		Entry("a variation selector at the end", func(r string) string { return r + "\ufe0f" }),
+		Entry("a combining grapheme joiner inside", func(r string) string { return r[:3] + "\u034f" + r[3:] }),
+		Entry("a Hangul filler at the end", func(r string) string { return r + "\u3164" }),
+		Entry("a halfwidth Hangul filler at the start", func(r string) string { return "\uffa0" + r }),
+		Entry("a Mongolian free variation selector at the end", func(r string) string { return r + "\u180b" }),
+		Entry("a Braille blank at the end", func(r string) string { return r + "\u2800" }),
+		Entry("a variation selector supplement at the end", func(r string) string { return r + "\U000e0100" }),
 	)
 })
