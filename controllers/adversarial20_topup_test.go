@@ -27,7 +27,8 @@ const oldReferencePattern = `^[^\s\p{Z}\p{Cc}\p{Cf}]([^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]
 // at either end, inside, and doubled inside.
 func hostileReferences() []string {
 	runes := []rune{'A', ' ', '-', '\u00ad', '\u034f', '\u115f', '\u1160', '\u17b4', '\u180e', '\u2800', '\u3164',
-		'\uffa0', '\ufffc', '\ufffd', '\U000e0001', '\U000e0020', '\U0001d173', '\U000f0000'}
+		'\uffa0', '\ufffc', '\ufffd', '\U000e0001', '\U000e0020', '\U0001d173', '\U000f0000',
+		'\u180b', '\u180f', '\u2065', '\ufe00', '\ufe0f', '\ufff0', '\U000e0100', '\U000e01ef', '\U000e0fff', '\u17b5'}
 	for _, table := range []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Z} {
 		for _, r16 := range table.R16 {
 			for r := rune(r16.Lo); r <= rune(r16.Hi); r += rune(r16.Stride) {
@@ -47,6 +48,23 @@ func hostileReferences() []string {
 	}
 	return append(refs, "A", "INV 2026/001", "請求書-1", "Rechnung Nr. 7 (Ä)", "INV\u00a01", "INV\u30001", "a b",
 		"INV-1\r\n", "\tINV-1", "INV\x7f1", "INV\u200d1", "👨\u200d👩\u200d👧", "e\u0301", strings.Repeat("x", 128))
+}
+
+// invisibleBeyondCf reports whether ref has one of the invisible characters the old pattern
+// took (Default_Ignorable_Code_Point outside Cf) anywhere, or a Braille blank at either end:
+// the only strings the rules refuse beyond what the pattern did.
+func invisibleBeyondCf(ref string) bool {
+	if strings.HasPrefix(ref, "\u2800") || strings.HasSuffix(ref, "\u2800") {
+		return true
+	}
+	return strings.ContainsFunc(ref, func(r rune) bool {
+		switch {
+		case r == 0x034f, r == 0x115f, r == 0x1160, r == 0x17b4, r == 0x17b5, r >= 0x180b && r <= 0x180f, r == 0x2065,
+			r == 0x3164, r >= 0xfe00 && r <= 0xfe0f, r == 0xffa0, r >= 0xfff0 && r <= 0xfff8, r >= 0xe0000 && r <= 0xe0fff:
+			return true
+		}
+		return false
+	})
 }
 
 // Adversarial round 20: PointTopUp references and what the apiserver says of a refused one.
@@ -98,7 +116,8 @@ var _ = Describe("Adversarial: top-up references (round 20)", func() {
 			t := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: envsuite.Unique("ref")},
 				Spec: videogenv1alpha1.PointTopUpSpec{Amount: 5, Reference: ref}}
 			newErr := k8sClient.Create(ctx, t, client.DryRunAll)
-			Expect(newErr == nil).To(Equal(oldErr == nil), "reference %+q: old pattern says %v, the new rules %v", ref, oldErr, newErr)
+			want := oldErr == nil && !invisibleBeyondCf(ref)
+			Expect(newErr == nil).To(Equal(want), "reference %+q: old pattern says %v, the new rules %v", ref, oldErr, newErr)
 			if newErr == nil {
 				accepted++
 				continue
@@ -113,8 +132,8 @@ var _ = Describe("Adversarial: top-up references (round 20)", func() {
 				ContainSubstring("reference must not begin or end with a space"),
 				ContainSubstring("at least 1 chars long")), "%+q", ref)
 		}
-		By(fmt.Sprintf("%d references accepted, %d refused by both", accepted, refused))
-		Expect(accepted).To(BeNumerically(">", 100))
+		By(fmt.Sprintf("%d references accepted, %d refused", accepted, refused))
+		Expect(accepted).To(BeNumerically(">", 50))
 		Expect(refused).To(BeNumerically(">", 1000))
 	})
 

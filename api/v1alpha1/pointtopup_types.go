@@ -34,21 +34,25 @@ type PointTopUpSpec struct {
 	// +required
 	Amount int64 `json:"amount"`
 
-	// Reference's two XValidation rules accept exactly what the pattern
+	// Reference's two XValidation rules accept what the pattern
 	// ^[^\s\p{Z}\p{Cc}\p{Cf}]([^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*[^\s\p{Z}\p{Cc}\p{Cf}])?$ did (RE2's \s
 	// is a space or a control character), but say in words what is wrong: the apiserver
-	// quotes a pattern's regular expression in its refusal, which nobody can read.
+	// quotes a pattern's regular expression in its refusal, which nobody can read. They also
+	// refuse the invisible characters that are no format character (Cf), the rest of Unicode's
+	// Default_Ignorable_Code_Point: variation selectors, the combining grapheme joiner, Hangul
+	// fillers, Mongolian free variation selectors, and the Braille blank at either end.
 
 	// Reference ties the top-up to its paperwork, e.g. an invoice number. It is unique in the
 	// namespace for good: a second top-up with a reference already applied to its account, or
 	// to an earlier account of the namespace, is refused. No space of any script at either end
-	// (a no-break or ideographic space) and no invisible or control character anywhere (a
-	// zero-width space, a byte-order mark, a line separator), so that "INV-1 " cannot pass for
-	// another reference than "INV-1".
+	// (a no-break or ideographic space, a Braille blank) and no invisible or control character
+	// anywhere (a zero-width space, a byte-order mark, a line separator, a variation selector, a
+	// Hangul filler), so that "INV-1 " cannot pass for another reference than "INV-1". References
+	// are compared in Unicode NFC (a precomposed ü is u with a combining diaeresis).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]')",message="reference must not contain control or invisible characters (a tab, a line break, a zero-width space, a byte-order mark)"
-	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^\\p{Zs}') && !self.matches(r'\\p{Zs}$')",message="reference must not begin or end with a space (of any kind, e.g. a no-break space)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\x{034F}\\x{115F}\\x{1160}\\x{17B4}\\x{17B5}\\x{180B}-\\x{180F}\\x{2065}\\x{3164}\\x{FE00}-\\x{FE0F}\\x{FFA0}\\x{FFF0}-\\x{FFF8}\\x{E0000}-\\x{E0FFF}]')",message="reference must not contain control or invisible characters (a tab, a line break, a zero-width space, a byte-order mark, a variation selector, a Hangul filler)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^[\\p{Zs}\\x{2800}]') && !self.matches(r'[\\p{Zs}\\x{2800}]$')",message="reference must not begin or end with a space (of any kind, e.g. a no-break space or a Braille blank)"
 	// +required
 	Reference string `json:"reference"`
 
