@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode"
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
@@ -199,4 +202,78 @@ var _ = Describe("Adversarial: invisible characters that are not format characte
 		Entry("a Braille blank at the end", func(r string) string { return r + "\u2800" }),
 		Entry("a variation selector supplement at the end", func(r string) string { return r + "\U000e0100" }),
 	)
+})
+
+var _ = Describe("Adversarial: top-ups made before the reference rules (round 20)", func() {
+	// Checked, holds: round 20 refuses references the schema took before (a variation
+	// selector, a Hangul filler). A PointTopUp made before the upgrade with such a reference,
+	// not yet applied (its account not there yet, or the manager down during the upgrade),
+	// must still get its status written, or it would never be recorded applied: its journal
+	// entry would stay, and its account could never close. The kube-apiserver's validation
+	// ratcheting (beta and on by default since 1.30, the chart needs 1.32) skips rules of
+	// fields an update does not change. A throwaway CRD with status subresource stands in for
+	// PointTopUp: its object is made before the rules of the real CRD's spec.reference are
+	// added, as an upgrade does.
+	It("still writes the status of a top-up whose reference the new rules refuse", func() {
+		raw, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "videogen.dev_pointtopups.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var real map[string]any
+		Expect(yaml.Unmarshal(raw, &real)).To(Succeed())
+		versions, _, _ := unstructured.NestedSlice(real, "spec", "versions")
+		rules, found, err := unstructured.NestedSlice(versions[0].(map[string]any),
+			"schema", "openAPIV3Schema", "properties", "spec", "properties", "reference", "x-kubernetes-validations")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found).To(BeTrue())
+
+		schema := func(withRules bool) map[string]any {
+			ref := map[string]any{"type": "string", "minLength": int64(1), "maxLength": int64(128)}
+			if withRules {
+				ref["x-kubernetes-validations"] = rules
+			}
+			return map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+				"spec":   map[string]any{"type": "object", "properties": map[string]any{"reference": ref}},
+				"status": map[string]any{"type": "object", "properties": map[string]any{"applied": map[string]any{"type": "boolean"}}},
+			}}}
+		}
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "ratchets.adv20.videogen.dev"},
+			"spec": map[string]any{
+				"group": "adv20.videogen.dev", "scope": "Namespaced",
+				"names": map[string]any{"plural": "ratchets", "singular": "ratchet", "kind": "Ratchet", "listKind": "RatchetList"},
+				"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": schema(false),
+					"subresources": map[string]any{"status": map[string]any{}}}},
+			},
+		}}
+		Expect(k8sClient.Create(ctx, crd)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(ctx, crd) })
+		obj := func(name, ref string) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "adv20.videogen.dev/v1", "kind": "Ratchet",
+				"metadata": map[string]any{"namespace": "default", "name": name},
+				"spec":     map[string]any{"reference": ref},
+			}}
+		}
+		old := obj(envsuite.Unique("old"), "INV-1\ufe0f")
+		Eventually(func() error { return k8sClient.Create(ctx, old) }, 20*time.Second).Should(Succeed())
+
+		// The upgrade: the rules come.
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+		v := crd.Object["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)
+		v["schema"] = schema(true)
+		Expect(k8sClient.Update(ctx, crd)).To(Succeed())
+		Eventually(func() string {
+			err := k8sClient.Create(ctx, obj(envsuite.Unique("new"), "INV-1\ufe0f"), client.DryRunAll)
+			if err == nil {
+				return ""
+			}
+			return err.Error()
+		}, 20*time.Second).Should(ContainSubstring("reference must not contain control or invisible characters"))
+
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(old), old)).To(Succeed())
+		Expect(unstructured.SetNestedField(old.Object, true, "status", "applied")).To(Succeed())
+		Expect(k8sClient.Status().Update(ctx, old)).To(Succeed())
+		old.SetLabels(map[string]string{"audited": "yes"})
+		Expect(k8sClient.Update(ctx, old)).To(Succeed())
+	})
 })
