@@ -1,0 +1,84 @@
+package paymentevents_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
+)
+
+// FAILED before the fix ("0 sinks after the file read \"\"; want the 2 in force"): a sinks file
+// that reads empty for a moment was parsed as a valid configuration with no sinks, and put in
+// force.
+//
+// Input: the mounted sinks file reads empty (0 bytes, blank lines, or only a comment): someone
+// re-creates the Secret (`kubectl create secret ... --dry-run=client -o yaml | kubectl apply`
+// with a typo'd --from-file path gives an empty key; `kubectl edit` saving the key blank; a
+// GitOps tool applying the Secret in two steps), and the kubelet projects what it finds. The
+// file is the Secret's key verbatim, so each of these is one kubelet sync away.
+//
+// What happens in production, for as long as the file reads empty (a kubelet sync, about a
+// minute, until the file is put back): every PaymentEvent that is due has its rows ended
+// "sink was removed from the configuration" (Failed, Forwarded=False, counted
+// sink_removed, which no alert watches; each must be found and redelivered by hand), and every event recorded meanwhile gets no row at all (NoSinks): it is sent nowhere,
+// for good, and videogen.dev/redeliver cannot send it (no row to retry).
+//
+// Fixed: a file with no YAML content at all (empty, blanks, comments, a bare "---") is no
+// configuration: it is refused like a file that does not parse, the error is logged once
+// ("payment event sinks changed but cannot be used; keeping the previous configuration") and
+// the last good configuration stays in force. "No sinks" is said explicitly: `sinks: []`.
+func TestAdversarial20EmptySinksFileKeepsTheLastGoodConfiguration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sinks.yaml")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(path+".tmp", []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil { // as the kubelet swaps it
+			t.Fatal(err)
+		}
+	}
+	write(validConfig)
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	src, err := paymentevents.NewFileSinksEvery(path, 0, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, empty := range []string{"", "\n  \n", "# being rewritten\n", "---\n"} {
+		write(empty)
+		if cfg := src.Current(); cfg == nil || len(cfg.Sinks) != 2 {
+			t.Fatalf("%d sinks after the file read %q; want the 2 in force", len(cfg.Sinks), empty)
+		}
+		write(validConfig) // put back: the next empty content is a change again
+		if cfg := src.Current(); cfg == nil || len(cfg.Sinks) != 2 {
+			t.Fatalf("%d sinks after the file was put back", len(cfg.Sinks))
+		}
+	}
+	if !slicesContain(logged, "keeping the previous configuration") || !slicesContain(logged, "is empty") {
+		t.Errorf("the operator is not told: log %q", logged)
+	}
+	// Checked, holds: no sinks said explicitly is a configuration, put in force.
+	write("sinks: []\n")
+	if cfg := src.Current(); cfg == nil || len(cfg.Sinks) != 0 {
+		t.Fatalf("`sinks: []` not in force: %+v", cfg)
+	}
+	// An empty file at start is refused, like a broken one: the manager says so at once.
+	write("")
+	if _, err := paymentevents.NewFileSinks(path, log); err == nil {
+		t.Fatal("NewFileSinks accepted an empty file at start")
+	}
+}
+
+func slicesContain(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
