@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -37,8 +38,29 @@ type PaymentEventOptions struct {
 	Sinks paymentevents.SinkSource
 	// HTTPClient sends deliveries (default paymentevents.NewHTTPClient()).
 	HTTPClient *http.Client
-	// MaxConcurrentReconciles bounds parallel deliveries (default 4).
+	// MaxConcurrentReconciles bounds parallel reconciles (default: one more than
+	// PaymentEventMaxSinks × MaxInFlightPerSink, so hanging sinks never hold every worker).
 	MaxConcurrentReconciles int
+	// MaxInFlightPerSink bounds the attempts in flight to one sink across all workers (default
+	// 2): a sink that hangs holds at most that many workers, for its timeout, and the events
+	// due for it meanwhile wait their turn (requeued after 1-2 s, no attempt counted).
+	MaxInFlightPerSink int
+}
+
+// perSink is MaxInFlightPerSink or its default.
+func (o *PaymentEventOptions) perSink() int {
+	if o.MaxInFlightPerSink > 0 {
+		return o.MaxInFlightPerSink
+	}
+	return 2
+}
+
+// workers is MaxConcurrentReconciles or its default.
+func (o *PaymentEventOptions) workers() int {
+	if o.MaxConcurrentReconciles > 0 {
+		return o.MaxConcurrentReconciles
+	}
+	return videogenv1alpha1.PaymentEventMaxSinks*o.perSink() + 1
 }
 
 // PaymentEventReconciler records each verified payment event and forwards it to the configured
@@ -53,6 +75,9 @@ type PaymentEventReconciler struct {
 	Options   PaymentEventOptions
 	// Jitter returns a random number in [0, 1) for the retry backoff (default math/rand).
 	Jitter func() float64
+
+	inFlightOnce sync.Once
+	inFlight     *sinkSlots
 }
 
 // +kubebuilder:rbac:groups=videogen.dev,resources=paymentevents,verbs=get;list;watch
@@ -272,10 +297,7 @@ func (r *PaymentEventReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.Options.Sinks = file
 		}
 	}
-	workers := r.Options.MaxConcurrentReconciles
-	if workers <= 0 {
-		workers = 4
-	}
+	workers := r.Options.workers()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.PaymentEvent{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).

@@ -25,8 +25,13 @@ import (
 // repeated with the same webhook-id.
 func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1alpha1.PaymentEvent, cfg *paymentevents.SinkConfig) (ctrl.Result, error) {
 	now := r.Clock.Now()
-	if len(due(cached, now)) == 0 {
+	cachedRows := due(cached, now)
+	if len(cachedRows) == 0 {
 		return requeueAt(cached, now), nil
+	}
+	slots := r.slots()
+	if !slices.ContainsFunc(cachedRows, func(row *videogenv1alpha1.SinkDelivery) bool { return slots.free(row.Name) }) {
+		return r.requeueBusy(cached, now), nil // no read around the cache while every sink is busy
 	}
 	pe := &videogenv1alpha1.PaymentEvent{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), pe); err != nil {
@@ -48,34 +53,106 @@ func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1
 
 	// Each row's outcome is counted, like its Kubernetes event, once the status records it: an
 	// attempt whose result is lost is made again and may end otherwise (a gave_up that is
-	// then delivered must not fire the given-up alert).
+	// then delivered must not fire the given-up alert). A row whose sink already has
+	// MaxInFlightPerSink attempts in flight (from other events) is left as it is, for a
+	// later reconcile: a sink that hangs must not hold every worker.
+	var attempted []*videogenv1alpha1.SinkDelivery
+	var busy bool
 	outcomes := make([]string, len(rows))
 	var wg sync.WaitGroup
-	for i, row := range rows {
+	for _, row := range rows {
+		i := len(attempted)
 		sink, ok := cfg.Find(row.Name)
-		if !ok {
+		switch {
+		case !ok:
 			outcomes[i] = r.finish(row, now, "sink was removed from the configuration")
+		case !slots.acquire(sink.Name):
+			busy = true
 			continue
+		default:
+			wg.Go(func() {
+				defer slots.release(sink.Name)
+				attempt := paymentevents.Deliver(ctx, r.Options.HTTPClient, sink, row.WebhookID, body, now)
+				// Recorded and rescheduled from when the attempt ended: a sink that waited out its
+				// timeout must still get the whole backoff before the next attempt.
+				outcomes[i] = r.apply(row, attempt, retry, r.Clock.Now())
+			})
 		}
-		wg.Go(func() {
-			attempt := paymentevents.Deliver(ctx, r.Options.HTTPClient, sink, row.WebhookID, body, now)
-			// Recorded and rescheduled from when the attempt ended: a sink that waited out its
-			// timeout must still get the whole backoff before the next attempt.
-			outcomes[i] = r.apply(row, attempt, retry, r.Clock.Now())
-		})
+		attempted = append(attempted, row)
 	}
 	wg.Wait()
+	outcomes = outcomes[:len(attempted)]
+	if len(attempted) == 0 {
+		return r.requeueBusy(pe, now), nil
+	}
 	setForwarded(pe)
 	if err := r.Status().Update(ctx, pe); err != nil {
 		// A write that failed otherwise than on a newer copy may have landed all the same (a
 		// timeout): then no later reconcile makes these attempts again, so they are told now.
-		if !apierrors.IsConflict(err) && r.landed(ctx, pe, rows) {
-			r.tell(pe, rows, outcomes)
+		if !apierrors.IsConflict(err) && r.landed(ctx, pe, attempted) {
+			r.tell(pe, attempted, outcomes)
 		}
 		return ctrl.Result{}, err
 	}
-	r.tell(pe, rows, outcomes)
+	r.tell(pe, attempted, outcomes)
+	if busy {
+		return r.requeueBusy(pe, r.Clock.Now()), nil
+	}
 	return requeueAt(pe, r.Clock.Now()), nil
+}
+
+// sinkBusyRetry is how soon (scaled by 1 to 2, so that the events waiting for one sink do not
+// all wake together) an event is looked at again when a sink it is due for was busy.
+const sinkBusyRetry = time.Second
+
+// requeueBusy is requeueAt for an event with a due row left for a busy sink: that row is due
+// already, so the wake-up is put off by sinkBusyRetry instead of being immediate.
+func (r *PaymentEventReconciler) requeueBusy(pe *videogenv1alpha1.PaymentEvent, now time.Time) ctrl.Result {
+	res := requeueAt(pe, now)
+	if wait := sinkBusyRetry + time.Duration(r.Jitter()*float64(sinkBusyRetry)); res.RequeueAfter < wait {
+		res.RequeueAfter = wait
+	}
+	return res
+}
+
+// slots returns the reconciler's count of attempts in flight per sink.
+func (r *PaymentEventReconciler) slots() *sinkSlots {
+	r.inFlightOnce.Do(func() { r.inFlight = &sinkSlots{limit: r.Options.perSink(), busy: map[string]int{}} })
+	return r.inFlight
+}
+
+// sinkSlots counts the attempts in flight to each sink, up to limit per sink.
+type sinkSlots struct {
+	mu    sync.Mutex
+	limit int
+	busy  map[string]int
+}
+
+// free says whether an attempt to the sink may start now (a removed sink, never attempted, is).
+func (s *sinkSlots) free(sink string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy[sink] < s.limit
+}
+
+// acquire takes one of the sink's slots, if one is free.
+func (s *sinkSlots) acquire(sink string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy[sink] >= s.limit {
+		return false
+	}
+	s.busy[sink]++
+	return true
+}
+
+// release gives back a slot taken by acquire.
+func (s *sinkSlots) release(sink string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy[sink]--; s.busy[sink] <= 0 {
+		delete(s.busy, sink)
+	}
 }
 
 // tell counts each attempted row's outcome and emits the event of a row that reached its end.
