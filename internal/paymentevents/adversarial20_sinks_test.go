@@ -1,14 +1,21 @@
 package paymentevents_test
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
 // FAILED before the fix ("0 sinks after the file read \"\"; want the 2 in force"): a sinks file
@@ -81,4 +88,51 @@ func slicesContain(lines []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// FAILED before the fix (`error unmarshaling JSON: ... unknown field "previousSecrets"`): a
+// sink had exactly one secret, so rotating it could not be done without a window in which the
+// sink rejects every event.
+//
+// Interleaving: the sink's owner and the operator rotate its secret. Whichever side switches
+// first, until the other has switched (the operator edits the Secret, the kubelet projects it
+// within about a minute, the receiver deploys its new key on its own schedule), every delivery
+// is signed with a key the receiver does not hold: it answers 401 or 400, each attempt is a
+// retry, and after maxAttempts (about 2.5 h with the defaults) the rows are given up; the
+// critical VideogenPaymentEventsGivenUp fires and each event must be redelivered by hand.
+// Completion webhooks (Standard Webhooks too) already avoid this by signing with the previous
+// secret during a rotation; sinks could not.
+//
+// Fixed: a sink takes `previousSecrets` (validated like secret, at most 4); every attempt is
+// signed with the secret and each previous one (several v1 signatures, as Standard Webhooks
+// allows), so a receiver holding either key verifies it. Rotate: add the new key as secret
+// and the old one under previousSecrets, switch the receiver, then drop previousSecrets.
+func TestAdversarial20SinkSecretRotationWithoutRejection(t *testing.T) {
+	oldKey, newKey := standardwebhooks.NewSecret(), standardwebhooks.NewSecret()
+	for _, receiverKey := range []string{oldKey, newKey} {
+		var verifyErr error
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got, _ := io.ReadAll(r.Body)
+			if verifyErr = standardwebhooks.Verify(receiverKey, r.Header, got, time.Now(), 0); verifyErr != nil {
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+		}))
+		cfg, err := paymentevents.ParseSinkConfig([]byte("sinks:\n- name: billing\n  url: " + srv.URL +
+			"\n  secret: " + newKey + "\n  previousSecrets: [" + oldKey + "]\n"))
+		if err != nil {
+			srv.Close()
+			t.Fatal(err)
+		}
+		sink, _ := cfg.Find("billing")
+		a := paymentevents.Deliver(context.Background(), paymentevents.NewHTTPClient(), sink, "msg_1", []byte("{}"), time.Now())
+		srv.Close()
+		if a.Outcome != outbound.Delivered || verifyErr != nil {
+			t.Errorf("receiver holding the %s key: outcome %v (%v), verify: %v", map[bool]string{true: "old", false: "new"}[receiverKey == oldKey], a.Outcome, a.Err, verifyErr)
+		}
+	}
+	for _, bad := range []string{"  previousSecrets: [whsec_not*base64]\n", "  previousSecrets: [" + oldKey + ", " + oldKey + ", " + oldKey + ", " + oldKey + ", " + oldKey + "]\n"} {
+		if _, err := paymentevents.ParseSinkConfig([]byte("sinks:\n- name: billing\n  url: https://b.example\n  secret: " + newKey + "\n" + bad)); err == nil {
+			t.Errorf("%q accepted", strings.TrimSpace(bad))
+		}
+	}
 }

@@ -22,14 +22,14 @@ func WebhookID(eventName, sinkName string) string {
 // followed); each sink's timeout bounds its attempts.
 func NewHTTPClient() *http.Client { return outbound.NewClient(nil, 0) }
 
-// Deliver POSTs body to the sink once (outbound.Send), signed with its secret for webhookID
-// at now; errors name the sink.
+// Deliver POSTs body to the sink once (outbound.Send), signed with its secret and each of its
+// previous secrets for webhookID at now; errors name the sink.
 func Deliver(ctx context.Context, hc *http.Client, sink Sink, webhookID string, body []byte, now time.Time) outbound.Attempt {
 	timeout := sink.Timeout.Duration
 	if timeout <= 0 {
 		timeout = DefaultSinkTimeout
 	}
-	a := outbound.Send(ctx, hc, outbound.Message{URL: sink.URL, ID: webhookID, Secrets: []string{sink.Secret},
+	a := outbound.Send(ctx, hc, outbound.Message{URL: sink.URL, ID: webhookID, Secrets: append([]string{sink.Secret}, sink.PreviousSecrets...),
 		Body: body, UserAgent: "videogen-operator/payment-events", Timeout: timeout}, now)
 	switch {
 	case a.Err == nil:

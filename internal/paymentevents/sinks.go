@@ -17,6 +17,9 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
+// MaxPreviousSecrets bounds a sink's previousSecrets.
+const MaxPreviousSecrets = 4
+
 // DefaultSinkTimeout bounds one delivery attempt when a sink sets no timeout.
 const DefaultSinkTimeout = 10 * time.Second
 
@@ -26,6 +29,7 @@ const DefaultSinkTimeout = 10 * time.Second
 //	- name: billing                      # DNS label; shown in status, events and metrics
 //	  url: https://billing.example/hooks # POSTed to, signed with Standard Webhooks
 //	  secret: whsec_…                    # base64 key after whsec_
+//	  previousSecrets: [whsec_…]         # optional, during a rotation: they sign too
 //	  eventTypes: [DISPUTE_CREATED]      # optional filter (normalized types); empty: all
 //	  connectors: [stripe]               # optional filter (connector names); empty: all
 //	  timeout: 10s                       # optional, per attempt
@@ -40,12 +44,16 @@ type SinkConfig struct {
 
 // Sink is one HTTP endpoint payment events are forwarded to.
 type Sink struct {
-	Name       string          `json:"name"`
-	URL        string          `json:"url"`
-	Secret     string          `json:"secret"`
-	EventTypes []string        `json:"eventTypes,omitempty"`
-	Connectors []string        `json:"connectors,omitempty"`
-	Timeout    metav1.Duration `json:"timeout,omitempty"`
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+	// PreviousSecrets sign every attempt too (one more v1 signature each), so that a receiver
+	// that has not switched to Secret yet still verifies it: a rotation without a window in
+	// which the sink rejects every event.
+	PreviousSecrets []string        `json:"previousSecrets,omitempty"`
+	EventTypes      []string        `json:"eventTypes,omitempty"`
+	Connectors      []string        `json:"connectors,omitempty"`
+	Timeout         metav1.Duration `json:"timeout,omitempty"`
 }
 
 // ParseSinkConfig reads a configuration, rejecting unknown fields (a typo must not silently
@@ -90,6 +98,14 @@ func (c *SinkConfig) validate() error {
 		}
 		if _, err := standardwebhooks.DecodeSecret(s.Secret); err != nil {
 			errs = append(errs, fmt.Errorf("%s: secret: %w", where, err))
+		}
+		if len(s.PreviousSecrets) > MaxPreviousSecrets {
+			errs = append(errs, fmt.Errorf("%s: previousSecrets: %d given, at most %d", where, len(s.PreviousSecrets), MaxPreviousSecrets))
+		}
+		for j, p := range s.PreviousSecrets {
+			if _, err := standardwebhooks.DecodeSecret(p); err != nil {
+				errs = append(errs, fmt.Errorf("%s: previousSecrets[%d]: %w", where, j, err))
+			}
 		}
 		if s.Timeout.Duration < 0 || s.Timeout.Duration > time.Minute {
 			errs = append(errs, fmt.Errorf("%s: timeout must be between 0 and 1m", where))
