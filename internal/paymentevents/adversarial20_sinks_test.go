@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
@@ -134,5 +135,33 @@ func TestAdversarial20SinkSecretRotationWithoutRejection(t *testing.T) {
 		if _, err := paymentevents.ParseSinkConfig([]byte("sinks:\n- name: billing\n  url: https://b.example\n  secret: " + newKey + "\n" + bad)); err == nil {
 			t.Errorf("%q accepted", strings.TrimSpace(bad))
 		}
+	}
+}
+
+// FAILED before the fix (the error read `sink "billing": Post
+// "http://127.0.0.1:…/hooks?token=s3cr3t-sink-token": dial tcp …: connection refused`): an
+// attempt that got no answer recorded net/http's error, which quotes the whole URL, query
+// included.
+//
+// Input: a sink URL carrying its credential in the query (`?token=…`, `?code=…`: how many
+// receivers authenticate webhooks, Azure Functions and Slack-style hooks among them), and a
+// sink that is down (connection refused, DNS, TLS, reset). The URL lives in the sinks Secret
+// because it is a credential; the error went into status.sinks[].lastError, the Forwarded
+// condition's message and the Warning SinkFailed event, which anyone with the namespace's
+// built-in `view` role (Events, not Secrets) reads.
+//
+// Fixed: Deliver names the sink by name and its URL without query, fragment or user info.
+func TestAdversarial20DeliveryErrorDoesNotQuoteTheSinkURLQuery(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close() // nothing listens there any more: connection refused
+	sink := paymentevents.Sink{Name: "billing", URL: base + "/hooks?token=s3cr3t-sink-token", Secret: standardwebhooks.NewSecret(),
+		Timeout: metav1.Duration{Duration: 5 * time.Second}}
+	a := paymentevents.Deliver(context.Background(), paymentevents.NewHTTPClient(), sink, "msg_1", []byte("{}"), time.Now())
+	if a.Err == nil || a.Outcome != outbound.Retry {
+		t.Fatalf("attempt = %+v, want a retry", a)
+	}
+	if msg := a.Err.Error(); strings.Contains(msg, "s3cr3t") || !strings.Contains(msg, base+"/hooks") {
+		t.Fatalf("error %q: it must name the sink's URL without its query", msg)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/outbound"
@@ -31,6 +33,11 @@ func Deliver(ctx context.Context, hc *http.Client, sink Sink, webhookID string, 
 	}
 	a := outbound.Send(ctx, hc, outbound.Message{URL: sink.URL, ID: webhookID, Secrets: append([]string{sink.Secret}, sink.PreviousSecrets...),
 		Body: body, UserAgent: "videogen-operator/payment-events", Timeout: timeout}, now)
+	// net/http quotes the URL in a failure; its query or user info may be the sink's credential,
+	// and the error goes into the status and a Warning event.
+	if ue := (*url.Error)(nil); errors.As(a.Err, &ue) {
+		ue.URL = withoutCredentials(ue.URL)
+	}
 	switch {
 	case a.Err == nil:
 	case a.Outcome == outbound.Gone:
@@ -39,4 +46,14 @@ func Deliver(ctx context.Context, hc *http.Client, sink Sink, webhookID string, 
 		a.Err = fmt.Errorf("sink %q: %w", sink.Name, a.Err)
 	}
 	return a
+}
+
+// withoutCredentials is raw without query, fragment or user info.
+func withoutCredentials(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(the sink's URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
