@@ -4,15 +4,18 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
@@ -146,5 +149,91 @@ func TestAdversarial20DefaultWorkersOutnumberEverySinksShare(t *testing.T) {
 	o := PaymentEventOptions{}
 	if w, per := o.workers(), o.perSink(); w <= videogenv1alpha1.PaymentEventMaxSinks*per {
 		t.Fatalf("%d workers, %d in flight per sink: %d hanging sinks hold them all", w, per, videogenv1alpha1.PaymentEventMaxSinks)
+	}
+}
+
+// FAILED before the fix ("deliveries_total{sink=\"adv20-flaky\",outcome=gave_up} = 0, want 1"
+// and no SinkFailed Warning): adv19 made forward() read the event back after a status write
+// that answered an error other than a conflict, and tell what landed. The read-back was the
+// only chance: when it failed too, nothing was told, and the next reconcile finds the row
+// Failed, attempts nothing and tells nothing.
+//
+// Interleaving (row at attempt 2 of 3, the sink answers 503): the attempt gives the row up;
+// the status write lands in etcd but its answer times out (504); the read-back right after it
+// times out as well. Reachable whenever the apiserver is slow enough to time out one request:
+// the next one, a few milliseconds later, meets the same overload.
+//
+// What the operator sees: the row is Failed for good, but videogen_payment_event_deliveries_total
+// has no gave_up, so the critical VideogenPaymentEventsGivenUp never fires, and no
+// "Not delivered to sink" Warning is emitted: the missed payment is found only by someone who
+// reads the Forwarded column.
+//
+// Fixed: what could not be confirmed is kept (in memory, per event) and settled at the start of
+// the event's next reconcile, from a fresh read: told if the write landed, dropped if not (the
+// attempt is then made again and told then).
+func TestAdversarial20OutcomeToldWhenTheReadBackAfterALandedWriteFails(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	sink, hits := adv19Sink(t, "adv20-flaky", http.StatusServiceUnavailable, http.StatusOK)
+	pe := adv20Event("stripe-adv20-flaky", now, sink.Name)
+	pe.Status.Sinks[0].Attempts = 2
+
+	var writes int
+	failNextGet := false
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pe).WithStatusSubresource(pe).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if failNextGet {
+					failNextGet = false
+					return apierrors.NewTimeoutError("the read-back meets the same overload", 0)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				writes++
+				if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil || writes > 1 {
+					return err
+				}
+				failNextGet = true
+				return apierrors.NewTimeoutError("the write landed, its answer did not", 0)
+			},
+		}).Build()
+	recorder := events.NewFakeRecorder(100)
+	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
+		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
+			Sinks: []paymentevents.Sink{sink}, Retry: paymentevents.RetryPolicy{MaxAttempts: 3}}}}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
+
+	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsTimeout(err) {
+		t.Fatalf("reconcile 1 = %v, want the write's timeout", err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile 2: %v", err)
+	}
+	got := &videogenv1alpha1.PaymentEvent{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if row := got.Status.Sinks[0]; row.State != videogenv1alpha1.DeliveryFailed || row.Attempts != 3 || hits() != 1 {
+		t.Fatalf("row %+v after %d attempts at the sink, want Failed after one attempt", row, hits())
+	}
+	if n := adv19Count(t, sink.Name, "gave_up"); n != 1 {
+		t.Fatalf("deliveries_total{sink=%q,outcome=gave_up} = %v, want 1: the row is given up", sink.Name, n)
+	}
+	var warnings int
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonSinkFailed) {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Fatalf("%d SinkFailed Warning events, want 1", warnings)
+	}
+	// A third reconcile tells nothing more.
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n := adv19Count(t, sink.Name, "gave_up"); n != 1 || len(recorder.Events) != 0 {
+		t.Fatalf("told again: gave_up %v, %d more events", n, len(recorder.Events))
 	}
 }

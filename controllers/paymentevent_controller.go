@@ -78,6 +78,9 @@ type PaymentEventReconciler struct {
 
 	inFlightOnce sync.Once
 	inFlight     *sinkSlots
+	// unconfirmed holds, per event (types.NamespacedName), what to tell once a status write
+	// that answered an error is known to have landed or not: func(stored) bool.
+	unconfirmed sync.Map
 }
 
 // +kubebuilder:rbac:groups=videogen.dev,resources=paymentevents,verbs=get;list;watch
@@ -88,10 +91,25 @@ type PaymentEventReconciler struct {
 func (r *PaymentEventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pe := &videogenv1alpha1.PaymentEvent{}
 	if err := r.Get(ctx, req.NamespacedName, pe); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.unconfirmed.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pe.DeletionTimestamp.IsZero() {
+		r.unconfirmed.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
+	}
+	if check, ok := r.unconfirmed.Load(req.NamespacedName); ok {
+		// A write that answered an error, and whose read-back failed as well: settled now,
+		// before anything else is attempted or written.
+		stored := &videogenv1alpha1.PaymentEvent{}
+		if err := r.APIReader.Get(ctx, req.NamespacedName, stored); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		} else if err == nil {
+			check.(func(*videogenv1alpha1.PaymentEvent))(stored)
+		}
+		r.unconfirmed.Delete(req.NamespacedName)
 	}
 	cfg := r.Options.Sinks.Current()
 	var err error
@@ -225,14 +243,30 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 		// A write that failed otherwise than on a newer copy may have landed all the same (a
 		// timeout): the next reconcile then finds the event processed and tells nothing, so
 		// what landed is told now.
-		stored := &videogenv1alpha1.PaymentEvent{}
-		if !apierrors.IsConflict(err) && r.APIReader.Get(ctx, client.ObjectKeyFromObject(pe), stored) == nil && processed(stored) {
-			r.tellRecorded(stored)
+		if !apierrors.IsConflict(err) {
+			r.confirm(ctx, pe, func(stored *videogenv1alpha1.PaymentEvent) {
+				if processed(stored) {
+					r.tellRecorded(stored)
+				}
+			})
 		}
 		return err
 	}
 	r.tellRecorded(pe)
 	return nil
+}
+
+// confirm reads pe back after a status write that answered an error other than a conflict, and
+// passes what is stored to tell; when the read fails too, tell waits for the event's next
+// reconcile (which the error brings), so what landed is told once all the same.
+func (r *PaymentEventReconciler) confirm(ctx context.Context, pe *videogenv1alpha1.PaymentEvent, tell func(stored *videogenv1alpha1.PaymentEvent)) {
+	stored := &videogenv1alpha1.PaymentEvent{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pe), stored); {
+	case err == nil:
+		tell(stored)
+	case !apierrors.IsNotFound(err):
+		r.unconfirmed.Store(client.ObjectKeyFromObject(pe), tell)
+	}
 }
 
 // tellRecorded counts a recorded event and emits its events.

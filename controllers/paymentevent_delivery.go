@@ -89,8 +89,12 @@ func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1
 	if err := r.Status().Update(ctx, pe); err != nil {
 		// A write that failed otherwise than on a newer copy may have landed all the same (a
 		// timeout): then no later reconcile makes these attempts again, so they are told now.
-		if !apierrors.IsConflict(err) && r.landed(ctx, pe, attempted) {
-			r.tell(pe, attempted, outcomes)
+		if !apierrors.IsConflict(err) {
+			r.confirm(ctx, pe, func(stored *videogenv1alpha1.PaymentEvent) {
+				if landed(stored, attempted) {
+					r.tell(pe, attempted, outcomes)
+				}
+			})
 		}
 		return ctrl.Result{}, err
 	}
@@ -164,11 +168,7 @@ func (r *PaymentEventReconciler) tell(pe *videogenv1alpha1.PaymentEvent, rows []
 }
 
 // landed says whether the stored event holds the rows as this reconcile wrote them.
-func (r *PaymentEventReconciler) landed(ctx context.Context, pe *videogenv1alpha1.PaymentEvent, rows []*videogenv1alpha1.SinkDelivery) bool {
-	stored := &videogenv1alpha1.PaymentEvent{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pe), stored); err != nil {
-		return false
-	}
+func landed(stored *videogenv1alpha1.PaymentEvent, rows []*videogenv1alpha1.SinkDelivery) bool {
 	for _, row := range rows {
 		i := slices.IndexFunc(stored.Status.Sinks, func(s videogenv1alpha1.SinkDelivery) bool { return s.Name == row.Name })
 		if i < 0 {
