@@ -83,9 +83,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		// and still being created (the replay checks above cannot see it yet) and counted in
 		// the balance: the ledger checks the task's name before the balance (409, then the
 		// replay), so it decides; a 402 from it keeps the face for the sweep, as any keyed one.
+		// The figures say nothing of the account's standing, which the ledger checks before the
+		// balance: a suspended or closing account is left to it (403, not "ask for a top-up").
 		f, err := s.cfg.Ledger.Balance(ctx, p.Account)
 		switch {
-		case err == nil && f.Balance < price && (key == "" || f.Holds == 0):
+		case err == nil && f.Balance < price && (key == "" || f.Holds == 0) && !s.notAccepting(ctx, p.Account):
 			s.admissionRefused(ctx, w, r, p.Account, name, hash, key != "", &ledger.InsufficientBalanceError{Required: price, Available: max(f.Balance, 0)})
 			return
 		case errors.Is(err, ledger.ErrNoAnswer), errors.Is(err, ledger.ErrNotReady):
@@ -116,6 +118,16 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(created))
+}
+
+// notAccepting reports whether the cache shows the account suspended or being deleted, which
+// the ledger refuses with 403 whatever the balance.
+func (s *Server) notAccepting(ctx context.Context, account string) bool {
+	acct := &videogenv1alpha1.PointAccount{}
+	if s.cfg.Client.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, acct) != nil {
+		return false
+	}
+	return acct.Spec.Suspended || !acct.DeletionTimestamp.IsZero()
 }
 
 // replay answers a request whose Idempotency-Key already made a task: 200 with that task for

@@ -1,0 +1,129 @@
+package apiserver
+
+// Adversarial review of the REST apiserver (round 20).
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"image"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+)
+
+// accountLedger answers as internal/ledger does for one account: CreateTask checks the
+// account's standing (accepting: missing, closing, suspended) before its balance, and Balance
+// tells the figures whatever the standing.
+type accountLedger struct {
+	available int64
+	standing  error // ErrAccountSuspended, ErrAccountClosing or nil
+	creates   int
+}
+
+func (l *accountLedger) CreateTask(_ context.Context, task *videogenv1alpha1.VideoTask, price int64) (*videogenv1alpha1.VideoTask, error) {
+	l.creates++
+	if l.standing != nil {
+		return nil, l.standing
+	}
+	if l.available < price {
+		return nil, &ledger.InsufficientBalanceError{Required: price, Available: l.available}
+	}
+	return task, nil
+}
+
+func (l *accountLedger) Balance(context.Context, string) (ledger.Figures, error) {
+	return ledger.Figures{Balance: l.available}, nil
+}
+
+func pngFace(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 16, 16))); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// What breaks: POST /v1/videos/short (and /v1/images/pose) with an inline base64 face from a
+// suspended (or closing) account answers 402 insufficient_balance "ask your administrator for
+// a top-up" when its balance is short, where docs/api.md ("Suspended accounts") and the ledger
+// answer 403 account_suspended, and where the same account's request with a face URL, or its
+// POST /v1/videos/eraser, gets that 403. The early balance check made for inline faces (refuse
+// a short balance before storing the image) reads GET-balance figures, which say nothing of the
+// account's standing, and answers 402 without asking the ledger, which checks the standing
+// first.
+//
+// Input: an administrator suspends an account (spec.suspended: true) whose points are used up;
+// its client submits a task with an inline face. Nothing races.
+//
+// What the user sees: 402 with advice to top up; an administrator who tops the account up gets
+// the 403 only then. The client's handling of account_suspended (stop submitting, alert) never
+// runs for inline-face submissions.
+func TestASuspendedAccountWithAShortBalanceIsToldItIsSuspendedForAnInlineFaceToo(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := videogenv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	face := pngFace(t)
+	for _, tc := range []struct {
+		standing error
+		code     string
+	}{
+		{ledger.ErrAccountSuspended, "account_suspended"},
+		{ledger.ErrAccountClosing, "account_closing"},
+	} {
+		acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: videogenv1alpha1.PointAccountName}}
+		acct.Spec.Suspended = tc.standing == ledger.ErrAccountSuspended
+		if tc.standing == ledger.ErrAccountClosing {
+			acct.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			acct.Finalizers = []string{videogenv1alpha1.FinalizerLedger}
+		}
+		tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
+			Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
+				MediaURL: "https://cdn.example/studio.mp4"}}
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(acct, tmpl).Build()
+		l := &accountLedger{available: 3, standing: tc.standing}
+		blobs := &blobstore.Dir{Root: t.TempDir(), BaseURL: "http://apiserver.test/v1/blobs/"}
+		s := New(Config{Client: c, APIReader: c, Ledger: l, Blobs: blobs, DefaultPrice: 10,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+
+		for _, body := range []string{
+			`{"template_id":"studio","face":"https://cdn.example/face.png"}`,
+			`{"template_id":"studio","face":"` + face + `"}`,
+		} {
+			for _, key := range []string{"", "key-1"} {
+				req := httptest.NewRequest(http.MethodPost, "/v1/videos/short", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				if key != "" {
+					req.Header.Set(HeaderIdempotencyKey, key)
+				}
+				rec := serveAs(s.createShort, "acct", req)
+				code, msg := errorOf(t, rec)
+				inline := !strings.Contains(body, "https://")
+				if rec.Code != http.StatusForbidden || code != tc.code {
+					t.Errorf("%v account, short balance, inline face %v, key %q: %d %s %q; want 403 %s as for every task-creating POST",
+						tc.standing, inline, key, rec.Code, code, msg, tc.code)
+				}
+			}
+		}
+		var tasks videogenv1alpha1.VideoTaskList
+		if err := c.List(context.Background(), &tasks, client.InNamespace("acct")); err != nil || len(tasks.Items) != 0 {
+			t.Errorf("tasks created: %v %v", tasks.Items, err)
+		}
+	}
+}
