@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -206,7 +207,56 @@ func (d *Dir) Handler(prefix string) http.Handler {
 		}
 		w.Header().Set("Cache-Control", "private, max-age=86400, immutable")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		http.ServeContent(w, r, name, info.ModTime(), f)
+		http.ServeContent(&envelopeErrors{ResponseWriter: w, r: r}, r, name, info.ModTime(), f)
 	})
 	return httpjson.WithRequestID(serve) // its own id when served alone (the worker)
 }
+
+// envelopeErrors gives the answers http.ServeContent writes on its own for a request's headers
+// (a text/plain 416 for a Range it cannot satisfy, an empty 412 for a failed If-Match or
+// If-Unmodified-Since) the error envelope, and keeps them from being cached. 2xx and 3xx pass.
+type envelopeErrors struct {
+	http.ResponseWriter
+	r        *http.Request
+	replaced bool
+}
+
+func (w *envelopeErrors) WriteHeader(status int) {
+	if w.replaced {
+		return
+	}
+	if status < http.StatusBadRequest {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.replaced = true
+	h := w.Header()
+	h.Del("Cache-Control")
+	h.Del("Content-Length")
+	message := http.StatusText(status)
+	switch status {
+	case http.StatusRequestedRangeNotSatisfiable:
+		message = "the Range header names no satisfiable range of this blob (" + h.Get("Content-Range") + ")"
+	case http.StatusPreconditionFailed:
+		message = "a precondition of the request (If-Match, If-Unmodified-Since) failed"
+	}
+	httpjson.WriteError(w.ResponseWriter, w.r, status, httpjson.CodeInvalidRequest, message)
+}
+
+func (w *envelopeErrors) Write(b []byte) (int, error) {
+	if w.replaced {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom keeps ServeContent's copy on the connection's sendfile path.
+func (w *envelopeErrors) ReadFrom(src io.Reader) (int64, error) {
+	if w.replaced {
+		return io.Copy(io.Discard, src)
+	}
+	return io.Copy(w.ResponseWriter, src)
+}
+
+// Unwrap is for http.ResponseController.
+func (w *envelopeErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }

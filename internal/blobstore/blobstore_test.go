@@ -154,3 +154,70 @@ func TestNameIn(t *testing.T) {
 		}
 	}
 }
+
+// What breaks (adversarial review, round 20): GET /v1/blobs/<name> hands the request to
+// http.ServeContent, which answers a Range it cannot satisfy (bytes=999999-, or a malformed
+// one) with a text/plain 416 "invalid range: failed to overlap", and an If-Match or
+// If-Unmodified-Since that fails with an empty 412: not the error envelope every other
+// answer of the apiserver's port carries, and without a request id to quote.
+//
+// Input: a client (a generation backend, a download tool resuming a transfer, curl -r) sends
+// the header with a blob's URL as the task showed it. Nothing races.
+//
+// What the user sees: an answer its client cannot parse as the API's error, and no request id.
+func TestDirAnswersRangeAndPreconditionFailuresInTheEnvelope(t *testing.T) {
+	d := &Dir{Root: t.TempDir()}
+	srv := httptest.NewServer(d.Handler("/v1/blobs/"))
+	defer srv.Close()
+	d.BaseURL = srv.URL + "/v1/blobs/"
+	url, err := d.Put(context.Background(), NewName("image/png"), "image/png", []byte("png-bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		header, value string
+		status        int
+	}{
+		{"Range", "bytes=999999-", http.StatusRequestedRangeNotSatisfiable},
+		{"Range", "bytes=5-2", http.StatusRequestedRangeNotSatisfiable},
+		{"If-Match", `"not-the-etag"`, http.StatusPreconditionFailed},
+		{"If-Unmodified-Since", "Mon, 02 Jan 2006 15:04:05 GMT", http.StatusPreconditionFailed},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set(tc.header, tc.value)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Error struct {
+				Code      string `json:"code"`
+				Message   string `json:"message"`
+				RequestID string `json:"request_id"`
+			}
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		err = json.Unmarshal(raw, &e)
+		if resp.StatusCode != tc.status || err != nil || e.Error.Code == "" || e.Error.Message == "" ||
+			!strings.HasPrefix(e.Error.RequestID, "req_") || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("GET with %s: %s = %d %s %q, want %d in the error envelope", tc.header, tc.value,
+				resp.StatusCode, resp.Header.Get("Content-Type"), raw, tc.status)
+		}
+		if resp.Header.Get("Cache-Control") != "" {
+			t.Errorf("GET with %s: %s: the %d is cacheable: Cache-Control %q", tc.header, tc.value, resp.StatusCode, resp.Header.Get("Cache-Control"))
+		}
+	}
+	// A satisfiable range is still served.
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Range", "bytes=0-2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || string(body) != "png" {
+		t.Errorf("GET with Range: bytes=0-2 = %d %q, want 206 \"png\"", resp.StatusCode, body)
+	}
+}
