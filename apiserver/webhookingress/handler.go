@@ -211,10 +211,28 @@ func (h *Handler) storeAndAcknowledge(w http.ResponseWriter, r *http.Request, st
 func (h *Handler) storeAll(ctx context.Context, pes []*videogenv1alpha1.PaymentEvent) ([]ItemAck, []error) {
 	acks := make([]ItemAck, len(pes))
 	errs := make([]error, len(pes))
+	// Every item of a batch carries the hash of the whole body, so two items with one name are
+	// not one event for having it: compare what they say, as store compares a delivery with the
+	// event stored under its name. The first of the name is stored; another that differs is
+	// the conflict it would be in a delivery of its own.
+	first := make(map[string]*videogenv1alpha1.PaymentEvent, len(pes))
+	for i, pe := range pes {
+		if f, ok := first[pe.Name]; !ok {
+			first[pe.Name] = pe
+		} else if !sameContent(&f.Spec, &pe.Spec) {
+			h.opts.Logger.WarnContext(ctx, "webhookingress: two different events of one delivery have the same id",
+				"name", pe.Name, "merchant_event_id", pe.Spec.MerchantEventID,
+				"first_event_type", f.Spec.EventType, "event_type", pe.Spec.EventType)
+			errs[i] = errConflict
+		}
+	}
 	slots := make(chan struct{}, storeParallelism)
 	var failed atomic.Bool
 	var wg sync.WaitGroup
 	for i, pe := range pes {
+		if errs[i] != nil {
+			continue
+		}
 		slots <- struct{}{}
 		if failed.Load() {
 			<-slots
@@ -352,9 +370,11 @@ func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) 
 // amount and every id and status of the details are compared, not the free text (reason), the
 // times (occurredAt, createdAt, receivedAt) or the delivery (body hash and size, batch items).
 func sameEvent(stored, delivered *videogenv1alpha1.PaymentEventSpec) bool {
-	if stored.BodySHA256 == delivered.BodySHA256 {
-		return true
-	}
+	return stored.BodySHA256 == delivered.BodySHA256 || sameContent(stored, delivered)
+}
+
+// sameContent is sameEvent without the body: whether two events say the same thing.
+func sameContent(stored, delivered *videogenv1alpha1.PaymentEventSpec) bool {
 	return stored.Connector == delivered.Connector &&
 		stored.MerchantEventID == delivered.MerchantEventID &&
 		stored.EventType == delivered.EventType &&
