@@ -127,3 +127,58 @@ func TestASuspendedAccountWithAShortBalanceIsToldItIsSuspendedForAnInlineFaceToo
 		}
 	}
 }
+
+// What breaks: POST /v1/short-templates with an Idempotency-Key, retried after its account was
+// suspended, answers 403 account_suspended "templates cannot be created or changed" although
+// the first request created the template: the suspension check runs before the replay check.
+// docs/api.md says a retry with the key "answers 200 with the template it made", and a
+// task-creating POST replays its task for a suspended account (the replay comes before the
+// ledger is asked).
+//
+// Interleaving: (1) the client POSTs with key K; the template is created, and the 201 is lost
+// (a connection reset, a replica dying after the create, a client timeout); (2) an
+// administrator suspends the account (spec.suspended: true); (3) the client retries with K and
+// the same body, as the Idempotency-Key contract tells it to. Every step is ordinary.
+//
+// What the user sees: 403 saying its template could not be created; GET /v1/short-templates
+// lists it all the same. A client that believes the 403 creates it again with a new key once
+// the account is resumed, and has two.
+func TestARetriedShortTemplateCreateReplaysForASuspendedAccount(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := videogenv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: videogenv1alpha1.PointAccountName}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(acct).Build()
+	s := New(Config{Client: c, APIReader: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	const body = `{"name":"Promo","target_url":"https://cdn.example/promo.mp4"}`
+	post := func(body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/v1/short-templates", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderIdempotencyKey, "tmpl-key-1")
+		return serveAs(s.createShortTemplate, "acct", req)
+	}
+	first := post(body)
+	if first.Code != http.StatusCreated {
+		t.Fatalf("first create: %d %s", first.Code, first.Body)
+	}
+	acct.Spec.Suspended = true
+	if err := c.Update(context.Background(), acct); err != nil {
+		t.Fatal(err)
+	}
+
+	retry := post(body)
+	if retry.Code != http.StatusOK || retry.Header().Get("Idempotent-Replayed") != "true" {
+		code, msg := errorOf(t, retry)
+		t.Fatalf("retry with the key after the suspension: %d %s %q; want 200 with the template the first request made", retry.Code, code, msg)
+	}
+	// Anything else from a suspended account is still refused: another body with the key, and
+	// a new template.
+	if other := post(`{"name":"Other","target_url":"https://cdn.example/other.mp4"}`); other.Code != http.StatusForbidden {
+		t.Errorf("another body with the key: %d %s, want 403 account_suspended", other.Code, other.Body)
+	}
+	var list videogenv1alpha1.ShortTemplateList
+	if err := c.List(context.Background(), &list); err != nil || len(list.Items) != 1 {
+		t.Errorf("short templates: %d, %v; want the one", len(list.Items), err)
+	}
+}

@@ -94,6 +94,9 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 	// A suspended account is refused whatever it sends, before the body is read.
 	if err == nil {
 		err = s.refuseSuspended(r.Context(), p.Account)
+		if err != nil && key != "" && s.replayBeforeSuspension(w, r, p.Account, key) {
+			return
+		}
 	}
 	if err == nil {
 		err = decodeJSON(w, r, 64<<10, &req)
@@ -210,6 +213,25 @@ func shortTemplateSuffix(account, key string) string {
 	}
 	sum := sha256.Sum256([]byte("short-template\x00" + account + "\x00" + key))
 	return hex.EncodeToString(sum[:12])
+}
+
+// replayBeforeSuspension answers the retry of a create whose template was made before the
+// account was suspended, as any replay (a task's is answered before the ledger refuses): a 403
+// would say no template was made. It reports whether it answered; for anything else the
+// suspension is the answer.
+func (s *Server) replayBeforeSuspension(w http.ResponseWriter, r *http.Request, account, key string) bool {
+	var req shortTemplateRequest
+	if decodeJSON(w, r, 64<<10, &req) != nil {
+		return false
+	}
+	st := &videogenv1alpha1.ShortTemplate{}
+	name := client.ObjectKey{Namespace: account, Name: "ushort-" + shortTemplateSuffix(account, key)}
+	if err := s.cfg.APIReader.Get(r.Context(), name, st); err != nil || !st.DeletionTimestamp.IsZero() ||
+		st.Annotations[AnnotationRequestHash] != requestHash(r.URL.Path, &req) {
+		return false
+	}
+	answerReplay(w, r, st, requestHash(r.URL.Path, &req), viewShortTemplate(st))
+	return true
 }
 
 // replayShortTemplate answers a create whose Idempotency-Key already made a template: 200 with
