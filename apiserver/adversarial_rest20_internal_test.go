@@ -3,13 +3,17 @@ package apiserver
 // Adversarial review of the REST apiserver (round 20).
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -180,5 +184,61 @@ func TestARetriedShortTemplateCreateReplaysForASuspendedAccount(t *testing.T) {
 	var list videogenv1alpha1.ShortTemplateList
 	if err := c.List(context.Background(), &list); err != nil || len(list.Items) != 1 {
 		t.Errorf("short templates: %d, %v; want the one", len(list.Items), err)
+	}
+}
+
+// What breaks: a CONNECT request in authority form ("CONNECT example.com:443 HTTP/1.1", what
+// every proxy client, and many scanners, send) is answered by the mux's own text/plain "404
+// page not found", not the error envelope: RefuseUncleanPaths lets every CONNECT through, and
+// no pattern (not even the catch-all "/") matches an empty path. A CONNECT with an unclean
+// path ("/v1/tasks/../balance") is answered 405 "allowed: GET, HEAD" for a path that GET
+// answers 404 (paths with .. are refused).
+//
+// Input: the request line itself, on the API port; nothing races.
+//
+// What the user sees: a plain-text 404 without a request id in the body, unlike every other
+// answer of the API.
+//
+// The other requests are pins. Checked, holds: TRACE, OPTIONS and made-up methods get a 4xx in
+// the envelope (OPTIONS * net/http answers itself, 200 and empty, as HTTP says).
+func TestOddMethodsGetA4xxInTheEnvelope(t *testing.T) {
+	s := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		line   string
+		status int
+	}{
+		{"CONNECT example.com:443 HTTP/1.1", http.StatusNotFound},
+		{"CONNECT /v1/tasks/../balance HTTP/1.1", http.StatusNotFound},
+		{"CONNECT /v1/tasks HTTP/1.1", http.StatusMethodNotAllowed},
+		{"TRACE /v1/tasks HTTP/1.1", http.StatusMethodNotAllowed},
+		{"OPTIONS /v1/tasks HTTP/1.1", http.StatusMethodNotAllowed},
+		{"PROPFIND /v1/balance HTTP/1.1", http.StatusMethodNotAllowed},
+		{"BREW /v1/videos/short HTTP/1.1", http.StatusMethodNotAllowed},
+	} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "%s\r\nHost: api.test\r\nConnection: close\r\n\r\n", tc.line)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		conn.Close()
+		var e struct {
+			Error struct {
+				Code      string `json:"code"`
+				RequestID string `json:"request_id"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != "application/json" || e.Error.Code == "" ||
+			!strings.HasPrefix(e.Error.RequestID, "req_") {
+			t.Errorf("%s: %d %s %q, want %d in the error envelope", tc.line, resp.StatusCode, resp.Header.Get("Content-Type"), raw, tc.status)
+		}
 	}
 }

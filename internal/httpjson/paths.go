@@ -3,14 +3,23 @@ package httpjson
 import (
 	"net/http"
 	"path"
+	"strings"
 )
 
 // RefuseUncleanPaths answers 404 for a path with "." or ".." segments or a doubled slash. The
 // mux would redirect it to the cleaned path with an HTML body; no resource has such a path,
-// and a client that sent one is confused or probing.
+// and a client that sent one is confused or probing. A CONNECT in authority form
+// ("CONNECT host:port", a proxy's request) has no path at all, which no route of the mux (not
+// even "/") matches: it is answered 404 here too, not with the mux's plain-text one.
 func RefuseUncleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
+		p := r.URL.EscapedPath()
+		if r.Method == http.MethodConnect && !strings.HasPrefix(p, "/") {
+			WriteError(w, r, http.StatusNotFound, CodeNotFound,
+				"no such endpoint: "+Echo(r.Method+" "+r.Host)+" (this server is no proxy)")
+			return
+		}
+		if p != cleanPath(p) {
 			WriteError(w, r, http.StatusNotFound, CodeNotFound,
 				"no such endpoint: "+Echo(r.Method+" "+r.URL.Path)+" (paths have no . or .. segments and no //)")
 			return
