@@ -42,8 +42,13 @@ var _ = Describe("Templates and custom short templates", func() {
 		Expect(shorts["data"]).To(ContainElement(And(HaveKeyWithValue("id", ownID), HaveKeyWithValue("default_price", BeNil()))))
 		Expect(shorts["data"]).NotTo(ContainElement(HaveKeyWithValue("id", adjustable)))
 
-		templates := api.get("/v1/templates?capability=video.template", a.key).JSON()["data"].([]any)
-		Expect(templates).To(ContainElement(And(HaveKeyWithValue("id", adjustable), HaveKeyWithValue("duration_adjustable", true),
+		// Eventually: the REST apiserver's cache may not have seen the adjustable template yet
+		// (the wait above was for the short one).
+		var templates []any
+		Eventually(func() []any {
+			templates = api.get("/v1/templates?capability=video.template", a.key).JSON()["data"].([]any)
+			return templates
+		}).Should(ContainElement(And(HaveKeyWithValue("id", adjustable), HaveKeyWithValue("duration_adjustable", true),
 			HaveKeyWithValue("min_duration", BeNumerically("==", 5)), HaveKeyWithValue("max_duration", BeNumerically("==", 20)),
 			HaveKeyWithValue("duration_prices", map[string]any{"5": float64(10), "20": float64(30)}))))
 		Expect(templates).NotTo(ContainElement(HaveKeyWithValue("id", ownID)))
