@@ -99,11 +99,9 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 		if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, r.cancelTimeout())
-		if err := b.Cancel(cctx, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
+		if err := r.cancelWork(ctx, b, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
 			failed = err
 		}
-		cancel()
 	}
 	return failed
 }

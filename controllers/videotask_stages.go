@@ -441,13 +441,15 @@ func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *vid
 // cancelWork asks the backend to stop w's work, for at most CancelTimeout; failing to is
 // logged, never fatal, because the task's points are refunded either way. An empty handle
 // stands for work that may have been submitted without its handle reaching the status:
-// backends find it by w.Key.
-func (r *VideoTaskReconciler) cancelWork(ctx context.Context, b generation.Backend, w generation.Work, handle string) {
+// backends find it by w.Key. It returns the error for a caller that retries (finalize).
+func (r *VideoTaskReconciler) cancelWork(ctx context.Context, b generation.Backend, w generation.Work, handle string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cancelTimeout())
 	defer cancel()
-	if err := b.Cancel(ctx, w, handle); err != nil {
+	err := b.Cancel(ctx, w, handle)
+	if err != nil {
 		logf.FromContext(ctx).Error(err, "cancelling backend work", "stage", w.Stage, "handle", handle)
 	}
+	return err
 }
 
 // acceptWait bounds the backend calls made before a new task's acceptance is written. Written
