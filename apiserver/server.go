@@ -112,22 +112,35 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) routes() {
-	authed := func(pattern string, h func(http.ResponseWriter, *http.Request, apikeys.Principal)) {
+	// readsQuery registers a route that reads its own query parameters (queryParams).
+	readsQuery := func(pattern string, h func(http.ResponseWriter, *http.Request, apikeys.Principal)) {
 		s.mux.Handle(pattern, s.authenticate(h))
 		s.routeList = append(s.routeList, pattern)
 	}
-	authed("GET /v1/templates", s.listTemplates)
+	// authed registers a route that takes no query parameter: one sent is refused as an unknown
+	// body field is, before anything is read or changed. A POST /v1/videos/short?dry_run=true
+	// (or ?idempotency_key=…) read as absent would create and charge a task the client meant
+	// only to try (or to make once).
+	authed := func(pattern string, h func(http.ResponseWriter, *http.Request, apikeys.Principal)) {
+		readsQuery(pattern, func(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+			if _, err := queryParams(r); writeRequestError(w, r, err) {
+				return
+			}
+			h(w, r, p)
+		})
+	}
+	readsQuery("GET /v1/templates", s.listTemplates)
 	authed("POST /v1/videos/short", s.createShort)
 	authed("POST /v1/videos/eraser", s.createEraser)
 	authed("POST /v1/videos/template", s.createTemplateVideo)
 	authed("POST /v1/images/pose", s.createPose)
-	authed("GET /v1/tasks", s.listTasks)
+	readsQuery("GET /v1/tasks", s.listTasks)
 	authed("GET /v1/tasks/{id}", s.getTask)
 	authed("POST /v1/tasks/{id}/cancel", s.cancelTask)
 	authed("GET /v1/balance", s.getBalance)
 	authed("GET /v1/webhook-secret", s.getWebhookSecret)
 	authed("POST /v1/webhook-secret/rotate", s.rotateWebhookSecret)
-	authed("GET /v1/short-templates", s.listShortTemplates)
+	readsQuery("GET /v1/short-templates", s.listShortTemplates)
 	authed("POST /v1/short-templates", s.createShortTemplate)
 	authed("GET /v1/short-templates/{id}", s.getShortTemplate)
 	authed("PATCH /v1/short-templates/{id}", s.patchShortTemplate)

@@ -1,0 +1,119 @@
+package apiserver
+
+// Adversarial review of the REST apiserver (round 21): query strings on the endpoints that
+// take none.
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+)
+
+// keyedServer is a whole Server (authentication, router, middleware) over one fake cluster
+// holding an API key of account "acct", a short template "studio" and the account's task
+// "vt-one"; it answers with the ledger l.
+func keyedServer(t *testing.T, l Ledger) (http.Handler, string, client.Client) {
+	t.Helper()
+	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
+			MediaURL: "https://cdn.example/studio.mp4"}}
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task).Build()
+	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Client: c, APIReader: c, Ledger: l, DefaultPrice: 10,
+		Keys:   &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return s.Handler(), key, c
+}
+
+// What breaks: every endpoint but the three lists ignores its query string. POST
+// /v1/videos/short?dry_run=true creates the task and freezes its price (202), as does
+// ?idempotency_key=K, a key the service never reads: each retry of that request is a new task
+// charged again. POST /v1/tasks/{id}/cancel?force=true, DELETE /v1/short-templates/{id}?… and
+// POST /v1/webhook-secret/rotate?dry_run=1 act in full. docs/api.md refuses an unknown query
+// parameter on the lists ("not an answer … as if it were what was asked for") and an unknown
+// body field everywhere; the endpoints that change things, where a parameter read as absent
+// costs most, were the ones left open.
+//
+// Input: one request with a query parameter the endpoint does not take, as a client written
+// against another video API (many take dry_run, or an idempotency key in the query), or a
+// generated SDK that puts an option in the query, sends it. Nothing races.
+//
+// What the user sees: 202 and points frozen for a request it meant as a dry run; with
+// ?idempotency_key=, a task and a charge per retry, where the header form would have replayed
+// one. Refused, it gets a 400 naming the parameter and nothing changes.
+func TestAQueryParameterAnEndpointDoesNotTakeIsRefusedAndChangesNothing(t *testing.T) {
+	l := &accountLedger{available: 100}
+	h, key, c := keyedServer(t, l)
+	short := `{"template_id":"studio","face":"https://cdn.example/face.png"}`
+	for _, tc := range []struct{ method, target, body string }{
+		{"POST", "/v1/videos/short?dry_run=true", short},
+		{"POST", "/v1/videos/short?idempotency_key=k-1", short},
+		{"POST", "/v1/videos/eraser?dry_run=1", `{"video":"https://cdn.example/v.mp4"}`},
+		{"POST", "/v1/videos/template?dry_run=1", `{"template_id":"studio","duration":5}`},
+		{"POST", "/v1/images/pose?dry_run=1", `{"template_id":"studio","face":"https://cdn.example/face.png"}`},
+		{"POST", "/v1/tasks/vt-one/cancel?force=true", ""},
+		{"GET", "/v1/tasks/vt-one?expand=result", ""},
+		{"GET", "/v1/balance?account=other", ""},
+		{"GET", "/v1/webhook-secret?rotate=1", ""},
+		{"POST", "/v1/webhook-secret/rotate?dry_run=1", ""},
+		{"POST", "/v1/short-templates?dry_run=1", `{"name":"a","target_url":"https://cdn.example/a.mp4"}`},
+		{"GET", "/v1/short-templates/ushort_x?x=1", ""},
+		{"PATCH", "/v1/short-templates/ushort_x?dry_run=1", `{"name":"b"}`},
+		{"DELETE", "/v1/short-templates/ushort_x?dry_run=1", ""},
+	} {
+		req := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if tc.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s %s: %d %s; want 400 naming the unknown query parameter", tc.method, tc.target, rec.Code, rec.Body)
+			continue
+		}
+		if code, msg := errorOf(t, rec); code != "invalid_request" || !strings.Contains(msg, "unknown query parameter") {
+			t.Errorf("%s %s: %s %q", tc.method, tc.target, code, msg)
+		}
+	}
+	if l.creates != 0 {
+		t.Errorf("the ledger was asked to create %d tasks", l.creates)
+	}
+	var tasks videogenv1alpha1.VideoTaskList
+	if err := c.List(context.Background(), &tasks, client.InNamespace("acct")); err != nil || len(tasks.Items) != 1 ||
+		tasks.Items[0].Annotations[videogenv1alpha1.AnnotationCancelRequested] != "" {
+		t.Errorf("tasks: %+v %v; want vt-one alone, not asked to cancel", tasks.Items, err)
+	}
+	var sts videogenv1alpha1.ShortTemplateList
+	if err := c.List(context.Background(), &sts, client.InNamespace("acct")); err != nil || len(sts.Items) != 0 {
+		t.Errorf("short templates: %+v %v", sts.Items, err)
+	}
+
+	// The lists still read theirs, and an empty query string is none.
+	for _, target := range []string{"/v1/tasks?limit=1", "/v1/templates?capability=video.short", "/v1/balance?", "/v1/tasks/vt-one?&"} {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET %s: %d %s", target, rec.Code, rec.Body)
+		}
+	}
+}
