@@ -144,11 +144,15 @@ func jsonContentType(ct string) (form bool, err error) {
 	if perr != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json") && !form) {
 		return false, unsupportedMedia("Content-Type must be application/json, not %s", httpjson.Echo(ct))
 	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+	if cs, ok := params["charset"]; ok && !slices.Contains(utf8Labels, strings.ToLower(cs)) {
 		return false, unsupportedMedia("JSON bodies must be UTF-8, not charset=%s", httpjson.Echo(cs))
 	}
 	return form, nil
 }
+
+// utf8Labels are the names of UTF-8 a charset parameter is sent with: the WHATWG Encoding
+// Standard's labels of UTF-8 (what browsers and fetch read as UTF-8), utf8 among them.
+var utf8Labels = []string{"utf-8", "utf8", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"}
 
 // identityEncoding refuses a body sent with a content coding (gzip, br, …): the service reads
 // bodies as sent, so a compressed one would be read as malformed JSON, and one labelled gzip
