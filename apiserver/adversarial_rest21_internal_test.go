@@ -19,6 +19,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 // keyedServer is a whole Server (authentication, router, middleware) over one fake cluster
@@ -153,5 +154,82 @@ func TestAJSONBodyLabelledCharsetUTF8WithoutTheHyphenIsRead(t *testing.T) {
 		if rec.Code != tc.status {
 			t.Errorf("Content-Type %s: %d %s; want %d", tc.ct, rec.Code, rec.Body, tc.status)
 		}
+	}
+}
+
+// What breaks: POST /v1/webhook-secret/rotate and POST /v1/tasks/{id}/cancel never read their
+// body, so one with options the service does not have is obeyed in full and answered 200/202:
+// {"previous_expires_in":0} (or {"overlap":0}, {"revoke_previous":true}) rotates with the old
+// secret signing alongside the new one for the whole 24 h overlap. Every endpoint that reads a
+// body refuses an unknown field with 400; these two took anything.
+//
+// Input: one request, from a client that guesses the option (a leaked secret is exactly when
+// one wants the old secret cut off at once) or a generated SDK sending its options; nothing
+// races.
+//
+// What the user sees: 200 with the new secret and a previous_expires_at 24 h away, which a
+// client that believes its option was taken does not read: the leaked secret goes on signing
+// deliveries that its receivers accept. Refused, it learns there is no such option before
+// anything changes. No body, or {}, stays accepted (every client today sends none).
+func TestABodyOnAPOSTThatTakesNoneIsRefusedAndChangesNothing(t *testing.T) {
+	l := &accountLedger{available: 100}
+	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
+			MediaURL: "https://cdn.example/studio.mp4"}}
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task).Build()
+	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := &webhooksecrets.Store{Client: c, Reader: c, Namespace: "videogen-system"}
+	before, err := secrets.Ensure(context.Background(), "acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Config{Client: c, APIReader: c, Ledger: l, DefaultPrice: 10, WebhookSecrets: secrets,
+		Keys:   &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
+	post := func(target, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, tc := range []struct{ target, body string }{
+		{"/v1/webhook-secret/rotate", `{"previous_expires_in":0}`},
+		{"/v1/webhook-secret/rotate", `[]`},
+		{"/v1/tasks/vt-one/cancel", `{"refund":false}`},
+		{"/v1/tasks/vt-one/cancel", `{"reason":"x"} trailing`},
+	} {
+		rec := post(tc.target, tc.body)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("POST %s %s: %d %s; want 400", tc.target, tc.body, rec.Code, rec.Body)
+			continue
+		}
+		if code, msg := errorOf(t, rec); code != "invalid_request" || !strings.Contains(msg, "takes no body") {
+			t.Errorf("POST %s %s: %s %q", tc.target, tc.body, code, msg)
+		}
+	}
+	if after, err := secrets.Ensure(context.Background(), "acct"); err != nil || after.Current != before.Current {
+		t.Errorf("the secret was rotated (%v)", err)
+	}
+	stored := &videogenv1alpha1.VideoTask{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(task), stored); err != nil ||
+		stored.Annotations[videogenv1alpha1.AnnotationCancelRequested] != "" {
+		t.Errorf("the task was asked to cancel: %v %v", stored.Annotations, err)
+	}
+
+	// Checked, holds with the fix: no body, white space and {} are none.
+	for _, body := range []string{"", " \n", "{}"} {
+		if rec := post("/v1/webhook-secret/rotate", body); rec.Code != http.StatusOK {
+			t.Errorf("rotate with body %q: %d %s", body, rec.Code, rec.Body)
+		}
+	}
+	if rec := post("/v1/tasks/vt-one/cancel", "{}"); rec.Code != http.StatusAccepted {
+		t.Errorf("cancel with {}: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -88,6 +88,33 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byt
 	return body, checkFieldNames(body, v)
 }
 
+// noBodyLimit caps the body of a POST that takes none: enough for any {} a client sends.
+const noBodyLimit = 64 << 10
+
+// noBody refuses a body on a POST that takes none (a cancel, a rotation) as readJSON refuses an
+// unknown field: {"previous_expires_in":0} read as absent would rotate with the old secret
+// signing for the whole overlap while its client believes it cut off. No body, white space or
+// {} is none.
+func noBody(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, noBodyLimit))
+	if err != nil {
+		return describeReadError(err, noBodyLimit)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var none struct{}
+	if err := decodeJSON(w, r, noBodyLimit, &none); err != nil {
+		var re *requestError
+		if errors.As(err, &re) && re.status == http.StatusBadRequest {
+			re.message += " (this endpoint takes no body: send none, or {})"
+		}
+		return err
+	}
+	return nil
+}
+
 // queryParams reads the query string as strictly as readJSON reads a body: well formed, only
 // the parameters the endpoint takes (known), each at most once. A misspelt or unsupported
 // filter (?capabilty=, ?status=failed) read as absent would answer every object instead of the

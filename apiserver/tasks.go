@@ -138,6 +138,9 @@ func newerFirst(a, b *videogenv1alpha1.VideoTask) bool {
 // It is idempotent: a repeated cancel answers 202 while the work is being stopped, and 200
 // with the task once it is canceled, so a client retrying a cancel never sees an error.
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	if writeRequestError(w, r, noBody(w, r)) {
+		return
+	}
 	task, ok := s.findTask(w, r, p)
 	if !ok {
 		return

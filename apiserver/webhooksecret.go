@@ -38,6 +38,9 @@ func (s *Server) getWebhookSecret(w http.ResponseWriter, r *http.Request, p apik
 
 // rotateWebhookSecret makes a new secret; the old one keeps signing (alongside) for the overlap.
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
+	if writeRequestError(w, r, noBody(w, r)) {
+		return
+	}
 	sec, err := s.cfg.WebhookSecrets.Rotate(r.Context(), p.Account, s.cfg.WebhookSecretOverlap)
 	if errors.Is(err, webhooksecrets.ErrConcurrentRotation) {
 		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
