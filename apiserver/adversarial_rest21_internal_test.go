@@ -5,6 +5,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -231,5 +232,64 @@ func TestABodyOnAPOSTThatTakesNoneIsRefusedAndChangesNothing(t *testing.T) {
 	}
 	if rec := post("/v1/tasks/vt-one/cancel", "{}"); rec.Code != http.StatusAccepted {
 		t.Errorf("cancel with {}: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// createsTo is writesTo whose creates land in cluster too, as a cached client's do.
+type createsTo struct{ writesTo }
+
+func (c createsTo) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	return c.cluster.Create(ctx, obj, opts...)
+}
+
+// What breaks: POST /v1/short-templates with an Idempotency-Key whose template was just
+// deleted answers 200 Idempotent-Replayed with that template, which no longer exists, and
+// creates nothing: the replay check reads only this replica's informer cache, which still
+// holds the deleted template. docs/api.md keeps a key as long as its object, and a create with
+// the key of a template being deleted answers 409 "retry shortly" and then creates it
+// (catalog_test); the replay of a template that is gone is a third answer, and a false one.
+//
+// Interleaving: (1) the client created template T with key K (201); (2) it deletes T (DELETE
+// /v1/short-templates/{id}: 204; a ShortTemplate has no finalizer, so it is gone at once);
+// (3) right away it creates again with K and the same body (a client whose keys are derived
+// from the template's content, so that a lost answer is retried safely, recreating a template
+// it removed); the request reaches a replica whose informer has not seen the DELETE event yet
+// (tens of ms ordinarily, seconds under load; with several replicas, a replica other than the
+// one that served the DELETE). Each step is an ordinary client request.
+//
+// What the user sees: 200 with T's id; GET /v1/short-templates/{id} then 404 and a task with
+// template_id T is a 400; the template it asked for does not exist and nothing says so.
+// Reading around the cache before a cached replay is answered finds T gone, and the create
+// goes ahead (201).
+func TestAKeyedShortTemplateCreateAfterItsTemplateWasDeletedIsNotAReplayOfTheDeletedOne(t *testing.T) {
+	body := `{"name":"Intro","target_url":"https://cdn.example.com/intro.mp4"}`
+	var req shortTemplateRequest
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	suffix := shortTemplateSuffix("acct", "tmpl-k")
+	deleted := &videogenv1alpha1.ShortTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "ushort-" + suffix,
+			Labels:      map[string]string{videogenv1alpha1.LabelShortTemplateID: videogenv1alpha1.ShortTemplateIDPrefix + suffix},
+			Annotations: map[string]string{AnnotationRequestHash: requestHash("/v1/short-templates", &req)}},
+		Spec: videogenv1alpha1.ShortTemplateSpec{DisplayName: "Intro", TargetURL: "https://cdn.example.com/intro.mp4"},
+	}
+	sch := scheme.New()
+	cluster := fake.NewClientBuilder().WithScheme(sch).Build() // (2) deleted
+	cache := fake.NewClientBuilder().WithScheme(sch).WithObjects(deleted).Build()
+	s := New(Config{Client: createsTo{writesTo{Client: cache, cluster: cluster}}, APIReader: cluster,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+
+	r := httptest.NewRequest(http.MethodPost, "/v1/short-templates", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set(HeaderIdempotencyKey, "tmpl-k")
+	rec := serveAs(s.createShortTemplate, "acct", r)
+	if rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != "" {
+		t.Errorf("create with the key of a deleted template: %d (replayed %q) %s; want 201, the template made again",
+			rec.Code, rec.Header().Get("Idempotent-Replayed"), rec.Body)
+	}
+	var made videogenv1alpha1.ShortTemplateList
+	if err := cluster.List(context.Background(), &made, client.InNamespace("acct")); err != nil || len(made.Items) != 1 {
+		t.Errorf("templates in the cluster: %d %v; want the one asked for", len(made.Items), err)
 	}
 }

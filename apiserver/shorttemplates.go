@@ -129,7 +129,11 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 		},
 		Spec: spec,
 	}
-	if key != "" && s.replayShortTemplate(r.Context(), w, r, s.cfg.Client, client.ObjectKeyFromObject(st), hash) {
+	// A template of this key in the cache is answered as read around it: the cache may still
+	// hold one deleted a moment ago (DELETE, then a create with the same key), which is no
+	// replay, and whose name is free.
+	if key != "" && s.cfg.Client.Get(r.Context(), client.ObjectKeyFromObject(st), &videogenv1alpha1.ShortTemplate{}) == nil &&
+		s.replayShortTemplate(r.Context(), w, r, s.cfg.APIReader, client.ObjectKeyFromObject(st), hash) {
 		return
 	}
 	if err := s.cfg.Client.Create(r.Context(), st); err != nil {
