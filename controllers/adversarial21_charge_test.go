@@ -1,0 +1,96 @@
+package controllers_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+)
+
+var _ = Describe("Adversarial round 21: a task deleted before its cancel-work finalizer", func() {
+	// letGo takes every finalizer off a task left Terminating (envtest runs no garbage
+	// collector, which would take foregroundDeletion and orphan off in a real cluster).
+	letGo := func(key client.ObjectKey) {
+		t := &videogenv1alpha1.VideoTask{}
+		if err := k8sClient.Get(ctx, key, t); err == nil && len(t.Finalizers) > 0 {
+			t.Finalizers = nil
+			Expect(client.IgnoreNotFound(k8sClient.Update(ctx, t))).To(Succeed())
+		}
+	}
+
+	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan} {
+		It("stops the stage it submitted when the task is deleted with propagation "+string(policy)+" before the finalizer is on", func() {
+			// Interleaving, each step a real call against envtest, forced by an interceptor:
+			//  1. A reconcile accepts the kubectl task, submits its analyze stage (it runs at
+			//     the backend) and writes the status that records it (stage Running, handle).
+			//  2. Before its next call, the patch that puts FinalizerCancelWork on, the tenant
+			//     deletes the task with `kubectl delete --cascade=foreground` (or orphan).
+			//     Reachable: any client picks the propagation policy of its delete, and the
+			//     status write and the finalizer patch are two calls. The kube-apiserver then
+			//     keeps the task (deletionTimestamp set, finalizer foregroundDeletion/orphan)
+			//     until the garbage collector lets it go, a moment later.
+			//  3. The finalizer patch, made with the optimistic lock from the copy before the
+			//     deletion, conflicts (not NotFound, not Invalid: guardWork's cancel does not
+			//     run); the reconcile is retried.
+			//  4. The retry reads the task with its deletionTimestamp: finalize. Before the fix
+			//     it saw no FinalizerCancelWork and returned without cancelling anything.
+			// What a user would see: the task is gone and its hold ended (the ledger drops it),
+			// while its stage runs on at the backend, unpaid, until its deadline (the task's
+			// timeout plus a minute): exactly what the finalizer and its admission policy are
+			// there to prevent (docs/ledger.md, "Deleting things").
+			ns := accountWithoutController(100)
+			tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+			b := aShortTask(ns, tmpl)
+			backend := testbackend.New()
+			backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+			task := b.Create()
+			key := client.ObjectKeyFromObject(task)
+			DeferCleanup(letGo, key)
+
+			l, stopLedger := startLedger()
+			defer stopLedger()
+
+			direct, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
+			Expect(err).NotTo(HaveOccurred())
+			deleted := false
+			var patchErr error
+			reconciler := interceptor.NewClient(direct, interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if t, ok := obj.(*videogenv1alpha1.VideoTask); ok && t.Name == key.Name && !deleted {
+						deleted = true
+						Expect(k8sClient.Delete(ctx, task.DeepCopy(), client.PropagationPolicy(policy))).To(Succeed())
+						patchErr = c.Patch(ctx, obj, patch, opts...)
+						return patchErr
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+			})
+			r := directReconciler(reconciler, l, backend)
+			// Until the ledger's event brings the task, the reconcile asks again shortly.
+			Eventually(func(g Gomega) {
+				_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+				g.Expect(deleted).To(BeTrue())
+			}).Should(Succeed())
+			Expect(apierrors.IsConflict(patchErr)).To(BeTrue(), "the finalizer patch meets the deletion: %v", patchErr)
+
+			stored := taskOf(ns, task.Name)
+			Expect(stored.DeletionTimestamp).NotTo(BeNil(), "kept by the garbage collector's finalizer")
+			Expect(stored.Finalizers).NotTo(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+			analyze := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze)
+			Expect(backend.Submits(analyze)).To(Equal(1), "the analyze stage runs at the backend")
+
+			_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(backend.WasCanceled(analyze)).To(BeTrue(), "the deleted task's running stage is stopped")
+		})
+	}
+})
