@@ -93,4 +93,56 @@ var _ = Describe("Adversarial round 21: a task deleted before its cancel-work fi
 			Expect(backend.WasCanceled(analyze)).To(BeTrue(), "the deleted task's running stage is stopped")
 		})
 	}
+
+	It("stops the stage it submitted when the status write recording it meets a foreground deletion", func() {
+		// Interleaving, forced by an interceptor: a reconcile accepts the kubectl task and
+		// submits its analyze stage (it runs at the backend); before the status write that
+		// records the stage and its handle, the tenant deletes the task with
+		// --cascade=foreground. The status write, from the copy before the deletion,
+		// conflicts: no status shows the stage, and no finalizer is on. The retry reads the
+		// deleted task: finalize. Before the fix it returned at once (no FinalizerCancelWork);
+		// the stage, known to nobody but the backend (by its key), ran on unpaid.
+		ns := accountWithoutController(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		b := aShortTask(ns, tmpl)
+		backend := testbackend.New()
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+		task := b.Create()
+		key := client.ObjectKeyFromObject(task)
+		DeferCleanup(letGo, key)
+
+		l, stopLedger := startLedger()
+		defer stopLedger()
+
+		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		deleted := false
+		var writeErr error
+		reconciler := interceptor.NewClient(direct, interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if t, ok := obj.(*videogenv1alpha1.VideoTask); ok && t.Name == key.Name && !deleted {
+					deleted = true
+					Expect(k8sClient.Delete(ctx, task.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+					writeErr = c.SubResource(sub).Update(ctx, obj, opts...)
+					return writeErr
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		})
+		r := directReconciler(reconciler, l, backend)
+		Eventually(func(g Gomega) {
+			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			g.Expect(deleted).To(BeTrue())
+		}).Should(Succeed())
+		Expect(apierrors.IsConflict(writeErr)).To(BeTrue(), "the status write meets the deletion: %v", writeErr)
+		stored := taskOf(ns, task.Name)
+		Expect(stored.DeletionTimestamp).NotTo(BeNil())
+		Expect(stored.Status.Stages).To(BeEmpty(), "no status shows the stage")
+		analyze := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze)
+		Expect(backend.Submits(analyze)).To(Equal(1), "the analyze stage runs at the backend")
+
+		_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(backend.WasCanceled(analyze)).To(BeTrue(), "the deleted task's running stage is stopped, by its key")
+	})
 })

@@ -70,6 +70,7 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 	// A success deleted while its charge waited is never ended by us: forget its status.
 	r.ends.Delete(task.UID)
 	if !controllerutil.ContainsFinalizer(task, videogenv1alpha1.FinalizerCancelWork) {
+		r.cancelUnguarded(ctx, task)
 		return ctrl.Result{}, nil
 	}
 	log := logf.FromContext(ctx)
@@ -86,6 +87,41 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 		}
 	}
 	return ctrl.Result{}, r.releaseWork(ctx, task)
+}
+
+// cancelUnguarded stops, once and by key, the work of every stage not ended of a task seen deleted
+// without FinalizerCancelWork. Such a task is seen only while another finalizer keeps it (a
+// delete with propagation Foreground or Orphan: the garbage collector's finalizer, taken off a
+// moment later), and a reconcile may have started a stage just before: its status write landed
+// and the finalizer patch met the deletion (a conflict), or the status write itself met it (the
+// stage's handle in no status). Nothing else would stop that work: the task goes, its hold ends
+// with it, and the stage would run unpaid to its deadline. One try each: the task goes whatever
+// the backend says, and stopping work that was never submitted is no error.
+func (r *VideoTaskReconciler) cancelUnguarded(ctx context.Context, task *videogenv1alpha1.VideoTask) {
+	if r.Backends == nil || task.Status.Phase.Terminal() {
+		return
+	}
+	_, b, ok := r.Backends.Route(task.Spec.Capability)
+	if !ok {
+		return
+	}
+	for _, name := range videogenv1alpha1.Stages {
+		handle := ""
+		ended := false
+		for _, st := range task.Status.Stages {
+			if st.Name == name {
+				handle = st.Handle
+				ended = st.State == videogenv1alpha1.StageSucceeded || st.State == videogenv1alpha1.StageFailed ||
+					st.State == videogenv1alpha1.StageCanceled
+			}
+		}
+		if ended {
+			continue
+		}
+		if err := r.cancelWork(ctx, b, r.work(task, catalog.Template{}, name), handle); err != nil {
+			logf.FromContext(ctx).Error(err, "cancelling the work of a task deleted before its finalizer", "stage", name)
+		}
+	}
 }
 
 // cancelUnended asks b to stop the work of every stage of task that has not ended, each for at
