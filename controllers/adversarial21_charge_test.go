@@ -2,18 +2,24 @@ package controllers_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/controllers"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/internal/watchlag"
 )
 
 var _ = Describe("Adversarial round 21: a task deleted before its cancel-work finalizer", func() {
@@ -144,5 +150,115 @@ var _ = Describe("Adversarial round 21: a task deleted before its cancel-work fi
 		_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(backend.WasCanceled(analyze)).To(BeTrue(), "the deleted task's running stage is stopped, by its key")
+	})
+})
+
+var _ = Describe("Adversarial round 21: a render that finishes after its task timed out", func() {
+	It("Checked, holds: a late success seen from a lagging cache after a refund that landed and erred is never charged", func() {
+		// Interleaving, forced step by step against envtest:
+		//  1. The task runs its render (FinalizerCancelWork on). Its deadline passes; the
+		//     reconcile takes its last look (still running), cancels it, and ends the task
+		//     Failed/Refunded: the finalizer patch lands (the ledger observes that copy), then
+		//     the terminal status write lands but its answer is lost (a 500 after the write, a
+		//     timeout): the ledger is not told, and the reconcile is retried.
+		//  2. The retry reads the cache, which has the finalizer patch but not the refund (a
+		//     lagging informer: reachable, writes and watch events are separate streams). The
+		//     ledger's own events lag too (3 s), so its books say Held at that copy's
+		//     resourceVersion: the view is not stale. The backend now reports the render
+		//     Succeeded (the cancel came too late at the backend), so the reconcile charges it:
+		//     the charge is queued and lands in the account (spent += 10) long before the
+		//     ledger's event of the refund comes.
+		//  3. The refund's event comes: the task says Refunded while its charge is in the
+		//     journal. What a user must see: the task Failed/Refunded (a Deducted status over
+		//     it is refused by the status rules), and the 10 points back, nothing frozen.
+		ns := accountWithoutController(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		b := aShortTask(ns, tmpl)
+		backend := testbackend.New()
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Hang})
+		task := b.Create()
+		key := client.ObjectKeyFromObject(task)
+
+		lagOpts := cache.Options{ByObject: controllers.CacheByObject(), NewInformer: watchlag.NewInformer(3 * time.Second)}
+		l, stopLedger := startLedgerWithCache(lagOpts)
+		defer stopLedger()
+
+		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		var (
+			patched   *videogenv1alpha1.VideoTask // the copy after the last finalizer patch
+			stale     *videogenv1alpha1.VideoTask // served by the "cache" when set
+			loseReply bool
+		)
+		reconciler := interceptor.NewClient(direct, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if t, ok := obj.(*videogenv1alpha1.VideoTask); ok && k == key && stale != nil {
+					stale.DeepCopyInto(t)
+					return nil
+				}
+				return c.Get(ctx, k, obj, opts...)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				err := c.Patch(ctx, obj, patch, opts...)
+				if t, ok := obj.(*videogenv1alpha1.VideoTask); ok && err == nil {
+					patched = t.DeepCopy()
+				}
+				return err
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				if t, ok := obj.(*videogenv1alpha1.VideoTask); ok && err == nil && loseReply && t.Status.Phase.Terminal() {
+					loseReply = false
+					return apierrors.NewInternalError(context.DeadlineExceeded) // landed, answer lost
+				}
+				return err
+			},
+		})
+		r := directReconciler(reconciler, l, backend)
+		clock := r.Clock.(*clocktesting.FakePassiveClock)
+		Eventually(func(g Gomega) {
+			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			t := taskOf(ns, task.Name)
+			g.Expect(t.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+			g.Expect(t.Status.Stages).To(ContainElement(HaveField("State", videogenv1alpha1.StageRunning)))
+			g.Expect(t.Status.Stages).To(ContainElement(And(HaveField("Name", videogenv1alpha1.StageRender), HaveField("State", videogenv1alpha1.StageRunning))))
+		}).Should(Succeed())
+
+		// 1. Timed out; the refund lands, its answer is lost.
+		clock.SetTime(task.CreationTimestamp.Add(r.Config.DefaultTimeout + time.Second))
+		loseReply = true
+		_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		Expect(err).To(HaveOccurred())
+		refunded := taskOf(ns, task.Name)
+		Expect(refunded.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(refunded.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+		Expect(patched).NotTo(BeNil())
+		Expect(patched.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "the patch's copy is from before the refund")
+
+		// 2. The lagging cache serves the copy before the refund; the render has finished.
+		stale = patched.DeepCopy()
+		backend.Set(task.Name, testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Succeed})
+		_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() int64 { return suite.AccountOf(ns).Status.Spent }).Should(Equal(int64(10)),
+			"the late success's charge lands before the ledger hears of the refund")
+
+		// 3. The refund's event comes: the charge is given back.
+		Eventually(func(g Gomega) {
+			acct := suite.AccountOf(ns)
+			g.Expect(acct.Status.Spent).To(BeZero())
+			g.Expect(acct.Status.Journal).To(BeEmpty())
+			f, err := l.Balance(ctx, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(f).To(Equal(ledger.Figures{Balance: 100, Credited: 100}))
+		}, 15*time.Second).Should(Succeed())
+		stale = nil
+		Eventually(func(g Gomega) {
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
+		end := taskOf(ns, task.Name)
+		Expect(end.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(end.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 	})
 })
