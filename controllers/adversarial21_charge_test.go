@@ -262,3 +262,57 @@ var _ = Describe("Adversarial round 21: a render that finishes after its task ti
 		Expect(end.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 	})
 })
+
+var _ = Describe("Adversarial round 21: a success whose terminal write lands and errs, then the task is deleted", func() {
+	It("Checked, holds: the charge stays spent and its journal entry goes", func() {
+		// Interleaving: the task succeeds, its charge lands in the account (spent += 10,
+		// journal entry), and the Succeeded/Deducted (and closed) status write lands but its
+		// answer is lost: the ledger is not told, and the closed task leaves the informer's
+		// selection (an event the ledger reads as a deletion, carrying the copy before). Then
+		// the tenant deletes the task (nothing holds it: no finalizer on a finished task). The
+		// books must neither give the points back (the task succeeded) nor keep the entry for
+		// good (the account could never close): a read finds the task gone, the entry goes.
+		ns := accountWithoutController(100)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(10).Create()
+		b := aShortTask(ns, tmpl)
+		backend := testbackend.New()
+		backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Succeed, Render: testbackend.Succeed})
+		task := b.Create()
+		key := client.ObjectKeyFromObject(task)
+
+		l, stopLedger := startLedger()
+		defer stopLedger()
+
+		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		lost := false
+		reconciler := interceptor.NewClient(direct, interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				if t, ok := obj.(*videogenv1alpha1.VideoTask); ok && err == nil && !lost && t.Status.Charge == videogenv1alpha1.ChargeDeducted {
+					lost = true
+					return apierrors.NewInternalError(context.DeadlineExceeded) // landed, answer lost
+				}
+				return err
+			},
+		})
+		r := directReconciler(reconciler, l, backend)
+		Eventually(func(g Gomega) {
+			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			g.Expect(lost).To(BeTrue())
+		}).Should(Succeed())
+		Expect(taskOf(ns, task.Name).Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
+		Expect(k8sClient.Delete(ctx, task.DeepCopy())).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key, &videogenv1alpha1.VideoTask{}))).To(BeTrue())
+			l.Tidy(ns) // as the PointAccount controller does while the journal is not empty
+			acct := suite.AccountOf(ns)
+			g.Expect(acct.Status.Spent).To(Equal(int64(10)))
+			g.Expect(acct.Status.Journal).To(BeEmpty())
+			f, err := l.Balance(ctx, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(f).To(Equal(ledger.Figures{Balance: 90, Spent: 10, Credited: 100}))
+		}, 15*time.Second).Should(Succeed())
+	})
+})
