@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,37 +106,28 @@ func (r *VideoTaskReconciler) cancelUnguarded(ctx context.Context, task *videoge
 	if !ok {
 		return
 	}
-	for _, name := range videogenv1alpha1.Stages {
-		handle := ""
-		ended := false
-		for _, st := range task.Status.Stages {
-			if st.Name == name {
-				handle = st.Handle
-				ended = st.State == videogenv1alpha1.StageSucceeded || st.State == videogenv1alpha1.StageFailed ||
-					st.State == videogenv1alpha1.StageCanceled
-			}
-		}
-		if ended {
-			continue
-		}
-		if err := r.cancelWork(ctx, b, r.work(task, catalog.Template{}, name), handle); err != nil {
-			logf.FromContext(ctx).Error(err, "cancelling the work of a task deleted before its finalizer", "stage", name)
-		}
+	if err := r.cancelUnended(ctx, task, b); err != nil {
+		logf.FromContext(ctx).Error(err, "cancelling the work of a task deleted before its finalizer")
 	}
 }
 
-// cancelUnended asks b to stop the work of every stage of task that has not ended, each for at
-// most CancelTimeout, and returns the last error. A stage not ended may run at the backend
-// without its handle in the status (a Submit that landed when the status write recording it
-// was lost or failed): backends find such work by its key (an empty handle), and stopping work
-// that was never submitted is no error.
+// cancelUnended asks b to stop the work of every stage of task that has not ended, recorded or
+// not, each for at most CancelTimeout, and returns the last error. A stage not ended may run at
+// the backend without its handle, or any record of it, in the status (a Submit that landed when
+// the status write recording it was lost or failed): backends find such work by its key (an
+// empty handle), and stopping work that was never submitted is no error.
 func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv1alpha1.VideoTask, b generation.Backend) error {
 	var failed error
-	for _, st := range task.Status.Stages {
-		if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
-			continue
+	for _, name := range videogenv1alpha1.Stages {
+		handle := ""
+		if i := slices.IndexFunc(task.Status.Stages, func(st videogenv1alpha1.StageStatus) bool { return st.Name == name }); i >= 0 {
+			st := task.Status.Stages[i]
+			if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
+				continue
+			}
+			handle = st.Handle
 		}
-		if err := r.cancelWork(ctx, b, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
+		if err := r.cancelWork(ctx, b, r.work(task, catalog.Template{}, name), handle); err != nil {
 			failed = err
 		}
 	}
