@@ -247,7 +247,7 @@ func accountShow(ctx context.Context, o *options, name string) error {
 // a new kind of record here and a field for it in accountView.
 func (v accountView) table(w io.Writer) {
 	fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
-		v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, v.Ready)
+		v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, terminalSafe(v.Ready))
 	for _, section := range []func(io.Writer){v.holdsTable, v.topUpsTable} {
 		section(w)
 	}
@@ -281,7 +281,8 @@ func (v accountView) topUpsTable(w io.Writer) {
 		case t.Refused != "":
 			applied = "refused: " + t.Refused
 		}
-		fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\n", t.Name, t.Amount, t.Reference, applied, t.Note)
+		// The note and the reference are anyone's text who may create top-ups: escaped.
+		fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\n", t.Name, t.Amount, terminalSafe(t.Reference), applied, terminalSafe(t.Note))
 	}
 	if v.OlderTopUps > 0 {
 		fmt.Fprintf(w, "(%d older: kubectl get pointtopups -n %s)\n", v.OlderTopUps, v.Account)
