@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // Round 21: a top-up's spec.note is free text (the CRD bounds only its length) written by
@@ -65,6 +67,38 @@ func TestTerminalSafe(t *testing.T) {
 	} {
 		if got := terminalSafe(in); got != want {
 			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Round 21: `account show -o yaml` failed outright ("yaml: control characters are not
+// allowed", exit 1, nothing printed) for an account one of whose newest top-ups has a note
+// holding DEL or a C1 control (U+0080–U+009F), e.g. pasted from a Windows-1252 memo field:
+// encoding/json writes those characters raw, and the YAML printer's parser refuses them. The
+// administrator could not see the account's figures in YAML at all until that top-up fell
+// out of the newest ten. -o json wrote them raw to the terminal too (U+009B starts an escape
+// sequence on terminals that take 8-bit controls). Both now carry them as \uXXXX escapes:
+// the value a program decodes is the note exactly as written.
+func TestAccountShowMachineFormatsCarryControlCharactersInNotes(t *testing.T) {
+	note := "memo\x7f\u009b31m\u0085\ufeff\ufffe end"
+	v := accountView{Account: "acme", Holds: []holdView{}, RecentTop: []topUpView{{Name: "t-1", Amount: 5, Reference: "INV-1", Note: note}}}
+	for _, format := range []string{"json", "yaml"} {
+		var out bytes.Buffer
+		o := &options{out: &out, output: format}
+		if err := o.print(v, v.table); err != nil {
+			t.Errorf("-o %s: %v", format, err)
+			continue
+		}
+		if strings.ContainsAny(out.String(), "\x7f\u009b\ufffe") {
+			t.Errorf("-o %s printed a control character raw: %q", format, out.String())
+		}
+		var back accountView
+		if err := sigsyaml.Unmarshal(out.Bytes(), &back); err != nil {
+			t.Errorf("-o %s: reading it back: %v\n%s", format, err, out.String())
+			continue
+		}
+		if len(back.RecentTop) != 1 || back.RecentTop[0].Note != note {
+			t.Errorf("-o %s: the note reads back as %+v, want %q", format, back.RecentTop, note)
 		}
 	}
 }

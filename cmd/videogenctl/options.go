@@ -68,6 +68,7 @@ func (o *options) print(v any, table func(w io.Writer)) error {
 		if err != nil {
 			return err
 		}
+		raw = escapeRawJSON(raw)
 		// As raw JSON a view prints through kubectl's printers, as the task commands' objects do.
 		var p printers.ResourcePrinter = &printers.JSONPrinter{}
 		if o.output == "yaml" {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -33,4 +35,29 @@ func terminalSafe(s string) string {
 
 func unsafeForTerminal(r rune) bool {
 	return !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r)
+}
+
+// escapeRawJSON writes as \uXXXX escapes the characters encoding/json leaves raw in strings
+// that the YAML printer's parser refuses ("yaml: control characters are not allowed"): DEL,
+// the C1 controls (U+0080–U+009F), the byte-order mark and U+FFFE/U+FFFF. The JSON means the
+// same; without it a note holding one made `account show -o yaml` fail, and -o json wrote
+// a C1 control (U+009B is an escape sequence's start) raw to the terminal. Outside strings
+// JSON is ASCII, so every such character is inside a string.
+func escapeRawJSON(raw []byte) []byte {
+	if !bytes.ContainsFunc(raw, refusedByYAML) {
+		return raw
+	}
+	var b bytes.Buffer
+	for _, r := range string(raw) {
+		if refusedByYAML(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.Bytes()
+}
+
+func refusedByYAML(r rune) bool {
+	return r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0xfeff || r == 0xfffe || r == 0xffff
 }
