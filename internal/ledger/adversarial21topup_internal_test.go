@@ -1,0 +1,128 @@
+package ledger
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Account-write modes of a manager about to die (adversarial round 21).
+const (
+	writesWork     int32 = iota
+	writesUnsent         // every account write fails and lands nowhere (the kube-apiserver unreachable)
+	writeLandsOnce       // the next account write carrying a Refusal lands and reports an error; later ones land nowhere
+)
+
+// unsent counts the account writes carrying a Refusal that a dying manager tried and that
+// landed nowhere.
+var unsent atomic.Int32
+
+// dyingClient is the harness's client, whose PointAccount status writes follow *mode.
+func (h *harness) dyingClient(mode *atomic.Int32) client.Client {
+	return interceptor.NewClient(h.faults.client().(client.WithWatch), interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*videogenv1alpha1.PointAccount); ok {
+				switch mode.Load() {
+				case writesUnsent:
+					if hasRefusal(obj.(*videogenv1alpha1.PointAccount)) {
+						unsent.Add(1)
+					}
+					return errLost
+				case writeLandsOnce:
+					if !hasRefusal(obj.(*videogenv1alpha1.PointAccount)) {
+						break
+					}
+					if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil {
+						return err
+					}
+					mode.Store(writesUnsent)
+					return errLost
+				}
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+}
+
+func hasRefusal(a *videogenv1alpha1.PointAccount) bool {
+	for _, j := range a.Status.Journal {
+		if j.Kind == videogenv1alpha1.JournalRefusal {
+			return true
+		}
+	}
+	return false
+}
+
+// Round 21, a refused debit asked again after a manager failover while its Refusal entry was
+// only queued. Checked, holds, both ways:
+//
+//   - The entry never reached the account (manager ledger-a lost the kube-apiserver, then died):
+//     nobody was told of the refusal (the top-up's status is written only after the entry), so
+//     the new manager decides afresh, and once a credit covers the debit, it is debited, once.
+//   - The entry's write landed but reported an error, and ledger-a died before it retried: the
+//     account says the debit was refused, so ledger-2 refuses it again even though the credit
+//     would now cover it (rule 6: a refused debit is refused for good, never debited).
+//
+// Steps: balance 100; PointTopUp close-out (-300, CLOSE-1) applied on ledger-a: refused, its
+// Refusal queued; ledger-a's write (not sent / landed-but-failed); ledger-a dies; ledger-2
+// builds its books; PointTopUp pay-2 (+500, PAY-2) on ledger-2; close-out asked again on
+// ledger-2 (its status was never written: the PointTopUp controller asks again after a
+// failover).
+func TestAdversarial21ARefusedDebitQueuedAtAFailover(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		mode     int32
+		debited  bool
+		credited int64
+	}{
+		{"its refusal never written: decided afresh", writesUnsent, true, 300},
+		{"its refusal landed though its write failed: refused again", writeLandsOnce, false, 600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 100)
+			var mode atomic.Int32
+			ctxA, dieA := context.WithCancel(h.ctx)
+			la := h.startWith(ctxA, "ledger-a", func(c *Config) { c.Client = h.dyingClient(&mode) })
+			waitFor(t, func() bool { // ledger-a's own first writes done: the next carries the Refusal
+				b := la.book(h.ns)
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return !b.flushing && !b.dirty && len(b.queued) == 0
+			})
+			mode.Store(tc.mode)
+
+			debit := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "close-out"),
+				Spec: videogenv1alpha1.PointTopUpSpec{Amount: -300, Reference: "CLOSE-1", Note: "closing"}}
+			must(t, k8s.Create(h.ctx, debit))
+			out, err := la.ApplyTopUp(debit)
+			if err != nil || !out.Queued {
+				t.Fatalf("the debit on ledger-a: %+v %v, want its refusal queued", out, err)
+			}
+			// For writeLandsOnce: it landed, and the retries after it land nowhere.
+			before := unsent.Load()
+			waitFor(t, func() bool { return mode.Load() == writesUnsent && unsent.Load() > before })
+			dieA()
+			if landed := hasRefusal(h.account()); landed != (tc.mode == writeLandsOnce) {
+				t.Fatalf("the account holds the Refusal: %v", landed)
+			}
+
+			l2 := h.start(h.ctx, "ledger-2")
+			if _, out := h.applyTopUp(l2, "pay-2", "PAY-2", 500); !out.Applied {
+				t.Fatalf("the credit on ledger-2: %+v", out)
+			}
+			out = h.reapply(l2, debit)
+			if out.Applied != tc.debited || out.Refused == tc.debited {
+				t.Fatalf("the debit asked again on ledger-2: %+v, want debited=%v", out, tc.debited)
+			}
+			if out.Refused && out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+				t.Fatalf("refused for %s, want %s", out.Reason, videogenv1alpha1.ReasonDebitExceedsBalance)
+			}
+			h.books(h.settle(l2), tc.credited, 0, 0)
+		})
+	}
+}
