@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -124,5 +126,53 @@ func TestAdversarial21ARefusedDebitQueuedAtAFailover(t *testing.T) {
 			}
 			h.books(h.settle(l2), tc.credited, 0, 0)
 		})
+	}
+}
+
+// Round 21: one invoice number, its spaces typed two ways. Round 20 made references compare in
+// NFC, so that canonically equivalent spellings are one reference; a no-break space (U+00A0)
+// and a space are not canonically equivalent, yet every terminal, kubectl get ptu and
+// videogenctl account show print them the same. Invoice numbers with spaces ("INV 2026 17")
+// are common, and a no-break space is what a number copied from a PDF, a web page or a
+// spreadsheet cell usually carries (HTML's &nbsp;, Excel's thousands separator). The schema
+// (rightly) takes spaces of any kind inside a reference (only at its ends are they refused).
+//
+// Steps: 1. an administrator credits "INV 2026 17" (typed) for 100 points: applied. 2. The
+// same invoice is entered again, its number pasted from the PDF: "INV\u00a02026\u00a017".
+// Nothing races. The user saw: the second top-up Credited, balance 200, one invoice paid
+// twice. Spaces of every kind (Unicode Zs: no-break, narrow no-break, figure, thin, em,
+// ideographic) now compare as a space (so "a space of any kind" means the same in the schema's
+// rule and in the books); a new manager's books, built from the list, agree.
+func TestAdversarial21ReferencesDifferingOnlyInTheirKindOfSpaceAreTheSame(t *testing.T) {
+	for _, tc := range []struct{ name, first, again string }{
+		{"a space then a no-break space", "INV 2026 17", "INV\u00a02026\u00a017"},
+		{"a narrow no-break space then a space", "Rechnung\u202f42", "Rechnung 42"},
+		{"a figure space then a space", "PO\u20071234", "PO 1234"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 0)
+			if _, out := h.applyTopUp(h.l, "first", tc.first, 100); !out.Applied {
+				t.Fatalf("the first top-up: %+v", out)
+			}
+			_, out := h.applyTopUp(h.l, "again", tc.again, 100)
+			if !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference || !strings.Contains(out.Message, "PointTopUp first") {
+				t.Fatalf("reference %+q after %+q was not refused as a duplicate: %+v", tc.again, tc.first, out)
+			}
+			h.books(h.settle(h.l), 100, 0, 0)
+
+			l2 := h.start(h.ctx, "ledger-2")
+			_, out = h.applyTopUp(l2, "third", tc.again, 100)
+			if !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+				t.Fatalf("after a failover, reference %+q was not refused: %+v", tc.again, out)
+			}
+		})
+	}
+	// Spaces still count: "INV 1" and "INV1", or one space and two, print differently and are
+	// two references.
+	h := newHarness(t, 0)
+	for i, ref := range []string{"INV 1", "INV1", "INV  1"} {
+		if _, out := h.applyTopUp(h.l, fmt.Sprintf("distinct-%d", i), ref, 10); !out.Applied {
+			t.Fatalf("reference %q: %+v, want applied", ref, out)
+		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 	"k8s.io/apimachinery/pkg/types"
@@ -132,8 +134,18 @@ type book struct {
 
 // referenceKey is what a top-up's reference is compared by: its NFC form, so that one
 // invoice number written with a precomposed letter (ü) and with a letter and a combining mark
-// (u and U+0308), which every terminal prints the same, is one reference.
-func referenceKey(t *videogenv1alpha1.PointTopUp) string { return norm.NFC.String(t.Spec.Reference) }
+// (u and U+0308), which every terminal prints the same, is one reference; and with every space
+// of any kind (Unicode Zs: a no-break space, as a number copied from a PDF or a web page
+// carries, a narrow no-break or a figure space) read as a space, so that "INV 2026 17" typed
+// and pasted is one reference too. Spaces still count: "INV 1" and "INV1" are two.
+func referenceKey(t *videogenv1alpha1.PointTopUp) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Zs, r) || r == '\u2800' { // the schema's spaces: Zs and the Braille blank
+			return ' '
+		}
+		return r
+	}, norm.NFC.String(t.Spec.Reference))
+}
 
 // appliedTopUp is the top-up a reference was applied (or queued) by.
 type appliedTopUp struct {
