@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -175,4 +177,44 @@ func TestAdversarial21ReferencesDifferingOnlyInTheirKindOfSpaceAreTheSame(t *tes
 			t.Fatalf("reference %q: %+v, want applied", ref, out)
 		}
 	}
+}
+
+// Round 21: a top-up edited between the PointTopUp controller's read and its credit. Checked,
+// holds: nothing pinned the spec's immutability against a real kube-apiserver. An
+// administrator who typed 100 for 1000 edits the top-up (kubectl edit, a merge patch, an
+// update from a stale copy) while its credit is queued: every edit of the spec is refused
+// (Invalid), so the amount the ledger read is the one credited and the one its status and
+// account show report; the correction is a new top-up.
+func TestAdversarial21ATopUpsSpecCannotBeEditedWhileItsCreditIsQueued(t *testing.T) {
+	h := newHarness(t, 0)
+	tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "typo"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: "INV-9"}}
+	must(t, k8s.Create(h.ctx, tu))
+	read := tu.DeepCopy() // the controller's copy
+
+	edits := map[string]func() error{
+		"update the amount": func() error {
+			c := read.DeepCopy()
+			c.Spec.Amount = 1000
+			return k8s.Update(h.ctx, c)
+		},
+		"merge-patch the reference": func() error {
+			return k8s.Patch(h.ctx, read.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"reference":"INV-10"}}`)))
+		},
+		"add a note": func() error {
+			return k8s.Patch(h.ctx, read.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"note":"late"}}`)))
+		},
+	}
+	if _, err := h.l.ApplyTopUp(read); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range edits {
+		if err := edit(); !apierrors.IsInvalid(err) {
+			t.Errorf("%s: %v, want Invalid (a top-up is immutable)", name, err)
+		}
+	}
+	if out := h.reapply(h.l, read); !out.Applied || out.BalanceAfter != 100 {
+		t.Fatalf("the top-up: %+v, want applied with balance 100", out)
+	}
+	h.books(h.settle(h.l), 100, 0, 0)
 }
