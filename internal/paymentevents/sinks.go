@@ -20,6 +20,11 @@ import (
 // MaxPreviousSecrets bounds a sink's previousSecrets.
 const MaxPreviousSecrets = 4
 
+// MinSecretBytes is the shortest key a sink's secret (or previous secret) may have: Standard
+// Webhooks' minimum. A shorter key is recovered offline from one signed delivery, and with it
+// any delivery can be forged.
+const MinSecretBytes = 24
+
 // DefaultSinkTimeout bounds one delivery attempt when a sink sets no timeout.
 const DefaultSinkTimeout = 10 * time.Second
 
@@ -28,7 +33,7 @@ const DefaultSinkTimeout = 10 * time.Second
 //	sinks:
 //	- name: billing                      # DNS label; shown in status, events and metrics
 //	  url: https://billing.example/hooks # POSTed to, signed with Standard Webhooks
-//	  secret: whsec_…                    # base64 key after whsec_
+//	  secret: whsec_…                    # base64 key after whsec_, at least 24 bytes
 //	  previousSecrets: [whsec_…]         # optional, during a rotation: they sign too
 //	  eventTypes: [DISPUTE_CREATED]      # optional filter (normalized types); empty: all
 //	  connectors: [stripe]               # optional filter (connector names); empty: all
@@ -96,14 +101,14 @@ func (c *SinkConfig) validate() error {
 		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("%s: url must be an absolute http or https URL", where))
 		}
-		if _, err := standardwebhooks.DecodeSecret(s.Secret); err != nil {
+		if err := checkSecret(s.Secret); err != nil {
 			errs = append(errs, fmt.Errorf("%s: secret: %w", where, err))
 		}
 		if len(s.PreviousSecrets) > MaxPreviousSecrets {
 			errs = append(errs, fmt.Errorf("%s: previousSecrets: %d given, at most %d", where, len(s.PreviousSecrets), MaxPreviousSecrets))
 		}
 		for j, p := range s.PreviousSecrets {
-			if _, err := standardwebhooks.DecodeSecret(p); err != nil {
+			if err := checkSecret(p); err != nil {
 				errs = append(errs, fmt.Errorf("%s: previousSecrets[%d]: %w", where, j, err))
 			}
 		}
@@ -127,6 +132,18 @@ func (c *SinkConfig) validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// checkSecret says whether secret is a whsec_ secret with a key of at least MinSecretBytes.
+func checkSecret(secret string) error {
+	key, err := standardwebhooks.DecodeSecret(secret)
+	if err != nil {
+		return err
+	}
+	if len(key) < MinSecretBytes {
+		return fmt.Errorf("the key is %d bytes, it must be at least %d bytes (e.g. whsec_ and the output of `openssl rand -base64 32`)", len(key), MinSecretBytes)
+	}
+	return nil
 }
 
 // Find returns the sink named name.
