@@ -1,15 +1,23 @@
 package paymentevents_test
 
 import (
+	"context"
 	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
 // FAILED before the fix (every secret below was accepted, "whsec_AA==" included): a sink's
@@ -86,5 +94,44 @@ func TestAdversarial21ShortSinkSecretIsRefusedAndTheLastGoodConfigurationKept(t 
 	// And a manager started with it says so at once.
 	if _, err := paymentevents.NewFileSinks(path, funcr.New(func(_, _ string) {}, funcr.Options{})); err == nil {
 		t.Error("NewFileSinks accepted a one-byte secret at start")
+	}
+}
+
+// Checked, holds: a sink that answers 2xx only after the attempt's deadline has not had the
+// event as far as the controller can know, and the attempt is a retry with the same
+// webhook-id; a sink whose 2xx status arrives in time but whose body trickles past the
+// deadline has the event (Delivered), never a retry that would send it once more.
+//
+// Interleaving (a sink with timeout 50ms): (1) the attempt is sent; (2) the sink takes the
+// request and answers only once the controller has given up on it (its handler waits for the
+// request's context to end, i.e. the client's deadline, then writes 200): a receiver doing
+// slow work before answering, reachable whenever its latency passes the configured timeout.
+// What the user sees: the row is a retry ("no answer within 50ms"), the next attempt carries
+// the same webhook-id, so a receiver that did process the late one de-duplicates it.
+func TestAdversarial21SinkAnsweringAfterTheDeadlineIsARetry(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // read: the server then notices the client hanging up
+		if r.URL.Path == "/late" {
+			<-r.Context().Done() // the client gave up: its deadline passed
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusOK) // the answer, in time
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done() // the body never ends before the deadline
+	}))
+	defer srv.Close()
+	sink := paymentevents.Sink{Name: "billing", Secret: standardwebhooks.NewSecret(), Timeout: metav1.Duration{Duration: 50 * time.Millisecond}}
+
+	sink.URL = srv.URL + "/late"
+	a := paymentevents.Deliver(context.Background(), paymentevents.NewHTTPClient(), sink, "msg_1", []byte("{}"), time.Now())
+	if a.Outcome != outbound.Retry || a.Err == nil || !strings.Contains(a.Err.Error(), "no answer within 50ms") {
+		t.Errorf("a 200 after the deadline: %+v (%v); want a retry, no answer within 50ms", a, a.Err)
+	}
+
+	sink.URL = srv.URL + "/trickle"
+	a = paymentevents.Deliver(context.Background(), paymentevents.NewHTTPClient(), sink, "msg_1", []byte("{}"), time.Now())
+	if a.Outcome != outbound.Delivered || a.Status != http.StatusOK {
+		t.Errorf("a 200 in time whose body outlived the deadline: %+v (%v); want Delivered", a, a.Err)
 	}
 }
