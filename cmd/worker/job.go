@@ -76,12 +76,20 @@ func runJob(args []string, getenv func(string) string, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitCode(err), err)
 	}
+	// A result this pod cannot report is never read: the Job's next pod stores its own.
+	discard := func() {
+		if outcome.Discard != nil {
+			outcome.Discard()
+		}
+	}
 	msg, err := terminationMessage(req.Stage, outcome)
 	if err != nil {
+		discard()
 		return fail(exitFailed, err)
 	}
 	if err := os.WriteFile(*terminationLog, msg, 0o644); err != nil {
 		log.Error("writing the termination message", "path", *terminationLog, "error", err)
+		discard()
 		return exitFailed
 	}
 	log.Info("stage succeeded", "message", string(msg))

@@ -85,7 +85,15 @@ func (p *Pipelines) Prepare(req protocol.StageRequest) (jobs.Func, error) {
 			return jobs.Outcome{}, err
 		}
 		defer os.RemoveAll(dir)
-		return run(ctx, &scratch{dir: dir}, req, report)
+		s := &scratch{dir: dir}
+		out, err := run(ctx, s, req, report)
+		if err != nil {
+			p.discard(ctx, s.stored)
+			return out, err
+		}
+		// The table discards a result it drops: the stage was cancelled while it stored it.
+		out.Discard = func() { p.discard(ctx, s.stored) }
+		return out, nil
 	}, nil
 }
 

@@ -84,7 +84,7 @@ func (p *Pipelines) eraserRender(ctx context.Context, s *scratch, req protocol.S
 		return jobs.Outcome{}, fmt.Errorf("removing overlays: %w", err)
 	}
 	report(90, "storing the result")
-	res, err := p.publishVideo(ctx, out)
+	res, err := p.publishVideo(ctx, s, out)
 	if res != nil {
 		res.Metadata["overlays_removed"] = strconv.Itoa(len(boxes))
 	}

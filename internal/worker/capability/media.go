@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
@@ -18,8 +19,13 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/worker/raster"
 )
 
-// scratch is a stage's private directory.
-type scratch struct{ dir string }
+// scratch is a stage's private directory, and the blobs it stored.
+type scratch struct {
+	dir string
+	// stored names every blob a Put was tried for, landed or not: what discarding the stage's
+	// result deletes.
+	stored []string
+}
 
 func (s *scratch) path(name string) string { return filepath.Join(s.dir, name) }
 
@@ -162,12 +168,16 @@ func (e *unnamedError) Detail() string {
 }
 
 // publish stores a finished file and describes it as the stage's result.
-func (p *Pipelines) publish(ctx context.Context, path, mediaType string, metadata map[string]string) (*protocol.Result, error) {
+func (p *Pipelines) publish(ctx context.Context, s *scratch, path, mediaType string, metadata map[string]string) (*protocol.Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	url, err := p.d.Store.Put(ctx, blobstore.NewName(mediaType), mediaType, data)
+	name := blobstore.NewName(mediaType)
+	// Recorded before the Put: one that fails may still have landed (S3 committed the object
+	// and the stage's context ended before the answer was read).
+	s.stored = append(s.stored, name)
+	url, err := p.d.Store.Put(ctx, name, mediaType, data)
 	if err != nil {
 		return nil, fmt.Errorf("storing the result: %w", err)
 	}
@@ -175,12 +185,25 @@ func (p *Pipelines) publish(ctx context.Context, path, mediaType string, metadat
 }
 
 // publishVideo probes the rendered video so the metadata says what was really produced.
-func (p *Pipelines) publishVideo(ctx context.Context, path string) (*protocol.Result, error) {
+func (p *Pipelines) publishVideo(ctx context.Context, s *scratch, path string) (*protocol.Result, error) {
 	info, err := p.d.Tools.Probe(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("the rendered video is unreadable: %w", err)
 	}
-	return p.publish(ctx, path, "video/mp4", videoMetadata(info))
+	return p.publish(ctx, s, path, "video/mp4", videoMetadata(info))
+}
+
+// discardTimeout bounds deleting a stage's blobs, which runs after the stage's context ended.
+const discardTimeout = 30 * time.Second
+
+// discard deletes the blobs names a stage stored, for a result no caller will read. It is best
+// effort: a blob it cannot delete is logged by nobody and left, as before.
+func (p *Pipelines) discard(ctx context.Context, names []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	for _, name := range names {
+		_ = p.d.Store.Delete(ctx, name)
+	}
 }
 
 func videoMetadata(info ffmpeg.Info) map[string]string {

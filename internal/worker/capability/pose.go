@@ -95,6 +95,6 @@ func (p *Pipelines) poseRender(ctx context.Context, s *scratch, req protocol.Sta
 		return jobs.Outcome{}, err
 	}
 	report(90, "storing the result")
-	res, err := p.publish(ctx, out, "image/png", map[string]string{"width": strconv.Itoa(tmpl.W), "height": strconv.Itoa(tmpl.H)})
+	res, err := p.publish(ctx, s, out, "image/png", map[string]string{"width": strconv.Itoa(tmpl.W), "height": strconv.Itoa(tmpl.H)})
 	return jobs.Outcome{Result: res}, err
 }

@@ -123,7 +123,7 @@ func (p *Pipelines) shortRender(ctx context.Context, s *scratch, req protocol.St
 		return jobs.Outcome{}, err
 	}
 	report(95, "storing the result")
-	res, err := p.publishVideo(ctx, out)
+	res, err := p.publishVideo(ctx, s, out)
 	return jobs.Outcome{Result: res}, err
 }
 

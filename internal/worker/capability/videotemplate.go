@@ -62,6 +62,6 @@ func (p *Pipelines) templateRender(ctx context.Context, s *scratch, req protocol
 		return jobs.Outcome{}, fmt.Errorf("rendering the template at %ss: %w", seconds, err)
 	}
 	report(90, "storing the result")
-	res, err := p.publishVideo(ctx, out)
+	res, err := p.publishVideo(ctx, s, out)
 	return jobs.Outcome{Result: res}, err
 }

@@ -20,6 +20,16 @@ import (
 type Outcome struct {
 	Outputs map[string]string
 	Result  *protocol.Result
+	// Discard, if set, undoes what the stage stored (its result blob) when the table drops the
+	// outcome: the stage was cancelled, passed its deadline, or the worker stopped while the
+	// stage finished, so no caller will ever read the result.
+	Discard func()
+}
+
+func (o Outcome) discard() {
+	if o.Discard != nil {
+		o.Discard()
+	}
 }
 
 // Report tells the table how far a stage got.
@@ -179,11 +189,16 @@ func (t *Table) run(ctx context.Context, j *job, fn Func) {
 	switch {
 	case ctx.Err() != nil:
 		t.finish(j, protocol.StateFailed, stopped(ctx), Outcome{})
+		if err == nil {
+			out.discard() // a result nobody will read
+		}
 	case err != nil:
 		t.logFailure(j, err)
 		t.finish(j, protocol.StateFailed, err.Error(), Outcome{})
 	default:
-		t.finish(j, protocol.StateSucceeded, "done", out)
+		if !t.finish(j, protocol.StateSucceeded, "done", out) {
+			out.discard() // a cancel ended the stage first
+		}
 	}
 }
 
@@ -228,22 +243,24 @@ func (t *Table) report(j *job, progress int, message string) {
 	}
 }
 
-func (t *Table) finish(j *job, state, message string, out Outcome) {
+func (t *Table) finish(j *job, state, message string, out Outcome) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.finishLocked(j, state, message, out)
+	return t.finishLocked(j, state, message, out)
 }
 
-// finishLocked ends a stage once; whatever comes later (a result racing a cancel) is dropped.
-func (t *Table) finishLocked(j *job, state, message string, out Outcome) {
+// finishLocked ends a stage once; whatever comes later (a result racing a cancel) is dropped,
+// and it reports false.
+func (t *Table) finishLocked(j *job, state, message string, out Outcome) bool {
 	if !j.finished.IsZero() {
-		return
+		return false
 	}
 	j.finished = t.now()
 	j.status.State, j.status.Message = state, message
 	if state == protocol.StateSucceeded {
 		j.status.Progress, j.status.Outputs, j.status.Result = 100, out.Outputs, out.Result
 	}
+	return true
 }
 
 func (t *Table) unfinishedLocked() int {
