@@ -60,7 +60,8 @@ var _ = Describe("the Job backend", func() {
 
 			Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(jobbackend.DefaultActiveDeadlineSeconds))
 			Expect(*job.Spec.BackoffLimit).To(Equal(jobbackend.DefaultBackoffLimit))
-			Expect(*job.Spec.TTLSecondsAfterFinished).To(Equal(int32(600)))
+			// Owned by its task, the Job goes with it: no TTL deletes it before it is read.
+			Expect(job.Spec.TTLSecondsAfterFinished).To(BeNil())
 			// Exit code 2 (the input is unusable) fails the Job at once instead of retrying it;
 			// a pod evicted or preempted (DisruptionTarget) does not count as a failure.
 			rules := job.Spec.PodFailurePolicy.Rules

@@ -29,14 +29,16 @@ const (
 // Config says how each capability's stages run as Jobs. LoadConfig reads it from YAML.
 type Config struct {
 	// Namespace runs every Job there. Empty runs each Job in its task's namespace, where the task
-	// owns it. Owner references cannot cross namespaces, so Jobs in a separate namespace are only
-	// cleaned up by Cancel and TTLSecondsAfterFinished.
+	// owns it and the Job goes with the task. Owner references cannot cross namespaces, so Jobs in
+	// a separate namespace are only cleaned up by Cancel and TTLSecondsAfterFinished.
 	Namespace string `json:"namespace,omitempty"`
 	// ActiveDeadlineSeconds bounds each stage's Job; past it the Job fails with DeadlineExceeded.
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 	// BackoffLimit is how many failed pods a Job retries before it fails.
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
-	// TTLSecondsAfterFinished deletes a finished Job and its pods after this many seconds.
+	// TTLSecondsAfterFinished deletes a finished Job in a separate Namespace, and its pods, after
+	// this many seconds, read or not: keep it above any outage of the manager. A Job in its
+	// task's namespace has none: it is deleted with its task.
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 	// Capabilities maps each capability this backend serves to its pod template.
 	Capabilities map[videogenv1alpha1.Capability]CapabilityConfig `json:"capabilities"`

@@ -137,6 +137,11 @@ func (c Config) buildJob(w generation.Work, cc CapabilityConfig, key types.Names
 	}
 	// Owner references cannot cross namespaces: a Job elsewhere is only labelled with its task.
 	if key.Namespace == w.Namespace {
+		// No TTL: its pod's termination message is the only copy of the result, and a TTL
+		// counts from the Job's end whether or not the manager (down, say) has read it. The
+		// garbage collector deletes the Job with its task instead, which the finished-task
+		// collector deletes only once it ended, so after the result was read.
+		job.Spec.TTLSecondsAfterFinished = nil
 		job.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion:         videogenv1alpha1.GroupVersion.String(),
 			Kind:               "VideoTask",
