@@ -25,6 +25,11 @@ func (p *Pipelines) sample(ctx context.Context, path string, info ffmpeg.Info, n
 	w, h := even(float64(info.Width)*scale), even(float64(info.Height)*scale)
 	s := sampled{scale: float64(info.Width) / float64(w)}
 	err := p.d.Tools.Decode(ctx, path, w, h, ffmpeg.EveryNth(stride), func(i int, f *raster.Image) error {
+		// The stride comes from the duration and frame rate the file declares, which it may
+		// understate: kept, every frame of a long video would be held in memory.
+		if len(s.frames) >= 2*n+2 {
+			return invalid("the video has many more frames than its duration (%.3g s) and frame rate (%s) say", info.Duration, info.FrameRate)
+		}
 		s.frames = append(s.frames, f)
 		s.index = append(s.index, i*stride)
 		return nil
