@@ -286,10 +286,12 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, out
 		return fmt.Errorf("backend %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return fmt.Errorf("backend %s %s: reading the answer: %w", method, path, err)
 	}
+	tooLarge := len(data) > maxResponseBytes
+	data = data[:min(len(data), maxResponseBytes)]
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := &StatusError{Method: method, Path: path, Status: resp.StatusCode, RetryAfter: retryafter.Parse(resp.Header, c.cfg.Clock.Now())}
 		var eb protocol.ErrorBody
@@ -300,6 +302,12 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, out
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
+	}
+	if tooLarge && method == http.MethodGet {
+		// Not an outage: the same stage answers the same way at every poll, so the stage fails
+		// now rather than at its task's timeout. (A Submit's answer is not made permanent: its
+		// stage may run, and only a retried Submit, or the timeout's cancel by key, finds it.)
+		return &decodeError{generation.Permanent(fmt.Errorf("backend %s %s: the answer is larger than %d bytes", method, path, maxResponseBytes))}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return &decodeError{fmt.Errorf("backend %s %s: the answer is not a protocol document: %w", method, path, err)}
