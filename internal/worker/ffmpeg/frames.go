@@ -23,7 +23,7 @@ func (t Tools) Decode(ctx context.Context, path string, w, h int, filter string,
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops ffmpeg when fn fails early
-	cmd := exec.CommandContext(ctx, t.ffmpeg(), "-hide_banner", "-nostdin", "-v", "error", "-i", path,
+	cmd := exec.CommandContext(ctx, t.ffmpeg(), "-hide_banner", "-nostdin", "-v", "error", "-format_whitelist", VideoFormats, "-i", path,
 		"-an", "-sn", "-vf", vf, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "-")
 	var stderr tailBuffer
 	cmd.Stderr = &stderr

@@ -47,12 +47,18 @@ type probeOutput struct {
 	} `json:"format"`
 }
 
+// VideoFormats are the demuxers Probe and Decode may read a file with: containers of video
+// files. ffmpeg otherwise picks one by the file's content, and some read other files: an HLS
+// playlist's or a concat script's segments may be paths of the worker's own disk, and a live
+// playlist holds ffmpeg until it is killed. A file Probe refused never reaches another command.
+const VideoFormats = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,flv,mpeg,ogg,asf,gif"
+
 // ErrNoVideo: the file has no video stream, or is no media at all.
 var ErrNoVideo = errors.New("not a video")
 
 // Probe reads a video's size, frame rate, duration and whether it has sound.
 func (t Tools) Probe(ctx context.Context, path string) (Info, error) {
-	cmd := exec.CommandContext(ctx, t.ffprobe(), "-v", "error", "-of", "json",
+	cmd := exec.CommandContext(ctx, t.ffprobe(), "-v", "error", "-format_whitelist", VideoFormats, "-of", "json",
 		"-show_entries", "stream=codec_type,codec_name,width,height,r_frame_rate,avg_frame_rate,duration:stream_side_data=rotation:format=duration", path)
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
