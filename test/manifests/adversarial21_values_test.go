@@ -1,0 +1,74 @@
+package manifests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
+)
+
+// Adversarial round 21 (operability).
+
+// A number given in a values file reaches the binaries as the number, not as Go's shortest
+// float. Input: a platform engineer installs with `helm install -f values.yaml` where
+// values.yaml says `defaultPrice: 1000000` (within the documented 0..1000000000; points are
+// often a small unit). Helm reads a values file's numbers as float64, and a template printing
+// one with {{ .Values.defaultPrice }} writes %v of a float64: 1e+06 from 1000000 on. Before the
+// fix the chart rendered `--default-price=1e+06` for the manager and the apiserver; Go's flag
+// package refuses it (`invalid value "1e+06" for flag -default-price: parse error`), both
+// containers exit 2 at start and the pod stays in CrashLoopBackOff: no REST API, no ledger, no
+// task reconciled. `--set defaultPrice=1000000` renders 1000000 (--set parses integers as
+// int64), which is why --set-based tests never saw it. The same for worker.maxConcurrent.
+// Every step is one `helm install -f` away.
+func TestChartNumbersFromAValuesFileParseInTheBinaries(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("defaultPrice: 1000000\nworker:\n  maxConcurrent: 1000000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs := renderChartFile(t, "videogen-system", values)
+	bin := buildBinaries(t, "manager", "apiserver", "worker")
+	seen := map[string]bool{}
+	for _, inv := range invocations(t, objs) {
+		binary, sub, _ := strings.Cut(inv.program, " ")
+		for _, a := range inv.args {
+			if strings.HasPrefix(a, "--default-price=") || strings.HasPrefix(a, "--max-concurrent=") {
+				seen[inv.program+" "+a] = true
+			}
+		}
+		args := append(slices.Clip(inv.args), "--help")
+		if sub != "" {
+			args = append([]string{sub}, args...)
+		}
+		if out, err := exec.Command(filepath.Join(bin, binary), args...).CombinedOutput(); err != nil {
+			reason, _, _ := strings.Cut(string(out), "Usage")
+			t.Errorf("%s refuses its arguments %v: %v: %s", inv.where, inv.args, err, strings.TrimSpace(reason))
+		}
+	}
+	for _, want := range []string{"manager --default-price=1000000", "apiserver --default-price=1000000", "worker --max-concurrent=1000000"} {
+		if !seen[want] {
+			t.Errorf("the chart does not render %s (it renders %v)", want, seen)
+		}
+	}
+}
+
+// renderChartFile runs `helm template` on the chart with a values file (-f), whose numbers
+// Helm reads as float64, where --set reads integers as int64.
+func renderChartFile(t *testing.T, namespace, values string) []*unstructured.Unstructured {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := filepath.Join(root, "bin", "helm")
+	if _, err := os.Stat(helm); err != nil {
+		t.Skip("bin/helm is missing (make verify-chart builds it)")
+	}
+	return run(t, exec.Command(helm, "template", "videogen", filepath.Join(root, "charts", "videogen-operator"),
+		"--namespace", namespace, "-f", values))
+}
