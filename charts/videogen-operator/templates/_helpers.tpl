@@ -40,6 +40,19 @@ app.kubernetes.io/name: videogen-worker
 {{ .Values.worker.image.repository }}:{{ .Values.worker.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
+{{/* A whole number as a flag's value: a values file's numbers are float64, which print as
+1e+06 from a million on and which Go's flag package refuses. Strings pass as they are. */}}
+{{- define "videogen.integer" -}}
+{{- if kindIs "float64" .value -}}
+{{- if ne .value (float64 (int64 .value)) -}}
+{{- fail (printf "%s must be a whole number, not %v" .name .value) -}}
+{{- end -}}
+{{- int64 .value -}}
+{{- else -}}
+{{- .value -}}
+{{- end -}}
+{{- end }}
+
 {{/* Cluster DNS base of a Service of this release: http://<prefix>-<name>.<namespace>.svc */}}
 {{- define "videogen.serviceURL" -}}
 http://{{ include "videogen.prefix" .root }}-{{ .name }}.{{ .root.Release.Namespace }}.svc
