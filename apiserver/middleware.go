@@ -131,6 +131,17 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// metricMethod is r.Method as the method label: HTTP's own methods by name, any other token a
+// client makes up as "other", so that a request cannot add series (as promhttp does).
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
 // observe records metrics and one structured log line per request, with its request id.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -146,8 +157,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		code := strconv.Itoa(rec.status)
 		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(route, r.Method, code).Inc()
-		s.metrics.latency.WithLabelValues(route, r.Method, code).Observe(elapsed.Seconds())
+		method := metricMethod(r.Method)
+		s.metrics.requests.WithLabelValues(route, method, code).Inc()
+		s.metrics.latency.WithLabelValues(route, method, code).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		switch {
 		case rec.status == http.StatusServiceUnavailable:
