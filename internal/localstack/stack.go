@@ -116,15 +116,18 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := s.checkArgs(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.startControlPlane(); err != nil {
-		return nil, err
-	}
+	// Installed before the control plane starts: its processes are in process groups of their
+	// own, which no Ctrl-C reaches, so a start that fails anywhere after env.Start (the
+	// kubeconfig, the policies) must stop them, or they outlive videogen-local.
 	ok := false
 	defer func() {
 		if !ok {
 			s.Stop()
 		}
 	}()
+	if err := s.startControlPlane(); err != nil {
+		return nil, err
+	}
 	if err := s.seed(ctx); err != nil {
 		return nil, fmt.Errorf("seeding: %w", err)
 	}
