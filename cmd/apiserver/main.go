@@ -25,6 +25,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
@@ -97,18 +98,7 @@ func run() error {
 
 	ctx := ctrl.SetupSignalHandler()
 	restCfg := ctrl.GetConfigOrDie()
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Cache only the API key Secrets, and only in their namespace.
-			&corev1.Secret{}: {
-				Namespaces: map[string]cache.Config{keyNamespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{apikeys.LabelAPIKey: "true"}),
-			},
-		}},
-	})
+	mgr, err := ctrl.NewManager(restCfg, managerOptions(keyNamespace, metricsAddr, probeAddr))
 	if err != nil {
 		return err
 	}
@@ -171,17 +161,54 @@ func run() error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	// Ready once the caches are synced: before that every key would look invalid.
-	if err := mgr.AddReadyzCheck("caches", func(r *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(r.Context()) {
-			return errors.New("caches not synced")
-		}
-		return nil
-	}); err != nil {
+	ready, err := cachesSynced(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("caches", ready); err != nil {
 		return err
 	}
 	logger.Info("starting apiserver", "address", bindAddr, "api_key_namespace", keyNamespace)
 	return mgr.Start(ctx)
+}
+
+// managerOptions are the options of the apiserver's manager: its informer cache reads the
+// kinds the REST API serves, and only the API key Secrets, in their namespace.
+func managerOptions(keyNamespace, metricsAddr, probeAddr string) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Cache only the API key Secrets, and only in their namespace.
+			&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{keyNamespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{apikeys.LabelAPIKey: "true"}),
+			},
+		}},
+	}
+}
+
+// cachedKinds are what the REST API reads through mgr's cache (Config.Client, Keys): API key
+// Secrets, tasks, templates, short templates and accounts.
+func cachedKinds() []client.Object {
+	return []client.Object{&corev1.Secret{}, &videogenv1alpha1.VideoTask{}, &videogenv1alpha1.Template{},
+		&videogenv1alpha1.ShortTemplate{}, &videogenv1alpha1.PointAccount{}}
+}
+
+// cachesSynced is the readiness check: it passes once the informers of every cached kind
+// have synced; before that every key would look invalid, and a request would wait on the list
+// of all tasks. It makes the informers now, before mgr starts: WaitForCacheSync waits only for
+// the informers that exist, and the cache makes one at its kind's first read, so without them
+// the check passed at once, and the first requests after a rollout waited out the lists.
+func cachesSynced(ctx context.Context, mgr ctrl.Manager) (healthz.Checker, error) {
+	_ = ctx
+	return func(r *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(r.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}, nil
 }
 
 // serve runs the HTTP server for the manager's lifetime and shuts it down gracefully.
