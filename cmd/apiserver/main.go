@@ -202,7 +202,11 @@ func cachedKinds() []client.Object {
 // the informers that exist, and the cache makes one at its kind's first read, so without them
 // the check passed at once, and the first requests after a rollout waited out the lists.
 func cachesSynced(ctx context.Context, mgr ctrl.Manager) (healthz.Checker, error) {
-	_ = ctx
+	for _, obj := range cachedKinds() {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return nil, fmt.Errorf("watching %T: %w", obj, err)
+		}
+	}
 	return func(r *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(r.Context()) {
 			return errors.New("caches not synced")
