@@ -3,14 +3,18 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Endpoint points the ledger's Service at the elected manager: the REST apiserver replicas ask
@@ -32,13 +36,44 @@ type Endpoint struct {
 func (e *Endpoint) NeedLeaderElection() bool { return true }
 
 // Start writes the EndpointSlice and returns (there is nothing to keep: the next elected
-// manager overwrites it).
+// manager overwrites it). A transient error (a 500 or a timeout while etcd changes leader) is
+// retried with a backoff until ctx ends: returned, it would stop the manager that has just
+// been elected, and its ledger with it. A refusal no retry changes is returned at once.
 func (e *Endpoint) Start(ctx context.Context) error {
-	name := e.Service + "-elected"
 	ip := net.ParseIP(e.PodIP)
 	if ip == nil {
 		return fmt.Errorf("the ledger's address %q is not an IP address", e.PodIP)
 	}
+	log := ctrllog.Log.WithName("ledger-endpoint")
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 5 * time.Second},
+		func(ctx context.Context) (bool, error) {
+			err := e.publish(ctx, ip)
+			switch {
+			case err == nil:
+				return true, nil
+			case permanent(err):
+				return false, err
+			}
+			log.Error(err, "retrying", "service", e.Service, "namespace", e.Namespace)
+			return false, nil
+		})
+	if err != nil && ctx.Err() != nil {
+		// Stopped (no longer elected, or shutting down) before a write landed: nothing to report.
+		return nil
+	}
+	return err
+}
+
+// permanent says whether a retry of the same write cannot help: a refusal of the request itself
+// (no permission, an invalid object, a namespace that is not there), not of the moment.
+func permanent(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) ||
+		apierrors.IsBadRequest(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// publish reads the EndpointSlice and creates or updates it to point at this manager.
+func (e *Endpoint) publish(ctx context.Context, ip net.IP) error {
+	name := e.Service + "-elected"
 	addrType := discoveryv1.AddressTypeIPv4
 	if ip.To4() == nil {
 		addrType = discoveryv1.AddressTypeIPv6
