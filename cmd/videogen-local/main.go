@@ -79,7 +79,10 @@ func main() {
 		}
 		l.Close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: closing the terminal (or a dropped SSH session) must stop the stack as Ctrl-C
+	// does. The components run in process groups of their own and get no signal of the
+	// terminal's; killed by Go's default for SIGHUP, the launcher would leave them all running.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	s, err := localstack.Start(ctx, cfg)
 	if err != nil {
