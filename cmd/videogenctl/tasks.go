@@ -42,7 +42,7 @@ func newTaskCommands(o *options) []*cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		Long: `Print a line (or, with -o, the object) each time a task changes. With NAME, watch that
 task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise, 2 if it could not be
-followed (no such task, the cluster unreachable), as kubectl diff tells its answer from its
+followed (no such task, the cluster unreachable, interrupted before it ended), as kubectl diff tells its answer from its
 errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
 until interrupted; an account that does not exist is an error (exit status 2).`,
 		ValidArgsFunction: complete,
@@ -440,6 +440,10 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		}
 		// The watch ended: the context is done, or the apiserver closed it; list again.
 		if ctx.Err() != nil {
+			if name != "" {
+				// Not 0, which says the task succeeded: it has not ended.
+				return fmt.Errorf("interrupted before task %s ended", name)
+			}
 			return nil
 		}
 	}
