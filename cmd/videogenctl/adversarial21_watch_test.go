@@ -58,7 +58,9 @@ func TestAdversarialInterruptedWatchIsNotSuccess(t *testing.T) {
 		}
 	}}
 	done := make(chan error, 1)
-	go func() { done <- run(watchCtx, []string{"task", "watch", "vt-1", "-n", "acme", "--kubeconfig", kubeconfig}, out) }()
+	go func() {
+		done <- run(watchCtx, []string{"task", "watch", "vt-1", "-n", "acme", "--kubeconfig", kubeconfig}, out)
+	}()
 	select {
 	case err := <-done:
 		if out.writes() < 2 {
