@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -86,6 +87,9 @@ func run() error {
 		return err
 	}
 	if err := pricing.CheckDefault(defaultPrice); err != nil {
+		return err
+	}
+	if err := checkRate(rateLimit, rateBurst); err != nil {
 		return err
 	}
 
@@ -170,6 +174,19 @@ func run() error {
 	}
 	logger.Info("starting apiserver", "address", bindAddr, "api_key_namespace", keyNamespace)
 	return mgr.Start(ctx)
+}
+
+// checkRate refuses a per-key rate limit that does not limit as written: 0 would fall back to
+// the library's default (50) without a word, and a negative rate or burst let one burst through
+// and then answered 429 for good. +Inf turns the limit off.
+func checkRate(limit float64, burst int) error {
+	if math.IsNaN(limit) || limit <= 0 {
+		return fmt.Errorf("--rate-limit must be above 0 requests per second (+Inf for none), got %v", limit)
+	}
+	if burst < 1 {
+		return fmt.Errorf("--rate-burst must be at least 1, got %d", burst)
+	}
+	return nil
 }
 
 // managerOptions are the options of the apiserver's manager: its informer cache reads the

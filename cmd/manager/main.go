@@ -103,6 +103,11 @@ func main() {
 		log.Error(err, "bad --allow-private-urls")
 		os.Exit(2)
 	}
+	if webhookTimeout <= 0 {
+		// No timeout at all: a receiver that never answers would hold a delivery slot for good.
+		log.Error(errors.New("must be above 0, got "+webhookTimeout.String()), "bad --webhook-timeout")
+		os.Exit(2)
+	}
 	opts.Webhooks.Schedule = schedule
 	opts.Webhooks.Client = outbound.NewGuardedClient(netguard.Policy{Allow: allow}, webhookTimeout)
 	if err := pricing.CheckDefault(opts.Task.DefaultPrice); err != nil {
