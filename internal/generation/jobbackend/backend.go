@@ -78,7 +78,7 @@ func (b *Backend) Submit(ctx context.Context, w generation.Work) (string, error)
 
 // Observe reads the stage's Job and, once it completed, the result its pod left.
 func (b *Backend) Observe(ctx context.Context, w generation.Work, h string) (generation.Observation, error) {
-	key, err := parseHandle(h)
+	key, err := b.cfg.workHandle(w, h)
 	if err != nil {
 		return generation.Observation{}, generation.Permanent(err)
 	}
@@ -113,11 +113,12 @@ func (b *Backend) Observe(ctx context.Context, w generation.Work, h string) (gen
 
 // Cancel deletes the stage's Job and, in the background, its pods. A Job already gone is fine.
 func (b *Backend) Cancel(ctx context.Context, w generation.Work, h string) error {
-	key := b.cfg.jobKey(w) // a stage whose handle was never recorded may still have a Job
+	// A stage whose handle was never recorded may still have a Job; a handle that names a Job
+	// this backend would not have made for w is not followed: w's own Job is deleted instead.
+	key := b.cfg.jobKey(w)
 	if h != "" {
-		var err error
-		if key, err = parseHandle(h); err != nil {
-			return err
+		if own, err := b.cfg.workHandle(w, h); err == nil {
+			key = own
 		}
 	}
 	b.forget(handle(key))

@@ -63,6 +63,23 @@ func (c Config) jobKey(w generation.Work) types.NamespacedName {
 // handle is "namespace/name": it keeps finding the Job if the configured namespace changes.
 func handle(key types.NamespacedName) string { return key.Namespace + "/" + key.Name }
 
+// workHandle reads h, refusing any handle that is not a Job this backend would have made for
+// w: the name derived from w's key, in the configured namespace or in the task's own (where the
+// Job was made before a namespace was configured). A handle comes from the task's status, which
+// others than the manager can write: it must not make the manager read or delete any other Job.
+func (c Config) workHandle(w generation.Work, h string) (types.NamespacedName, error) {
+	key, err := parseHandle(h)
+	if err != nil {
+		return key, err
+	}
+	want := c.jobKey(w)
+	if key.Name != want.Name || key.Namespace != want.Namespace && key.Namespace != w.Namespace {
+		return types.NamespacedName{}, fmt.Errorf("job backend handle %q is not the Job of the %s stage of task %s/%s (%s)",
+			h, w.Stage, w.Namespace, w.Task, handle(want))
+	}
+	return key, nil
+}
+
 func parseHandle(h string) (types.NamespacedName, error) {
 	ns, name, ok := strings.Cut(h, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
