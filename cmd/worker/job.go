@@ -28,6 +28,14 @@ const (
 	exitInvalidInput = 2
 )
 
+// maxTerminationMessage is what the kubelet keeps of a container's termination message; it cuts
+// the rest, and the Job backend cannot parse JSON cut in the middle.
+const maxTerminationMessage = 4096
+
+// errMessageTooLarge: the outcome does not fit the termination message. Another pod would write
+// the same, so the Job must not retry.
+var errMessageTooLarge = errors.New("too large for the termination message")
+
 // runJob is `worker job`: one stage of a task in a Kubernetes Job's pod. The inputs come from the
 // VIDEOGEN_* environment the Job backend sets, the outcome goes to the termination message as the
 // JSON the backend reads, and results go to the blob store the flags name (a directory the worker
@@ -85,6 +93,9 @@ func runJob(args []string, getenv func(string) string, stderr io.Writer) int {
 	msg, err := terminationMessage(req.Stage, outcome)
 	if err != nil {
 		discard()
+		if errors.Is(err, errMessageTooLarge) {
+			return fail(exitInvalidInput, err)
+		}
 		return fail(exitFailed, err)
 	}
 	if err := os.WriteFile(*terminationLog, msg, 0o644); err != nil {
@@ -147,19 +158,31 @@ func stageRequestFromEnv(getenv func(string) string) (protocol.StageRequest, err
 }
 
 // terminationMessage is the outcome as the Job backend reads it: {"outputs": …} of an analyze
-// stage, {"result": …} of a render stage.
+// stage, {"result": …} of a render stage, refused (errMessageTooLarge) over the kubelet's limit.
 func terminationMessage(stage string, o jobs.Outcome) ([]byte, error) {
+	var msg []byte
+	var err error
 	if stage == "render" {
 		if o.Result == nil {
 			return nil, errors.New("render produced no result")
 		}
-		return json.Marshal(map[string]any{"result": o.Result})
+		msg, err = json.Marshal(map[string]any{"result": o.Result})
+	} else {
+		outputs := o.Outputs
+		if outputs == nil {
+			outputs = map[string]string{}
+		}
+		msg, err = json.Marshal(map[string]any{"outputs": outputs})
 	}
-	outputs := o.Outputs
-	if outputs == nil {
-		outputs = map[string]string{}
+	if err == nil && len(msg) > maxTerminationMessage {
+		what := "outputs"
+		if stage == "render" {
+			what = "result (its URL is " + strconv.Itoa(len(o.Result.URL)) + " bytes)"
+		}
+		return nil, fmt.Errorf("the %s stage's %s is %d bytes as JSON, %w: the kubelet keeps at most %d bytes of it",
+			stage, what, len(msg), errMessageTooLarge, maxTerminationMessage)
 	}
-	return json.Marshal(map[string]any{"outputs": outputs})
+	return msg, err
 }
 
 func truncate(s string, n int) string {
