@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 
@@ -60,13 +61,23 @@ func (a *TokenAuth) SetTokens(tokens ...string) error {
 
 var errTokensFromFile = errors.New("eventservice: the tokens come from a file; change the file")
 
-// digestsOf digests the non-empty tokens; at least one must remain.
+// minTokenBytes is the shortest service token accepted: a shorter one could be guessed by
+// whoever reaches the port, and Handle credits points.
+const minTokenBytes = 16
+
+// digestsOf digests the non-empty tokens; at least one must remain, and none may be shorter
+// than minTokenBytes.
 func digestsOf(tokens []string) ([][sha256.Size]byte, error) {
 	digests := make([][sha256.Size]byte, 0, len(tokens))
 	for _, t := range tokens {
-		if t != "" {
-			digests = append(digests, sha256.Sum256([]byte(t)))
+		if t == "" {
+			continue
 		}
+		if len(t) < minTokenBytes {
+			// Not the token itself: this error is logged.
+			return nil, fmt.Errorf("eventservice: a service token of %d bytes; tokens must be at least %d bytes (e.g. openssl rand -hex 32)", len(t), minTokenBytes)
+		}
+		digests = append(digests, sha256.Sum256([]byte(t)))
 	}
 	if len(digests) == 0 {
 		return nil, errNoToken

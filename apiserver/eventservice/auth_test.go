@@ -23,7 +23,7 @@ func authStatus(t *testing.T, auth *eventservice.TokenAuth, authorization string
 }
 
 func TestTokenAuth(t *testing.T) {
-	auth, err := eventservice.NewTokenAuth("token-a", "", "token-b")
+	auth, err := eventservice.NewTokenAuth("token-a-0123456789", "", "token-b-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,17 +31,17 @@ func TestTokenAuth(t *testing.T) {
 		authorization string
 		want          int
 	}{
-		{"Bearer token-a", http.StatusNoContent},
-		{"Bearer token-b", http.StatusNoContent},
-		{"bearer token-a", http.StatusNoContent}, // scheme is case-insensitive
-		{"  Bearer   token-a  ", http.StatusNoContent},
+		{"Bearer token-a-0123456789", http.StatusNoContent},
+		{"Bearer token-b-0123456789", http.StatusNoContent},
+		{"bearer token-a-0123456789", http.StatusNoContent}, // scheme is case-insensitive
+		{"  Bearer   token-a-0123456789  ", http.StatusNoContent},
 		{"", http.StatusUnauthorized},
 		{"Bearer", http.StatusUnauthorized},
 		{"Bearer ", http.StatusUnauthorized},
 		{"Basic dG9rZW4tYQ==", http.StatusUnauthorized},
-		{"token-a", http.StatusUnauthorized},
-		{"Bearer token-A", http.StatusUnauthorized},
-		{"Bearer token-a-longer", http.StatusUnauthorized},
+		{"token-a-0123456789", http.StatusUnauthorized},
+		{"Bearer token-A-0123456789", http.StatusUnauthorized},
+		{"Bearer token-a-0123456789-longer", http.StatusUnauthorized},
 		{"Bearer token-", http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
@@ -52,26 +52,26 @@ func TestTokenAuth(t *testing.T) {
 }
 
 func TestTokenAuthRotation(t *testing.T) {
-	auth, err := eventservice.NewTokenAuth("old")
+	auth, err := eventservice.NewTokenAuth("old-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := auth.SetTokens("new", "old"); err != nil {
+	if err := auth.SetTokens("new-token-0123456789", "old-token-0123456789"); err != nil {
 		t.Fatal(err)
 	}
-	if authStatus(t, auth, "Bearer new") != http.StatusNoContent || authStatus(t, auth, "Bearer old") != http.StatusNoContent {
+	if authStatus(t, auth, "Bearer new-token-0123456789") != http.StatusNoContent || authStatus(t, auth, "Bearer old-token-0123456789") != http.StatusNoContent {
 		t.Fatal("both tokens must be accepted during a rotation")
 	}
-	if err := auth.SetTokens("new"); err != nil {
+	if err := auth.SetTokens("new-token-0123456789"); err != nil {
 		t.Fatal(err)
 	}
-	if authStatus(t, auth, "Bearer old") != http.StatusUnauthorized {
+	if authStatus(t, auth, "Bearer old-token-0123456789") != http.StatusUnauthorized {
 		t.Fatal("old token still accepted after rotation")
 	}
 	if err := auth.SetTokens("", ""); err == nil {
 		t.Fatal("SetTokens with no usable token succeeded")
 	}
-	if authStatus(t, auth, "Bearer new") != http.StatusNoContent {
+	if authStatus(t, auth, "Bearer new-token-0123456789") != http.StatusNoContent {
 		t.Fatal("a failed SetTokens must keep the previous tokens")
 	}
 }

@@ -34,12 +34,12 @@ func TestTokenFileAuthFollowsChanges(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	write("# callers of Handle\nold-token\n\n")
+	write("# callers of Handle\nold-token-0123456789\n\n")
 	auth, err := TokenFileAuth(path, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !auth.accepts("old-token") || auth.accepts("# callers of Handle") || auth.accepts("") {
+	if !auth.accepts("old-token-0123456789") || auth.accepts("# callers of Handle") || auth.accepts("") {
 		t.Fatal("the first file is not what is accepted")
 	}
 
@@ -47,17 +47,17 @@ func TestTokenFileAuthFollowsChanges(t *testing.T) {
 		t.Error("SetTokens changed the tokens of a file-backed TokenAuth")
 	}
 
-	write("old-token\nnew-token\n") // rotation: both valid for a while
-	waitFor("the new token is accepted", func() bool { return auth.accepts("new-token") })
-	if !auth.accepts("old-token") {
+	write("old-token-0123456789\nnew-token-0123456789\n") // rotation: both valid for a while
+	waitFor("the new token is accepted", func() bool { return auth.accepts("new-token-0123456789") })
+	if !auth.accepts("old-token-0123456789") {
 		t.Error("the old token was dropped while still listed")
 	}
-	write("new-token\n")
-	waitFor("the old token is revoked", func() bool { return !auth.accepts("old-token") })
+	write("new-token-0123456789\n")
+	waitFor("the old token is revoked", func() bool { return !auth.accepts("old-token-0123456789") })
 
 	write("\n# nothing\n")
 	time.Sleep(100 * time.Millisecond)
-	if !auth.accepts("new-token") {
+	if !auth.accepts("new-token-0123456789") {
 		t.Error("an emptied file revoked every token")
 	}
 }
@@ -81,12 +81,12 @@ func TestTokenFileAuthRefusesAMissingOrEmptyFile(t *testing.T) {
 // used to be followed with) with the check against a followed file (a mutex and a clock read per
 // call, the file read at most once per interval), under parallel callers.
 func BenchmarkTokenCheck(b *testing.B) {
-	static, err := NewTokenAuth("token-a", "token-b")
+	static, err := NewTokenAuth("token-a-0123456789", "token-b-0123456789")
 	if err != nil {
 		b.Fatal(err)
 	}
 	path := filepath.Join(b.TempDir(), "tokens")
-	if err := os.WriteFile(path, []byte("token-a\ntoken-b\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("token-a-0123456789\ntoken-b-0123456789\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	file, err := TokenFileAuth(path, 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -101,8 +101,8 @@ func BenchmarkTokenCheck(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if !c.auth.accepts("token-b") {
-						b.Fatal("token-b refused")
+					if !c.auth.accepts("token-b-0123456789") {
+						b.Fatal("token-b-0123456789 refused")
 					}
 				}
 			})
