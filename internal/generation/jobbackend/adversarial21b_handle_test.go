@@ -132,3 +132,31 @@ func cutHandle(h string) (string, string, bool) {
 	k, err := parseHandle(h)
 	return k.Namespace, k.Name, err == nil
 }
+
+// Adversarial round 21b, with finding (1): a handle that is no namespace/name at all (a status
+// written by hand, cut short) made Cancel fail without deleting anything. A deleted task's
+// finalizer retried that for CancelGrace, then let the task go with its Job running to its
+// deadline, unpaid. Cancel now deletes the Job derived from the work, as for an empty handle.
+func TestCancelWithAMalformedHandleStillDeletesTheWorksJob(t *testing.T) {
+	cfg, err := LoadConfig("testdata/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := testWork(videogenv1alpha1.StageAnalyze)
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	b, err := New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.Submit(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Cancel(context.Background(), w, "not-a-handle"); err != nil {
+		t.Errorf("Cancel with a malformed handle = %v, want nil", err)
+	}
+	key, _ := parseHandle(h)
+	if err := c.Get(context.Background(), key, &batchv1.Job{}); err == nil {
+		t.Errorf("Cancel with a malformed handle left the work's Job %s running", h)
+	}
+}
