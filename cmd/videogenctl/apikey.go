@@ -97,12 +97,15 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 	if err != nil {
 		return err
 	}
-	return o.print(keys, func(w io.Writer) {
-		fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tDESCRIPTION")
-		for _, k := range keys {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), k.Description)
-		}
-	})
+	return o.print(keys, func(w io.Writer) { keysTable(w, keys) })
+}
+
+// keysTable is apikey list's table.
+func keysTable(w io.Writer, keys []apikeys.Key) {
+	fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tDESCRIPTION")
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), k.Description)
+	}
 }
 
 func apiKeyRevoke(ctx context.Context, o *options, id string) error {

@@ -21,9 +21,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", displayName(), err)
+		printError(os.Stderr, err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// printError writes err as the command's last word.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "%s: %v\n", displayName(), err)
 }
 
 // run executes one command line, writing its output to out (tests call it).

@@ -268,7 +268,12 @@ func taskGet(ctx context.Context, o *options, name string) error {
 	if printer != nil {
 		return printer.PrintObj(t, o.out)
 	}
-	tw := printers.GetNewTabWriter(o.out)
+	return taskDetails(o.out, t)
+}
+
+// taskDetails is task get's table: the task's row, its stages, and its result or error.
+func taskDetails(out io.Writer, t *videogenv1alpha1.VideoTask) error {
+	tw := printers.GetNewTabWriter(out)
 	fmt.Fprint(tw, taskHeader)
 	rowOf(t).write(tw)
 	if len(t.Status.Stages) > 0 {
