@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -222,6 +223,9 @@ func TestTaskMachineFormatsCarryControlCharacters(t *testing.T) {
 
 		// A listing, and a watch's objects one after the other (YAML separates them with ---).
 		out.Reset()
+		if p, err = o.objectPrinter(); err != nil {
+			t.Fatal(err)
+		}
 		list := &videogenv1alpha1.VideoTaskList{Items: []videogenv1alpha1.VideoTask{*failed, *succeeded}}
 		if err := p.PrintObj(list, &out); err != nil {
 			t.Errorf("task list -o %s: %v", format, err)
@@ -271,4 +275,23 @@ func kubectlPrinter(t *testing.T, format string) printers.ResourcePrinter {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// escapeRawJSON escapes what -o json would write raw to the terminal beyond the C1 controls
+// (U+202E, a zero-width space, a tag character beyond U+FFFF as its surrogate pair, as JSON
+// spells it) and keeps printable text, an emoji beyond U+FFFF included; it decodes to the same.
+func TestEscapeRawJSONSpellsInvisibleCharactersAsJSON(t *testing.T) {
+	in := "rlo\u202e zw\u200b tag\U000E0001 emoji\U0001F600 ü"
+	raw, err := json.Marshal(map[string]string{"note": in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(escapeRawJSON(raw))
+	if want := `{"note":"rlo\u202e zw\u200b tag\udb40\udc01 emoji` + "\U0001F600 ü" + `"}`; got != want {
+		t.Errorf("escapeRawJSON = %s, want %s", got, want)
+	}
+	var back map[string]string
+	if err := json.Unmarshal([]byte(got), &back); err != nil || back["note"] != in {
+		t.Errorf("it decodes to %q (%v), want %q", back["note"], err, in)
+	}
 }

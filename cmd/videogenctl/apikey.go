@@ -100,11 +100,12 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 	return o.print(keys, func(w io.Writer) { keysTable(w, keys) })
 }
 
-// keysTable is apikey list's table.
+// keysTable is apikey list's table. A description is whatever the Secret's annotation says,
+// which anyone who may edit Secrets in the operator's namespace writes: escaped.
 func keysTable(w io.Writer, keys []apikeys.Key) {
 	fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tDESCRIPTION")
 	for _, k := range keys {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), k.Description)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), terminalSafe(k.Description))
 	}
 }
 

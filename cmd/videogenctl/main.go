@@ -26,9 +26,11 @@ func main() {
 	}
 }
 
-// printError writes err as the command's last word.
+// printError writes err as the command's last word. Errors quote the kube-apiserver, which
+// may quote what anyone wrote (an admission webhook's denial, a top-up's refusal message):
+// escaped, but for the line breaks and tabs of cobra's own ("Did you mean this?\n\t…").
 func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "%s: %v\n", displayName(), err)
+	fmt.Fprintf(w, "%s: %s\n", displayName(), terminalSafeLines(err.Error()))
 }
 
 // run executes one command line, writing its output to out (tests call it).

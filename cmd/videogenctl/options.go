@@ -90,11 +90,35 @@ func (o *options) objectPrinter() (printers.ResourcePrinter, error) {
 	}
 	flags := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.New())
 	flags.OutputFormat = &o.output
+	// json, yaml and kyaml: as kubectl's, but through escapeRawJSON (see escapedJSONPrinter).
+	if p, err := flags.JSONYamlPrintFlags.ToPrinter(o.output); err == nil {
+		if omit, ok := p.(*printers.OmitManagedFieldsPrinter); ok {
+			omit.Delegate = &escapedJSONPrinter{delegate: omit.Delegate}
+			return flags.TypeSetterPrinter.ToPrinter(omit), nil
+		}
+	}
 	p, err := flags.ToPrinter()
 	if err != nil {
 		return nil, fmt.Errorf("unknown output format %q: use table, %s", o.output, strings.Join(flags.AllowedFormats(), ", "))
 	}
 	return p, nil
+}
+
+// escapedJSONPrinter prints an object as its JSON through escapeRawJSON: a task's messages and
+// URLs are a backend's text, and kubectl's YAML printers refuse a C1 control in them ("yaml:
+// control characters are not allowed": task get -o yaml failed, task list -o yaml for the
+// whole listing) while its JSON printer writes it raw. The delegate (kubectl's JSON, YAML or
+// KYAML printer) prints the escaped JSON as it prints any object.
+type escapedJSONPrinter struct {
+	delegate printers.ResourcePrinter
+}
+
+func (p *escapedJSONPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return p.delegate.PrintObj(&runtime.Unknown{Raw: escapeRawJSON(raw)}, w)
 }
 
 // completeAccounts completes account names: the namespaces that hold a PointAccount.

@@ -276,17 +276,19 @@ func taskDetails(out io.Writer, t *videogenv1alpha1.VideoTask) error {
 	tw := printers.GetNewTabWriter(out)
 	fmt.Fprint(tw, taskHeader)
 	rowOf(t).write(tw)
+	// A backend's message, result URL and error are its own text (the HTTP backend's status
+	// answer, unchecked): escaped, as account show's notes.
 	if len(t.Status.Stages) > 0 {
 		fmt.Fprint(tw, "\nSTAGE\tSTATE\tPROGRESS\tBACKEND\tMESSAGE\n")
 		for _, s := range t.Status.Stages {
-			fmt.Fprintf(tw, "%s\t%s\t%d%%\t%s\t%s\n", s.Name, s.State, s.Progress, orDash(s.Backend), orDash(s.Message))
+			fmt.Fprintf(tw, "%s\t%s\t%d%%\t%s\t%s\n", s.Name, s.State, s.Progress, orDash(terminalSafe(s.Backend)), orDash(terminalSafe(s.Message)))
 		}
 	}
 	if r := t.Status.Result; r != nil {
-		fmt.Fprintf(tw, "\nRESULT\t%s\n", r.URL)
+		fmt.Fprintf(tw, "\nRESULT\t%s\n", terminalSafe(r.URL))
 	}
 	if e := t.Status.Error; e != nil {
-		fmt.Fprintf(tw, "\nERROR\t%s: %s\n", e.Code, e.Message)
+		fmt.Fprintf(tw, "\nERROR\t%s: %s\n", terminalSafe(e.Code), terminalSafe(e.Message))
 	}
 	return tw.Flush()
 }
@@ -481,7 +483,8 @@ func outcome(t *videogenv1alpha1.VideoTask, err error) error {
 	if e := t.Status.Error; e != nil {
 		why = e.Code + ": " + e.Message
 	}
-	return fmt.Errorf("task %s %s (%s): %w", t.Name, taskview.Status(t), why, errTaskDidNotSucceed)
+	// The backend's message, on the error line: escaped, its line breaks too.
+	return fmt.Errorf("task %s %s (%s): %w", t.Name, taskview.Status(t), terminalSafe(why), errTaskDidNotSucceed)
 }
 
 func sameRow(a, b taskRow) bool {
