@@ -1,0 +1,144 @@
+package controllers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/outbound"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
+)
+
+// adv21Receiver is a completion webhook receiver answering a scripted status per delivery
+// (the last one repeats); it counts deliveries and keeps their webhook-ids.
+func adv21Receiver(t *testing.T, statuses ...int) (string, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var ids []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ids = append(ids, r.Header.Get("webhook-id"))
+		code := statuses[min(len(ids), len(statuses))-1]
+		mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), ids...) }
+}
+
+// adv21FinishedTask is a succeeded, settled task whose completion webhook has had attempts
+// failed attempts and whose next one is due.
+func adv21FinishedTask(now time.Time, url string, attempts int32) *videogenv1alpha1.VideoTask {
+	completed := metav1.NewTime(now.Add(-time.Hour))
+	cost := int64(10)
+	task := &videogenv1alpha1.VideoTask{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "acct-adv21", Name: "task-adv21", UID: "0b8f3c1e-adv21"},
+		Spec:       videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort, WebhookURL: url},
+		Status: videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskSucceeded, Charge: videogenv1alpha1.ChargeDeducted,
+			Cost: &cost, CompletedAt: &completed},
+	}
+	if attempts > 0 {
+		last, due := metav1.NewTime(now.Add(-10*time.Second)), metav1.NewTime(now.Add(-5*time.Second))
+		task.Status.Webhook = &videogenv1alpha1.WebhookDelivery{ID: WebhookID(task), State: videogenv1alpha1.WebhookPending,
+			DeliveryAttempts: videogenv1alpha1.DeliveryAttempts{Attempts: attempts, LastStatus: 503,
+				LastError: "receiver answered 503 Service Unavailable", LastAttemptAt: &last, NextAttemptAt: &due}}
+	}
+	return task
+}
+
+func adv21WebhookReconciler(c client.Client, now time.Time) *VideoTaskWebhookReconciler {
+	return &VideoTaskWebhookReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100),
+		Clock:   clocktesting.NewFakePassiveClock(now),
+		Secrets: &webhooksecrets.Store{Client: c, Reader: c, Namespace: "videogen-system"},
+		Config:  WebhookConfig{Client: outbound.NewClient(nil, 5*time.Second), SecretNamespace: "videogen-system"}}
+}
+
+// FAILED before the fix ("the receiver got 2 deliveries ... want 1"): the record of a retry
+// that met a conflict with a write that did not touch the delivery was dropped, and the
+// delivery was made again.
+//
+// The reconciler keeps, before its status write, the delivery as it was read ("attempted"), so
+// that on a 409 it can tell a write that did not touch the delivery (retry the record on the
+// newer copy) from another attempt's record (keep that one). But d aliased
+// task.Status.Webhook, and outbound.Record and the state switch changed it in place before the
+// copy was taken: "attempted" was already the new record. From the second attempt on, the
+// newer copy's delivery (the old one) never equalled it, so every such conflict read as "raced"
+// and the attempt was not recorded.
+//
+// Interleaving (attempt 1 failed with 503; attempt 2 is due):
+//  1. The reconcile reads the task, POSTs attempt 2; the receiver, recovered, answers 200.
+//  2. Meanwhile the task was written by something else that leaves status.webhook alone: a
+//     label or annotation by kubectl, the main controller taking a finalizer off (a delivery
+//     may wait up to --webhook-timeout, 10 s, so the window is wide). The status write of the
+//     record answers 409 Conflict.
+//  3. The retry reads the newer copy: its webhook is still attempt 1 Pending, "attempted" is
+//     attempt 2 Delivered, so they differ: errWebhookRaced, nothing recorded, requeue.
+//  4. The next reconcile reads attempt 1 Pending, due: it POSTs the completion again.
+//
+// What a user sees: the same completion webhook twice (same webhook-id, but a receiver that
+// does not deduplicate acts on it twice), against the comment's promise that such a conflict
+// "does not cost a second delivery"; with a receiver still failing, attempts are made back to
+// back instead of on the schedule.
+func TestAdversarial21WebhookRecordSurvivesAConflictOnALaterAttempt(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	url, deliveries := adv21Receiver(t, http.StatusOK)
+	task := adv21FinishedTask(now, url, 1)
+
+	conflicted := false
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task).WithStatusSubresource(task).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if !conflicted {
+					// Step 2: someone labels the task while the attempt was on the wire.
+					conflicted = true
+					other := &videogenv1alpha1.VideoTask{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), other); err != nil {
+						return err
+					}
+					other.Labels = map[string]string{"team": "growth"}
+					if err := c.Update(ctx, other); err != nil {
+						return err
+					}
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...) // 409 on the first: stale resourceVersion
+			},
+		}).Build()
+	r := adv21WebhookReconciler(c, now)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)}
+
+	for i := 0; i < 5; i++ {
+		res, err := r.Reconcile(context.Background(), req)
+		if err != nil {
+			t.Fatalf("reconcile %d: %v", i+1, err)
+		}
+		if res.RequeueAfter == 0 {
+			break
+		}
+	}
+	got := &videogenv1alpha1.VideoTask{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if !conflicted {
+		t.Fatal("the record's write never met the conflict")
+	}
+	if ids := deliveries(); len(ids) != 1 {
+		t.Fatalf("the receiver got %d deliveries (%v) of one completion, want 1: the conflict cost a second delivery", len(ids), ids)
+	}
+	if w := got.Status.Webhook; w == nil || w.State != videogenv1alpha1.WebhookDelivered || w.Attempts != 2 || !got.Status.Closed {
+		t.Fatalf("webhook %+v closed %v, want Delivered at attempt 2 and the task closed", got.Status.Webhook, got.Status.Closed)
+	}
+}
