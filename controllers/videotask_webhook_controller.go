@@ -79,7 +79,9 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.APIReader.Get(ctx, req.NamespacedName, task); err != nil || !webhookDue(task) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	d := task.Status.Webhook
+	// A copy: the delivery as read stays in task.Status.Webhook, which the write's conflict
+	// check compares the newer copy's with.
+	d := task.Status.Webhook.DeepCopy()
 	if d == nil {
 		d = &videogenv1alpha1.WebhookDelivery{ID: WebhookID(task), State: videogenv1alpha1.WebhookPending}
 	}
