@@ -4,10 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -140,5 +143,79 @@ func TestAdversarial21WebhookRecordSurvivesAConflictOnALaterAttempt(t *testing.T
 	}
 	if w := got.Status.Webhook; w == nil || w.State != videogenv1alpha1.WebhookDelivered || w.Attempts != 2 || !got.Status.Closed {
 		t.Fatalf("webhook %+v closed %v, want Delivered at attempt 2 and the task closed", got.Status.Webhook, got.Status.Closed)
+	}
+}
+
+// adv21Attempts reads videogen_task_webhook_attempts_total{outcome}.
+func adv21Attempts(t *testing.T, outcome string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := webhookAttempts.WithLabelValues(outcome).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// FAILED before the fix ("0 WebhookFailed events, gave_up +0"): a completion webhook given up
+// by a status write that landed but answered an error was never told. The Warning event
+// WebhookFailed (which the alert VideogenCompletionWebhooksGivenUp points to, to name the
+// tasks) and the gave_up count are emitted only after a write that answered nil; the error
+// brings a reconcile that reads the stored Failed delivery, which is no longer due, and stops.
+// The PaymentEvent deliveries were fixed for the same (round 19); this controller was not.
+//
+// Interleaving (schedule of 1 retry; attempt 1 failed, attempt 2 is due):
+//  1. Attempt 2 is answered 503: the schedule is done, the delivery is Failed in memory.
+//  2. The status write commits in etcd but the manager's request times out (an apiserver
+//     under load answers 504 after the write, or the connection drops after it): reachable
+//     whenever the apiserver is slow, and under load is when receivers fail too.
+//  3. The reconcile returns the error; the next one reads the task Failed and closed: not due.
+//
+// What an operator sees: nothing. No alert fires, no Warning event names the task; its
+// receiver never learnt that the task finished, and the task is collected at its TTL.
+func TestAdversarial21WebhookGiveUpWhoseWriteLandsButErrsIsTold(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	url, deliveries := adv21Receiver(t, http.StatusServiceUnavailable)
+	task := adv21FinishedTask(now, url, 1)
+
+	erred := false
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task).WithStatusSubresource(task).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil || erred {
+					return err
+				}
+				erred = true // step 2: it landed, and the answer is a timeout
+				return apierrors.NewTimeoutError("the request did not complete in time", 1)
+			},
+		}).Build()
+	r := adv21WebhookReconciler(c, now)
+	r.Config.Schedule = outbound.Steps{5 * time.Second}
+	recorder := events.NewFakeRecorder(100)
+	r.Recorder = recorder
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)}
+	gaveUpBefore := adv21Attempts(t, "gave_up")
+
+	_, err := r.Reconcile(context.Background(), req) // the write lands and errs (either answer is fine)
+	if !erred {
+		t.Fatalf("the record's write never erred (reconcile: %v)", err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil { // the retry the error brings
+		t.Fatalf("reconcile 2: %v", err)
+	}
+	got := &videogenv1alpha1.VideoTask{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if w := got.Status.Webhook; w == nil || w.State != videogenv1alpha1.WebhookFailed || w.Attempts != 2 || len(deliveries()) != 1 {
+		t.Fatalf("webhook %+v after %d deliveries, want Failed at attempt 2 (Checked, holds: not sent again)", got.Status.Webhook, len(deliveries()))
+	}
+	failed := 0
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, "WebhookFailed") {
+			failed++
+		}
+	}
+	if gaveUp := adv21Attempts(t, "gave_up") - gaveUpBefore; failed != 1 || gaveUp != 1 {
+		t.Fatalf("%d WebhookFailed events, gave_up +%v; the task's delivery was given up once and must be told once", failed, gaveUp)
 	}
 }
