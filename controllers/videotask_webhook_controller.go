@@ -170,7 +170,13 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		// A write that failed otherwise may have landed all the same (a timeout): then no
+		// later reconcile finds the attempt due, so what landed is told now.
+		stored := &videogenv1alpha1.VideoTask{}
+		if gerr := r.APIReader.Get(ctx, req.NamespacedName, stored); gerr != nil || stored.UID != task.UID || !recorded(stored.Status.Webhook, d) {
+			return ctrl.Result{}, err
+		}
+		task = stored
 	}
 	// A first-attempt delivery gets no event (the status records it, and an event per task
 	// would be one more apiserver write per task); a delivery after failed attempts does, to
@@ -197,6 +203,13 @@ func (r *VideoTaskWebhookReconciler) schedule() outbound.Steps {
 
 // attemptOutcome names the attempt outcomes of videogen_task_webhook_attempts_total.
 var attemptOutcome = map[string]string{"WebhookDelivered": "delivered", "WebhookRetrying": "retry", "WebhookStopped": "gone", "WebhookRefused": "refused", "WebhookFailed": "gave_up"}
+
+// recorded says whether stored is the record d of this attempt, as the apiserver keeps it
+// (its times to the second).
+func recorded(stored, d *videogenv1alpha1.WebhookDelivery) bool {
+	return stored != nil && stored.ID == d.ID && stored.State == d.State && stored.Attempts == d.Attempts &&
+		stored.LastAttemptAt != nil && stored.LastAttemptAt.Unix() == d.LastAttemptAt.Unix()
+}
 
 // errWebhookRaced: another attempt's record reached the task first.
 var errWebhookRaced = errors.New("another webhook attempt was recorded")
