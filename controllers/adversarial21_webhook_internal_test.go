@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/netguard"
 	"github.com/videogen-dev/videogen-operator/internal/outbound"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
@@ -217,5 +218,40 @@ func TestAdversarial21WebhookGiveUpWhoseWriteLandsButErrsIsTold(t *testing.T) {
 	}
 	if gaveUp := adv21Attempts(t, "gave_up") - gaveUpBefore; failed != 1 || gaveUp != 1 {
 		t.Fatalf("%d WebhookFailed events, gave_up +%v; the task's delivery was given up once and must be told once", failed, gaveUp)
+	}
+}
+
+// FAILED before the fix ("webhook ... State:Pending ..., want Stopped at attempt 1"): a
+// kubectl task's webhookURL that names a private address outright, written as resolvers and
+// URL parsers read it too, with a trailing dot (http://10.0.0.1./hook) or in inet_aton's
+// forms (http://2130706433/, http://0x7f.1/), was retried for the whole schedule (about 28 h,
+// 8 attempts, the task open all that time) instead of being stopped at once as docs/api.md
+// promises for "a webhookURL whose host is a refused literal address". CheckURL (the REST API's
+// check) already reads these as the literal address they are; the dialer's literal check did
+// not, so it asked DNS for "10.0.0.1." and the attempt was a Retry ("could not resolve host").
+//
+// Reachable: any tenant with kubectl create on VideoTasks (the CRD does not check the URL).
+// What the user sees: a task whose webhook says pending for a day, last_error "could not
+// resolve host", and no WebhookRefused event saying the URL can never be called.
+func TestAdversarial21WebhookToAPrivateLiteralWrittenOtherwiseStopsAtOnce(t *testing.T) {
+	for _, url := range []string{"http://10.0.0.1./hook", "http://127.0.0.1.:8080/hook", "http://2130706433/hook", "http://0x7f.1/hook"} {
+		t.Run(url, func(t *testing.T) {
+			now := time.Now().Truncate(time.Second)
+			task := adv21FinishedTask(now, url, 0)
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task).WithStatusSubresource(task).Build()
+			r := adv21WebhookReconciler(c, now)
+			r.Config.Client = outbound.NewGuardedClient(netguard.Policy{}, 2*time.Second)
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)}
+			if _, err := r.Reconcile(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			got := &videogenv1alpha1.VideoTask{}
+			if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+				t.Fatal(err)
+			}
+			if w := got.Status.Webhook; w == nil || w.State != videogenv1alpha1.WebhookStopped || w.Attempts != 1 || !got.Status.Closed {
+				t.Fatalf("webhook %+v closed %v, want Stopped at attempt 1 and the task closed", got.Status.Webhook, got.Status.Closed)
+			}
+		})
 	}
 }
