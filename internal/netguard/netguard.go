@@ -270,10 +270,21 @@ func (p Policy) DialContext(timeout time.Duration) func(ctx context.Context, net
 	dialer := p.Dialer(timeout)
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if host, _, err := net.SplitHostPort(addr); err == nil {
-			if ip, err := netip.ParseAddr(host); err == nil && !p.AllowedAddr(ip) {
+			if ip, ok := literalAddr(host); ok && !p.AllowedAddr(ip) {
 				return nil, &net.OpError{Op: "dial", Net: network, Err: &LiteralAddressError{Addr: ip}}
 			}
 		}
 		return dialer.DialContext(ctx, network, addr)
 	}
+}
+
+// literalAddr reads host as CheckURL does: an IP literal, with one trailing dot or not, or one
+// of inet_aton's forms (2130706433, 0x7f.1). Such a host names its address outright, whatever
+// a resolver makes of it.
+func literalAddr(host string) (netip.Addr, bool) {
+	host = strings.TrimSuffix(host, ".")
+	if addr, err := netip.ParseAddr(host); err == nil {
+		return addr, true
+	}
+	return parseInetAton(host)
 }
