@@ -208,7 +208,7 @@ var attemptOutcome = map[string]string{"WebhookDelivered": "delivered", "Webhook
 // (its times to the second).
 func recorded(stored, d *videogenv1alpha1.WebhookDelivery) bool {
 	return stored != nil && stored.ID == d.ID && stored.State == d.State && stored.Attempts == d.Attempts &&
-		stored.LastAttemptAt != nil && stored.LastAttemptAt.Unix() == d.LastAttemptAt.Unix()
+		stored.LastAttemptAt != nil && d.LastAttemptAt != nil && stored.LastAttemptAt.Unix() == d.LastAttemptAt.Unix()
 }
 
 // errWebhookRaced: another attempt's record reached the task first.
