@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +78,8 @@ func (c *finishedTaskCollector) sweep(ctx context.Context) (int, time.Duration, 
 		page = collectorPage
 	}
 	opts := []client.ListOption{client.MatchingFields{videogenv1alpha1.FieldStatusClosed: "true"}, client.Limit(page)}
+	var failed error // the first delete that failed, of any page
+	var failedOnce sync.Once
 	for cont := ""; ; {
 		var page videogenv1alpha1.VideoTaskList
 		if err := c.reader.List(ctx, &page, append(opts, client.Continue(cont))...); err != nil {
@@ -83,7 +87,7 @@ func (c *finishedTaskCollector) sweep(ctx context.Context) (int, time.Duration, 
 		}
 		// Deletes of one page run side by side: a sweep after a long pause may find thousands.
 		var n atomic.Int64
-		g, gctx := errgroup.WithContext(ctx)
+		var g errgroup.Group
 		g.SetLimit(collectorDeletes)
 		for i := range page.Items {
 			t := &page.Items[i]
@@ -99,25 +103,28 @@ func (c *finishedTaskCollector) sweep(ctx context.Context) (int, time.Duration, 
 			g.Go(func() error {
 				// Preconditions: delete exactly the object whose TTL was checked.
 				uid, rv := t.UID, t.ResourceVersion
-				err := c.client.Delete(gctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+				err := c.client.Delete(ctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 				switch {
 				case err == nil:
 					n.Add(1)
 				case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 					// gone already, or changed since the list: the next sweep looks again
 				default:
-					return err
+					// Reported at the end, not returned: one task whose delete is refused for
+					// good (an admission policy of the cluster's) would otherwise stop every
+					// sweep at its page, and no task listed after it would ever go.
+					failedOnce.Do(func() { failed = fmt.Errorf("deleting finished task %s/%s: %w", t.Namespace, t.Name, err) })
 				}
 				return nil
 			})
 		}
-		err := g.Wait()
+		_ = g.Wait() // every delete returns nil: its failure is in failed
 		deleted += int(n.Load())
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return deleted, next, err
 		}
 		if cont = page.Continue; cont == "" {
-			return deleted, next, nil
+			return deleted, next, failed
 		}
 	}
 }
