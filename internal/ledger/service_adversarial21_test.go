@@ -1,0 +1,81 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Found by the twenty-first adversarial review: the ledger Client retries a create whose
+// attempt went out and got no answer (the manager took it and died, or the connection to it
+// was cut), and a later attempt's refusal (402 insufficient_balance, 403 create_refused, 403
+// account_suspended) was returned as the call's answer: the doubt of the first attempt was
+// dropped. The REST apiserver then answers the client 402 ("ask for a top-up") or 403, which
+// say nothing was created, while the first attempt's task exists and holds its price.
+//
+// Interleaving (a failover with a create in flight): 1. the replica sends the create to the
+// elected manager A, which admits it (freeze) and sends the kube create; 2. A loses its Lease
+// and exits before it answers: the connection closes unanswered (doubt); 3. B is elected and
+// builds its books from a list made before A's create lands (a deposed manager's late create,
+// docs/ledger.md), and admits another request of the account, which takes the balance; 4. A's
+// create lands; B's informer has not delivered its event yet; 5. the replica's retry reaches
+// B: the name is not in B's books, and the balance is short: 402. (Or the ResourceQuota's last
+// slot is the landed task's, and the kube-apiserver refuses B's create with 403 before it
+// finds the name taken: create_refused.) The same happens without a failover when A's create
+// is cut by the replica's 10 s timeout and lands after A's re-read found nothing.
+//
+// What the user sees: a keyless client is told 402 insufficient_balance (or 403), believes no
+// task was made, and the task runs and is charged; a keyed one is told its key is free. The
+// answer must stay in doubt (ErrNoAnswer: 503 "retry with the same Idempotency-Key", or "the
+// task may have been created"), whatever later attempts were refused.
+func TestARefusalAfterAnAttemptInDoubtKeepsTheCallInDoubt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refuse  func(http.ResponseWriter)
+		refusal func(error) bool
+	}{
+		{"insufficient balance", func(w http.ResponseWriter) {
+			writeError(w, http.StatusPaymentRequired, codeInsufficientBalance, "short", &InsufficientBalanceError{Required: 10, Available: 0})
+		}, func(err error) bool { var short *InsufficientBalanceError; return errors.As(err, &short) }},
+		{"quota used up", func(w http.ResponseWriter) {
+			writeError(w, http.StatusForbidden, codeCreateRefused, "exceeded quota", nil)
+		}, func(err error) bool { var refused *RefusedError; return errors.As(err, &refused) }},
+		{"account suspended", func(w http.ResponseWriter) {
+			writeError(w, http.StatusForbidden, codeAccountSuspended, "suspended", nil)
+		}, func(err error) bool { return errors.Is(err, ErrAccountSuspended) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) > 1 {
+					tc.refuse(w) // B, whose books do not count the first attempt's task yet
+					return
+				}
+				// A took the create and died before it answered.
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = conn.Close()
+			}))
+			defer srv.Close()
+			c := &Client{URL: srv.URL, Deadline: 5 * time.Second,
+				Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 5}}
+			_, err := c.CreateTask(context.Background(), taskNamed("team", "t"), 10)
+			if calls.Load() != 2 {
+				t.Fatalf("%d attempts, want 2", calls.Load())
+			}
+			if !errors.Is(err, ErrNoAnswer) || tc.refusal(err) {
+				t.Errorf("the first attempt went out unanswered, the second was refused: %v;\n"+
+					"want ErrNoAnswer (the first may have landed), not the refusal (the REST apiserver's 402/403: nothing was created)", err)
+			}
+		})
+	}
+}
