@@ -153,7 +153,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // elected one (a failover takes seconds), for up to Deadline (15 s) in all. A create is safe to
 // retry: its task's name is fixed, so a repeat finds the task (ErrTaskExists) instead of making
 // a second. A call whose attempts all failed is ErrNoAnswer if any of them reached a manager
-// and got no answer (the create may have landed), ErrNotReady otherwise (nothing was created).
+// and got no answer (the create may have landed), ErrNotReady otherwise (nothing was created);
+// after such an attempt, a later one's refusal is ErrNoAnswer too (only ErrTaskExists says more).
 type Client struct {
 	// URL of the ledger: the manager's --ledger-bind-address, or the Service in front of it.
 	URL string
@@ -237,6 +238,12 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 	var last, doubt error
 	for attempt := 1; ; attempt++ {
 		last = c.once(callCtx, method, path, body, want, out)
+		if last != nil && !retriable(last) && doubt != nil && !errors.Is(last, ErrTaskExists) {
+			// An earlier attempt may have landed (a manager that took it and died, whose task
+			// the manager answering now does not count yet): a refusal now (a short balance
+			// without that task's hold, a quota its task used up) says nothing of it.
+			return fmt.Errorf("%w: %w; a later attempt was answered: %v", ErrNoAnswer, doubt, last)
+		}
 		if last == nil || !retriable(last) {
 			return last
 		}
