@@ -106,9 +106,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 	created, err := s.cfg.Ledger.CreateTask(ctx, task, price)
 	if key == "" && errors.Is(err, ledger.ErrTaskExists) {
 		// Without a key the name is this request's own (random): the task of that name is an
-		// earlier attempt of this very call, which got no answer in time and was sent again. It
-		// may have been created, or may still be: no key is in use, the create is in doubt.
-		err = fmt.Errorf("%w: an earlier attempt of this request is being created (%v)", ledger.ErrNoAnswer, err)
+		// earlier attempt of this very call, which got no answer in time and was sent again.
+		// Stored, it is this request's task (read around the cache: it is seconds old); else it
+		// may still be being created: no key is in use, the create is in doubt.
+		landed := &videogenv1alpha1.VideoTask{}
+		if s.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(task), landed) == nil && landed.Annotations[AnnotationRequestHash] == hash {
+			created, err = landed, nil
+		} else {
+			err = fmt.Errorf("%w: an earlier attempt of this request is being created (%v)", ledger.ErrNoAnswer, err)
+		}
 	}
 	if err != nil {
 		if in.face != nil && s.faceUnused(ctx, p.Account, name, in.faceBlob, key != "", err) {
