@@ -326,7 +326,13 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	l.schedule(b)
 	b.mu.Unlock()
 
-	err = l.cfg.Client.Create(ctx, task)
+	// Not cut by the caller leaving (a replica that hung up, or its attempt timed out): the
+	// request is sent, the kube-apiserver may store the task all the same, and a re-read made
+	// at once would not see it yet and end a hold that then lands. Its answer says what the
+	// books hold; createTimeout bounds a kube-apiserver that never gives one.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	err = l.cfg.Client.Create(cctx, task)
+	cancel()
 	var other *videogenv1alpha1.VideoTask
 	inDoubt := false // the create may have landed, and no read has said whether it did
 	if err != nil {
@@ -418,6 +424,10 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	}
 	return task, nil
 }
+
+// createTimeout bounds a REST create's kube create, which its caller's leaving does not end:
+// longer than the kube-apiserver's own request timeout (60 s), which answers first.
+const createTimeout = 70 * time.Second
 
 // isThisCreate reports whether fresh is the task a create of task at price made: it carries that
 // create's signed admission.
