@@ -91,7 +91,9 @@ func (e *Endpoint) publish(ctx context.Context, ip net.IP) error {
 	err := e.Reader.Get(ctx, client.ObjectKeyFromObject(&want), got)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := e.Client.Create(ctx, &want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := e.Client.Create(ctx, &want); err != nil {
+			// AlreadyExists too: the slice created meanwhile may point elsewhere (a deposed
+			// manager's create, landed late); the retry reads it and points it here.
 			return fmt.Errorf("pointing the ledger Service at this manager: %w", err)
 		}
 		return nil
