@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -82,5 +83,52 @@ func TestACreateWhoseCallerHangsUpIsNotCutShort(t *testing.T) {
 	}
 	if f := h.figures(l); f.Frozen != 60 || f.Balance != 40 {
 		t.Errorf("figures %+v, want 60 frozen for a, 40 available", f)
+	}
+}
+
+// Found by the twenty-first adversarial review: a REST create the kube-apiserver answers 504
+// Timeout ("the request did not complete within the requested timeout"; the operation may
+// still complete, as the Status reason says) is taken as failed when the ledger's re-read, made
+// at once, finds no task yet: the hold ends, and the replica is answered 500 internal_error.
+// The create then lands: a hold the books did not count (rule 2), overdrawn if the freed points
+// went to another create meanwhile.
+//
+// Interleaving: 1. a create of "a" at 60 (balance 100) is admitted and sent; 2. the
+// kube-apiserver's handler times out waiting for etcd (a slow disk, a leader change) and
+// answers 504, the write still queued in etcd; 3. the ledger re-reads "a": not there yet; 4. a
+// create of "b" at 60 is admitted; 5. etcd commits "a"; its event comes. Reachable under any
+// etcd slowness long enough for the kube-apiserver's request timeout.
+//
+// What the user sees: 500 internal_error for a task that then runs (a keyless client that
+// retries pays twice), or, with "b" admitted, "a" ends InsufficientBalance though it was admitted
+// when the account could pay. A timeout is no answer: the create is in doubt (503 "may have
+// been created") and its hold stays until a read settles it.
+func TestACreateTheKubeAPIServerTimedOutIsInDoubtThoughNotStoredYet(t *testing.T) {
+	h := newHarness(t, 100)
+	var late *videogenv1alpha1.VideoTask
+	l := h.startWith(h.ctx, "ledger-21t", func(cfg *Config) {
+		cfg.Client = interceptor.NewClient(k8s, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == "a" {
+					late = task.DeepCopy() // step 2: queued in etcd
+					return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+	})
+	h.l = l
+	_, errA := l.CreateTask(h.ctx, h.task("a"), 60) // step 3 inside
+	_, errB := l.CreateTask(h.ctx, h.task("b"), 60) // step 4
+	must(t, k8s.Create(h.ctx, late))                // step 5
+	h.feed(l, late)
+	a := &videogenv1alpha1.VideoTask{}
+	must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "a"}, a))
+	v, err := l.View(a)
+	must(t, err)
+	var short *InsufficientBalanceError
+	if !errors.Is(errA, errCreateInDoubt) || v.Standing != Held || !errors.As(errB, &short) {
+		t.Fatalf("a create answered 504 and stored after: %v (want in doubt: 503 \"may have been created\"); a stands %v "+
+			"(want Held: admitted when the account could pay); the create of b at 60 after it: %v (want 402, 40 available)", errA, v.Standing, errB)
 	}
 }
