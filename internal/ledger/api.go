@@ -348,6 +348,10 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			// It may have landed: its hold stays until the kube-apiserver answers (rule 2:
 			// un-counted only when the create certainly failed).
 			inDoubt = true
+		case fresh == nil && mayStillLand(err):
+			// Timed out, not refused: the write may be stored after this read (the Status
+			// reason Timeout says the operation may still complete). In doubt, as above.
+			inDoubt = true
 		case !found:
 			go l.countLater(key) // the kube-apiserver keeps failing: count it when it answers
 		case fresh == nil || fresh.Status.Closed:
@@ -576,6 +580,13 @@ func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UI
 	if next != "" {
 		l.confirm(ctx, key, next, wait)
 	}
+}
+
+// mayStillLand reports whether a create failed by timing out, which does not end it: the
+// kube-apiserver (504 Timeout, or 500 ServerTimeout) or the client gave up waiting, and etcd
+// may store the write after a re-read found nothing.
+func mayStillLand(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // createRefused reports whether a create failed in a way that means nothing was stored.
