@@ -132,3 +132,23 @@ func TestACreateTheKubeAPIServerTimedOutIsInDoubtThoughNotStoredYet(t *testing.T
 			"(want Held: admitted when the account could pay); the create of b at 60 after it: %v (want 402, 40 available)", errA, v.Standing, errB)
 	}
 }
+
+// The other side of TestACreateWhoseCallerHangsUpIsNotCutShort: a caller that hung up before
+// its create was sent (it waited for the account's lock behind a rebuild, past the replica's
+// 10 s attempt timeout) has nothing sent for it: no task, no hold. Nothing was on its way to
+// the kube-apiserver, so nothing can land.
+func TestACreateWhoseCallerHungUpBeforeItWasSentCreatesNothing(t *testing.T) {
+	h := newHarness(t, 100)
+	gone, hangUp := context.WithCancel(h.ctx)
+	hangUp()
+	if _, err := h.l.CreateTask(gone, h.task("a"), 60); err == nil {
+		t.Fatal("a create whose caller was gone before it was sent: created")
+	}
+	err := k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "a"}, &videogenv1alpha1.VideoTask{})
+	if !isNotFound(err) {
+		t.Errorf("task a: %v, want none", err)
+	}
+	if f := h.figures(h.l); f.Frozen != 0 || f.Balance != 100 {
+		t.Errorf("figures %+v, want nothing held", f)
+	}
+}

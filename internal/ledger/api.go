@@ -308,6 +308,12 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		// The caller left while this waited for the account (behind a rebuild): nothing is
+		// sent for it. (Once sent, the create is not cut: see below.)
+		b.mu.Unlock()
+		return nil, err
+	}
 	if err := b.accepting(); err != nil {
 		b.mu.Unlock()
 		return nil, err
