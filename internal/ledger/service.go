@@ -238,7 +238,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 	var last, doubt error
 	for attempt := 1; ; attempt++ {
 		last = c.once(callCtx, method, path, body, want, out)
-		if last != nil && !retriable(last) && doubt != nil && !errors.Is(last, ErrTaskExists) {
+		if last != nil && !retriable(last) && doubt != nil && method != http.MethodGet && !errors.Is(last, ErrTaskExists) {
 			// An earlier attempt may have landed (a manager that took it and died, whose task
 			// the manager answering now does not count yet): a refusal now (a short balance
 			// without that task's hold, a quota its task used up) says nothing of it.

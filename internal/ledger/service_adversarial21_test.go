@@ -79,3 +79,28 @@ func TestARefusalAfterAnAttemptInDoubtKeepsTheCallInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// Checked, holds (and kept so by the fix above): a balance read changes nothing, so an attempt
+// of it that went unanswered leaves nothing in doubt: a later attempt's answer (no account:
+// the REST apiserver's 404) is the call's.
+func TestABalanceReadAnsweredAfterAnUnansweredAttemptIsThatAnswer(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			writeError(w, http.StatusNotFound, codeAccountNotFound, "no account", nil)
+			return
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = conn.Close()
+	}))
+	defer srv.Close()
+	c := &Client{URL: srv.URL, Deadline: 5 * time.Second,
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 5}}
+	if _, err := c.Balance(context.Background(), "team"); !errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrNoAnswer) {
+		t.Errorf("%v: want ErrAccountNotFound, the answer of the second attempt", err)
+	}
+}
