@@ -3,9 +3,11 @@ package ledger
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,5 +104,37 @@ func TestABalanceReadAnsweredAfterAnUnansweredAttemptIsThatAnswer(t *testing.T) 
 		Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 5}}
 	if _, err := c.Balance(context.Background(), "team"); !errors.Is(err, ErrAccountNotFound) || errors.Is(err, ErrNoAnswer) {
 		t.Errorf("%v: want ErrAccountNotFound, the answer of the second attempt", err)
+	}
+}
+
+// Found by the twenty-first adversarial review: an attempt whose connection never opened (the
+// ledger Service still points at the pod of a manager whose node died: the SYN is dropped, the
+// dial hangs) ends at the attempt's timeout as "Client.Timeout exceeded while awaiting
+// headers", which is no dial error in Go's error chain, so the Client counts it as an attempt
+// that went out and got no answer: the call ends ErrNoAnswer, "the task may have been created",
+// though no byte of it reached any manager.
+//
+// Interleaving: 1. the elected manager's node dies; its pod address stays in the ledger's
+// EndpointSlice until the next manager is elected and publishes its own (the Lease's 15 s, then
+// its build); 2. a replica's create dials that address: no answer, no refusal, until the 10 s
+// attempt timeout; 3. the call's 15 s deadline ends the retries, or the next attempt is refused
+// (402: with the fix of TestARefusalAfterAnAttemptInDoubtKeepsTheCallInDoubt, in doubt too).
+//
+// What the user sees: 503 "did not answer in time and the task may have been created" (keyless)
+// for a task that was never sent: a client that believes it waits for a task that never shows,
+// instead of retrying. Nothing was sent: the call is ErrNotReady ("electing", retry).
+func TestAnAttemptWhoseConnectionNeverOpenedLeavesNothingInDoubt(t *testing.T) {
+	blackHole := make(chan struct{})
+	defer close(blackHole)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Control: func(string, string, syscall.RawConn) error {
+		<-blackHole // the SYN to the dead node's pod address is dropped
+		return errors.New("the test is over")
+	}}).DialContext
+	c := &Client{URL: "http://10.0.0.5:8084", HTTP: &http.Client{Timeout: 50 * time.Millisecond, Transport: tr},
+		Deadline: 300 * time.Millisecond, Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 100}}
+	_, err := c.CreateTask(context.Background(), taskNamed("team", "t"), 10)
+	if !errors.Is(err, ErrNotReady) || errors.Is(err, ErrNoAnswer) {
+		t.Errorf("%v: want ErrNotReady (no attempt was sent), not ErrNoAnswer (\"may have been created\")", err)
 	}
 }
