@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -281,6 +283,10 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 }
 
 func (c *Client) once(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	// Whether the request was written to a connection: an attempt that never had one (a dial
+	// that hung on a dead manager's address until the attempt's timeout) reached no manager.
+	var sent atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(true) }})
 	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -295,12 +301,12 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return &unreachableError{err}
+		return &unreachableError{err: err, unsent: !sent.Load()}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRequestBytes))
 	if err != nil {
-		return &unreachableError{err}
+		return &unreachableError{err: err}
 	}
 	if resp.StatusCode == want {
 		err := json.Unmarshal(data, out)
@@ -308,7 +314,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 			// Cut short (a response delimited by the connection's close, lost mid-body): the
 			// status says it was done, nothing else can be read. In doubt, as an answer that
 			// never came: a repeat finds the created task's name taken.
-			return &unreachableError{fmt.Errorf("the ledger's %s answer was cut short (%d bytes): %w", resp.Status, len(data), err)}
+			return &unreachableError{err: fmt.Errorf("the ledger's %s answer was cut short (%d bytes): %w", resp.Status, len(data), err)}
 		}
 		return err
 	}
@@ -319,7 +325,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 			// Not the ledger's own answer but a proxy's (a service mesh's sidecar, an
 			// HTTP_PROXY): the request may have reached a manager that took it and died, so
 			// it is in doubt, as a connection lost after sending is.
-			return &unreachableError{fmt.Errorf("the ledger's proxy answered %s", resp.Status)}
+			return &unreachableError{err: fmt.Errorf("the ledger's proxy answered %s", resp.Status)}
 		}
 		return fmt.Errorf("the ledger answered %s: %.200s", resp.Status, data)
 	}
@@ -366,7 +372,11 @@ func (e *RefusedError) Error() string {
 }
 
 // unreachableError: no answer came (the manager is restarting, or a failover is under way).
-type unreachableError struct{ err error }
+// unsent: the request was never written to a connection.
+type unreachableError struct {
+	err    error
+	unsent bool
+}
 
 func (e *unreachableError) Error() string { return "the ledger is unreachable: " + e.err.Error() }
 func (e *unreachableError) Unwrap() error { return e.err }
@@ -377,7 +387,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 // that a manager answered (not ready).
 func mayHaveLanded(err error) bool {
 	var unreachable *unreachableError
-	if !errors.As(err, &unreachable) {
+	if !errors.As(err, &unreachable) || unreachable.unsent {
 		return false
 	}
 	var op *net.OpError
