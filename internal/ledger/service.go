@@ -384,8 +384,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 // mayHaveLanded: an attempt's request may have reached a manager, which got no answer to it
 // back (it hung past the timeout, or closed the connection: a crash after the create landed),
 // as opposed to one that found no manager listening (the dial failed, or hung until the timeout:
-// nothing was written) or
-// that a manager answered (not ready).
+// nothing was written) or that a manager answered (not ready).
 func mayHaveLanded(err error) bool {
 	var unreachable *unreachableError
 	if !errors.As(err, &unreachable) || unreachable.unsent {
