@@ -311,6 +311,67 @@ var _ = Describe("OpenAPI document", func() {
 		}
 	})
 
+	// docs/api.md's Request limits are the server's (limits.go, which a test ties to the CRDs):
+	// the document a client generates its validation from says the same, so what it lets
+	// through is not a 400 for a length the document never stated. face is a URL or base64, so
+	// only its description can say the URL's limit.
+	It("declares on every request body field the length the server accepts", func() {
+		loadSpec()
+		schemas := spec["components"].(map[string]any)["schemas"].(map[string]any)
+		var bodies []string
+		for _, item := range spec["paths"].(map[string]any) {
+			for _, op := range item.(map[string]any) {
+				op, _ := op.(map[string]any)
+				body, _ := op["requestBody"].(map[string]any)
+				content, _ := body["content"].(map[string]any)
+				media, _ := content["application/json"].(map[string]any)
+				schema, _ := media["schema"].(map[string]any)
+				ref, _ := schema["$ref"].(string)
+				if name, ok := strings.CutPrefix(ref, "#/components/schemas/"); ok {
+					bodies = append(bodies, name)
+				}
+			}
+		}
+		Expect(bodies).To(ContainElements("ShortVideoRequest", "EraserRequest", "ShortTemplateCreate", "ShortTemplatePatch"))
+		for _, l := range apiserver.FieldLimits {
+			if l.Field == "face" {
+				continue
+			}
+			found := false
+			for _, name := range bodies {
+				prop, ok := schemas[name].(map[string]any)["properties"].(map[string]any)[l.Field].(map[string]any)
+				if !ok {
+					continue
+				}
+				found = true
+				Expect(prop["maxLength"]).To(BeEquivalentTo(l.Max), "%s.%s: the server refuses more than %d characters", name, l.Field, l.Max)
+			}
+			Expect(found).To(BeTrue(), "no request body of the document has the field %q", l.Field)
+		}
+	})
+
+	// The header's schema admits what the server does: 1 to 255 visible ASCII characters.
+	It("declares the Idempotency-Key the server accepts", func() {
+		loadSpec()
+		param := spec["components"].(map[string]any)["parameters"].(map[string]any)["IdempotencyKey"].(map[string]any)
+		schema := param["schema"].(map[string]any)
+		Expect(schema["minLength"]).To(BeEquivalentTo(1))
+		Expect(schema["maxLength"]).To(BeEquivalentTo(255))
+		pattern, _ := schema["pattern"].(string)
+		Expect(pattern).NotTo(BeEmpty(), "the server accepts only visible ASCII: the document must say so")
+		re := regexp.MustCompile(pattern)
+		accepts := func(key string) bool {
+			r := httptest.NewRequest(http.MethodPost, "/v1/videos/short", nil)
+			r.Header.Set("Idempotency-Key", key)
+			_, err := apiserver.IdempotencyKey(r)
+			return err == nil
+		}
+		for _, c := range []rune{0x00, 0x09, 0x1f, ' ', '!', 'a', '~', 0x7f, 0x80, 0xe9, 0x202e} {
+			key := "k" + string(c) + "k"
+			Expect(re.MatchString(key)).To(Equal(accepts(key)), "key %q", key)
+		}
+	})
+
 	It("catches a response that breaks its schema", func() {
 		loadSpec()
 		bad := response{Status: 200, Body: []byte(`{"object":"balance","balance":-1}`), Header: http.Header{}}
