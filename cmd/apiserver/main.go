@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -61,6 +62,7 @@ func run() error {
 		blobFlags                        blobstore.Flags
 		eventTokensFile                  string
 		timeouts                         = httpserver.DefaultTimeouts()
+		shutdownDelay                    time.Duration
 	)
 	flag.StringVar(&bindAddr, "bind-address", ":8080", "Address the /v1 API listens on.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus metrics endpoint (0 to disable).")
@@ -82,7 +84,14 @@ func run() error {
 	flag.StringVar(&eventTokensFile, "event-service-tokens-file", "",
 		"File with the service tokens (one per line) accepted by the EventService.Handle RPC; empty disables the RPC.")
 	timeouts.Bind(flag.CommandLine)
+	flag.DurationVar(&shutdownDelay, "shutdown-delay", defaultShutdownDelay,
+		"How long the servers keep serving after SIGTERM, with /readyz failing, before they shut down gracefully: "+
+			"the time the pod's endpoints, kube-proxy and Ingress controllers take to stop routing here (0: none). "+
+			"The pod's terminationGracePeriodSeconds must cover it plus the graceful shutdown (15s).")
 	flag.Parse()
+	if shutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must not be negative, got %v", shutdownDelay)
+	}
 	if err := timeouts.Check(); err != nil {
 		return err
 	}
@@ -100,7 +109,8 @@ func run() error {
 		return fmt.Errorf("--allow-private-urls: %w", err)
 	}
 
-	ctx := ctrl.SetupSignalHandler()
+	// Everything runs under ctx, which ends --shutdown-delay after the signal (drainOnSignal).
+	ctx, draining := drainOnSignal(ctrl.SetupSignalHandler(), shutdownDelay, time.After, logger)
 	restCfg := ctrl.GetConfigOrDie()
 	mgr, err := ctrl.NewManager(restCfg, managerOptions(keyNamespace, metricsAddr, probeAddr))
 	if err != nil {
@@ -155,11 +165,26 @@ func run() error {
 	// One listener for REST, webhooks, the Event Service and blobs: every one gets the deadlines.
 	httpServer := httpserver.New(bindAddr, srv.Handler(), timeouts)
 	httpServer.Protocols = &protocols
-	if err := mgr.Add(serve(httpServer, logger)); err != nil {
+	listener, err := net.Listen("tcp", bindAddr)
+	if err != nil {
+		return err
+	}
+	if err := addServing(ctx, mgr, httpServer, listener, draining, logger); err != nil {
 		return err
 	}
 	// Faces of submissions that created no task, and of tasks since deleted, are removed.
 	if err := mgr.Add(runnableFunc(srv.RunFaceSweep)); err != nil {
+		return err
+	}
+	logger.Info("starting apiserver", "address", bindAddr, "api_key_namespace", keyNamespace)
+	return mgr.Start(ctx)
+}
+
+// addServing has mgr serve httpServer on l and answer /healthz and /readyz: ready once the
+// caches synced (cachesSynced) and until draining fails (drainOnSignal).
+func addServing(ctx context.Context, mgr ctrl.Manager, httpServer *http.Server, l net.Listener,
+	draining healthz.Checker, logger *slog.Logger) error {
+	if err := mgr.Add(serve(httpServer, l, logger)); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -172,8 +197,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("caches", ready); err != nil {
 		return err
 	}
-	logger.Info("starting apiserver", "address", bindAddr, "api_key_namespace", keyNamespace)
-	return mgr.Start(ctx)
+	return mgr.AddReadyzCheck("shutdown", draining)
 }
 
 // checkRate refuses a per-key rate limit that does not limit as written: 0 would fall back to
@@ -232,17 +256,17 @@ func cachesSynced(ctx context.Context, mgr ctrl.Manager) (healthz.Checker, error
 	}, nil
 }
 
-// serve runs the HTTP server for the manager's lifetime and shuts it down gracefully.
-func serve(s *http.Server, logger *slog.Logger) runnableFunc {
+// serve runs the HTTP server on l for the manager's lifetime and shuts it down gracefully.
+func serve(s *http.Server, l net.Listener, logger *slog.Logger) runnableFunc {
 	return func(ctx context.Context) error {
 		errc := make(chan error, 1)
-		go func() { errc <- httpserver.ListenAndServe(s) }()
+		go func() { errc <- s.Serve(httpserver.Listener(l)) }()
 		select {
 		case err := <-errc:
 			return err
 		case <-ctx.Done():
 			logger.Info("shutting down the API server")
-			shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), httpserver.ShutdownTimeout)
 			defer cancel()
 			return s.Shutdown(shutdownCtx)
 		}

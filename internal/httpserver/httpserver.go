@@ -54,6 +54,11 @@ func (t Timeouts) Check() error {
 	return nil
 }
 
+// ShutdownTimeout bounds the REST apiserver's graceful shutdown: how long requests in flight may
+// take to finish once it stopped accepting. Its pod's terminationGracePeriodSeconds covers it,
+// after the apiserver's --shutdown-delay.
+const ShutdownTimeout = 15 * time.Second
+
 // MaxHeaderBytes bounds the request line and headers (net/http's default); a larger request
 // is answered 431 in the error envelope.
 const MaxHeaderBytes = 1 << 20
