@@ -11,10 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 )
 
-// defaultShutdownDelay is --shutdown-delay's default: long enough for the kubelet's next
-// readiness probe to fail and for the endpoints, kube-proxy and Ingress controllers to follow.
-const defaultShutdownDelay = 5 * time.Second
-
 // drainOnSignal is the apiserver's way out of a rollout. When signal ends (SIGTERM), the
 // returned check, a readiness check, fails at once, so that the pod leaves its Services'
 // endpoints; but the returned context, which the manager and so every server runs under, ends

@@ -84,10 +84,10 @@ func run() error {
 	flag.StringVar(&eventTokensFile, "event-service-tokens-file", "",
 		"File with the service tokens (one per line) accepted by the EventService.Handle RPC; empty disables the RPC.")
 	timeouts.Bind(flag.CommandLine)
-	flag.DurationVar(&shutdownDelay, "shutdown-delay", defaultShutdownDelay,
+	flag.DurationVar(&shutdownDelay, "shutdown-delay", httpserver.DefaultShutdownDelay,
 		"How long the servers keep serving after SIGTERM, with /readyz failing, before they shut down gracefully: "+
 			"the time the pod's endpoints, kube-proxy and Ingress controllers take to stop routing here (0: none). "+
-			"The pod's terminationGracePeriodSeconds must cover it plus the graceful shutdown (15s).")
+			"The pod's terminationGracePeriodSeconds must cover it plus the graceful shutdown, 15s.")
 	flag.Parse()
 	if shutdownDelay < 0 {
 		return fmt.Errorf("--shutdown-delay must not be negative, got %v", shutdownDelay)

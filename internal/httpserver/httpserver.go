@@ -59,6 +59,11 @@ func (t Timeouts) Check() error {
 // after the apiserver's --shutdown-delay.
 const ShutdownTimeout = 15 * time.Second
 
+// DefaultShutdownDelay is the REST apiserver's --shutdown-delay by default: how long it serves
+// on after SIGTERM, with /readyz failing, for the kubelet's readiness probe to fail and the
+// endpoints, kube-proxy and Ingress controllers to stop routing to it.
+const DefaultShutdownDelay = 5 * time.Second
+
 // MaxHeaderBytes bounds the request line and headers (net/http's default); a larger request
 // is answered 431 in the error envelope.
 const MaxHeaderBytes = 1 << 20
