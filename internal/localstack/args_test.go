@@ -95,3 +95,26 @@ func buildComponents(t *testing.T) string {
 	}
 	return dir
 }
+
+// Ctrl-C stops `make run` at once: the stack runs its apiservers with --shutdown-delay=0, so
+// SIGTERM from Stop closes their listeners as before the drain, instead of each replica
+// serving on for the 5s a cluster's endpoints need (nothing routes to a local process but
+// its own address), one replica after another.
+func TestTheStacksAPIServersStopWithoutADrain(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir(), APIAddress: "127.0.0.1:18080", MoreAPIAddresses: []string{"127.0.0.1:18081"}}
+	cfg.defaults()
+	s := &Stack{cfg: cfg, APIURLs: []string{"http://127.0.0.1:18080", "http://127.0.0.1:18081"}}
+	apiservers := 0
+	for _, c := range s.commands(wiring{}) {
+		if !strings.HasPrefix(c.name, "apiserver") {
+			continue
+		}
+		apiservers++
+		if !slices.Contains(c.args(), "--shutdown-delay=0") {
+			t.Errorf("%s runs without --shutdown-delay=0: %q", c.name, c.args())
+		}
+	}
+	if apiservers != 2 {
+		t.Errorf("%d apiserver command lines, want 2", apiservers)
+	}
+}
