@@ -161,7 +161,9 @@ func (s *Stack) commands(w wiring) []command {
 		cmds = append(cmds, command{name: name, own: append([]string{"--bind-address=" + strings.TrimPrefix(url, "http://"),
 			"--metrics-bind-address=" + metrics, "--health-probe-bind-address=127.0.0.1:0", "--blob-dir=" + blobs,
 			"--public-url=" + url, "--event-service-tokens-file=" + w.eventTokens, loopback,
-			"--ledger-url=http://" + w.ledgerAddr, "--ledger-token-file=" + w.ledgerToken}, deadlines...), extra: s.cfg.APIArgs})
+			"--ledger-url=http://" + w.ledgerAddr, "--ledger-token-file=" + w.ledgerToken,
+			// Nothing routes here but the address itself: Ctrl-C need not wait out a drain.
+			"--shutdown-delay=0"}, deadlines...), extra: s.cfg.APIArgs})
 	}
 	return cmds
 }
