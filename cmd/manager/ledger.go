@@ -104,5 +104,9 @@ func publishLedger(mgr ctrl.Manager, namespace, service, addr string) error {
 		return fmt.Errorf("--ledger-bind-address %q: %w", addr, err)
 	}
 	return mgr.Add(&ledger.Endpoint{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: namespace, Service: service,
-		PodIP: podIP, Port: int32(port)})
+		PodIP: podIP, Port: int32(port), Recheck: ledgerEndpointRecheck})
 }
+
+// ledgerEndpointRecheck is how often the elected manager reads the ledger's EndpointSlice to
+// point it back at itself if anything else wrote it: one Get, no write while it points here.
+const ledgerEndpointRecheck = 10 * time.Second

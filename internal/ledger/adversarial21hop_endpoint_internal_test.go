@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,5 +57,68 @@ func TestAnEndpointSliceCreatedMeanwhileByTheDeposedManagerIsPointedAtTheElected
 	}
 	if len(got.Endpoints) != 1 || len(got.Endpoints[0].Addresses) != 1 || got.Endpoints[0].Addresses[0] != "10.0.0.7" {
 		t.Errorf("the ledger Service's EndpointSlice points at %v after the elected manager's Start returned; want 10.0.0.7, the elected manager", got.Endpoints)
+	}
+}
+
+// Found by the same review, left open there and fixed after: the EndpointSlice was written once
+// per election. A deposed manager's update in flight when it lost its Lease that lands after
+// the elected manager's write (or the slice deleted by hand) left the Service pointing away
+// from the elected manager until the next election: every REST call 503. With Recheck the
+// elected manager reads the slice every Recheck and points it back, and writes nothing while
+// it points here.
+func TestTheElectedManagerPointsTheLedgerServiceBackAtItself(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	var updates atomic.Int32
+	counting := interceptor.NewClient(c, interceptor.Funcs{
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates.Add(1)
+			return cl.Update(ctx, obj, opts...)
+		},
+	})
+	elected := &Endpoint{Client: counting, Reader: counting, Namespace: "videogen-system", Service: "videogen-ledger",
+		PodIP: "10.0.0.7", Port: 8084, Recheck: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- elected.Start(ctx) }()
+	key := client.ObjectKey{Namespace: "videogen-system", Name: "videogen-ledger-elected"}
+	pointsAt := func() string {
+		got := &discoveryv1.EndpointSlice{}
+		if err := c.Get(context.Background(), key, got); err != nil || len(got.Endpoints) != 1 || len(got.Endpoints[0].Addresses) != 1 {
+			return ""
+		}
+		return got.Endpoints[0].Addresses[0]
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); pointsAt() != want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the slice points at %q, want %q", pointsAt(), want)
+			}
+		}
+	}
+	waitFor("10.0.0.7")
+	time.Sleep(50 * time.Millisecond) // several rechecks while it points here
+	if n := updates.Load(); n != 0 {
+		t.Errorf("%d updates while the slice pointed here, want none (one read a recheck)", n)
+	}
+
+	deposed := &Endpoint{Client: c, Reader: c, Namespace: "videogen-system", Service: "videogen-ledger", PodIP: "10.0.0.5", Port: 8084}
+	if err := deposed.publish(context.Background(), []byte{10, 0, 0, 5}); err != nil { // the late write lands
+		t.Fatal(err)
+	}
+	waitFor("10.0.0.7")
+
+	got := &discoveryv1.EndpointSlice{}
+	if err := c.Get(context.Background(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(context.Background(), got); err != nil { // deleted by hand
+		t.Fatal(err)
+	}
+	waitFor("10.0.0.7")
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start after the election ended: %v, want nil", err)
 	}
 }

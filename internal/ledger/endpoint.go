@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -30,13 +31,18 @@ type Endpoint struct {
 	// PodIP is this manager's address; Port the ledger's port.
 	PodIP string
 	Port  int32
+	// Recheck, if above 0, reads the EndpointSlice this often while this manager is elected and
+	// points it here again when something else wrote it: a deposed manager's write that landed
+	// after this one's, or a deletion by hand, would otherwise send every REST call to a manager
+	// that answers not_ready until the next election. 0 writes it once.
+	Recheck time.Duration
 }
 
 // NeedLeaderElection: only the elected manager points the Service at itself.
 func (e *Endpoint) NeedLeaderElection() bool { return true }
 
-// Start writes the EndpointSlice and returns (there is nothing to keep: the next elected
-// manager overwrites it). A transient error (a 500 or a timeout while etcd changes leader) is
+// Start writes the EndpointSlice, then keeps it pointing here every Recheck until this manager
+// is no longer elected (the next elected manager overwrites it). A transient error (a 500 or a timeout while etcd changes leader) is
 // retried with a backoff until ctx ends: returned, it would stop the manager that has just
 // been elected, and its ledger with it. A refusal no retry changes is returned at once.
 func (e *Endpoint) Start(ctx context.Context) error {
@@ -61,7 +67,17 @@ func (e *Endpoint) Start(ctx context.Context) error {
 		// Stopped (no longer elected, or shutting down) before a write landed: nothing to report.
 		return nil
 	}
-	return err
+	if err != nil || e.Recheck <= 0 {
+		return err
+	}
+	// A read every Recheck; a write only when the slice no longer points here. A failure is
+	// logged and tried again at the next tick: the slice most likely still points here.
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := e.publish(ctx, ip); err != nil && ctx.Err() == nil {
+			log.Error(err, "re-pointing the ledger Service at this manager", "service", e.Service, "namespace", e.Namespace)
+		}
+	}, e.Recheck)
+	return nil
 }
 
 // permanent says whether a retry of the same write cannot help: a refusal of the request itself
@@ -99,6 +115,10 @@ func (e *Endpoint) publish(ctx context.Context, ip net.IP) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading the ledger's EndpointSlice: %w", err)
+	}
+	if equality.Semantic.DeepEqual(got.Labels, want.Labels) && got.AddressType == want.AddressType &&
+		equality.Semantic.DeepEqual(got.Endpoints, want.Endpoints) && equality.Semantic.DeepEqual(got.Ports, want.Ports) {
+		return nil // it points here already
 	}
 	got.Labels, got.AddressType, got.Endpoints, got.Ports = want.Labels, want.AddressType, want.Endpoints, want.Ports
 	if err := e.Client.Update(ctx, got); err != nil {
