@@ -3,6 +3,10 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -104,32 +108,53 @@ func TestACreateWhoseCallerHangsUpIsNotCutShort(t *testing.T) {
 // when the account could pay. A timeout is no answer: the create is in doubt (503 "may have
 // been created") and its hold stays until a read settles it.
 func TestACreateTheKubeAPIServerTimedOutIsInDoubtThoughNotStoredYet(t *testing.T) {
-	h := newHarness(t, 100)
-	var late *videogenv1alpha1.VideoTask
-	l := h.startWith(h.ctx, "ledger-21t", func(cfg *Config) {
-		cfg.Client = interceptor.NewClient(k8s, interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == "a" {
-					late = task.DeepCopy() // step 2: queued in etcd
-					return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
-				}
-				return c.Create(ctx, obj, opts...)
-			},
+	for name, answer := range map[string]error{
+		"504 Timeout": apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0),
+		// etcd's own timeout, answered 500: the write may commit after it (added after the
+		// review named it: the same late landing as a 504).
+		"500 etcdserver: request timed out": apierrors.NewInternalError(errors.New("etcdserver: request timed out")),
+		"503 from the kube-apiserver":       apierrors.NewServiceUnavailable("etcdserver: leader changed"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, 100)
+			var late *videogenv1alpha1.VideoTask
+			l := h.startWith(h.ctx, "ledger-21t", func(cfg *Config) {
+				cfg.Client = interceptor.NewClient(k8s, interceptor.Funcs{
+					Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+						if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == "a" {
+							late = task.DeepCopy() // step 2: queued in etcd
+							return answer
+						}
+						return c.Create(ctx, obj, opts...)
+					},
+				})
+			})
+			h.l = l
+			_, errA := l.CreateTask(h.ctx, h.task("a"), 60) // step 3 inside
+			_, errB := l.CreateTask(h.ctx, h.task("b"), 60) // step 4
+			must(t, k8s.Create(h.ctx, late))                // step 5
+			h.feed(l, late)
+			a := &videogenv1alpha1.VideoTask{}
+			must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "a"}, a))
+			v, err := l.View(a)
+			must(t, err)
+			var short *InsufficientBalanceError
+			if !errors.Is(errA, errCreateInDoubt) || v.Standing != Held || !errors.As(errB, &short) {
+				t.Fatalf("a create answered %s and stored after: %v (want in doubt: 503 \"may have been created\"); a stands %v "+
+					"(want Held: admitted when the account could pay); the create of b at 60 after it: %v (want 402, 40 available)", name, errA, v.Standing, errB)
+			}
 		})
-	})
-	h.l = l
-	_, errA := l.CreateTask(h.ctx, h.task("a"), 60) // step 3 inside
-	_, errB := l.CreateTask(h.ctx, h.task("b"), 60) // step 4
-	must(t, k8s.Create(h.ctx, late))                // step 5
-	h.feed(l, late)
-	a := &videogenv1alpha1.VideoTask{}
-	must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "a"}, a))
-	v, err := l.View(a)
-	must(t, err)
-	var short *InsufficientBalanceError
-	if !errors.Is(errA, errCreateInDoubt) || v.Standing != Held || !errors.As(errB, &short) {
-		t.Fatalf("a create answered 504 and stored after: %v (want in doubt: 503 \"may have been created\"); a stands %v "+
-			"(want Held: admitted when the account could pay); the create of b at 60 after it: %v (want 402, 40 available)", errA, v.Standing, errB)
+	}
+}
+
+// A create the kube-apiserver shed (429: API Priority and Fairness refuses it before anything
+// is stored) is no failure of the service's: the ledger answers 503 not_ready, which the REST
+// replica's client retries, instead of a 500 (added after round 21's hop review).
+func TestACreateTheKubeAPIServerShedIsNotReadyNot500(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeLedgerError(rec, fmt.Errorf("creating task: %w", apierrors.NewTooManyRequests("too many requests, please try again later", 1)))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), codeNotReady) || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a create shed with 429: %d %s (Retry-After %q), want 503 %s with Retry-After", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"), codeNotReady)
 	}
 }
 

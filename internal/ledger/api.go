@@ -588,11 +588,14 @@ func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UI
 	}
 }
 
-// mayStillLand reports whether a create failed by timing out, which does not end it: the
-// kube-apiserver (504 Timeout, or 500 ServerTimeout) or the client gave up waiting, and etcd
-// may store the write after a re-read found nothing.
+// mayStillLand reports whether a create failed in a way that does not end it: the
+// kube-apiserver (504 Timeout, or 500 ServerTimeout) or the client gave up waiting, or the
+// kube-apiserver failed inside (a 500 such as etcd's "request timed out", a 503 while etcd
+// changes leader), and etcd may store the write after a re-read found nothing. A 429 is not
+// among them: API Priority and Fairness sheds a request before it is handled.
 func mayStillLand(err error) bool {
-	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded)
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // createRefused reports whether a create failed in a way that means nothing was stored.

@@ -105,7 +105,9 @@ func writeLedgerError(w http.ResponseWriter, err error) {
 	case errors.Is(err, errCreateInDoubt):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, codeInDoubt, err.Error(), nil)
-	case errors.Is(err, ErrNotReady):
+	case errors.Is(err, ErrNotReady) || apierrors.IsTooManyRequests(err):
+		// A 429 of the kube-apiserver: shed before it was handled, nothing stored; the
+		// replica's client asks again, as during a failover.
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, codeNotReady, err.Error(), nil)
 	case errors.Is(err, ErrAccountNotFound):
