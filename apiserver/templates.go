@@ -61,6 +61,12 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys
 		if (capability != "" && t.Spec.Capability != capability) || !catalog.Usable(t) {
 			continue // another capability, or no template a task can run on
 		}
+		if t.Spec.Capability == videogenv1alpha1.CapabilityEraser {
+			// POST /v1/videos/eraser names no template and costs default_price: a video.eraser
+			// Template prices kubectl tasks only, and listed here it would offer a price no
+			// request can get.
+			continue
+		}
 		out.Data = append(out.Data, s.viewTemplate(t))
 	}
 	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
