@@ -63,8 +63,9 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func priceSummary(s videogenv1alpha1.TemplateSpec, defaultPrice int64) string {
 	terms := catalog.TermsOf(&s)
 	if terms.Adjustable {
-		return fmt.Sprintf("%d to %d s: %d durations priced, others at the default price of %d points",
-			terms.MinDuration, terms.MaxDuration, len(terms.DurationPrices), defaultPrice)
+		// As status.price says it: the durations in range that are priced, and the default
+		// price only when some duration in range has no entry.
+		return fmt.Sprintf("%d to %d s, points a task: %s", terms.MinDuration, terms.MaxDuration, pricing.Summary(terms, defaultPrice))
 	}
 	price, err := pricing.Quote(terms, nil, defaultPrice)
 	if err != nil {
