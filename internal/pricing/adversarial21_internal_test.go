@@ -1,0 +1,49 @@
+package pricing
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// What breaks: Summary (a Template's status.price, the Price column of `kubectl get
+// templates`, and since round 21 its Ready message) reads a durationPrices key with Atoi,
+// which takes "05", "+5" and "005" as 5, then looks the price up under "5": a template whose
+// only entry is {"05": 20} shows "5s=0, others 10 (default)" (free!), and one with {"5": 20,
+// "05": 30} shows "5s=20, 5s=20". Quote, which prices the task, looks the duration up under
+// strconv.Itoa(d) only: that task costs 10 (the default), or 20.
+//
+// Input: a Template stored before the schema's key rule (keys ^[1-9][0-9]{0,3}$, added after
+// the first release of the CRD): the kube-apiserver's validation ratcheting keeps such a map
+// on every later update that does not touch it (as it keeps a template without mediaURL,
+// which the Template controller already reports). Nothing races.
+//
+// What the user sees: a price column saying a duration is free, or listing one twice, where
+// tasks are charged otherwise.
+func TestSummaryAgreesWithQuoteOnNonCanonicalDurationKeys(t *testing.T) {
+	for _, prices := range []map[string]int64{
+		{"05": 20},
+		{"+5": 20},
+		{"5": 20, "05": 30},
+		{"005": 7, "6": 8},
+	} {
+		terms := Terms{Adjustable: true, MinDuration: 5, MaxDuration: 6, DurationPrices: prices}
+		s := Summary(terms, 10)
+		for d := int32(5); d <= 6; d++ {
+			p, err := Quote(terms, &d, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tag := strconv.Itoa(int(d)) + "s="
+			if n := strings.Count(s, tag); n > 1 {
+				t.Errorf("%v: Summary %q names %ds %d times", prices, s, d, n)
+			}
+			if strings.Contains(s, tag) && !strings.Contains(s, tag+strconv.FormatInt(p, 10)) {
+				t.Errorf("%v: Summary %q, but a %ds task costs %d", prices, s, d, p)
+			}
+			if !strings.Contains(s, tag) && p == 10 && !strings.Contains(s, "others 10 (default)") {
+				t.Errorf("%v: Summary %q does not say a %ds task costs the default 10", prices, s, d)
+			}
+		}
+	}
+}
