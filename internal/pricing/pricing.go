@@ -108,7 +108,9 @@ func Summary(t Terms, defaultPrice int64) string {
 	}
 	var listed []int32
 	for k := range t.DurationPrices {
-		if d, err := strconv.Atoi(k); err == nil && int32(d) >= t.MinDuration && int32(d) <= t.MaxDuration {
+		// Only the keys Quote reads ("5", never "05" or "+5", which a template stored before
+		// the schema's key rule may keep): any other prices nothing.
+		if d, err := strconv.Atoi(k); err == nil && strconv.Itoa(d) == k && int32(d) >= t.MinDuration && int32(d) <= t.MaxDuration {
 			listed = append(listed, int32(d))
 		}
 	}
