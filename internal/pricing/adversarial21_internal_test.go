@@ -41,7 +41,7 @@ func TestSummaryAgreesWithQuoteOnNonCanonicalDurationKeys(t *testing.T) {
 			if strings.Contains(s, tag) && !strings.Contains(s, tag+strconv.FormatInt(p, 10)) {
 				t.Errorf("%v: Summary %q, but a %ds task costs %d", prices, s, d, p)
 			}
-			if !strings.Contains(s, tag) && p == 10 && !strings.Contains(s, "others 10 (default)") {
+			if !strings.Contains(s, tag) && p == 10 && !strings.Contains(s, "10 (default)") {
 				t.Errorf("%v: Summary %q does not say a %ds task costs the default 10", prices, s, d)
 			}
 		}
