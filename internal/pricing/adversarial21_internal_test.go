@@ -13,10 +13,11 @@ import (
 // "05": 30} shows "5s=20, 5s=20". Quote, which prices the task, looks the duration up under
 // strconv.Itoa(d) only: that task costs 10 (the default), or 20.
 //
-// Input: a Template stored before the schema's key rule (keys ^[1-9][0-9]{0,3}$, added after
-// the first release of the CRD): the kube-apiserver's validation ratcheting keeps such a map
-// on every later update that does not touch it (as it keeps a template without mediaURL,
-// which the Template controller already reports). Nothing races.
+// Input: a Template with such a key. NOT reachable through the shipped CRDs: the field's key
+// rule (^[1-9][0-9]{0,3}$) has been in the schema since its first version, so the kube-apiserver
+// never stores one. This is hardening (Summary now reads exactly the keys Quote reads, so the
+// two cannot disagree whatever the store holds: a CRD installed without validation, a fake
+// client), not a bug a user of the shipped manifests can meet.
 //
 // What the user sees: a price column saying a duration is free, or listing one twice, where
 // tasks are charged otherwise.
