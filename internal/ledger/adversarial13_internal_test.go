@@ -131,7 +131,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 // The same loss without AlreadyExists: a REST create that fails with a doubtful error (the
 // kube-apiserver's 503 or 500, a connection reset during its rolling restart: not in
-// createRefused, so "it may have landed") looks at the name before saying it did not. The look
+// requestRefused, so "it may have landed") looks at the name before saying it did not. The look
 // finds a task of the name that is not the create's (no matching admission): the tenant's
 // kubectl create of that name, which landed while the REST create's request failed. CreateTask
 // then deletes its entry and returns the error, counting nothing; but that kubectl task's Add

@@ -350,7 +350,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		key := client.ObjectKeyFromObject(task)
 		fresh, found := l.readTask(context.WithoutCancel(ctx), key)
 		switch {
-		case !found && !apierrors.IsAlreadyExists(err) && !createRefused(err):
+		case !found && !apierrors.IsAlreadyExists(err) && !requestRefused(err):
 			// It may have landed: its hold stays until the kube-apiserver answers (rule 2:
 			// un-counted only when the create certainly failed).
 			inDoubt = true
@@ -361,7 +361,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		case !found:
 			go l.countLater(key) // the kube-apiserver keeps failing: count it when it answers
 		case fresh == nil || fresh.Status.Closed:
-		case !apierrors.IsAlreadyExists(err) && !createRefused(err) && l.isThisCreate(fresh, task, price):
+		case !apierrors.IsAlreadyExists(err) && !requestRefused(err) && l.isThisCreate(fresh, task, price):
 			task, err = fresh, nil // it landed
 		default:
 			// Another task, or this create landed after all though its error said it was
@@ -598,8 +598,9 @@ func mayStillLand(err error) bool {
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
-// createRefused reports whether a create failed in a way that means nothing was stored.
-func createRefused(err error) bool {
+// requestRefused reports whether the kube-apiserver refused a request itself: nothing was
+// stored, and the same request would be refused again (no retry helps).
+func requestRefused(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
 		apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) || apierrors.IsRequestEntityTooLargeError(err) ||
 		apierrors.IsMethodNotSupported(err) || apierrors.IsUnsupportedMediaType(err)

@@ -57,7 +57,7 @@ func (e *Endpoint) Start(ctx context.Context) error {
 			switch {
 			case err == nil:
 				return true, nil
-			case permanent(err):
+			case requestRefused(err):
 				return false, err
 			}
 			log.Error(err, "retrying", "service", e.Service, "namespace", e.Namespace)
@@ -78,13 +78,6 @@ func (e *Endpoint) Start(ctx context.Context) error {
 		}
 	}, e.Recheck)
 	return nil
-}
-
-// permanent says whether a retry of the same write cannot help: a refusal of the request itself
-// (no permission, an invalid object, a namespace that is not there), not of the moment.
-func permanent(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) ||
-		apierrors.IsBadRequest(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
 }
 
 // publish reads the EndpointSlice and creates or updates it to point at this manager.

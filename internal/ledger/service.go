@@ -122,7 +122,7 @@ func writeLedgerError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, codeInvalid, err.Error(), nil) // the kube-apiserver refused the task
 	case apierrors.IsForbidden(err):
 		// A ResourceQuota of the namespace is used up, or an admission webhook or policy said
-		// no: nothing was stored (createRefused), and it is the namespace's, not the service's.
+		// no: nothing was stored (requestRefused), and it is the namespace's, not the service's.
 		writeError(w, http.StatusForbidden, codeCreateRefused, "the cluster refused to create the task: "+statusMessage(err), nil)
 	default:
 		writeError(w, http.StatusInternalServerError, codeInternal, err.Error(), nil)
