@@ -15,9 +15,11 @@ import (
 // work: tasks (refused by the ledger) and the short templates new tasks would use. A suspended
 // account still reads its data, cancels tasks, deletes templates and rotates its webhook
 // secret, because its running tasks still settle and their deliveries are still signed.
+// It reads around the cache: once an administrator's suspension has returned, no template
+// write passes on a replica whose watch lags (template writes are rare; one GET is cheap).
 func (s *Server) refuseSuspended(ctx context.Context, account string) error {
 	acct := &videogenv1alpha1.PointAccount{}
-	err := s.cfg.Client.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, acct)
+	err := s.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, acct)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil // templates need no points account
