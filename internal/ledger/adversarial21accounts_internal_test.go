@@ -20,6 +20,13 @@ import (
 // account. It returns once the answer is in the books and the writer waits out its interval
 // (the test's clock is not stepped: no next write).
 func changeDuringWrite(t *testing.T, credited int64, busy func(*harness, *stepped), change func(h *harness) *videogenv1alpha1.PointAccount) (*harness, *stepped) {
+	return changeDuringWriteThen(t, credited, busy, change, nil)
+}
+
+// changeDuringWriteThen is changeDuringWrite, with during run after the change's event and
+// before the write's answer.
+func changeDuringWriteThen(t *testing.T, credited int64, busy func(*harness, *stepped), change func(h *harness) *videogenv1alpha1.PointAccount,
+	during func(*harness, *stepped)) (*harness, *stepped) {
 	t.Helper()
 	h := newHarness(t, credited)
 	h.withFinalizer() // the PointAccount controller's first patch
@@ -45,6 +52,9 @@ func changeDuringWrite(t *testing.T, credited int64, busy func(*harness, *steppe
 	// write's answer (a watch event and a slow response come on two connections).
 	changed := change(h)
 	s.l.accountEvent(h.ctx, changed.DeepCopy(), false)
+	if during != nil {
+		during(h, s)
+	}
 	// 4. The answer comes; the writer takes it into the books and waits out its interval.
 	close(stall.released)
 	waitFor(t, func() bool {
@@ -109,4 +119,24 @@ func TestADeletionSeenDuringAnAccountWriteStopsNewTasks(t *testing.T) {
 	if task, err := s.l.CreateTask(h.ctx, h.task("after"), 0); !errors.Is(err, ErrAccountClosing) {
 		t.Fatalf("a REST create after the deletion was seen: err %v (created: %v), want ErrAccountClosing (403)", err, task != nil)
 	}
+}
+
+// The same window before the answer comes: while the write is on its way, the suspension's
+// event only moved seenRV, and the books' account (from before the write) says not suspended.
+// The write's answer can take as long as the kube-apiserver's request timeout (60 s).
+func TestASuspensionSeenWhileAnAccountWriteWaitsForItsAnswerStopsNewTasks(t *testing.T) {
+	busy := func(h *harness, s *stepped) { h.create(s.l, "before", 10) }
+	changeDuringWriteThen(t, 100, busy, func(h *harness) *videogenv1alpha1.PointAccount {
+		var a *videogenv1alpha1.PointAccount
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			a = h.account()
+			a.Spec.Suspended = true
+			return k8s.Update(h.ctx, a)
+		}))
+		return a
+	}, func(h *harness, s *stepped) {
+		if task, err := s.l.CreateTask(h.ctx, h.task("during"), 10); !errors.Is(err, ErrAccountSuspended) {
+			t.Errorf("a REST create after the suspension was seen, the write's answer not in: err %v (created: %v), want ErrAccountSuspended (403)", err, task != nil)
+		}
+	})
 }

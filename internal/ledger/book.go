@@ -125,10 +125,11 @@ type book struct {
 	dirty    bool // the status in the account is behind the books
 	check    bool // the next write reads the sources of entries whose fate is unknown (Tidy)
 	flushing bool // a writer goroutine runs for this account
-	// writing: the writer's commit is under way; seenRV is the newest copy of the account
-	// seen meanwhile (its own write, or somebody else's after it).
+	// writing: the writer's commit is under way; seen is the newest copy of the account seen
+	// meanwhile (its own write, or somebody else's after it), seenRV its resourceVersion.
 	writing   bool
 	seenRV    string
+	seen      *videogenv1alpha1.PointAccount
 	lastWrite time.Time
 }
 

@@ -63,7 +63,7 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		p := l.plan(b)
 		work := b.dirty || len(b.queued) > 0
 		b.dirty, b.check = false, false
-		b.writing, b.seenRV = true, ""
+		b.writing, b.seenRV, b.seen = true, "", nil
 		b.mu.Unlock()
 
 		if !l.resolveFates(ctx, b.namespace, p) && !work {
@@ -97,8 +97,14 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		} else {
 			l.landed(b, p, written)
 			if newer(b.seenRV, written.ResourceVersion) {
-				// Someone wrote the account after this write: bring its spec in (and put
-				// the books' status back over any edit of it) with the next write.
+				// Someone wrote the account after this write (an administrator suspended or
+				// deleted it): its copy is the books' account, with the books' status, as
+				// accountEvent takes an edit (the copy written is from before it, and
+				// accepting reads the spec and the deletion from the books' account); the
+				// next write puts the books' status back over any edit of it.
+				status := b.account.Status
+				b.account = b.seen.DeepCopy()
+				b.account.Status = status
 				b.dirty = true
 			}
 		}

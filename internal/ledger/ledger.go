@@ -578,9 +578,13 @@ func (l *Ledger) accountEvent(ctx context.Context, obj any, deleted bool) {
 		}
 	case b.writing:
 		// Most likely the writer's own write, landed before its answer: the writer decides
-		// when the answer comes (seenRV).
+		// when the answer comes (seen). An administrator's suspension or deletion stops new
+		// tasks at once all the same: accepting reads them from the books' account.
 		if newer(a.ResourceVersion, b.seenRV) {
-			b.seenRV = a.ResourceVersion
+			b.seenRV, b.seen = a.ResourceVersion, a.DeepCopy()
+		}
+		if newer(a.ResourceVersion, b.account.ResourceVersion) {
+			b.account.Spec, b.account.DeletionTimestamp = *a.Spec.DeepCopy(), a.DeletionTimestamp.DeepCopy()
 		}
 	case newer(a.ResourceVersion, b.account.ResourceVersion):
 		// An administrator changed the spec (suspended) or deleted it. The status is the
