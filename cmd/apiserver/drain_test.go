@@ -87,6 +87,23 @@ func TestShutdownDrainsBeforeTheServersStop(t *testing.T) {
 		t.Fatalf("never ready: %v", err)
 	}
 
+	// A client with a kept-alive connection (an Ingress controller's upstream pool, a REST
+	// client's Transport): kube-proxy keeps sending such connections here whatever the
+	// endpoints say, so the drain must close them for the client to reconnect elsewhere.
+	kept := &http.Client{Transport: &http.Transport{}}
+	keptStatus := func() (int, bool, error) {
+		resp, err := kept.Get(apiURL)
+		if err != nil {
+			return 0, false, err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Close, nil
+	}
+	if _, closing, err := keptStatus(); err != nil || closing {
+		t.Fatalf("before the signal: %v, connection closing %v; want a kept-alive answer", err, closing)
+	}
+
 	// 1. SIGTERM.
 	sigterm()
 	select {
@@ -104,6 +121,11 @@ func TestShutdownDrainsBeforeTheServersStop(t *testing.T) {
 	}
 	if code, err := status(apiURL); err != nil || code != http.StatusOK {
 		t.Errorf("a REST call while draining: %d, %v; want its answer, 200", code, err)
+	}
+	// The kept-alive client's next request is answered, with Connection: close: its next one
+	// opens a new connection, which the Service routes to a pod that is not going away.
+	if code, closing, err := keptStatus(); err != nil || code != http.StatusOK || !closing {
+		t.Errorf("a kept-alive client while draining: %d, connection closing %v, %v; want 200 and Connection: close", code, closing, err)
 	}
 	select {
 	case err := <-done:
@@ -135,7 +157,7 @@ func TestNoShutdownDelayEndsWithTheSignal(t *testing.T) {
 		return nil
 	}
 	ctx, draining := drainOnSignal(signal, 0, after, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := draining(nil); err != nil {
+	if err := draining.Check(nil); err != nil {
 		t.Fatalf("not ready before the signal: %v", err)
 	}
 	if ctx.Err() != nil {
@@ -147,7 +169,7 @@ func TestNoShutdownDelayEndsWithTheSignal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("did not end with the signal")
 	}
-	if draining(nil) == nil {
+	if draining.Check(nil) == nil {
 		t.Error("still ready after the signal")
 	}
 }

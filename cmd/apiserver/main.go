@@ -181,12 +181,16 @@ func run() error {
 }
 
 // addServing has mgr serve httpServer on l and answer /healthz and /readyz: ready once the
-// caches synced (cachesSynced) and until draining fails (drainOnSignal).
+// caches synced (cachesSynced) and until the drain starts (drainOnSignal). From then on
+// httpServer keeps no connection alive: a client's kept-alive connection, which kube-proxy
+// keeps sending here whatever the endpoints say, is closed after its next answer (HTTP/2: a
+// GOAWAY), and the client's next request opens one to a pod that is not going away.
 func addServing(ctx context.Context, mgr ctrl.Manager, httpServer *http.Server, l net.Listener,
-	draining healthz.Checker, logger *slog.Logger) error {
+	draining *drain, logger *slog.Logger) error {
 	if err := mgr.Add(serve(httpServer, l, logger)); err != nil {
 		return err
 	}
+	draining.OnStart(func() { httpServer.SetKeepAlivesEnabled(false) })
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -197,7 +201,7 @@ func addServing(ctx context.Context, mgr ctrl.Manager, httpServer *http.Server, 
 	if err := mgr.AddReadyzCheck("caches", ready); err != nil {
 		return err
 	}
-	return mgr.AddReadyzCheck("shutdown", draining)
+	return mgr.AddReadyzCheck("shutdown", draining.Check)
 }
 
 // checkRate refuses a per-key rate limit that does not limit as written: 0 would fall back to
