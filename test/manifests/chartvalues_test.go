@@ -75,3 +75,24 @@ func containsArg(args []string, want string) bool {
 	}
 	return false
 }
+
+// The manager prices kubectl's tasks and the apiserver REST tasks, each with its own
+// --default-price: the chart sets both from defaultPrice, and refuses a --default-price in
+// either extraArgs, which would make the same template cost two prices.
+func TestTheChartRefusesADefaultPriceInExtraArgs(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := filepath.Join(root, "bin", "helm")
+	for _, set := range []string{"manager.extraArgs={--default-price=20}", "apiserver.extraArgs={--default-price=20}"} {
+		cmd := exec.Command(helm, "template", "videogen", filepath.Join(root, "charts", "videogen-operator"), "--set", set)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if _, err := cmd.Output(); err == nil {
+			t.Errorf("--set %s rendered: one container's default price differs from the other's", set)
+		} else if !strings.Contains(stderr.String(), "defaultPrice") {
+			t.Errorf("--set %s: the refusal does not name the value to use: %s", set, stderr.String())
+		}
+	}
+}
