@@ -3,6 +3,7 @@ package stripe
 import (
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
 	"github.com/videogen-dev/videogen-operator/internal/connectors/internal/norm"
@@ -17,13 +18,25 @@ func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
 	if e.Type == "" {
 		return nil, &connectors.ParseError{Connector: Name, Err: errors.New("event has no type")}
 	}
+	occurred, err := created(e.Created)
+	if err != nil {
+		return nil, &connectors.ParseError{Connector: Name, Err: err}
+	}
 	ev := &connectors.Event{
 		Type:               connectors.EventTypeUnsupported,
 		ConnectorEventType: e.Type,
 		MerchantEventID:    e.ID,
-		OccurredAt:         norm.Unix(e.Created),
+		OccurredAt:         occurred,
 	}
-	o := &e.Data.Object
+	if !mapped(e.Type) {
+		return ev, nil
+	}
+	o := &object{}
+	if len(e.Data.Object) > 0 {
+		if err := json.Unmarshal(e.Data.Object, o); err != nil {
+			return nil, &connectors.ParseError{Connector: Name, Err: wrapObjectErr(err)}
+		}
+	}
 	switch kind, t := classify(e.Type, o); kind {
 	case kindPayment:
 		ev.Type, ev.Payment = t, payment(e.Type, o)
@@ -33,6 +46,58 @@ func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
 		ev.Type, ev.Dispute = t, dispute(o)
 	}
 	return ev, nil
+}
+
+// created reads the event's creation time: epoch seconds (snapshot events) or an RFC 3339
+// string (thin events); absent or null is unknown.
+func created(raw json.RawMessage) (time.Time, error) {
+	var v any
+	if len(raw) == 0 {
+		return time.Time{}, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return time.Time{}, err
+	}
+	switch c := v.(type) {
+	case nil:
+		return time.Time{}, nil
+	case string:
+		return norm.Time(c), nil
+	case float64:
+		var sec int64
+		if err := json.Unmarshal(raw, &sec); err != nil {
+			return time.Time{}, errors.New("created is not whole epoch seconds")
+		}
+		return norm.Unix(sec), nil
+	}
+	return time.Time{}, errors.New("created is neither epoch seconds nor a date-time string")
+}
+
+// wrapObjectErr names data.object in a type error, as decoding the whole envelope did.
+func wrapObjectErr(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := "data.object"
+		if te.Field != "" {
+			field += "." + te.Field
+		}
+		return &json.UnmarshalTypeError{Value: te.Value, Type: te.Type, Offset: te.Offset, Field: field}
+	}
+	return err
+}
+
+// mapped reports whether classify may map eventType to a type other than
+// EventTypeUnsupported: only those events' objects are decoded.
+func mapped(eventType string) bool {
+	switch eventType {
+	case "payment_intent.succeeded", "payment_intent.payment_failed", "charge.failed",
+		"payment_intent.processing", "charge.pending", "payment_intent.canceled",
+		"payment_intent.amount_capturable_updated", "charge.succeeded", "charge.captured",
+		"charge.refunded", "refund.failed", "charge.refund.updated", "refund.created", "refund.updated",
+		"charge.dispute.created", "charge.dispute.updated", "charge.dispute.closed":
+		return true
+	}
+	return false
 }
 
 type kind int

@@ -6,12 +6,18 @@ import (
 )
 
 // event is the envelope Stripe posts (https://docs.stripe.com/api/events/object).
+//
+// Only id and type are read before the type is known: created is epoch seconds in snapshot
+// events but an RFC 3339 string in thin (API v2) events, and data.object is whatever object
+// the event is about (a billing.credit_grant's "amount" is an object, not an integer). It is
+// decoded into object only for the types classify maps, so that a verified event of another
+// type is EventTypeUnsupported rather than refused.
 type event struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Created json.RawMessage `json:"created"`
 	Data    struct {
-		Object object `json:"object"`
+		Object json.RawMessage `json:"object"`
 	} `json:"data"`
 }
 
