@@ -2,6 +2,7 @@ package stripe_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -85,5 +86,51 @@ func TestAdv22MappedStripeEventWithAWrongShapeIsStillAParseError(t *testing.T) {
 		if _, ok := err.(*connectors.ParseError); !ok {
 			t.Errorf("Parse(%s) error = %v, want *ParseError", body, err)
 		}
+	}
+}
+
+// Round 22: charge.refunded names the newest refund but reported the charge's cumulative
+// amount_refunded as that refund's amount.
+//
+// Input: a 1000-cent charge refunded in two parts, 400 then 600. Stripe sends charge.refunded
+// for each ("Occurs whenever a charge is refunded, including partial refunds"); the Charge it
+// carries has amount_refunded = the total refunded so far (400, then 1000) and, on API
+// versions before 2022-11-15 (or with the field expanded), refunds.data newest first, each
+// Refund with its own amount. Before the fix the second event said refund re_2 of 1000 cents:
+// a sink adding up refunds (the event's refund id is unique, so nothing dedups it) sees 1400
+// refunded on a 1000 charge, and re_2's own refund.created/charge.refund.updated events say
+// 600, so two events about one refund disagree about its amount.
+func TestAdv22ChargeRefundedReportsTheNewestRefundsOwnAmount(t *testing.T) {
+	chargeWith := func(amountRefunded int, refunds string) string {
+		return `{"id":"ch_3Partial","object":"charge","amount":1000,"amount_refunded":` + fmt.Sprint(amountRefunded) +
+			`,"captured":true,"currency":"usd","status":"succeeded","created":1679090539,"payment_intent":"pi_3Partial",` +
+			`"refunds":{"object":"list","data":` + refunds + `}}`
+	}
+	now := time.Unix(1686089975, 0)
+	for _, tt := range []struct {
+		name       string
+		object     string
+		wantRefund string
+		wantAmount int64
+	}{
+		{"first partial refund", chargeWith(400, `[{"id":"re_1","object":"refund","amount":400,"status":"succeeded"}]`), "re_1", 400},
+		{"second partial refund", chargeWith(1000, `[{"id":"re_2","object":"refund","amount":600,"status":"succeeded"},`+
+			`{"id":"re_1","object":"refund","amount":400,"status":"succeeded"}]`), "re_2", 600},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := envelope("charge.refunded", tt.object)
+			req := request(sign("whsec_test", now.Unix(), body), body)
+			ev, err := connectors.HandleWith(context.Background(), stripe.New(), req, connectors.SecretsFromStrings("whsec_test"), "", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type != connectors.ChargeRefunded || ev.Refund == nil {
+				t.Fatalf("event = %+v", ev)
+			}
+			if ev.Refund.RefundID != tt.wantRefund || ev.Refund.AmountMinor != tt.wantAmount {
+				t.Fatalf("refund %s of %d cents; want %s of %d (the refund's own amount, not the charge's amount_refunded)",
+					ev.Refund.RefundID, ev.Refund.AmountMinor, tt.wantRefund, tt.wantAmount)
+			}
+		})
 	}
 }
