@@ -237,9 +237,16 @@ func refund(o *object) *connectors.RefundDetails {
 	if o.Object == "charge" { // charge.refunded carries the charge
 		r.PaymentID = string(o.PaymentIntent)
 		r.ConnectorTransactionID = o.ID
+		// amount_refunded is the charge's total refunded so far; charge.refunded is sent for
+		// every partial refund, so the newest refund's own amount is this refund's, when the
+		// charge lists its refunds (API versions before 2022-11-15, or expanded).
 		r.AmountMinor = o.AmountRefunded
 		if o.Refunds != nil && len(o.Refunds.Data) > 0 {
-			r.RefundID = o.Refunds.Data[0].ID // newest first
+			newest := o.Refunds.Data[0] // newest first
+			r.RefundID = newest.ID
+			if newest.Amount != nil {
+				r.AmountMinor = *newest.Amount
+			}
 		}
 		if r.PaymentID == "" {
 			r.PaymentID = o.ID

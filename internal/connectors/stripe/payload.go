@@ -47,7 +47,8 @@ type object struct {
 	} `json:"last_payment_error"`
 	Refunds *struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID     string `json:"id"`
+			Amount *int64 `json:"amount"`
 		} `json:"data"`
 	} `json:"refunds"`
 }
