@@ -32,6 +32,8 @@ type event struct {
 		ReasonCode       string `json:"reason_code"`
 		Date             string `json:"date"`
 		PaymentActionID  string `json:"payment_action_id"`
+		// Destination is set for payouts only: the bank account or card paid out to.
+		Destination json.RawMessage `json:"destination"`
 	} `json:"data"`
 }
 
@@ -55,6 +57,13 @@ func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
 		OccurredAt:         norm.Time(occurred),
 	}
 	d := &e.Data
+	// Checkout sends payment_approved, payment_declined, payment_paid... for payouts too
+	// (docs: "when a payment authorization or a payout is approved"): money sent out, not a
+	// payment received, so none of the types this model has. A payout's data names its
+	// destination; a payment's does not.
+	if len(d.Destination) > 0 && string(d.Destination) != "null" {
+		return ev, nil
+	}
 	action := d.ActionID
 	if action == "" {
 		action = d.ID
