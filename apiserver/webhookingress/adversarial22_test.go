@@ -8,14 +8,23 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
+	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
 // Round 22: a genuine Stripe event of a type the connector does not map, whose object has
@@ -52,5 +61,77 @@ func TestAdversarial22StripeEventOfAnotherShapeIsStoredUnsupported(t *testing.T)
 	if err := cl.List(context.Background(), &list); err != nil || len(list.Items) != 1 ||
 		list.Items[0].Spec.MerchantEventID != "evt_adv22_credit" || list.Items[0].Spec.EventType != "EVENT_TYPE_UNSUPPORTED" {
 		t.Fatalf("stored: %v %+v", err, list.Items)
+	}
+}
+
+const adv22AdyenKey = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+
+// adv22AdyenItem is one NotificationRequestItem signed as Adyen documents it (base64
+// HMAC-SHA256, key hex-decoded, over pspReference:originalReference:merchantAccountCode:
+// merchantReference:value:currency:eventCode:success), computed here with the standard library.
+func adv22AdyenItem(t *testing.T, key, psp, eventCode, success string, value int) string {
+	t.Helper()
+	k, err := hex.DecodeString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, k)
+	mac.Write([]byte(psp + "::TestMerchant:ref-" + psp + ":" + strconv.Itoa(value) + ":EUR:" + eventCode + ":" + success))
+	return `{"NotificationRequestItem":{"pspReference":"` + psp + `","merchantAccountCode":"TestMerchant","merchantReference":"ref-` + psp +
+		`","amount":{"value":` + strconv.Itoa(value) + `,"currency":"EUR"},"eventCode":"` + eventCode + `","success":"` + success +
+		`","eventDate":"2026-01-01T00:00:00+01:00","additionalData":{"hmacSignature":"` + base64.StdEncoding.EncodeToString(mac.Sum(nil)) + `"}}}`
+}
+
+// Checked, holds: an Adyen batch in which one item does not verify is refused whole (401, and
+// nothing of it is stored, not even the items that do verify), so no item is lost or stored
+// twice: Adyen retries the whole delivery, and the corrected batch stores every item once; a
+// further redelivery of it (Adyen retries until it sees a 2xx) is all duplicates.
+//
+// Input: a batch [AUTHORISATION ok, REFUND signed with another key, CAPTURE ok]. Reachable: a
+// key rotation in the Customer Area while deliveries are queued, or an item changed in transit.
+func TestAdversarial22AdyenBatchWithOneBadItemStoresNothingThenEverythingOnce(t *testing.T) {
+	now := time.Unix(1767225600, 0)
+	cl := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	svc, err := eventservice.New(eventservice.StaticSecrets{"adyen": {adv22AdyenKey}},
+		eventservice.WithClock(clocktesting.NewFakePassiveClock(now)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := webhookingress.New(webhookingress.Options{Service: svc, Client: cl, Namespace: "payments",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(items ...string) (int, string) {
+		body := `{"live":"false","notificationItems":[` + strings.Join(items, ",") + `]}`
+		req, err := http.NewRequest(http.MethodPost, "/v1/webhooks/adyen", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetPathValue("connector", "adyen")
+		rec := newRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.code, rec.body.String()
+	}
+	auth := adv22AdyenItem(t, adv22AdyenKey, "ADV22AUTH0000001", "AUTHORISATION", "true", 1000)
+	capture := adv22AdyenItem(t, adv22AdyenKey, "ADV22CAPT0000001", "CAPTURE", "true", 1000)
+	badRefund := adv22AdyenItem(t, strings.Repeat("0A", 32), "ADV22REFD0000001", "REFUND", "true", 400)
+	goodRefund := adv22AdyenItem(t, adv22AdyenKey, "ADV22REFD0000001", "REFUND", "true", 400)
+
+	if code, out := post(auth, badRefund, capture); code != http.StatusUnauthorized || !strings.Contains(out, `"invalid_signature"`) {
+		t.Fatalf("a batch with one bad item: %d %s, want 401 invalid_signature", code, out)
+	}
+	if n := adv21Count(cl); n != 0 {
+		t.Fatalf("%d PaymentEvents stored from a refused batch", n)
+	}
+	if code, out := post(auth, goodRefund, capture); code != http.StatusOK || !strings.Contains(out, `"stored":3`) {
+		t.Fatalf("the corrected batch: %d %s, want 200 with 3 stored", code, out)
+	}
+	if code, out := post(auth, goodRefund, capture); code != http.StatusOK || !strings.Contains(out, `"duplicate":true`) ||
+		!strings.Contains(out, `"duplicates":3`) {
+		t.Fatalf("its redelivery: %d %s, want 200 with 3 duplicates", code, out)
+	}
+	if n := adv21Count(cl); n != 3 {
+		t.Fatalf("%d PaymentEvents stored, want 3", n)
 	}
 }
