@@ -134,3 +134,37 @@ func TestAdv22ChargeRefundedReportsTheNewestRefundsOwnAmount(t *testing.T) {
 		})
 	}
 }
+
+// Round 22: charge.refunded is sent when a refund is created, and a refund may be created
+// pending (bank debits, some wallets: Refund.status "pending", later "succeeded", or "failed"
+// with charge.refund.updated). CHARGE_REFUNDED means the refund succeeded (event.go); when the
+// charge lists its refunds, the newest one's own status says whether it did. Before the fix a
+// pending refund's charge.refunded was CHARGE_REFUNDED with the charge's status "succeeded"
+// as the refund's: a sink was told the customer had their money back, and if the refund then
+// failed, it received REFUND_FAILURE for a refund it had been told succeeded.
+func TestAdv22ChargeRefundedOfAPendingRefundIsRefundProcessing(t *testing.T) {
+	object := `{"id":"ch_3Pending","object":"charge","amount":1000,"amount_refunded":1000,"captured":true,"currency":"eur",` +
+		`"status":"succeeded","created":1679090539,"payment_intent":"pi_3Pending","refunds":{"object":"list","data":[` +
+		`{"id":"re_pending","object":"refund","amount":1000,"status":"%s"}]}}`
+	now := time.Unix(1686089975, 0)
+	for _, tt := range []struct {
+		status string
+		want   connectors.EventType
+	}{
+		{"pending", connectors.RefundProcessing},
+		{"succeeded", connectors.ChargeRefunded},
+		{"failed", connectors.RefundFailure},
+	} {
+		t.Run(tt.status, func(t *testing.T) {
+			body := envelope("charge.refunded", fmt.Sprintf(object, tt.status))
+			req := request(sign("whsec_test", now.Unix(), body), body)
+			ev, err := connectors.HandleWith(context.Background(), stripe.New(), req, connectors.SecretsFromStrings("whsec_test"), "", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type != tt.want || ev.Refund == nil || ev.Refund.RefundID != "re_pending" || ev.Refund.Status != tt.status {
+				t.Fatalf("charge.refunded of a %s refund: %s %+v; want %s with the refund's own status", tt.status, ev.Type, ev.Refund, tt.want)
+			}
+		})
+	}
+}
