@@ -132,6 +132,13 @@ func classify(eventType string, o *object) (kind, connectors.EventType) {
 	case "charge.captured":
 		return kindPayment, connectors.PaymentIntentCaptureSuccess
 	case "charge.refunded":
+		// Sent when a refund is created, which may be pending: the newest refund's own status,
+		// when the charge lists its refunds, says whether it succeeded.
+		if o.Refunds != nil && len(o.Refunds.Data) > 0 {
+			if t, ok := refundStatusType(o.Refunds.Data[0].Status); ok {
+				return kindRefund, t
+			}
+		}
 		return kindRefund, connectors.ChargeRefunded
 	case "refund.failed":
 		return kindRefund, connectors.RefundFailure
@@ -246,6 +253,9 @@ func refund(o *object) *connectors.RefundDetails {
 			r.RefundID = newest.ID
 			if newest.Amount != nil {
 				r.AmountMinor = *newest.Amount
+			}
+			if newest.Status != "" {
+				r.Status = newest.Status
 			}
 		}
 		if r.PaymentID == "" {

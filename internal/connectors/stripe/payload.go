@@ -49,6 +49,7 @@ type object struct {
 		Data []struct {
 			ID     string `json:"id"`
 			Amount *int64 `json:"amount"`
+			Status string `json:"status"`
 		} `json:"data"`
 	} `json:"refunds"`
 }
