@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -591,11 +593,22 @@ func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UI
 // mayStillLand reports whether a create failed in a way that does not end it: the
 // kube-apiserver (504 Timeout, or 500 ServerTimeout) or the client gave up waiting, or the
 // kube-apiserver failed inside (a 500 such as etcd's "request timed out", a 503 while etcd
-// changes leader), and etcd may store the write after a re-read found nothing. A 429 is not
-// among them: API Priority and Fairness sheds a request before it is handled.
+// changes leader), and etcd may store the write after a re-read found nothing; or the
+// connection broke after the request went out (a reset, an EOF, an HTTP/2 connection lost: no
+// answer at all), as opposed to a dial that failed, which sent nothing. A 429 is not among them:
+// API Priority and Fairness sheds a request before it is handled.
 func mayStillLand(err error) bool {
 	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || sentAndCut(err)
+}
+
+// sentAndCut reports whether a request failed in transport (client-go's *url.Error) other than by
+// a dial or a name lookup that failed: it may have reached the kube-apiserver.
+func sentAndCut(err error) bool {
+	var transport *url.Error
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &transport) && !(errors.As(err, &op) && op.Op == "dial") && !errors.As(err, &dns)
 }
 
 // requestRefused reports whether the kube-apiserver refused a request itself: nothing was
