@@ -12,8 +12,10 @@
 //
 // The account is the purse. Credited and spent are its only counters. A charge (a succeeded
 // task) and a top-up change them in one compare-and-swap together with a journal entry keyed
-// by the source's UID; the entry is forgotten once the source's status shows it (the task
-// Deducted, the top-up applied) or the source is gone. The status is the ledger's alone: every
+// by the source's UID (entries are written in the order queued, at most 512 KiB of journal a
+// write); the entry is forgotten once the source's status shows it (the task Deducted, the
+// top-up applied or refused) or the source is gone, and a charge whose task says Refunded
+// after all gives its points back then. The status is the ledger's alone: every
 // write carries absolute figures, its books' (the status it last wrote, with its queued entries
 // applied), whatever the stored copy says, so a retry of a write that landed writes the same
 // figures instead of counting twice, and an edit by anybody else is written back. A charge is
@@ -29,11 +31,17 @@
 //
 // One authority. The books are rebuilt when a manager is elected: for each account a write of
 // status.authority first (so that no write of an earlier manager still in flight can land),
-// then the open tasks and top-ups read from the kube-apiserver, never from a cache; a manager
-// that sees another's authority, in an event or on a conflict, stops deciding, and Start returns
-// ErrFenced so that the manager exits, as on losing its Lease. The informer's
+// then the open tasks and top-ups read from the kube-apiserver, never from a cache, the leader
+// Lease read before and after the fences (Config.Lease). A manager that sees another's
+// authority, in an event or on a conflict, reads the Lease: if it still holds it in the term
+// its books were built in, the fence is a deposed manager's and its next write puts its own
+// name back; otherwise (or without a Lease) it stops deciding, and Start returns ErrFenced so
+// that the manager exits, as on losing its Lease. The informer's
 // events only bring what others did; a copy older than the books know is ignored.
-// A hold the books did not count (a late create, a write that reported an error and landed) is
-// counted when seen if the balance covers it, and refused before it runs otherwise. So 402 is
+// A hold is un-counted only when its write certainly failed: a create whose error may come
+// before its commit (a timeout, a 500 or 503, a connection cut after it was sent) keeps it
+// until a read says, and is answered in doubt. A hold the books did not count (a late create,
+// a write that reported an error and landed) is counted when seen if the balance covers it,
+// and refused before it runs otherwise. So 402 is
 // exact whichever REST replica serves the request, and a balance read after a 202 shows it.
 package ledger
