@@ -31,9 +31,9 @@ func newTopUpCommand(o *options) *cobra.Command {
 		Long: `Creates a PointTopUp, the account's audit record of the change, and waits until the
 operator applied it. --debit takes AMOUNT from the account instead (a correction, or what is
 left when it is closed) and needs --note saying why, e.g. topup acme 50 --debit --reference
-CORR-1 --note "double invoice". A reference is unique in the account's namespace for good: a
-second top-up with a reference already applied there, to this account or to an earlier one
-deleted since, is refused. The account must exist (account create): for one that does not,
+CORR-1 --note "double invoice". A reference is unique in the account's namespace for as long
+as the namespace lives: a second top-up with a reference already applied there, to this
+account or to an earlier one deleted since, is refused. The account must exist (account create): for one that does not,
 nothing is created.`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: firstArg(o.completeAccounts),
