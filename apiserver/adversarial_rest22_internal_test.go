@@ -1,0 +1,155 @@
+package apiserver
+
+// Adversarial review of the REST apiserver (round 22): data URLs spelt in capitals, empty
+// bodies under every Content-Type.
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+)
+
+// What breaks: a face sent as a data URL whose scheme or base64 token is not in lower case
+// (`DATA:image/png;base64,…`, `Data:…`, `data:image/png;BASE64,…`) is refused with 400 "field
+// "face": invalid image: not valid base64". RFC 3986 §3.1 makes schemes case-insensitive, and
+// RFC 2397's grammar is ABNF, whose quoted strings (";base64") are case-insensitive too (RFC
+// 5234 §2.3); the media type is case-insensitive by RFC 2045. docs/api.md promises a face "as
+// base64, data: prefix optional", with no word about case.
+//
+// Input: one POST /v1/videos/short (or /v1/images/pose) whose face a client built with an
+// upper-cased prefix (some languages' URL builders and hand-written SDKs upper-case schemes; a
+// data URL copied from a tool that prints them so). Nothing races.
+//
+// What the user sees: a 400 that says its image is not valid base64, which it is; retrying
+// changes nothing. Accepted, the face is stored and the task is created (202), as for
+// `data:image/png;base64,`.
+func TestADataURLFaceIsReadWhateverTheCaseOfItsSchemeAndBase64Token(t *testing.T) {
+	face := pngFace(t)
+	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
+			MediaURL: "https://cdn.example/studio.mp4"}}
+	for _, prefix := range []string{"DATA:image/png;base64,", "Data:image/png;base64,", "data:IMAGE/PNG;BASE64,",
+		"dAtA:image/png;Base64,", "data:image/png;base64,"} {
+		c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl).Build()
+		l := &accountLedger{available: 100}
+		blobs := &blobstore.Dir{Root: t.TempDir(), BaseURL: "http://apiserver.test/v1/blobs/"}
+		s := New(Config{Client: c, APIReader: c, Ledger: l, Blobs: blobs, DefaultPrice: 10,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		req := httptest.NewRequest(http.MethodPost, "/v1/videos/short",
+			strings.NewReader(`{"template_id":"studio","face":"`+prefix+face+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := serveAs(s.createShort, "acct", req)
+		if rec.Code != http.StatusAccepted {
+			t.Errorf("face %s…: %d %s; want 202, as for data:image/png;base64,", prefix, rec.Code, rec.Body)
+			continue
+		}
+		if l.creates != 1 {
+			t.Errorf("face %s…: the ledger was asked to create %d tasks; want 1", prefix, l.creates)
+		}
+		if stored, err := os.ReadDir(blobs.Root); err != nil || len(stored) == 0 {
+			t.Errorf("face %s…: nothing stored in the blob store (%v)", prefix, err)
+		}
+	}
+}
+
+// What breaks: `curl -d "" …/v1/videos/short` (or `-d @empty.json`, a body an SDK forgot to
+// fill) sends an empty body labelled application/x-www-form-urlencoded, curl -d's default, and
+// is answered 415 unsupported_media_type "a form (a=b&c=d) is not accepted: send Content-Type:
+// application/json". The same empty body labelled application/json is a 400 "the body is empty;
+// send a JSON object". The label of a body that is not there decides nothing: a client that
+// follows the 415 (adds -H 'Content-Type: application/json') is then told the real problem.
+//
+// Decided: every endpoint that takes a body answers an empty one (no bytes, or only white
+// space) with 400 invalid_request "the body is empty; send a JSON object", whatever its
+// Content-Type (none, JSON, curl -d's form label, another media type, a charset not UTF-8)
+// or Content-Encoding says: there is no content for a label to describe, and the fix the
+// client needs is a body. A body that is there keeps the 415s (a real form, text/plain JSON,
+// gzip). The POSTs that take no body still accept an empty one under any label.
+//
+// Input: one request; nothing races. What the user sees: a 415 about a form it never sent.
+func TestAnEmptyBodyIsA400SayingSoUnderEveryContentType(t *testing.T) {
+	l := &accountLedger{available: 100}
+	h, key, c := keyedServer(t, l)
+	do := func(method, target, ct, ce, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		if ce != "" {
+			req.Header.Set("Content-Encoding", ce)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	created := do("POST", "/v1/short-templates", "application/json", "", `{"name":"a","target_url":"https://cdn.example/a.mp4"}`)
+	var st struct {
+		ID string `json:"id"`
+	}
+	if created.Code != http.StatusCreated || json.Unmarshal(created.Body.Bytes(), &st) != nil || st.ID == "" {
+		t.Fatalf("creating a short template: %d %s", created.Code, created.Body)
+	}
+	targets := []struct{ method, target string }{
+		{"POST", "/v1/videos/short"}, {"POST", "/v1/videos/eraser"}, {"POST", "/v1/videos/template"},
+		{"POST", "/v1/images/pose"}, {"POST", "/v1/short-templates"}, {"PATCH", "/v1/short-templates/" + st.ID},
+	}
+	labels := []struct{ ct, ce string }{
+		{"", ""}, {"application/json", ""}, {"application/json; charset=utf-8", ""},
+		{"application/x-www-form-urlencoded", ""}, {"application/merge-patch+json", ""},
+		{"text/plain", ""}, {"application/json; charset=utf-16", ""}, {"multipart/form-data; boundary=x", ""},
+		{"application/json", "gzip"},
+	}
+	for _, tc := range targets {
+		for _, lb := range labels {
+			for _, body := range []string{"", " \r\n\t"} {
+				rec := do(tc.method, tc.target, lb.ct, lb.ce, body)
+				if rec.Code != http.StatusBadRequest {
+					t.Errorf("%s %s, Content-Type %q, Content-Encoding %q, body %q: %d %s; want 400 the body is empty",
+						tc.method, tc.target, lb.ct, lb.ce, body, rec.Code, rec.Body)
+					continue
+				}
+				if code, msg := errorOf(t, rec); code != "invalid_request" || !strings.Contains(msg, "the body is empty") {
+					t.Errorf("%s %s, Content-Type %q, body %q: %s %q", tc.method, tc.target, lb.ct, body, code, msg)
+				}
+			}
+		}
+	}
+	// A body that is there keeps its 415s.
+	for _, tc := range []struct{ ct, ce, body string }{
+		{"application/x-www-form-urlencoded", "", "template_id=studio"},
+		{"text/plain", "", `{"video":"https://cdn.example/v.mp4"}`},
+		{"application/json", "gzip", "\x1f\x8b\x08\x00"},
+	} {
+		if rec := do("POST", "/v1/videos/eraser", tc.ct, tc.ce, tc.body); rec.Code != http.StatusUnsupportedMediaType {
+			t.Errorf("eraser, Content-Type %q, Content-Encoding %q, body %q: %d %s; want 415", tc.ct, tc.ce, tc.body, rec.Code, rec.Body)
+		}
+	}
+	// The POSTs that take no body take an empty one under any label.
+	for _, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain"} {
+		if rec := do("POST", "/v1/tasks/vt-one/cancel", ct, "", ""); rec.Code != http.StatusAccepted {
+			t.Errorf("cancel, Content-Type %q, no body: %d %s", ct, rec.Code, rec.Body)
+		}
+	}
+	if l.creates != 0 {
+		t.Errorf("the ledger was asked to create %d tasks", l.creates)
+	}
+	var sts videogenv1alpha1.ShortTemplateList
+	if err := c.List(context.Background(), &sts, client.InNamespace("acct")); err != nil || len(sts.Items) != 1 || sts.Items[0].Spec.DisplayName != "a" {
+		t.Errorf("short templates: %+v %v; want the one made, unchanged", sts.Items, err)
+	}
+}
