@@ -45,9 +45,11 @@ var contentTypes = map[string]string{"jpeg": "image/jpeg", "png": "image/png", "
 // DecodeBase64 decodes s (plain base64, or a data: URL) and checks the image.
 func DecodeBase64(s string, lim Limits) (*Image, error) {
 	s = strings.TrimSpace(s)
-	if rest, ok := strings.CutPrefix(s, "data:"); ok {
-		meta, payload, found := strings.Cut(rest, ",")
-		if !found || !strings.HasSuffix(meta, ";base64") {
+	// A URL's scheme is case-insensitive (RFC 3986), and so are RFC 2397's ";base64" (ABNF
+	// strings) and the media type: DATA:image/png;BASE64,… is a data URL too.
+	if len(s) >= len("data:") && strings.EqualFold(s[:len("data:")], "data:") {
+		meta, payload, found := strings.Cut(s[len("data:"):], ",")
+		if !found || len(meta) < len(";base64") || !strings.EqualFold(meta[len(meta)-len(";base64"):], ";base64") {
 			return nil, fmt.Errorf("%w: a data URL must look like data:image/png;base64,<data>", ErrInvalid)
 		}
 		s = payload

@@ -40,8 +40,10 @@ func TestDecodeBase64AcceptsRealImages(t *testing.T) {
 	}{
 		"png":           {base64.StdEncoding.EncodeToString(pngOf(t, 32, 16)), "image/png"},
 		"jpeg data URL": {"data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(jpg), "image/jpeg"},
-		"unpadded":      {base64.RawStdEncoding.EncodeToString(pngOf(t, 5, 7)), "image/png"},
-		"with newlines": {wrap(base64.StdEncoding.EncodeToString(pngOf(t, 40, 40))), "image/png"},
+		// Schemes, RFC 2397's ";base64" and media types are case-insensitive.
+		"upper-case data URL": {"DATA:IMAGE/JPEG;BASE64," + base64.StdEncoding.EncodeToString(jpg), "image/jpeg"},
+		"unpadded":            {base64.RawStdEncoding.EncodeToString(pngOf(t, 5, 7)), "image/png"},
+		"with newlines":       {wrap(base64.StdEncoding.EncodeToString(pngOf(t, 40, 40))), "image/png"},
 	}
 	for name, c := range cases {
 		img, err := DecodeBase64(c.in, DefaultLimits)
