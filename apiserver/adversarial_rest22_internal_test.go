@@ -14,11 +14,13 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
@@ -83,7 +85,7 @@ func TestADataURLFaceIsReadWhateverTheCaseOfItsSchemeAndBase64Token(t *testing.T
 // Input: one request; nothing races. What the user sees: a 415 about a form it never sent.
 func TestAnEmptyBodyIsA400SayingSoUnderEveryContentType(t *testing.T) {
 	l := &accountLedger{available: 100}
-	h, key, c := keyedServer(t, l)
+	h, key, c := unlimitedKeyedServer(t, l)
 	do := func(method, target, ct, ce, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, target, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -152,4 +154,24 @@ func TestAnEmptyBodyIsA400SayingSoUnderEveryContentType(t *testing.T) {
 	if err := c.List(context.Background(), &sts, client.InNamespace("acct")); err != nil || len(sts.Items) != 1 || sts.Items[0].Spec.DisplayName != "a" {
 		t.Errorf("short templates: %+v %v; want the one made, unchanged", sts.Items, err)
 	}
+}
+
+// unlimitedKeyedServer is keyedServer without a rate limit, for tests that send many requests
+// with the one key.
+func unlimitedKeyedServer(t *testing.T, l Ledger) (http.Handler, string, client.Client) {
+	t.Helper()
+	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
+		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
+			MediaURL: "https://cdn.example/studio.mp4"}}
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task).Build()
+	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Client: c, APIReader: c, Ledger: l, DefaultPrice: 10, RateLimit: rate.Inf,
+		Keys:   &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return s.Handler(), key, c
 }

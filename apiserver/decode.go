@@ -53,14 +53,19 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 
 // readJSON is decodeJSON that also returns the body it read.
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byte, error) {
-	form, err := jsonContentType(r.Header.Get("Content-Type"))
-	if err != nil {
-		return nil, err
+	form, labelErr := jsonContentType(r.Header.Get("Content-Type"))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil && len(bytes.Trim(body, jsonSpace)) == 0 {
+		// No content: no Content-Type or Content-Encoding describes it, and what the client
+		// must change is the missing body (curl -d "" sends curl -d's form label).
+		return nil, badRequest("the body is empty; send a JSON object")
+	}
+	if labelErr != nil {
+		return nil, labelErr
 	}
 	if err := identityEncoding(w, r.Header.Values("Content-Encoding")); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		return nil, describeReadError(err, limit)
 	}
@@ -87,6 +92,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byt
 	}
 	return body, checkFieldNames(body, v)
 }
+
+// jsonSpace is JSON's white space (RFC 8259): a body of only these is empty.
+const jsonSpace = " \t\r\n"
 
 // noBodyLimit caps the body of a POST that takes none: enough for any {} a client sends.
 const noBodyLimit = 64 << 10
