@@ -6,13 +6,16 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +25,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
+	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
@@ -174,4 +178,59 @@ func unlimitedKeyedServer(t *testing.T, l Ledger) (http.Handler, string, client.
 		Keys:   &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return s.Handler(), key, c
+}
+
+// What breaks: GET /v1/templates lists a short template that is being deleted (its deletion
+// is held by a finalizer) as a usable custom template, while GET /v1/short-templates hides it
+// and a task's template_id no longer resolves to it (catalog.FindShortTemplate skips it): the
+// catalog offers {"id":"ushort_going","custom":true,"price":…} for a template every POST with
+// that template_id answers "no template … is available".
+//
+// Interleaving: (1) the account creates a short template; (2) it is deleted (DELETE
+// /v1/short-templates/{id}, or kubectl delete) while a finalizer holds it: any controller or
+// tool of the cluster may add one (backup, policy and GitOps tools do; kubectl delete
+// --cascade=foreground adds foregroundDeletion), and it stays until that finalizer's owner
+// removes it; (3) the account's client lists GET /v1/templates and submits with the id.
+//
+// What the user sees: a template listed as available, then refused when used; its own
+// short-templates listing says it is gone. Hidden, both listings agree with template_id.
+func TestAShortTemplateBeingDeletedIsNotListedAsAUsableTemplate(t *testing.T) {
+	const acct = "acct-22"
+	short := func(name, id string) *videogenv1alpha1.ShortTemplate {
+		return &videogenv1alpha1.ShortTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: acct, Name: name,
+			Labels: map[string]string{videogenv1alpha1.LabelShortTemplateID: id}},
+			Spec: videogenv1alpha1.ShortTemplateSpec{DisplayName: name, TargetURL: "https://cdn.example/" + name + ".mp4"}}
+	}
+	going := short("going", "ushort_going")
+	going.Finalizers = []string{"backup.example.com/hold"}
+	going.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	s, c := refusingServer(t, nil, going, short("staying", "ushort_staying"))
+	if _, err := catalog.FindShortTemplate(context.Background(), c, acct, "ushort_going"); !errors.Is(err, catalog.ErrTemplateNotFound) {
+		t.Fatalf("a task's template_id resolves ushort_going being deleted: %v", err)
+	}
+	for _, tc := range []struct {
+		path string
+		list func(http.ResponseWriter, *http.Request, apikeys.Principal)
+	}{
+		{"/v1/short-templates", s.listShortTemplates},
+		{"/v1/templates", s.listTemplates},
+		{"/v1/templates?capability=video.short", s.listTemplates},
+	} {
+		rec := serveAs(tc.list, acct, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		var page struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &page) != nil {
+			t.Fatalf("GET %s: %d %s", tc.path, rec.Code, rec.Body)
+		}
+		var ids []string
+		for _, d := range page.Data {
+			ids = append(ids, d.ID)
+		}
+		if slices.Contains(ids, "ushort_going") || !slices.Contains(ids, "ushort_staying") {
+			t.Errorf("GET %s lists %v; want ushort_staying and not ushort_going, which no task can use", tc.path, ids)
+		}
+	}
 }
