@@ -77,7 +77,9 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys
 			return
 		}
 		for _, st := range sortedShortTemplates(own.Items) {
-			if id := shortTemplateID(&st); id != "" {
+			// Being deleted, it is gone: template_id no longer resolves it (nor does
+			// GET /v1/short-templates list it), though a finalizer may keep it for a while.
+			if id := shortTemplateID(&st); id != "" && st.DeletionTimestamp.IsZero() {
 				out.Data = append(out.Data, TemplateView{ID: id, Object: "template", Capability: string(videogenv1alpha1.CapabilityShort),
 					Name: st.Spec.DisplayName, Price: s.cfg.DefaultPrice, CoverURL: optString(st.Spec.CoverURL),
 					DurationPrices: map[string]int64{}, Custom: true})
