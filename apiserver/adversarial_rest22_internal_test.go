@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -232,5 +233,56 @@ func TestAShortTemplateBeingDeletedIsNotListedAsAUsableTemplate(t *testing.T) {
 		if slices.Contains(ids, "ushort_going") || !slices.Contains(ids, "ushort_staying") {
 			t.Errorf("GET %s lists %v; want ushort_staying and not ushort_going, which no task can use", tc.path, ids)
 		}
+	}
+}
+
+// What breaks: a revoked API key keeps working for as long as its Secret's deletion is held by
+// a finalizer. Revoking deletes the Secret (videogenctl apikey revoke); Authenticate reads the
+// Secret from the cache and checks its labels and hash, not whether it is being deleted, so
+// every request with the key is served, and charged to the account, until the finalizer goes.
+//
+// Interleaving: (1) a key leaks; the administrator revokes it; (2) the Secret has a finalizer
+// (a backup, secret-sync or policy tool that marks the Secrets of a namespace, or one added by
+// hand), so the delete sets deletionTimestamp and the Secret stays; (3) whoever holds the key
+// submits tasks. Each step is ordinary; the revoke answered success.
+//
+// What the user sees: "revoked" keys that still create tasks and spend points; the account's
+// owner cannot stop them but by deleting the finalizer. Refused, the key is 401 invalid_api_key
+// as soon as the replica's cache sees the deletion.
+func TestARevokedKeyWhoseSecretAFinalizerHoldsIsRefused(t *testing.T) {
+	l := &accountLedger{available: 100}
+	h, key, c := unlimitedKeyedServer(t, l)
+	ctx := context.Background()
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.InNamespace("videogen-system")); err != nil || len(secrets.Items) != 1 {
+		t.Fatalf("key secrets: %v %v", secrets.Items, err)
+	}
+	secret := &secrets.Items[0]
+	secret.Finalizers = []string{"backup.example.com/hold"}
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := apikeys.Revoke(ctx, c, "videogen-system", secret.Labels[apikeys.LabelKeyID]); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, target, body string }{
+		{"GET", "/v1/balance", ""},
+		{"POST", "/v1/videos/short", `{"template_id":"studio","face":"https://cdn.example/face.png"}`},
+	} {
+		req := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s %s with a revoked key: %d %s; want 401", tc.method, tc.target, rec.Code, rec.Body)
+			continue
+		}
+		if code, _ := errorOf(t, rec); code != "invalid_api_key" {
+			t.Errorf("%s %s: code %s", tc.method, tc.target, code)
+		}
+	}
+	if l.creates != 0 {
+		t.Errorf("a revoked key created %d tasks", l.creates)
 	}
 }
