@@ -151,7 +151,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, presented string) (Pri
 	sum := sha256.Sum256([]byte(presented))
 	want := s.Data[dataHash]
 	got := []byte(hex.EncodeToString(sum[:]))
-	if s.Labels[LabelAPIKey] != "true" || s.Labels[LabelAccount] == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+	// A Secret being deleted is a revoked key (Revoke deletes it), though a finalizer may keep
+	// it in the cache for a while.
+	if s.Labels[LabelAPIKey] != "true" || s.Labels[LabelAccount] == "" || !s.DeletionTimestamp.IsZero() ||
+		subtle.ConstantTimeCompare(got, want) != 1 {
 		return Principal{}, ErrInvalidKey
 	}
 	return Principal{Account: s.Labels[LabelAccount], KeyID: m[1]}, nil
