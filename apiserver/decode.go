@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -54,21 +55,28 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 // readJSON is decodeJSON that also returns the body it read.
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byte, error) {
 	form, labelErr := jsonContentType(r.Header.Get("Content-Type"))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err == nil && len(bytes.Trim(body, jsonSpace)) == 0 {
+	in := bufio.NewReader(http.MaxBytesReader(w, r.Body, limit))
+	lead, err := leadingSpace(in)
+	if errors.Is(err, io.EOF) {
 		// No content: no Content-Type or Content-Encoding describes it, and what the client
 		// must change is the missing body (curl -d "" sends curl -d's form label).
 		return nil, badRequest("the body is empty; send a JSON object")
 	}
+	// A body that is there is refused for its label before the rest of it is read.
 	if labelErr != nil {
 		return nil, labelErr
 	}
 	if err := identityEncoding(w, r.Header.Values("Content-Encoding")); err != nil {
 		return nil, err
 	}
+	var rest []byte
+	if err == nil {
+		rest, err = io.ReadAll(in)
+	}
 	if err != nil {
 		return nil, describeReadError(err, limit)
 	}
+	body := append(lead, rest...)
 	if err := checkEncoding(body, form); err != nil {
 		return nil, err
 	}
@@ -95,6 +103,23 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]byt
 
 // jsonSpace is JSON's white space (RFC 8259): a body of only these is empty.
 const jsonSpace = " \t\r\n"
+
+// leadingSpace reads the JSON white space at the start of r and leaves its first other byte
+// unread: io.EOF if there is none, so that a body which is not there is told apart from one
+// with a wrong label by reading no further than that byte.
+func leadingSpace(r *bufio.Reader) ([]byte, error) {
+	var lead []byte
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return lead, err
+		}
+		if !strings.ContainsRune(jsonSpace, rune(b)) {
+			return lead, r.UnreadByte()
+		}
+		lead = append(lead, b)
+	}
+}
 
 // noBodyLimit caps the body of a POST that takes none: enough for any {} a client sends.
 const noBodyLimit = 64 << 10
