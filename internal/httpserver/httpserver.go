@@ -106,15 +106,24 @@ func (l envelopeListener) Accept() (net.Conn, error) {
 // carries a Date and a length, so it never looks like this.
 var earlyError = regexp.MustCompile(`^HTTP/1\.[01] ([0-9]{3}) ([^\r\n]*)\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n([^\r\n]*)$`)
 
+// expectationFailed is net/http's answer to an Expect header other than 100-continue: written
+// before any handler runs, but as a response (a Date, an empty body), so earlyError misses it.
+// No handler here answers 417.
+var expectationFailed = regexp.MustCompile(`^HTTP/1\.[01] 417 Expectation Failed\r\n(?:(?:Connection: close|Date: [^\r\n]*|Content-Length: 0)\r\n)*\r\n$`)
+
 type envelopeConn struct{ net.Conn }
 
 func (c *envelopeConn) Write(p []byte) (int, error) {
-	m := earlyError.FindSubmatch(p)
-	if m == nil {
+	var answer []byte
+	if m := earlyError.FindSubmatch(p); m != nil {
+		status, _ := strconv.Atoi(string(m[1]))
+		answer = envelope(status, string(m[3]))
+	} else if expectationFailed.Match(p) {
+		answer = envelope(http.StatusExpectationFailed, "")
+	} else {
 		return c.Conn.Write(p)
 	}
-	status, _ := strconv.Atoi(string(m[1]))
-	if _, err := c.Conn.Write(envelope(status, string(m[3]))); err != nil {
+	if _, err := c.Conn.Write(answer); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -140,6 +149,8 @@ func envelope(status int, text string) []byte {
 		message = fmt.Sprintf("the request line and headers are larger than %d bytes", MaxHeaderBytes)
 	case http.StatusNotImplemented:
 		code = "not_implemented"
+	case http.StatusExpectationFailed:
+		message = "the Expect header may only be 100-continue: send none, or 100-continue"
 	}
 	id := httpjson.NewRequestID()
 	body, _ := json.Marshal(httpjson.ErrorBody(code, message, id))
