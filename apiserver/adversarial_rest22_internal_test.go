@@ -286,3 +286,45 @@ func TestARevokedKeyWhoseSecretAFinalizerHoldsIsRefused(t *testing.T) {
 		t.Errorf("a revoked key created %d tasks", l.creates)
 	}
 }
+
+// What breaks: a request with two Authorization headers is served as the first one's account
+// and the second is ignored. Authorization is no list (RFC 9110 §11.6.2); RFC 6750 §3.1 answers
+// a request that repeats the access token 400 invalid_request. A client that sends two keys of
+// two accounts is charged on whichever came first, which it did not choose: curl sends both of
+// two -H 'Authorization: …' (a script's default header plus the one it meant), as does Go's
+// Header.Add over a client's default headers, or a gateway that adds its own.
+//
+// Input: one POST with Authorization: Bearer <key of account A> and Authorization: Bearer <key
+// of account B>. Nothing races.
+//
+// What the user sees: 202, a task created and points frozen on account A, while the client
+// believes it used B; B's listing does not show it. Refused, nothing is created and the 400
+// says to send one Authorization header, as two Idempotency-Key headers are refused.
+func TestTwoAuthorizationHeadersAreRefusedNotChargedToTheFirst(t *testing.T) {
+	l := &accountLedger{available: 100}
+	h, keyA, c := unlimitedKeyedServer(t, l)
+	keyB, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct-b", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keys := range [][]string{{keyA, keyB}, {keyB, keyA}, {keyA, keyA}} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/videos/short",
+			strings.NewReader(`{"template_id":"studio","face":"https://cdn.example/face.png"}`))
+		req.Header.Set("Content-Type", "application/json")
+		for _, k := range keys {
+			req.Header.Add("Authorization", "Bearer "+k)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("two Authorization headers: %d %s; want 400", rec.Code, rec.Body)
+			continue
+		}
+		if code, msg := errorOf(t, rec); code != "invalid_request" || !strings.Contains(msg, "Authorization") {
+			t.Errorf("two Authorization headers: %s %q", code, msg)
+		}
+	}
+	if l.creates != 0 {
+		t.Errorf("the ledger was asked to create %d tasks", l.creates)
+	}
+}
