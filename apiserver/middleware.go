@@ -21,6 +21,14 @@ import (
 // authenticate resolves the bearer key to an account and applies the key's rate limit.
 func (s *Server) authenticate(h func(http.ResponseWriter, *http.Request, apikeys.Principal)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := len(r.Header.Values("Authorization")); n > 1 {
+			// Two keys, maybe of two accounts: the first read and the other ignored would charge
+			// an account the client did not choose. RFC 6750 §3.1: a repeated token is a 400.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen", error="invalid_request"`)
+			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
+				"send one Authorization header, not "+strconv.Itoa(n))
+			return
+		}
 		token, ok := bearer.Token(r.Header.Get("Authorization"))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen"`)
