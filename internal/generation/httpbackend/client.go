@@ -105,7 +105,8 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 // Observe implements generation.Backend. A stage the backend does not know (404) will never
 // finish under that handle, so that error is permanent, and says the stage was lost
 // (generation.ErrStageLost): a worker keeps its stages in memory and forgets them when it
-// restarts, and the controller may submit the stage again under its key.
+// restarts, and the controller may submit the stage again under its key. So is an answer whose
+// key is not w's: the id was given to another stage since.
 func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
 	var st protocol.StageStatus
 	err := c.call(ctx, http.MethodGet, protocol.StagesPath+"/"+url.PathEscape(handle), nil, &st)
@@ -115,6 +116,13 @@ func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) 
 	}
 	if err != nil {
 		return generation.Observation{}, err
+	}
+	if st.Key != "" && st.Key != w.Key {
+		// The id names another key's stage now: a backend that restarted and numbers its
+		// stages afresh gave it out again. Ours is as unknown to it as after a 404, and the
+		// other stage's outputs or result are another task's.
+		return generation.Observation{}, generation.Lost(fmt.Errorf("backend answered GET %s/%s with the stage of another key: it no longer knows this stage",
+			protocol.StagesPath, url.PathEscape(handle)))
 	}
 	return observation(st)
 }
