@@ -163,6 +163,12 @@ stages:
 		switch obs.State {
 		case generation.Succeeded:
 			at := metav1.NewTime(now)
+			if stageName == videogenv1alpha1.StageRender && (obs.Result == nil || obs.Result.URL == "") {
+				// Not a success: the stage says how it failed, as the task does.
+				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, name+" reported success without a result"
+				return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed",
+					message: name + " reported success without a result"})
+			}
 			if why := unstorable(obs); why != "" {
 				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, fmt.Sprintf("%s reported %s", name, why)
 				return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(stageName) + "_failed",
@@ -171,10 +177,6 @@ stages:
 			st.State, st.Progress, st.CompletedAt, st.Outputs, st.Message = videogenv1alpha1.StageSucceeded, 100, &at, obs.Outputs, obs.Message
 			setProgress(task)
 			if stageName == videogenv1alpha1.StageRender {
-				if obs.Result == nil || obs.Result.URL == "" {
-					return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed",
-						message: name + " reported success without a result"})
-				}
 				return r.finish(ctx, task, before, view, outcome{success: true, reason: videogenv1alpha1.ReasonSucceeded, message: "Generation finished", result: obs.Result})
 			}
 			continue // hand the outputs to the next stage right away
