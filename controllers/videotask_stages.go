@@ -140,10 +140,23 @@ stages:
 			// next stage (or the end) is written in this same status update.
 		}
 
+		_, stopping := r.abandoned(task, now, deadline, gone)
 		callCtx, done := r.callContext(calls, task, now, deadline, gone)
 		obs, err := backend.Observe(callCtx, w, st.Handle)
+		cut := errors.Is(callCtx.Err(), context.DeadlineExceeded)
 		done()
 		now = r.Clock.Now()
+		if err != nil && cut && !stopping && !acceptDue() {
+			if _, stop := r.abandoned(task, now, deadline, gone); stop {
+				// The look began before the deadline and was cut at it: the stage gets the last
+				// look any stage of a task past its deadline gets, so that a render that
+				// finished wins over the timeout whenever its look began.
+				callCtx, done = r.callContext(calls, task, now, deadline, gone)
+				obs, err = backend.Observe(callCtx, w, st.Handle)
+				done()
+				now = r.Clock.Now()
+			}
+		}
 		if err != nil && acceptDue() {
 			break stages // the stage runs: its first look is the next reconcile's
 		}
