@@ -3,7 +3,11 @@ package httpbackend
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -70,4 +74,91 @@ func TestAdversarial22AStageAnsweredWithAnotherKeysStageIsLost(t *testing.T) {
 	if obs, err := c.Observe(ctx, b, idB); err != nil || obs.State != generation.Running {
 		t.Errorf("an answer without a key: %+v, %v; want running", obs, err)
 	}
+}
+
+// Adversarial round 22: cancelling by a handle that no longer names the stage.
+//
+// Interleaving (a): as above, a restarted backend that numbers its stages afresh gave A's id
+// to B's stage; A is deleted (or cancelled) before its next look, so the controller cancels
+// A's stage by the handle in A's status. Before the fix POST /v1/stages/<id>/cancel stopped
+// B's stage: B's task failed "cancelled", refunded, for nothing its owner did, and A's stage
+// (if submitted again) ran on.
+//
+// Interleaving (b), with the reference worker: a rollout loses A's stage; the controller
+// submits it again under its key (new id) but the status write recording the new id is lost
+// (a conflict with the cancel request or the deletion itself); the deletion cancels by the old
+// id, which the worker answers 404: before the fix that was "already gone", and the stage
+// submitted again ran on to its deadline (the task's timeout plus a minute, up to 30 days
+// away), holding one of the worker's few slots. A handle the backend no longer knows, or
+// that names another key, is cancelled by the key instead.
+func TestAdversarial22CancelByAHandleThatNoLongerNamesTheStage(t *testing.T) {
+	t.Run("an id given to another key's stage", func(t *testing.T) {
+		fake := newFake()
+		var (
+			mu      sync.Mutex
+			cancels []string
+		)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/cancel") {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				cancels = append(cancels, r.URL.Path+" "+strings.TrimSpace(string(body)))
+				mu.Unlock()
+				r.Body = io.NopCloser(strings.NewReader(string(body)))
+			}
+			fake.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		c := newClient(t, srv.URL, nil)
+		ctx := context.Background()
+		a := work()
+		id, err := c.Submit(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake.mu.Lock()
+		fake.byKey, fake.status = map[string]string{}, map[string]protocol.StageStatus{}
+		fake.mu.Unlock()
+		b := work()
+		b.Key = "other/t9/uid-9/render"
+		if idB, err := c.Submit(ctx, b); err != nil || idB != id {
+			t.Fatalf("B's submit = %q, %v; want the reused id %q", idB, err, id)
+		}
+
+		if err := c.Cancel(ctx, a, id); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, req := range cancels {
+			if strings.HasPrefix(req, protocol.StagesPath+"/"+id+"/cancel") {
+				t.Errorf("A's cancel stopped B's stage: %q", cancels)
+			}
+		}
+		if len(cancels) != 1 || !strings.Contains(cancels[0], a.Key) {
+			t.Errorf("cancels = %q, want one by A's key", cancels)
+		}
+	})
+
+	t.Run("a lost stage submitted again under a new id", func(t *testing.T) {
+		rw, srv := startReferenceWorker(t)
+		c := newClient(t, srv.URL, nil)
+		ctx := context.Background()
+		w := work()
+		old, err := c.Submit(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw.restart()
+		again, err := c.Submit(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Cancel(ctx, w, old); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := rw.table.Get(again); st.State != protocol.StateFailed || st.Message != "cancelled" {
+			t.Errorf("the stage submitted again after Cancel(w, %q): %+v, want failed cancelled", old, st)
+		}
+	})
 }
