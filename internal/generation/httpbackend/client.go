@@ -129,10 +129,25 @@ func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) 
 
 // Cancel implements generation.Backend; a stage the backend no longer knows is already gone.
 // Without a handle (a Submit that landed while the status write recording its id was lost) the
-// stage is cancelled by its key, POST /v1/stages/cancel.
+// stage is cancelled by its key, POST /v1/stages/cancel. With one, it is cancelled by its key
+// too, which names the stage whatever became of the handle: a backend that restarted forgot
+// the id, and the stage submitted again under the key since (its new id's write lost) runs
+// under another; one that numbers its stages afresh may have given the id to another key's
+// stage, which a cancel by id would stop. Only a backend without that endpoint (404 or 405)
+// is asked by id, unless the id answers with another key's stage.
 func (c *Client) Cancel(ctx context.Context, w generation.Work, handle string) error {
 	if handle == "" {
 		return c.cancelByKey(ctx, w.Key)
+	}
+	if w.Key != "" {
+		known, err := c.cancelKey(ctx, w.Key)
+		if err != nil || known {
+			return err
+		}
+		var st protocol.StageStatus
+		if err := c.call(ctx, http.MethodGet, protocol.StagesPath+"/"+url.PathEscape(handle), nil, &st); err == nil && st.Key != "" && st.Key != w.Key {
+			return nil // the id names another stage now; ours is gone
+		}
 	}
 	err := c.call(ctx, http.MethodPost, protocol.StagesPath+"/"+url.PathEscape(handle)+"/cancel", nil, nil)
 	var se *StatusError
@@ -146,15 +161,21 @@ func (c *Client) Cancel(ctx context.Context, w generation.Work, handle string) e
 // (404 or 405: an older or third-party one) cannot be asked: its stage runs to the deadline
 // it was submitted with, which is no error of the caller's.
 func (c *Client) cancelByKey(ctx context.Context, key string) error {
+	_, err := c.cancelKey(ctx, key)
+	return err
+}
+
+// cancelKey is cancelByKey, and says whether the backend knows the endpoint.
+func (c *Client) cancelKey(ctx context.Context, key string) (known bool, err error) {
 	if key == "" {
-		return nil // nothing names a stage
+		return false, nil // nothing names a stage
 	}
-	err := c.call(ctx, http.MethodPost, protocol.CancelByKeyPath, protocol.CancelRequest{Key: key}, nil)
+	err = c.call(ctx, http.MethodPost, protocol.CancelByKeyPath, protocol.CancelRequest{Key: key}, nil)
 	var se *StatusError
 	if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 func requestFor(w generation.Work) protocol.StageRequest {
