@@ -79,6 +79,13 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 	if e.rv != "" && newer(e.rv, t.ResourceVersion) {
 		return View{Stale: true}, nil
 	}
+	if newer(t.ResourceVersion, e.rv) && unseen(e, l.evidence(t)) {
+		// The ledger's own event for this copy has not come yet (the controller's listener ran
+		// first), and it changes what the books say: wait for it. Answered from the entry,
+		// the controller would accept a task that ended, or admit one again at today's price,
+		// and Admit would move the entry past the very copy its event brings.
+		return View{Standing: Unknown}, nil
+	}
 	v := View{Price: e.price}
 	switch e.state {
 	case unadmitted:
@@ -105,6 +112,21 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 		v.Standing = Settled
 	}
 	return v, nil
+}
+
+// unseen reports whether a copy newer than the books' entry e says what e does not count: the
+// task ended (e still holds, or waits for its charge), or it shows an admission e has not
+// counted (e is not admitted yet, or its own admission is on its way). This process observes
+// its own writes as they land, so such a copy was written by somebody else: a deposed manager's
+// late reject, refund or accept, landed after this manager listed the task.
+func unseen(e *entry, ev evidence) bool {
+	switch {
+	case ev.ended:
+		return e.state != settled
+	case ev.admitted:
+		return e.state == unadmitted || e.state == pending
+	}
+	return false
 }
 
 // keepsBooks reads the account from the kube-apiserver: whether this manager is still its
