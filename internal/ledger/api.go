@@ -365,6 +365,10 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	cancel()
 	var other *videogenv1alpha1.VideoTask
 	inDoubt := false // the create may have landed, and no read has said whether it did
+	// taken: the read found another task with the name (or a closed one): whatever the create's
+	// error said, it cannot land, and the caller is told a task of the name exists (a 409 the
+	// REST apiserver answers as a replay), as for AlreadyExists.
+	taken := false
 	if err != nil {
 		// Failed, or in doubt. Whatever has the name now (this create, landed after all;
 		// another task, whose events observe left out while this create held the entry) is
@@ -385,12 +389,13 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		case !found:
 			go l.countLater(key) // the kube-apiserver keeps failing: count it when it answers
 		case fresh == nil || fresh.Status.Closed:
+			taken = fresh != nil
 		case !apierrors.IsAlreadyExists(err) && !requestRefused(err) && l.isThisCreate(fresh, task, price):
 			task, err = fresh, nil // it landed
 		default:
 			// Another task, or this create landed after all though its error said it was
 			// refused: counted as any admission the books did not make (rule 2).
-			other = fresh
+			other, taken = fresh, true
 		}
 	}
 
@@ -409,7 +414,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			return task, nil
 		case inDoubt:
 			return nil, fmt.Errorf("creating task: %w: %w", errCreateInDoubt, err)
-		case apierrors.IsAlreadyExists(err):
+		case apierrors.IsAlreadyExists(err), taken:
 			return nil, ErrTaskExists
 		}
 		return nil, fmt.Errorf("creating task: %w", err)
@@ -439,7 +444,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			}
 		}
 		l.schedule(b)
-		if apierrors.IsAlreadyExists(err) {
+		if apierrors.IsAlreadyExists(err) || taken {
 			return nil, ErrTaskExists
 		}
 		return nil, fmt.Errorf("creating task: %w", err)
