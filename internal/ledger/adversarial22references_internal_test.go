@@ -1,0 +1,90 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Round 22: one invoice number, typed or pasted in a look-alike spelling. Round 21 made every
+// kind of space compare as a space; the other characters an invoice number is made of still
+// compared code point by code point, so these all credited the invoice again:
+//   - its hyphens a non-breaking hyphen (U+2011, what a word processor puts in a number it
+//     keeps on one line), a Unicode hyphen (U+2010), an en dash (U+2013, what "smart
+//     punctuation" makes of a typed "-") or a minus sign (U+2212, a spreadsheet's);
+//   - its digits or letters fullwidth (what a CJK input method types: "ＩＮＶ－２０２６－００１");
+//   - another case ("inv-2026-001": an accountant reads it as the same invoice, and nobody
+//     issues two invoices told apart only by case).
+//
+// Steps: 1. an administrator credits "INV-2026-001" for 100 points: applied. 2. The same
+// invoice is entered again in a look-alike spelling, every character of which the schema
+// takes. Nothing races. The user saw: the second top-up Credited, balance 200, one invoice
+// paid twice (kubectl get ptu and videogenctl account show print both the same, or nearly).
+// Now a reference is compared by its NFKC case fold, default-ignorable characters left out,
+// dashes read as "-" and spaces as a space (see referenceKey); a new manager's books, built
+// from the list, agree.
+func TestAdversarial22LookAlikeReferencesAreTheSame(t *testing.T) {
+	for _, tc := range []struct{ name, first, again string }{
+		{"a non-breaking hyphen", "INV-2026-001", "INV\u20112026\u2011001"},
+		{"a Unicode hyphen", "INV-2026-001", "INV\u20102026\u2010001"},
+		{"an en dash", "INV-2026-001", "INV\u20132026\u2013001"},
+		{"a minus sign", "INV-2026-001", "INV\u22122026\u2212001"},
+		{"fullwidth letters and digits", "INV-2026-001", "ＩＮＶ-２０２６-００１"},
+		{"a fullwidth hyphen-minus", "INV-2026-001", "INV\uff0d2026\uff0d001"},
+		{"another case", "INV-2026-001", "inv-2026-001"},
+		{"a German sharp s", "Rechnung-Straße-7", "RECHNUNG-STRASSE-7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 0)
+			if _, out := h.applyTopUp(h.l, "first", tc.first, 100); !out.Applied {
+				t.Fatalf("the first top-up: %+v", out)
+			}
+			_, out := h.applyTopUp(h.l, "again", tc.again, 100)
+			if !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference || !strings.Contains(out.Message, "PointTopUp first") {
+				t.Fatalf("reference %+q after %+q was not refused as a duplicate: %+v", tc.again, tc.first, out)
+			}
+			// The refusal names both spellings: the administrator sees why they are one.
+			if want := fmt.Sprintf("(the same as %q)", tc.first); !strings.Contains(out.Message, want) {
+				t.Errorf("the refusal %q does not say %s", out.Message, want)
+			}
+			h.books(h.settle(h.l), 100, 0, 0)
+
+			l2 := h.start(h.ctx, "ledger-2")
+			_, out = h.applyTopUp(l2, "third", tc.again, 100)
+			if !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+				t.Fatalf("after a failover, reference %+q was not refused: %+v", tc.again, out)
+			}
+		})
+	}
+	// What prints differently still counts: another digit, a letter for a digit (O for 0), a
+	// dot or a slash for a hyphen, a hyphen left out.
+	h := newHarness(t, 0)
+	for i, ref := range []string{"INV-2026-001", "INV-2026-002", "INV-2026-OO1", "INV.2026.001", "INV/2026/001", "INV2026001", "INV-2026_001"} {
+		if _, out := h.applyTopUp(h.l, fmt.Sprintf("distinct-%d", i), ref, 10); !out.Applied {
+			t.Fatalf("reference %q: %+v, want applied", ref, out)
+		}
+	}
+}
+
+// Round 22: invisible characters inside a reference. The schema refuses them (a zero-width
+// space, a byte-order mark, a soft hyphen, a variation selector), but a top-up stored before
+// that rule (CRD validation ratchets: it stays, and a new manager lists it) or written past it
+// is still compared: the books leave them out, as Unicode's default-ignorable code points are
+// meant to be, so "INV-2026-001" with a zero-width space inside is "INV-2026-001".
+func TestAdversarial22InvisibleCharactersInAReferenceDoNotCount(t *testing.T) {
+	key := func(ref string) string {
+		return referenceKey(&videogenv1alpha1.PointTopUp{Spec: videogenv1alpha1.PointTopUpSpec{Reference: ref}})
+	}
+	want := key("INV-2026-001")
+	for _, ref := range []string{
+		"INV-\u200b2026-001", "\ufeffINV-2026-001", "INV-2026\u00ad-001", "INV\u2060-2026-001",
+		"INV-2026-001\ufe0f", "I\u034fNV-2026-001", "INV-\u200d2026-\u200c001", "INV-2026-\u2066001\u2069",
+	} {
+		if got := key(ref); got != want {
+			t.Errorf("reference %+q compares as %+q, want %+q (that of INV-2026-001)", ref, got, want)
+		}
+	}
+}
+
