@@ -48,7 +48,10 @@ type PointTopUpSpec struct {
 	// (a no-break or ideographic space, a Braille blank) and no invisible or control character
 	// anywhere (a zero-width space, a byte-order mark, a line separator, a variation selector, a
 	// Hangul filler), so that "INV-1 " cannot pass for another reference than "INV-1". References
-	// are compared in Unicode NFC (a precomposed ü is u with a combining diaeresis).
+	// are compared as an accountant reads them (docs/ledger.md, rule 6): in Unicode NFKC, case
+	// folded, every dash read as "-" and every space as a space, so "inv‑2026‑001" (non-breaking
+	// hyphens) and fullwidth "ＩＮＶ-２０２６-００１" are "INV-2026-001". The namespace is the
+	// scope: the same reference in another namespace is another account's.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\x{034F}\\x{115F}\\x{1160}\\x{17B4}\\x{17B5}\\x{180B}-\\x{180F}\\x{2065}\\x{3164}\\x{FE00}-\\x{FE0F}\\x{FFA0}\\x{FFF0}-\\x{FFF8}\\x{E0000}-\\x{E0FFF}]')",message="reference must not contain control or invisible characters (a tab, a line break, a zero-width space, a byte-order mark, a variation selector, a Hangul filler)"

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -88,3 +92,54 @@ func TestAdversarial22InvisibleCharactersInAReferenceDoNotCount(t *testing.T) {
 	}
 }
 
+// Round 22, the rule's change itself. Checked, holds (a pin): top-ups applied under round 21's
+// rule, in which "INV-2026-001" and "inv-2026-001" were two references, are both applied
+// before the upgrade: one shown applied in its status, the other only in the account's
+// journal (the manager stopped between the account write and the top-up's status write, as a
+// rollout stops it). The new manager's books, built under the new rule, have the two compare
+// equal. Neither is refused (the one shown applied is never asked again; the one in the
+// journal is found there before its reference is looked at) and neither is credited again:
+// the account keeps its 200 points, and the journal entry's top-up gets its Credited status.
+// A third spelling of that invoice, asked after the upgrade, is refused.
+func TestAdversarial22ARuleChangeNeitherRefusesNorRecreditsAppliedTopUps(t *testing.T) {
+	round21 := func(ref string) string {
+		return strings.Map(func(r rune) rune {
+			if unicode.Is(unicode.Zs, r) || r == '\u2800' {
+				return ' '
+			}
+			return r
+		}, norm.NFC.String(ref))
+	}
+	h := newHarness(t, 0)
+	referenceKeyOf = round21
+	t.Cleanup(func() { referenceKeyOf = canonicalReference })
+
+	if _, out := h.applyTopUp(h.l, "upper", "INV-2026-001", 100); !out.Applied {
+		t.Fatalf("the first top-up: %+v", out)
+	}
+	lower := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "lower"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: "inv-2026-001"}}
+	must(t, k8s.Create(h.ctx, lower))
+	if out, err := h.l.ApplyTopUp(lower.DeepCopy()); err != nil || !out.Queued {
+		t.Fatalf("the second top-up under round 21's rule: %+v, %v", out, err)
+	}
+	h.books(h.settle(h.l), 200, 0, 0) // in the journal; its status is never written by this manager
+
+	referenceKeyOf = canonicalReference // the upgrade
+	l2 := h.start(h.ctx, "ledger-2")
+	upper := &videogenv1alpha1.PointTopUp{}
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(lower), lower))
+	must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "upper"}, upper))
+	if out := h.reapply(l2, upper); !out.AlreadyApplied {
+		t.Fatalf("the top-up applied and shown before the upgrade: %+v, want already applied", out)
+	}
+	if out := h.reapply(l2, lower); !out.Applied || out.BalanceAfter != 200 {
+		t.Fatalf("the top-up in the journal at the upgrade: %+v, want applied with balance 200", out)
+	}
+	h.booksClosed(h.settle(l2), 200, 0, 0)
+
+	if _, out := h.applyTopUp(l2, "again", "Inv-2026-001", 100); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Fatalf("a third spelling after the upgrade: %+v, want refused as a duplicate", out)
+	}
+	h.books(h.settle(l2), 200, 0, 0)
+}

@@ -762,8 +762,14 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		if t.Spec.Amount < 0 {
 			nothing = "nothing was debited"
 		}
+		ref := fmt.Sprintf("reference %q", t.Spec.Reference)
+		if other.reference != t.Spec.Reference {
+			// A look-alike (another case, a fullwidth digit, another dash): name both, so the
+			// administrator sees why two spellings are one reference.
+			ref = fmt.Sprintf("reference %q (the same as %q)", t.Spec.Reference, other.reference)
+		}
 		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference,
-			Message: fmt.Sprintf("Refused: reference %q was %s; %s", t.Spec.Reference, where, nothing)}, nil
+			Message: fmt.Sprintf("Refused: %s was %s; %s", ref, where, nothing)}, nil
 	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {
@@ -777,7 +783,7 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		}
 		b.debits -= t.Spec.Amount
 	}
-	b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
+	b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference}
 	b.enqueue(videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp, Name: t.Name, UID: t.UID, Amount: t.Spec.Amount})
 	l.schedule(b)
 	return TopUpOutcome{Queued: true}, nil
@@ -795,7 +801,7 @@ func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
 	case b.account == nil:
 	case t.Status.AppliedAt != nil && t.Status.AccountUID == b.account.UID:
 		b.topUpsShown[t.UID] = true
-		b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
+		b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference}
 		l.schedule(b)
 	case t.RefusedForGood():
 		b.topUpsShown[t.UID] = true // a refusal's journal entry may go

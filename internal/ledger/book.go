@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -133,25 +134,71 @@ type book struct {
 	lastWrite time.Time
 }
 
-// referenceKey is what a top-up's reference is compared by: its NFC form, so that one
-// invoice number written with a precomposed letter (ü) and with a letter and a combining mark
-// (u and U+0308), which every terminal prints the same, is one reference; and with every space
-// of any kind (Unicode Zs: a no-break space, as a number copied from a PDF or a web page
-// carries, a narrow no-break or a figure space) read as a space, so that "INV 2026 17" typed
-// and pasted is one reference too. Spaces still count: "INV 1" and "INV1" are two.
+// referenceKey is what a top-up's reference is compared by (docs/ledger.md, rule 6): two
+// references that an accountant reads as one invoice number are one reference. It is the
+// reference's NFKC case fold (Unicode's NFKC_Casefold, near enough), with
+//   - every default-ignorable code point left out (a zero-width space or joiner, a byte-order
+//     mark, a soft hyphen, a bidi control, a variation selector, a combining grapheme joiner:
+//     invisible, so no one reading the reference can tell it is there; the schema refuses
+//     them, but a top-up stored before that rule is still compared);
+//   - NFKC, so a fullwidth "ＩＮＶ１" is "INV1", a precomposed ü is u and a combining
+//     diaeresis, and a ligature its letters;
+//   - case folded (Unicode full case folding, no language's special rules: ß is ss), so
+//     "inv-1" is "INV-1" (nobody issues two invoices told apart by case);
+//   - every dash (Unicode Pd: a hyphen, a non-breaking hyphen, an en or em dash, a fullwidth
+//     hyphen-minus) and the minus sign read as "-";
+//   - every space of any kind (Unicode Zs, as a no-break space copied from a PDF carries, and
+//     the Braille blank) read as a space.
+//
+// What prints differently still counts: "INV 1", "INV1" and "INV-1" are three references, "O"
+// and "0" two, "." and "-" two. The key is never stored (the books are rebuilt from the
+// references themselves), so the rule may be changed; a change that makes two applied top-ups
+// compare equal takes nothing back and refuses neither (an applied top-up is never asked
+// again, see ApplyTopUp); a top-up not applied yet is compared by the new rule.
 func referenceKey(t *videogenv1alpha1.PointTopUp) string {
+	return referenceKeyOf(t.Spec.Reference)
+}
+
+// referenceKeyOf is referenceKey's rule; a test may swap it for an older one.
+var referenceKeyOf = canonicalReference
+
+func canonicalReference(ref string) string {
+	visible := strings.Map(func(r rune) rune {
+		if defaultIgnorable(r) {
+			return -1
+		}
+		return r
+	}, ref)
+	// A Caser is not for two goroutines at once, and books of two namespaces compare at once.
+	folded := norm.NFKC.String(cases.Fold().String(norm.NFKC.String(visible)))
 	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Zs, r) || r == '\u2800' { // the schema's spaces: Zs and the Braille blank
+		switch {
+		case defaultIgnorable(r): // none left, unless folding made one
+			return -1
+		case unicode.Is(unicode.Pd, r) || r == '\u2212':
+			return '-'
+		case unicode.Is(unicode.Zs, r) || r == '\u2800': // the schema's spaces: Zs and the Braille blank
 			return ' '
 		}
 		return r
-	}, norm.NFC.String(t.Spec.Reference))
+	}, folded)
+}
+
+// defaultIgnorable reports whether r is one of Unicode's Default_Ignorable_Code_Points (format
+// characters, variation selectors and the rest of Other_Default_Ignorable_Code_Point), which
+// render as nothing. The Cf characters that do print (the Arabic number signs, the Egyptian
+// hieroglyph format controls) are left out with them; no invoice number holds one.
+func defaultIgnorable(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) ||
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
 // appliedTopUp is the top-up a reference was applied (or queued) by.
 type appliedTopUp struct {
 	uid  types.UID
 	name string
+	// reference is its reference as written (the same as another's, or a look-alike of it).
+	reference string
 	// earlier: it was applied to an earlier account of the namespace, one deleted since.
 	earlier bool
 }

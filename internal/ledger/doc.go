@@ -24,8 +24,9 @@
 // seen on a task the books hold without that entry (written by hand) is charged from the
 // hold. A top-up's reference is unique in its namespace: the books remember the references of
 // the top-ups applied to the account and to earlier accounts of the namespace (a top-up cannot
-// be deleted unless refused), and refuse a second top-up with one (compared in NFC, any kind
-// of space read as a space). A debit beyond the balance
+// be deleted unless refused), and refuse a second top-up with one (compared as an accountant
+// reads an invoice number: NFKC, case folded, invisible characters left out, any dash read as
+// "-" and any space as a space; see referenceKey). A debit beyond the balance
 // is refused with a journal entry of its own (no points), so a stale copy of it is never
 // debited later.
 //

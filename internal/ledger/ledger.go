@@ -291,7 +291,7 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 				fresh.topUpsShown[t.UID] = true
 			case t.Status.AppliedAt == nil:
 			case t.Status.AccountUID == acct.UID:
-				fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
+				fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference}
 				fresh.topUpsShown[t.UID] = true
 			default:
 				// Applied to an earlier account of the namespace: a reference is used for good.
@@ -299,7 +299,7 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 				// top-up's status shows it applied, so this list has them all. One of the
 				// current account, in the list before or after, names the reference instead.
 				if _, used := fresh.references[referenceKey(t)]; !used {
-					fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, earlier: true}
+					fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference, earlier: true}
 				}
 			}
 		}
@@ -307,7 +307,7 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 			switch j.Kind {
 			case videogenv1alpha1.JournalTopUp:
 				if t := findTopUp(topUps, j.UID); t != nil {
-					fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name}
+					fresh.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference}
 				}
 			case videogenv1alpha1.JournalRefusal:
 				if _, known := fresh.refusals[j.UID]; !known {
