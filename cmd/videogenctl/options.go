@@ -70,11 +70,10 @@ func (o *options) print(v any, table func(w io.Writer)) error {
 		}
 		raw = escapeRawJSON(raw)
 		// As raw JSON a view prints through kubectl's printers, as the task commands' objects do.
-		var p printers.ResourcePrinter = &printers.JSONPrinter{}
 		if o.output == "yaml" {
-			p = &printers.YAMLPrinter{}
+			return printYAML(&printers.YAMLPrinter{}, raw, o.out)
 		}
-		return p.PrintObj(&runtime.Unknown{Raw: raw}, o.out)
+		return (&printers.JSONPrinter{}).PrintObj(&runtime.Unknown{Raw: raw}, o.out)
 	default:
 		tw := printers.GetNewTabWriter(o.out)
 		table(tw)
@@ -107,7 +106,8 @@ func (o *options) objectPrinter() (printers.ResourcePrinter, error) {
 // escapedJSONPrinter prints an object as its JSON through escapeRawJSON: a task's messages and
 // URLs are a backend's text, and kubectl's YAML printers refuse a C1 control in them ("yaml:
 // control characters are not allowed": task get -o yaml failed, task list -o yaml for the
-// whole listing) while its JSON printer writes it raw. The delegate (kubectl's JSON, YAML or
+// whole listing) while its JSON printer writes it raw; and its YAML printer writes U+202E and
+// the other format characters raw (see printYAML). The delegate (kubectl's JSON, YAML or
 // KYAML printer) prints the escaped JSON as it prints any object.
 type escapedJSONPrinter struct {
 	delegate printers.ResourcePrinter
@@ -117,6 +117,9 @@ func (p *escapedJSONPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return err
+	}
+	if _, ok := p.delegate.(*printers.YAMLPrinter); ok {
+		return printYAML(p.delegate, escapeRawJSON(raw), w) // KYAML escapes such characters itself
 	}
 	return p.delegate.PrintObj(&runtime.Unknown{Raw: escapeRawJSON(raw)}, w)
 }

@@ -2,12 +2,18 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
 )
 
 // terminalSafe writes untrusted text (a top-up's note, anything a user of the cluster wrote)
@@ -86,4 +92,80 @@ func escapedInJSON(r rune) bool {
 
 func refusedByYAML(r rune) bool {
 	return r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0xfeff || r == 0xfffe || r == 0xffff
+}
+
+// printYAML prints raw JSON (through escapeRawJSON) with p, kubectl's YAML printer, as
+// terminalSafe would have it: YAML's emitter counts U+202E, a zero-width space, a soft hyphen
+// and every other format or private-use character printable and writes it raw, even in a
+// double-quoted string, and a right-to-left override or an invisible character then reaches
+// the terminal as it is. Each string (a key too) holding a character terminalSafe escapes goes
+// through p as a token and is then written double-quoted in place of it, with every such
+// character as a YAML escape (\u202E); it reads back exactly as it was. A document without
+// one prints exactly as p prints it.
+func printYAML(p printers.ResourcePrinter, raw []byte, w io.Writer) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return p.PrintObj(&runtime.Unknown{Raw: raw}, w) // p says what is wrong with it
+	}
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return err
+	}
+	// A token is letters and digits, which YAML writes plain and reads as a string, and no
+	// text holds by chance; the closing "z" keeps token 1 from being the start of token 10.
+	prefix := fmt.Sprintf("videogenctlquoted%xn", nonce)
+	var quoted []string
+	var swap func(v any) any
+	token := func(s string) string {
+		if strings.IndexFunc(s, unsafeForTerminal) < 0 {
+			return s
+		}
+		quoted = append(quoted, yamlDoubleQuoted(s))
+		return fmt.Sprintf("%s%dz", prefix, len(quoted)-1)
+	}
+	swap = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return token(v)
+		case []any:
+			for i := range v {
+				v[i] = swap(v[i])
+			}
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, x := range v {
+				out[token(k)] = swap(x)
+			}
+			return out
+		}
+		return v
+	}
+	doc = swap(doc)
+	if len(quoted) == 0 {
+		return p.PrintObj(&runtime.Unknown{Raw: raw}, w)
+	}
+	tokened, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := p.PrintObj(&runtime.Unknown{Raw: tokened}, &buf); err != nil {
+		return err
+	}
+	out := buf.String()
+	for i := len(quoted) - 1; i >= 0; i-- { // the longest tokens first
+		out = strings.ReplaceAll(out, fmt.Sprintf("%s%dz", prefix, i), quoted[i])
+	}
+	_, err = io.WriteString(w, out)
+	return err
+}
+
+// yamlDoubleQuoted writes s as a YAML double-quoted scalar: Go's quoting, whose escapes (\",
+// \\, \n, \t, \xHH below U+0080, \uHHHH, \UHHHHHHHH) YAML's double-quoted style reads the same,
+// and which escapes every character strconv.IsPrint refuses (a superset of those terminalSafe
+// escapes). s is valid UTF-8 (decoded JSON), so no \xHH stands for a byte.
+func yamlDoubleQuoted(s string) string {
+	return strconv.Quote(s)
 }
