@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -142,4 +143,41 @@ func TestAdversarial22ARuleChangeNeitherRefusesNorRecreditsAppliedTopUps(t *test
 		t.Fatalf("a third spelling after the upgrade: %+v, want refused as a duplicate", out)
 	}
 	h.books(h.settle(l2), 200, 0, 0)
+}
+
+// Round 22: an applied top-up's Applied condition edited to a refusal. The CRD's rule keeps an
+// applied top-up's appliedAt, balanceAfter and accountUID (the audit trail: "what its status
+// says of the application stays"), but not its conditions. Whoever may write pointtopups/status
+// (a cluster administrator's `kubectl edit --subresource=status`, a script that "marks the
+// duplicate" by hand, a restored backup of a status written by another tool) sets Applied to
+// False with reason DuplicateReference on a credited top-up: the kube-apiserver takes it
+// (appliedAt and the rest are unchanged), and the delete policy still keeps it (appliedAt).
+//
+// Steps: 1. "paid" (reference INV-7, 100 points) is applied; its status says so. 2. Its
+// condition is edited to Applied=False/DuplicateReference. 3. A new manager is elected and
+// builds its books from the list: the top-up read as refused (RefusedForGood came before
+// appliedAt), so INV-7 is not among the references used. 4. INV-7 is entered again. The user
+// saw: the second top-up Credited, balance 200, one invoice paid twice, and `videogenctl
+// account show` listing the first as refused although its points are in the balance. An
+// applied top-up is now never refused for good, whatever its conditions say.
+func TestAdversarial22AnAppliedTopUpEditedToRefusedKeepsItsReference(t *testing.T) {
+	h := newHarness(t, 0)
+	paid, out := h.applyTopUp(h.l, "paid", "INV-7", 100)
+	if !out.Applied {
+		t.Fatalf("the first top-up: %+v", out)
+	}
+	h.books(h.settle(h.l), 100, 0, 0)
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(paid), paid))
+	paid.Status.Conditions = []metav1.Condition{{Type: videogenv1alpha1.ConditionApplied, Status: metav1.ConditionFalse,
+		Reason: videogenv1alpha1.ReasonDuplicateReference, Message: "marked by hand", LastTransitionTime: metav1.Now()}}
+	must(t, k8s.Status().Update(h.ctx, paid)) // the kube-apiserver takes it: appliedAt and the rest are unchanged
+	if paid.RefusedForGood() {
+		t.Errorf("a top-up whose status says it was applied reads as refused for good")
+	}
+
+	l2 := h.start(h.ctx, "ledger-2")
+	if _, out := h.applyTopUp(l2, "again", "INV-7", 100); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Fatalf("INV-7 entered again after a failover: %+v, want refused as a duplicate", out)
+	}
+	h.books(h.settle(l2), 100, 0, 0)
 }
