@@ -134,8 +134,13 @@ type PointTopUpList struct {
 }
 
 // RefusedForGood reports whether the ledger refused the top-up for good (its status says so):
-// nothing was or will be credited.
+// nothing was or will be credited. An applied top-up (appliedAt, which the CRD's rule keeps for
+// good) is never refused, whatever its conditions say: they are not part of that rule, and a
+// hand-edited refusal must not make the books forget its credit's reference.
 func (t *PointTopUp) RefusedForGood() bool {
+	if t.Status.AppliedAt != nil {
+		return false
+	}
 	c := meta.FindStatusCondition(t.Status.Conditions, ConditionApplied)
 	return c != nil && c.Status == metav1.ConditionFalse &&
 		(c.Reason == ReasonDuplicateReference || c.Reason == ReasonDebitExceedsBalance)
