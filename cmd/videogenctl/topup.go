@@ -33,7 +33,10 @@ operator applied it. --debit takes AMOUNT from the account instead (a correction
 left when it is closed) and needs --note saying why, e.g. topup acme 50 --debit --reference
 CORR-1 --note "double invoice". A reference is unique in the account's namespace for as long
 as the namespace lives: a second top-up with a reference already applied there, to this
-account or to an earlier one deleted since, is refused. The account must exist (account create): for one that does not,
+account or to an earlier one deleted since, is refused. References are compared as an
+accountant reads them, not character by character: inv-1, INV‑1 with a non-breaking hyphen and
+a fullwidth ＩＮＶ-１ are INV-1 (docs/ledger.md, rule 6); INV 1, INV.1 and INV1 are three
+others. The account must exist (account create): for one that does not,
 nothing is created.`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: firstArg(o.completeAccounts),
