@@ -1,0 +1,131 @@
+package webhookingress_test
+
+// Adversarial review (round 22b): payment-event deduplication ids. Run with:
+// go test ./apiserver/webhookingress/ -run TestAdversarial22b
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
+	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+)
+
+// adv22bDisputeItem is one Adyen dispute NotificationRequestItem of the dispute ADV22BDISPUTE001
+// on the payment ADV22BPAYMENT001, signed as Adyen documents it (the signature does not cover
+// additionalData, so not disputeStatus), computed here with the standard library.
+func adv22bDisputeItem(t *testing.T, eventCode, disputeStatus string) string {
+	t.Helper()
+	k, err := hex.DecodeString(adv22AdyenKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, k)
+	mac.Write([]byte("ADV22BDISPUTE001:ADV22BPAYMENT001:TestMerchant:order-22b:1000:EUR:" + eventCode + ":true"))
+	return `{"NotificationRequestItem":{"pspReference":"ADV22BDISPUTE001","originalReference":"ADV22BPAYMENT001",` +
+		`"merchantAccountCode":"TestMerchant","merchantReference":"order-22b","amount":{"value":1000,"currency":"EUR"},` +
+		`"eventCode":"` + eventCode + `","success":"true","eventDate":"2026-01-01T00:00:00+01:00","reason":"Fraud",` +
+		`"additionalData":{"disputeStatus":"` + disputeStatus + `","hmacSignature":"` + base64.StdEncoding.EncodeToString(mac.Sum(nil)) + `"}}}`
+}
+
+// Adyen gives every notification of one dispute the dispute's pspReference ("All events related
+// to a dispute have the same PSP reference", docs.adyen.com/risk-management/disputes-api/
+// dispute-notifications), and its table lists several disputeStatus values for one eventCode
+// (CHARGEBACK: Undefended, Pending, Lost, Accepted; CHARGEBACK_REVERSED: Pending, Won;
+// REQUEST_FOR_INFORMATION: Unresponded, Responded, Expired), the status "at the time of the
+// event". So one dispute may get the same eventCode twice with success "true" both times and
+// another disputeStatus: the second is another event (the dispute moved on), not a redelivery.
+//
+// Interleaving, each step a plain delivery: (1) CHARGEBACK with disputeStatus Pending (a
+// defended chargeback is booked) is stored, 200; (2) later CHARGEBACK with disputeStatus Lost
+// (the defence failed) arrives for the same dispute. Before the fix both items had the id
+// "ADV22BDISPUTE001:CHARGEBACK": the second was compared with the first, differed (type
+// DISPUTE_LOST vs DISPUTE_OPENED, status), and was answered 409 conflict. Adyen retries a
+// non-2xx, gets 409 on every retry, and the loss of the dispute is never stored: sinks and
+// operators never see that the money is gone. The same holds for REQUEST_FOR_INFORMATION
+// Unresponded then Expired and CHARGEBACK_REVERSED Pending then Won.
+//
+// Each of them must be stored once (200), and a redelivery of each (Adyen retries until it
+// sees a 2xx, and may resend it inside another batch) must be a duplicate, not a third object.
+func TestAdversarial22bAdyenDisputeStatusChangeUnderOneEventCodeIsStored(t *testing.T) {
+	now := time.Unix(1767225600, 0)
+	svc, err := eventservice.New(eventservice.StaticSecrets{"adyen": {adv22AdyenKey}},
+		eventservice.WithClock(clocktesting.NewFakePassiveClock(now)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		code, first, then string
+		wantThenType      string
+	}{
+		{code: "CHARGEBACK", first: "Pending", then: "Lost", wantThenType: "DISPUTE_LOST"},
+		{code: "REQUEST_FOR_INFORMATION", first: "Unresponded", then: "Expired", wantThenType: "DISPUTE_OPENED"},
+		{code: "CHARGEBACK_REVERSED", first: "Pending", then: "Won", wantThenType: "DISPUTE_WON"},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+			h, err := webhookingress.New(webhookingress.Options{Service: svc, Client: cl, Namespace: "payments",
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			post := func(items ...string) (int, string) {
+				body := `{"live":"false","notificationItems":[` + strings.Join(items, ",") + `]}`
+				req, err := http.NewRequest(http.MethodPost, "/v1/webhooks/adyen", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.SetPathValue("connector", "adyen")
+				rec := newRecorder()
+				h.ServeHTTP(rec, req)
+				return rec.code, rec.body.String()
+			}
+			first := adv22bDisputeItem(t, tc.code, tc.first)
+			then := adv22bDisputeItem(t, tc.code, tc.then)
+			if code, out := post(first); code != http.StatusOK || !strings.Contains(out, `"stored":1`) {
+				t.Fatalf("%s %s: %d %s, want 200 stored", tc.code, tc.first, code, out)
+			}
+			if code, out := post(then); code != http.StatusOK || !strings.Contains(out, `"stored":1`) {
+				t.Fatalf("%s %s after %s: %d %s, want 200 stored (the dispute moved on)", tc.code, tc.then, tc.first, code, out)
+			}
+			// Redeliveries, alone and together in one batch, are duplicates.
+			for _, items := range [][]string{{first}, {then}, {then, first}} {
+				if code, out := post(items...); code != http.StatusOK || !strings.Contains(out, `"duplicate":true`) {
+					t.Fatalf("a redelivery of %d item(s): %d %s, want 200 duplicate", len(items), code, out)
+				}
+			}
+			var list videogenv1alpha1.PaymentEventList
+			if err := cl.List(context.Background(), &list, client.InNamespace("payments")); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, pe := range list.Items {
+				status := ""
+				if pe.Spec.Dispute != nil {
+					status = pe.Spec.Dispute.Status
+				}
+				got = append(got, pe.Spec.EventType+"/"+status)
+			}
+			sort.Strings(got)
+			if len(got) != 2 || !strings.Contains(strings.Join(got, ","), tc.wantThenType+"/"+tc.then) {
+				t.Fatalf("stored %v, want the %s and the %s notification once each", got, tc.first, tc.then)
+			}
+		})
+	}
+}
