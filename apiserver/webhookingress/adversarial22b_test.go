@@ -56,7 +56,7 @@ func adv22bDisputeItem(t *testing.T, eventCode, disputeStatus string) string {
 // defended chargeback is booked) is stored, 200; (2) later CHARGEBACK with disputeStatus Lost
 // (the defence failed) arrives for the same dispute. Before the fix both items had the id
 // "ADV22BDISPUTE001:CHARGEBACK": the second was compared with the first, differed (type
-// DISPUTE_LOST vs DISPUTE_OPENED, status), and was answered 409 conflict. Adyen retries a
+// DISPUTE_LOST vs DISPUTE_CREATED, status), and was answered 409 conflict. Adyen retries a
 // non-2xx, gets 409 on every retry, and the loss of the dispute is never stored: sinks and
 // operators never see that the money is gone. The same holds for REQUEST_FOR_INFORMATION
 // Unresponded then Expired and CHARGEBACK_REVERSED Pending then Won.
@@ -75,7 +75,7 @@ func TestAdversarial22bAdyenDisputeStatusChangeUnderOneEventCodeIsStored(t *test
 		wantThenType      string
 	}{
 		{code: "CHARGEBACK", first: "Pending", then: "Lost", wantThenType: "DISPUTE_LOST"},
-		{code: "REQUEST_FOR_INFORMATION", first: "Unresponded", then: "Expired", wantThenType: "DISPUTE_OPENED"},
+		{code: "REQUEST_FOR_INFORMATION", first: "Unresponded", then: "Expired", wantThenType: "DISPUTE_CREATED"},
 		{code: "CHARGEBACK_REVERSED", first: "Pending", then: "Won", wantThenType: "DISPUTE_WON"},
 	} {
 		t.Run(tc.code, func(t *testing.T) {

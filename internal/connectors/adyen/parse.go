@@ -109,17 +109,34 @@ func toEvent(it *item) (connectors.Event, error) {
 }
 
 // pspEventID is the id of an item with a pspReference: "pspReference:eventCode" when success
-// is "true", "pspReference:eventCode:<success>" otherwise (…:false). pspReference alone repeats
-// across a payment's events (AUTHORISATION then CAPTURE with the same reference), hence the
-// code; and Adyen may send the same eventCode for the same pspReference again with a different
-// (signed) success when the outcome changes, e.g. a refused AUTHORISATION followed by a
-// successful one: that is a new event, not a redelivery, hence the outcome. Successful items
-// keep the id they had before the outcome was part of it, so an item stored then and resent
-// now is still a duplicate, not a second event that moves money twice.
+// is "true", "pspReference:eventCode:<success>" otherwise (…:false), then ":<disputeStatus>"
+// when additionalData has one. pspReference alone repeats across a payment's events
+// (AUTHORISATION then CAPTURE with the same reference), hence the code; and Adyen may send the
+// same eventCode for the same pspReference again with a different (signed) success when the
+// outcome changes, e.g. a refused AUTHORISATION followed by a successful one: that is a new
+// event, not a redelivery, hence the outcome. Successful items keep the id they had before the
+// outcome was part of it, so an item stored then and resent now is still a duplicate, not a
+// second event that moves money twice.
+//
+// Every notification of a dispute carries the dispute's pspReference, and one eventCode may
+// come again with another disputeStatus, the dispute's status at the time of the event
+// (docs.adyen.com/risk-management/disputes-api/dispute-notifications: CHARGEBACK Undefended,
+// Pending, Lost or Accepted; CHARGEBACK_REVERSED Pending or Won; REQUEST_FOR_INFORMATION
+// Unresponded, Responded or Expired): CHARGEBACK Pending then CHARGEBACK Lost is the dispute
+// lost, not a redelivery, hence the status. Adyen's retries resend an item as it was, status
+// included, so they keep its id. Items without a disputeStatus (payments, refunds, disputes
+// processed in Brazil) keep their id. Upgrade effect: a dispute item stored before the status
+// was part of its id and delivered again after (its 2xx was lost, or it was resent from the
+// Customer Area) is stored once more under the new id; sinks get it a second time. PaymentEvents
+// move no points, and the outcomes that were refused with 409 before are stored on their next
+// retry.
 func pspEventID(it *item) string {
 	id := it.PSPReference + ":" + it.EventCode
 	if it.Success != "true" {
 		id += ":" + string(it.Success)
+	}
+	if status := it.additionalString("disputeStatus"); status != "" {
+		id += ":" + status
 	}
 	return id
 }

@@ -3,6 +3,7 @@ package adyen_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,18 @@ func wantID(code, success string) string {
 		return "QFQTPCQ8HXSKGK82:" + code
 	}
 	return "QFQTPCQ8HXSKGK82:" + code + ":" + success
+}
+
+// disputeStatusSuffix is what an item's additionalData.disputeStatus adds to its id (given as
+// the extra additionalData text of signItem): ":<status>", or nothing without one.
+func disputeStatusSuffix(extra string) string {
+	const key = `"disputeStatus":"`
+	i := strings.Index(extra, key)
+	if i < 0 {
+		return ""
+	}
+	rest := extra[i+len(key):]
+	return ":" + rest[:strings.Index(rest, `"`)]
 }
 
 // A later item with the same pspReference and eventCode whose signed success differs is another
@@ -80,7 +93,7 @@ func TestParseMapping(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev.Type != tt.want || ev.ConnectorEventType != tt.code || ev.MerchantEventID != wantID(tt.code, tt.success) {
+			if ev.Type != tt.want || ev.ConnectorEventType != tt.code || ev.MerchantEventID != wantID(tt.code, tt.success)+disputeStatusSuffix(tt.extra) {
 				t.Fatalf("event = %+v", ev)
 			}
 			switch {
