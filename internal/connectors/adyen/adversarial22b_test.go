@@ -26,7 +26,10 @@ func TestAdv22bDisputeStatusIsPartOfAnItemsID(t *testing.T) {
 		{"CHARGEBACK", "true", `,"disputeStatus":"Lost"`, "QFQTPCQ8HXSKGK82:CHARGEBACK:Lost"},
 		{"CHARGEBACK_REVERSED", "true", `,"disputeStatus":"Won"`, "QFQTPCQ8HXSKGK82:CHARGEBACK_REVERSED:Won"},
 		{"REQUEST_FOR_INFORMATION", "true", `,"disputeStatus":"Expired"`, "QFQTPCQ8HXSKGK82:REQUEST_FOR_INFORMATION:Expired"},
-		// Unchanged: no disputeStatus.
+		// Unchanged: no disputeStatus, or one Adyen does not document (additionalData is not
+		// signed: a resend with made-up statuses must not make one object per value).
+		{"CHARGEBACK", "true", `,"disputeStatus":"Lost2"`, "QFQTPCQ8HXSKGK82:CHARGEBACK"},
+		{"CHARGEBACK", "true", `,"disputeStatus":""`, "QFQTPCQ8HXSKGK82:CHARGEBACK"},
 		{"CHARGEBACK", "true", ``, "QFQTPCQ8HXSKGK82:CHARGEBACK"},
 		{"CAPTURE", "true", ``, "QFQTPCQ8HXSKGK82:CAPTURE"},
 		{"REFUND", "false", ``, "QFQTPCQ8HXSKGK82:REFUND:false"},

@@ -130,15 +130,26 @@ func toEvent(it *item) (connectors.Event, error) {
 // Customer Area) is stored once more under the new id; sinks get it a second time. PaymentEvents
 // move no points, and the outcomes that were refused with 409 before are stored on their next
 // retry.
+//
+// additionalData is not signed: anyone holding one signed item could resend it with another
+// disputeStatus. Only the statuses Adyen documents count, so such a resend makes at most one
+// object per status (a handful), not one per made-up value; an item with another status keeps
+// the id without one, as before (a second such item of the code is a 409 again).
 func pspEventID(it *item) string {
 	id := it.PSPReference + ":" + it.EventCode
 	if it.Success != "true" {
 		id += ":" + string(it.Success)
 	}
-	if status := it.additionalString("disputeStatus"); status != "" {
+	if status := it.additionalString("disputeStatus"); disputeStatuses[status] {
 		id += ":" + status
 	}
 	return id
+}
+
+// disputeStatuses are the disputeStatus values Adyen documents for its dispute notifications.
+var disputeStatuses = map[string]bool{
+	"Undefended": true, "Pending": true, "Lost": true, "Accepted": true, "Won": true,
+	"Unresponded": true, "Responded": true, "Expired": true,
 }
 
 type kind int
