@@ -1,6 +1,7 @@
 package adyen_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/videogen-dev/videogen-operator/internal/connectors/adyen"
@@ -40,6 +41,26 @@ func TestAdv22bDisputeStatusIsPartOfAnItemsID(t *testing.T) {
 		}
 		if again := id(tc.code, tc.success, tc.extra); again != tc.want {
 			t.Errorf("%s: a resend has id %q", tc.code, again)
+		}
+	}
+}
+
+// Checked, holds: a dispute item resent with its unsigned eventDate and reason changed (Adyen
+// resends may differ there) keeps its id: only the documented disputeStatus was added to it.
+func TestAdv22bDisputeItemResentWithAnotherDateAndReasonKeepsItsID(t *testing.T) {
+	item := signItem(testKey, "QFQTPCQ8HXSKGK82", "JVBXGSDM53RZNN82", "CHARGEBACK", "true", "500", "EUR", `,"disputeStatus":"Lost"`)
+	resent := strings.Replace(strings.Replace(item, `"2024-03-01T10:00:00+01:00"`, `"2024-03-02T11:30:00+01:00"`, 1),
+		`"reason":""`, `"reason":"Fraud: card absent"`, 1)
+	if resent == item {
+		t.Fatal("the resend is not different")
+	}
+	for _, it := range []string{item, resent} {
+		ev, err := adyen.New().Parse(request(batch(it)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.MerchantEventID != "QFQTPCQ8HXSKGK82:CHARGEBACK:Lost" {
+			t.Fatalf("id %q", ev.MerchantEventID)
 		}
 	}
 }
