@@ -4,6 +4,7 @@ package webhookingress_test
 // go test ./apiserver/webhookingress/ -run TestAdversarial22b
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +129,48 @@ func TestAdversarial22bAdyenDisputeStatusChangeUnderOneEventCodeIsStored(t *test
 				t.Fatalf("stored %v, want the %s and the %s notification once each", got, tc.first, tc.then)
 			}
 		})
+	}
+}
+
+// Checked, holds: Stripe's retry of an event is not byte for byte the first delivery: the event
+// object's pending_webhooks (how many endpoints still wait for it) changes between attempts, so
+// the body hash differs. The ingress then compares what the event says (same evt id, type,
+// amount, ids, status) and answers 200 duplicate, one object, not 409 on every retry.
+//
+// Interleaving: attempt 1 (pending_webhooks 2) is stored but its 2xx is lost (timeout on
+// Stripe's side); attempt 2, after another endpoint acknowledged (pending_webhooks 1), signed
+// with a new timestamp.
+func TestAdversarial22bStripeRetryWithAnotherPendingWebhooksIsADuplicate(t *testing.T) {
+	now := time.Unix(1767225600, 0)
+	h, cl := adv21Ingress(t, now, 0)
+	event := func(pending int) []byte {
+		return []byte(`{"id":"evt_adv22b_retry","object":"event","api_version":"2024-06-20","created":1767225500,` +
+			`"livemode":false,"pending_webhooks":` + strconv.Itoa(pending) + `,"request":{"id":null,"idempotency_key":null},` +
+			`"type":"charge.dispute.created","data":{"object":{"id":"dp_adv22b","object":"dispute","amount":2000,` +
+			`"currency":"usd","charge":"ch_adv22b","payment_intent":"pi_adv22b","reason":"fraudulent",` +
+			`"status":"needs_response","created":1767225500}}}`)
+	}
+	post := func(body []byte, at time.Time) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, "/v1/webhooks/stripe", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := strconv.FormatInt(at.Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(adv21StripeSecret))
+		mac.Write([]byte(ts + "."))
+		mac.Write(body)
+		req.Header.Set("Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
+		rec := newRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.code, rec.body.String()
+	}
+	if code, out := post(event(2), now); code != http.StatusOK || !strings.Contains(out, `"stored":1`) {
+		t.Fatalf("attempt 1: %d %s", code, out)
+	}
+	if code, out := post(event(1), now.Add(-time.Minute)); code != http.StatusOK || !strings.Contains(out, `"duplicate":true`) {
+		t.Fatalf("Stripe's retry with pending_webhooks changed: %d %s, want 200 duplicate", code, out)
+	}
+	if n := adv21Count(cl); n != 1 {
+		t.Fatalf("%d PaymentEvents, want 1", n)
 	}
 }
