@@ -193,6 +193,9 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 		if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) {
 			return ErrNotReady // lifted since the books' copy of the spec: its event comes
 		}
+		if errors.Is(err, ErrAccountClosing) && !l.stillClosing(b) {
+			return ErrNotReady // gone, or created again, since the books' copy: its events come
+		}
 		return err
 	}
 	e := b.tasks[t.Name]
@@ -233,6 +236,16 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 func (l *Ledger) stillSuspended(b *book) bool {
 	fresh, ok := l.readAccountUnlocked(b, nil)
 	return ok && fresh.Spec.Suspended && b.account.Spec.Suspended
+}
+
+// stillClosing reads the account from the kube-apiserver before a kubectl task is refused for
+// good for its deletion: the books' copy comes with the account's events, which may lag the
+// task's, and the account may be gone and created again (same name, another UID, open) since.
+// Call it with b.mu held; like stillSuspended it lets go of the lock for the read, and reports
+// whether both the read (the same account) and the books still say it is being deleted.
+func (l *Ledger) stillClosing(b *book) bool {
+	fresh, ok := l.readAccountUnlocked(b, nil)
+	return ok && !fresh.DeletionTimestamp.IsZero() && !b.account.DeletionTimestamp.IsZero()
 }
 
 // accepting says why the account takes no new tasks (nil if it does). Call it with b.mu held.
