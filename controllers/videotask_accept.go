@@ -74,11 +74,32 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen
 	r.setCondition(task, videogenv1alpha1.ConditionAccepted, metav1.ConditionTrue, videogenv1alpha1.ReasonFrozen, fmt.Sprintf("Froze %d points", price))
 	res, err := r.advance(ctx, task, tmpl, before, view, nil)
-	if admitted && apierrors.IsConflict(err) {
-		// The write that records the hold did not land (and cannot any more).
-		r.Ledger.Unadmit(task)
+	if apierrors.IsConflict(err) {
+		if admitted {
+			// The write that records the hold did not land (and cannot any more).
+			r.Ledger.Unadmit(task)
+		}
+		r.stopIfEnded(ctx, task)
 	}
 	return res, err
+}
+
+// stopIfEnded reads around the cache a task whose acceptance write conflicted: if it has ended
+// (a write that ended it landed, its answer an error, and this reconcile's copy was from
+// before it), the stage this acceptance submitted runs for nobody, and nothing else stops it
+// (reconcileFinished does not), so it is cancelled here, by its key. A task still open submits
+// the stage again, under the same key, on its next reconcile.
+func (r *VideoTaskReconciler) stopIfEnded(ctx context.Context, task *videogenv1alpha1.VideoTask) {
+	if r.APIReader == nil {
+		return
+	}
+	fresh := &videogenv1alpha1.VideoTask{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), fresh); err != nil || fresh.UID != task.UID {
+		return
+	}
+	if fresh.Status.Phase.Terminal() || fresh.Status.Closed {
+		r.cancelUnrecordedStages(ctx, fresh)
+	}
 }
 
 // reject ends a task that never held points (nothing is charged or refunded). One the ledger
