@@ -68,3 +68,61 @@ func TestAKubectlTaskOfAnAccountCreatedAgainIsNotRefusedForTheOldAccountsDeletio
 			"though the kube-apiserver's account %s (uid %s) is open", err, client.ObjectKeyFromObject(renewed), renewed.UID)
 	}
 }
+
+// Checked, holds (round 22b, follow-up on Admit's resourceVersion): Admit moves the entry's
+// resourceVersion only forward, and to a copy View has already judged. (a) A copy older than
+// the books' (a label landed, and its event reached the ledger, between the controller's View
+// and its Admit) leaves the entry at the newer copy; the acceptance write from the older copy
+// certainly conflicts and Unadmit ends the hold. (b) A copy newer than the books' (the label's
+// event has not come) moves the entry to it; that event, when it comes, neither ends the hold
+// (base is that copy) nor counts it twice.
+func TestAdmitMovesTheEntryOnlyForwardAndItsOwnCopysEventChangesNothing(t *testing.T) {
+	h := newHarness(t, 100)
+	label := func(k *videogenv1alpha1.VideoTask, v string) *videogenv1alpha1.VideoTask {
+		k = k.DeepCopy()
+		k.Labels = map[string]string{"team": v}
+		must(t, k8s.Update(h.ctx, k))
+		return k
+	}
+	rvOf := func(name string) string {
+		b := h.l.book(h.ns)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.tasks[name].rv
+	}
+
+	// (a)
+	a := h.task("a")
+	must(t, k8s.Create(h.ctx, a))
+	h.feed(h.l, a)
+	if v, err := h.l.View(a); err != nil || v.Standing != Unadmitted {
+		t.Fatalf("View(a): %+v %v, want Unadmitted", v, err)
+	}
+	a2 := label(a, "x")
+	h.feed(h.l, a2)
+	must(t, h.l.Admit(a, 60))
+	if rv := rvOf("a"); rv != a2.ResourceVersion {
+		t.Fatalf("Admit with an older copy moved the entry to %s, want %s (the newer copy's)", rv, a2.ResourceVersion)
+	}
+	h.l.Unadmit(a) // the acceptance write from a's copy conflicts
+	if f := h.figures(h.l); f.Frozen != 0 || f.Holds != 0 {
+		t.Fatalf("after Unadmit: %+v, want nothing held", f)
+	}
+
+	// (b)
+	c := h.task("c")
+	must(t, k8s.Create(h.ctx, c))
+	h.feed(h.l, c)
+	c2 := label(c, "y") // its event lags
+	if v, err := h.l.View(c2); err != nil || v.Standing != Unadmitted {
+		t.Fatalf("View(c2): %+v %v, want Unadmitted", v, err)
+	}
+	must(t, h.l.Admit(c2, 60))
+	h.feed(h.l, c2)
+	if f := h.figures(h.l); f.Frozen != 60 || f.Holds != 1 {
+		t.Fatalf("after c2's own event: %+v, want 60 held once", f)
+	}
+	if v, err := h.l.View(c2); err != nil || v.Standing != Held {
+		t.Fatalf("View(c2) after its event: %+v %v, want Held", v, err)
+	}
+}
