@@ -21,7 +21,8 @@ import (
 // authenticate resolves the bearer key to an account and applies the key's rate limit.
 func (s *Server) authenticate(h func(http.ResponseWriter, *http.Request, apikeys.Principal)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n := len(r.Header.Values("Authorization")); n > 1 {
+		token, ok, n := bearer.FromHeader(r.Header)
+		if n > 1 {
 			// Two keys, maybe of two accounts: the first read and the other ignored would charge
 			// an account the client did not choose. RFC 6750 §3.1: a repeated token is a 400.
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen", error="invalid_request"`)
@@ -29,7 +30,6 @@ func (s *Server) authenticate(h func(http.ResponseWriter, *http.Request, apikeys
 				"send one Authorization header, not "+strconv.Itoa(n))
 			return
 		}
-		token, ok := bearer.Token(r.Header.Get("Authorization"))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen"`)
 			httpjson.WriteError(w, r, http.StatusUnauthorized, httpjson.CodeInvalidAPIKey, "missing API key: send Authorization: Bearer <API_KEY>")

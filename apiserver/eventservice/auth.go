@@ -96,7 +96,11 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 			// Not an RPC at all: the apiserver's error envelope. connect-go's writer takes a GET
 			// for a Connect call, but no procedure here is idempotent, so none is called with GET.
 			if !errWriter.IsSupported(r) || r.Method != http.MethodPost {
-				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+				w.Header().Set("WWW-Authenticate", err.Meta().Get("WWW-Authenticate"))
+				if err.Code() == connect.CodeInvalidArgument {
+					httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Message())
+					return
+				}
 				httpjson.WriteError(w, r, http.StatusUnauthorized, CodeInvalidServiceToken, err.Message())
 				return
 			}
@@ -108,7 +112,14 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 }
 
 func (a *TokenAuth) authenticate(h http.Header) *connect.Error {
-	token, ok := bearer.Token(h.Get("Authorization"))
+	token, ok, n := bearer.FromHeader(h)
+	if n > 1 {
+		// RFC 6750 §3.1, as the REST API on the same port: a 400 (invalid_argument), not the
+		// first header's call served, nor a 401 to a caller whose other header holds a token.
+		err := connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("send one Authorization header, not %d", n))
+		err.Meta().Set("WWW-Authenticate", wwwAuthenticate+`, error="invalid_request"`)
+		return err
+	}
 	if !ok {
 		return unauthenticated("missing bearer service token")
 	}
