@@ -63,7 +63,7 @@ var errTokensFromFile = errors.New("eventservice: the tokens come from a file; c
 
 // minTokenBytes is the shortest service token accepted: a shorter one could be guessed by
 // whoever reaches the port, and Handle credits points.
-const minTokenBytes = 16
+const minTokenBytes = bearer.MinTokenBytes
 
 // digestsOf digests the non-empty tokens; at least one must remain, and none may be shorter
 // than minTokenBytes.

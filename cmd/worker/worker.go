@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 	"github.com/videogen-dev/videogen-operator/internal/httpserver"
@@ -82,6 +83,12 @@ func (cfg config) auth() (server.Auth, error) {
 	case token == "":
 		return server.Auth{}, errors.New("no bearer token for /v1/stages: set $VIDEOGEN_WORKER_TOKEN or --token-file " +
 			"(the manager sends it from tokenFile in its backends config), or pass --insecure-no-auth where nothing else can reach this worker")
+	case len(token) < bearer.MinTokenBytes:
+		// /v1/stages fetches URLs and fills the disk: a short token is guessed by whoever reaches the port.
+		return server.Auth{}, fmt.Errorf("a bearer token of %d bytes; it must be at least %d (e.g. openssl rand -hex 32)", len(token), bearer.MinTokenBytes)
+	}
+	if err := bearer.Check(token); err != nil {
+		return server.Auth{}, err
 	}
 	return server.Auth{Token: token}, nil
 }

@@ -44,7 +44,7 @@ func newStack(t *testing.T, mods ...func(*config)) *stack {
 	cfg.PublicURL = "http://" + s.worker.Listener.Addr().String()
 	cfg.Blobs.Dir, cfg.TempDir = t.TempDir(), t.TempDir()
 	cfg.AllowPrivateURLs = "127.0.0.0/8"
-	cfg.Token = "worker-token"
+	cfg.Token = "worker-token-0123456789"
 	for _, mod := range mods {
 		mod(&cfg)
 	}
@@ -56,7 +56,7 @@ func newStack(t *testing.T, mods ...func(*config)) *stack {
 	s.worker.Start()
 	t.Cleanup(func() { s.worker.Close(); cancel(); w.table.Wait() })
 
-	s.client, err = httpbackend.New(httpbackend.Config{BaseURL: s.worker.URL, Token: "worker-token"})
+	s.client, err = httpbackend.New(httpbackend.Config{BaseURL: s.worker.URL, Token: "worker-token-0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestTheWorkerRefusesToServeWithoutATokenUnlessToldToForLocalUse(t *testing.
 		return rec.Code
 	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("file-token\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("file-token-0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fromFile := cfg
@@ -356,7 +356,7 @@ func TestTheWorkerRefusesToServeWithoutATokenUnlessToldToForLocalUse(t *testing.
 	if got := status(fromFile, ""); got != http.StatusUnauthorized {
 		t.Errorf("no credentials with --token-file: %d, want 401", got)
 	}
-	if got := status(fromFile, "bearer file-token"); got != http.StatusNoContent {
+	if got := status(fromFile, "bearer file-token-0123456789"); got != http.StatusNoContent {
 		t.Errorf("the file's token: %d, want 204", got)
 	}
 	insecure := cfg
@@ -365,7 +365,7 @@ func TestTheWorkerRefusesToServeWithoutATokenUnlessToldToForLocalUse(t *testing.
 		t.Errorf("no credentials with --insecure-no-auth: %d, want 204", got)
 	}
 	both := fromFile
-	both.Token = "env-token"
+	both.Token = "env-token-0123456789"
 	if _, err := newWorker(ctx, both, log); err == nil {
 		t.Error("a token from the environment and from a file were both accepted")
 	}

@@ -3,9 +3,26 @@
 package bearer
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 )
+
+// MinTokenBytes is the shortest shared secret a server of the project accepts as its bearer
+// token: a shorter one is guessed by whoever reaches the port (e.g. openssl rand -hex 32).
+const MinTokenBytes = 16
+
+// Check says why a configured token (its ends already trimmed) cannot be used: a control
+// character inside (a file of two lines, a stray NUL), which net/http refuses to send in a
+// header, so every call would fail before it left. The error does not show the token.
+func Check(token string) error {
+	for i := 0; i < len(token); i++ {
+		if b := token[i]; b < 0x20 || b == 0x7f {
+			return fmt.Errorf("the token has a control character (byte %#x at %d; a file of more than one line?): no request can carry it", b, i)
+		}
+	}
+	return nil
+}
 
 // Token returns the token of an Authorization header value, and whether it had one.
 func Token(authorization string) (string, bool) {

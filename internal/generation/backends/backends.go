@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
@@ -159,6 +160,9 @@ func build(e Entry, c client.Client) (generation.Backend, error) {
 				return nil, fmt.Errorf("http.tokenFile: %w", err)
 			}
 			cfg.Token = strings.TrimSpace(string(tok))
+			if err := bearer.Check(cfg.Token); err != nil {
+				return nil, fmt.Errorf("http.tokenFile %s: %w", e.HTTP.TokenFile, err)
+			}
 		}
 		return httpbackend.New(cfg)
 	}
