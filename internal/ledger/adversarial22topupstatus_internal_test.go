@@ -1,0 +1,113 @@
+package ledger
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// refuse writes a refusal into the top-up's status as the controller does (Applied=False with
+// the outcome's reason and message), and tells the ledger.
+func (h *harness) refuse(l *Ledger, tu *videogenv1alpha1.PointTopUp, out TopUpOutcome) {
+	h.t.Helper()
+	must(h.t, k8s.Get(h.ctx, client.ObjectKeyFromObject(tu), tu))
+	meta.SetStatusCondition(&tu.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied,
+		Status: metav1.ConditionFalse, Reason: out.Reason, Message: out.Message})
+	must(h.t, k8s.Status().Update(h.ctx, tu))
+	l.ObserveTopUp(tu)
+}
+
+// Round 22b: a refused top-up's Applied condition cleared (or edited to another reason) by
+// whoever may write pointtopups/status (the platform-admin role may: `kubectl edit
+// --subresource=status`, a script that "resets" a stuck-looking top-up, a restored backup of
+// an older status). Nothing in the CRD kept a refusal: its only status rule is about appliedAt.
+//
+// Steps (DebitExceedsBalance): 1. balance 50; close-out debit "close" (-100, CLOSE-1): refused,
+// its Refusal entry written, its status says DebitExceedsBalance, the entry trimmed (the
+// account's journal is empty, as after any settle). 2. Its status is edited: Applied=False
+// reason AccountNotFound (or the condition removed). The kube-apiserver takes it. 3. A credit
+// of 100 (INV-1) is applied: balance 150. 4. A new manager is elected (an upgrade, a failover)
+// and builds its books from the lists: the top-up reads as neither refused nor applied, and the
+// account's journal no longer has its Refusal, so nothing says it was refused. 5. The
+// controller reconciles it: ApplyTopUp debits 100. The user saw: a debit the operator told them
+// was refused for good (rule 6: "refused for good, never debited") taken from their balance
+// weeks later, on whichever manager happened to rebuild (the old one would have refused it
+// again from memory). The same reset on a DuplicateReference is refused again (the other
+// top-up's reference is in the books); that case is pinned below.
+//
+// Fix: the CRD keeps a refused top-up refused (and an applied one's Applied=True): a status
+// write that changes that condition's status or reason is refused by the kube-apiserver.
+func TestAdversarial22BARefusedDebitStaysRefusedWhateverItsStatusIsEditedTo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*videogenv1alpha1.PointTopUpStatus)
+	}{
+		{"its condition removed", func(s *videogenv1alpha1.PointTopUpStatus) { s.Conditions = nil }},
+		{"its reason edited to AccountNotFound", func(s *videogenv1alpha1.PointTopUpStatus) {
+			s.Conditions[0].Reason = videogenv1alpha1.ReasonAccountNotFound
+		}},
+		{"its status edited to Unknown", func(s *videogenv1alpha1.PointTopUpStatus) {
+			s.Conditions[0].Status = metav1.ConditionUnknown
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 50)
+			closeOut, out := h.applyTopUp(h.l, "close", "CLOSE-1", -100)
+			if !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+				t.Fatalf("the debit: %+v, want refused", out)
+			}
+			h.refuse(h.l, closeOut, out)
+			h.booksClosed(h.settle(h.l), 50, 0, 0)
+
+			must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(closeOut), closeOut))
+			tc.edit(&closeOut.Status)
+			if err := k8s.Status().Update(h.ctx, closeOut); err == nil {
+				t.Logf("the kube-apiserver took the edit of a refused top-up's status")
+			}
+			if _, out := h.applyTopUp(h.l, "credit", "INV-1", 100); !out.Applied {
+				t.Fatalf("the credit: %+v", out)
+			}
+			h.books(h.settle(h.l), 150, 0, 0)
+
+			l2 := h.start(h.ctx, "ledger-2")
+			must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(closeOut), closeOut))
+			if out := h.reapply(l2, closeOut); !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+				t.Errorf("the refused debit asked again on a new manager: %+v, want refused (DebitExceedsBalance)", out)
+			}
+			h.books(h.settle(l2), 150, 0, 0)
+		})
+	}
+}
+
+// Checked, holds (a pin): a top-up refused as DuplicateReference whose condition is cleared by
+// hand is refused again on a new manager: the reference it repeats is the other top-up's, which
+// is applied (its status and the list say so), so the rebuilt books have it. The steps are
+// those above: INV-5 credited (100); "again" (INV-5, 100) refused and its status says so;
+// its condition removed; a new manager; "again" asked again.
+func TestAdversarial22BADuplicateWhoseRefusalIsClearedIsRefusedAgain(t *testing.T) {
+	h := newHarness(t, 0)
+	if _, out := h.applyTopUp(h.l, "paid", "INV-5", 100); !out.Applied {
+		t.Fatalf("the first top-up: %+v", out)
+	}
+	again, out := h.applyTopUp(h.l, "again", "INV-5", 100)
+	if !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Fatalf("INV-5 again: %+v, want refused as a duplicate", out)
+	}
+	h.refuse(h.l, again, out)
+	h.booksClosed(h.settle(h.l), 100, 0, 0)
+
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(again), again))
+	again.Status.Conditions = nil
+	_ = k8s.Status().Update(h.ctx, again) // taken before the fix, refused after: either way
+
+	l2 := h.start(h.ctx, "ledger-2")
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(again), again))
+	if out := h.reapply(l2, again); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Fatalf("INV-5 again on a new manager: %+v, want refused as a duplicate", out)
+	}
+	h.booksClosed(h.settle(l2), 100, 0, 0)
+}
