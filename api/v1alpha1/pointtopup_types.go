@@ -91,6 +91,7 @@ type PointTopUpStatus struct {
 	// for good).
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
@@ -109,6 +110,10 @@ type PointTopUpStatus struct {
 // applied PointTopUp is part of the account's audit trail: it cannot be edited or deleted, and
 // what its status says of the application stays (else clearing it would let the policy that
 // keeps applied top-ups allow the delete).
+// Its Applied condition, once True or a refusal for good (DuplicateReference,
+// DebitExceedsBalance), keeps its status and reason: a refused top-up stays refused (a new
+// manager's books learn a refusal from it), and an applied one says so.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.conditions) || !oldSelf.status.conditions.exists(o, o.type == 'Applied' && (o.status == 'True' || (o.status == 'False' && (o.reason == 'DuplicateReference' || o.reason == 'DebitExceedsBalance')))) || (has(self.status) && has(self.status.conditions) && self.status.conditions.exists(c, c.type == 'Applied' && oldSelf.status.conditions.exists(o, o.type == 'Applied' && o.status == c.status && o.reason == c.reason)))",message="a top-up's Applied condition, once True or refused for good (DuplicateReference, DebitExceedsBalance), keeps its status and reason: a refused top-up stays refused, an applied one applied"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.appliedAt) || (has(self.status) && has(self.status.appliedAt) && self.status.appliedAt == oldSelf.status.appliedAt && has(self.status.balanceAfter) == has(oldSelf.status.balanceAfter) && (!has(self.status.balanceAfter) || self.status.balanceAfter == oldSelf.status.balanceAfter) && has(self.status.accountUID) == has(oldSelf.status.accountUID) && (!has(self.status.accountUID) || self.status.accountUID == oldSelf.status.accountUID))",message="an applied top-up's appliedAt, balanceAfter and accountUID are part of the audit trail and cannot change"
 type PointTopUp struct {
 	metav1.TypeMeta   `json:",inline"`

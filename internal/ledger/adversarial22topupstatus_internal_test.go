@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +69,8 @@ func TestAdversarial22BARefusedDebitStaysRefusedWhateverItsStatusIsEditedTo(t *t
 			tc.edit(&closeOut.Status)
 			if err := k8s.Status().Update(h.ctx, closeOut); err == nil {
 				t.Logf("the kube-apiserver took the edit of a refused top-up's status")
+			} else if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "a refused top-up stays refused") {
+				t.Fatalf("the edit: %v, want it taken or refused by the CRD's rule", err)
 			}
 			if _, out := h.applyTopUp(h.l, "credit", "INV-1", 100); !out.Applied {
 				t.Fatalf("the credit: %+v", out)
