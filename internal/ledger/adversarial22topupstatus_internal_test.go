@@ -115,3 +115,49 @@ func TestAdversarial22BADuplicateWhoseRefusalIsClearedIsRefusedAgain(t *testing.
 	}
 	h.booksClosed(h.settle(l2), 100, 0, 0)
 }
+
+// Round 22b: a top-up marked applied by hand that was never credited. Whoever may write
+// pointtopups/status sets appliedAt on a top-up not applied yet (`kubectl patch ptu inv-9
+// --subresource=status -p '{"status":{"appliedAt":"..."}}'`: "the customer paid this at the
+// desk, mark it done", or a restored backup of a status). The kube-apiserver takes it; from then
+// on the CRD's rule keeps appliedAt, the delete policy keeps the top-up, and the controller
+// (seeing appliedAt) never credits it: that part is what the edit says, and the administrator
+// who wrote it asked for it. What they cannot predict is what happens to its reference:
+//
+// Steps: 1. "desk" (INV-9, 100) created; before the controller reaches it, its status gets
+// appliedAt by hand (no accountUID). 2. The manager reconciles it: ObserveTopUp ignores it (its
+// accountUID is not the account's), so INV-9 is not among the references used. 3. A new
+// manager is elected and builds its books from the list: install reads a top-up with appliedAt
+// and another accountUID as "applied to an earlier account of this namespace", so INV-9 is used.
+// 4. The administrator, seeing the balance short, enters INV-9 again ("retry", 100). The user
+// saw: on the manager that happened to run it, credited; on one that rebuilt its books since,
+// refused for good as DuplicateReference "applied by PointTopUp desk to an earlier account of
+// this namespace" (there was none). One edit, two outcomes decided by the last failover.
+// Fixed so both managers agree with the list: ObserveTopUp records the reference of any top-up
+// whose status says applied, as install does (rule 6: a reference a status says was applied is
+// used for good).
+func TestAdversarial22BAHandSetAppliedAtCountsTheSameOnEveryManager(t *testing.T) {
+	for _, failover := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the same manager", true: "after a failover"}[failover], func(t *testing.T) {
+			h := newHarness(t, 0)
+			desk := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "desk"),
+				Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: "INV-9", Note: "test"}}
+			must(t, k8s.Create(h.ctx, desk))
+			desk.Status.AppliedAt = ptrNow()
+			must(t, k8s.Status().Update(h.ctx, desk)) // the kube-apiserver takes appliedAt alone
+			h.l.ObserveTopUp(desk)                    // the controller's reconcile: appliedAt set, nothing to apply
+			if out, err := h.l.ApplyTopUp(desk); err != nil || !out.AlreadyApplied {
+				t.Fatalf("the marked top-up: %+v %v, want AlreadyApplied (never credited)", out, err)
+			}
+			l := h.l
+			if failover {
+				l = h.start(h.ctx, "ledger-2")
+			}
+			_, out := h.applyTopUp(l, "retry", "INV-9", 100)
+			if !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+				t.Fatalf("INV-9 entered again: %+v, want refused as a duplicate on every manager (the list says INV-9 was applied)", out)
+			}
+			h.booksClosed(h.settle(l), 0, 0, 0)
+		})
+	}
+}
