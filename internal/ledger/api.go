@@ -816,6 +816,13 @@ func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
 		b.topUpsShown[t.UID] = true
 		b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference}
 		l.schedule(b)
+	case t.Status.AppliedAt != nil:
+		// Applied to an earlier account of the namespace, or so a status written by hand says:
+		// its reference is used for good, as the books built from the list (install) have it,
+		// so that no manager credits it again and another refuses it.
+		if _, used := b.references[referenceKey(t)]; !used {
+			b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference, earlier: true}
+		}
 	case t.RefusedForGood():
 		b.topUpsShown[t.UID] = true // a refusal's journal entry may go
 		l.schedule(b)
