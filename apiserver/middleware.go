@@ -21,13 +21,12 @@ import (
 // authenticate resolves the bearer key to an account and applies the key's rate limit.
 func (s *Server) authenticate(h func(http.ResponseWriter, *http.Request, apikeys.Principal)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok, n := bearer.FromHeader(r.Header)
-		if n > 1 {
+		token, ok, repeated := bearer.FromHeader(r.Header)
+		if repeated != nil {
 			// Two keys, maybe of two accounts: the first read and the other ignored would charge
 			// an account the client did not choose. RFC 6750 §3.1: a repeated token is a 400.
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen", error="invalid_request"`)
-			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
-				"send one Authorization header, not "+strconv.Itoa(n))
+			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, repeated.Error())
 			return
 		}
 		if !ok {

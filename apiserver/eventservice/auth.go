@@ -112,11 +112,11 @@ func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
 }
 
 func (a *TokenAuth) authenticate(h http.Header) *connect.Error {
-	token, ok, n := bearer.FromHeader(h)
-	if n > 1 {
+	token, ok, repeated := bearer.FromHeader(h)
+	if repeated != nil {
 		// RFC 6750 §3.1, as the REST API on the same port: a 400 (invalid_argument), not the
 		// first header's call served, nor a 401 to a caller whose other header holds a token.
-		err := connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("send one Authorization header, not %d", n))
+		err := connect.NewError(connect.CodeInvalidArgument, repeated)
 		err.Meta().Set("WWW-Authenticate", wwwAuthenticate+`, error="invalid_request"`)
 		return err
 	}

@@ -60,11 +60,11 @@ func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.H
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			token, ok, n := bearer.FromHeader(r.Header)
-			if n > 1 {
+			token, ok, repeated := bearer.FromHeader(r.Header)
+			if repeated != nil {
 				// RFC 6750 §3.1: a 400, and no review of either token (the first read would serve
 				// the caller as that account, or refuse it though the other is allowed).
-				refuse(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("send one Authorization header, not %d", n))
+				refuse(w, http.StatusBadRequest, "invalid_request", repeated.Error())
 				return
 			}
 			if !ok {

@@ -35,14 +35,14 @@ func Token(authorization string) (string, bool) {
 }
 
 // FromHeader returns the token of a request's Authorization header and whether it had one, as
-// every server of the project reads it. repeated is how many Authorization headers there are
-// when more than one: then there is no token. The first read and the others ignored would act
-// for a caller the client did not choose, or refuse one that sent a valid token; RFC 6750
-// §3.1 makes such a request a 400 invalid_request, whose answer should name repeated.
-func FromHeader(h http.Header) (token string, ok bool, repeated int) {
+// every server of the project reads it. With more than one Authorization header there is no
+// token and repeated says how many, in words fit for the answer: the first read and the others
+// ignored would act for a caller the client did not choose, or refuse one that sent a valid
+// token; RFC 6750 §3.1 makes such a request a 400 invalid_request.
+func FromHeader(h http.Header) (token string, ok bool, repeated error) {
 	if n := len(h.Values("Authorization")); n > 1 {
-		return "", false, n
+		return "", false, fmt.Errorf("send one Authorization header, not %d", n)
 	}
 	token, ok = Token(h.Get("Authorization"))
-	return token, ok, 0
+	return token, ok, nil
 }

@@ -28,15 +28,15 @@ func TestToken(t *testing.T) {
 
 func TestFromHeader(t *testing.T) {
 	h := http.Header{}
-	if tok, ok, n := FromHeader(h); tok != "" || ok || n != 0 {
-		t.Errorf("no header: %q, %v, %d", tok, ok, n)
+	if tok, ok, repeated := FromHeader(h); tok != "" || ok || repeated != nil {
+		t.Errorf("no header: %q, %v, %v", tok, ok, repeated)
 	}
 	h.Set("Authorization", "bearer vg_key")
-	if tok, ok, n := FromHeader(h); tok != "vg_key" || !ok || n != 0 {
-		t.Errorf("one header: %q, %v, %d", tok, ok, n)
+	if tok, ok, repeated := FromHeader(h); tok != "vg_key" || !ok || repeated != nil {
+		t.Errorf("one header: %q, %v, %v", tok, ok, repeated)
 	}
 	h.Add("Authorization", "Bearer vg_other")
-	if tok, ok, n := FromHeader(h); tok != "" || ok || n != 2 {
-		t.Errorf("two headers: %q, %v, %d; want no token, 2", tok, ok, n)
+	if tok, ok, repeated := FromHeader(h); tok != "" || ok || repeated == nil || repeated.Error() != "send one Authorization header, not 2" {
+		t.Errorf("two headers: %q, %v, %v; want no token, 2", tok, ok, repeated)
 	}
 }

@@ -175,10 +175,10 @@ func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
 	// Digests compare in constant time without revealing the token's length.
 	want := sha256.Sum256([]byte(s.auth.Token))
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, ok, n := bearer.FromHeader(r.Header)
-		if n > 1 { // RFC 6750 §3.1; the first read would serve, or refuse, a caller by a header it may not mean
+		token, ok, repeated := bearer.FromHeader(r.Header)
+		if repeated != nil { // RFC 6750 §3.1; the first read would serve, or refuse, a caller by a header it may not mean
 			w.Header().Set("WWW-Authenticate", `Bearer realm="videogen-worker", error="invalid_request"`)
-			writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "send one Authorization header, not "+strconv.Itoa(n))
+			writeError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, repeated.Error())
 			return
 		}
 		got := sha256.Sum256([]byte(token))
