@@ -646,9 +646,16 @@ func mayStillLand(err error) bool {
 // a dial or a name lookup that failed: it may have reached the kube-apiserver.
 func sentAndCut(err error) bool {
 	var transport *url.Error
+	return errors.As(err, &transport) && !neverSent(err)
+}
+
+// neverSent reports whether a transport error came before the request could leave: a dial or
+// a name lookup that failed. Any other (a reset, an EOF, a lost HTTP/2 connection) may have
+// reached the other side. The ledger's own client draws the same line (mayHaveLanded).
+func neverSent(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
-	return errors.As(err, &transport) && !(errors.As(err, &op) && op.Op == "dial") && !errors.As(err, &dns)
+	return (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns)
 }
 
 // requestRefused reports whether the kube-apiserver refused a request itself: nothing was

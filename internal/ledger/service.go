@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -392,9 +391,7 @@ func mayHaveLanded(err error) bool {
 	if !errors.As(err, &unreachable) || unreachable.unsent {
 		return false
 	}
-	var op *net.OpError
-	var dns *net.DNSError
-	return !(errors.As(err, &op) && op.Op == "dial") && !errors.As(err, &dns)
+	return !neverSent(err)
 }
 
 // retriable: the ledger is not ready or did not answer; a create is safe to send again. (When
