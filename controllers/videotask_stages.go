@@ -178,9 +178,9 @@ stages:
 			at := metav1.NewTime(now)
 			if stageName == videogenv1alpha1.StageRender && (obs.Result == nil || obs.Result.URL == "") {
 				// Not a success: the stage says how it failed, as the task does.
-				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, name+" reported success without a result"
-				return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed",
-					message: name + " reported success without a result"})
+				why := name + " reported success without a result"
+				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, why
+				return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed", message: why})
 			}
 			if why := unstorable(obs); why != "" {
 				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, fmt.Sprintf("%s reported %s", name, why)
