@@ -350,6 +350,14 @@ var _ = Describe("Adversarial REST: a request without an Idempotency-Key whose l
 			HTTP: &http.Client{Timeout: 300 * time.Millisecond}}})
 		resp := srv.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"})
 		GinkgoWriter.Printf("answer: %d %s\n", resp.Status, resp.Body)
+		if resp.Status == http.StatusAccepted {
+			// The first create landed before the retry's answer: since the retry finds its own
+			// task around the cache (its name is the request's own, the request hash checked),
+			// it is answered with that task, the better of the two answers above. One task.
+			Expect(tasksIn(a.ns)).To(HaveLen(1))
+			Expect(resp.JSON()["id"]).To(Equal(tasksIn(a.ns)[0].Name))
+			return
+		}
 		Expect(resp.Status).To(BeNumerically(">=", 400))
 		Expect(resp.ErrorCode()).NotTo(Equal("idempotency_key_in_use"),
 			"a request without an Idempotency-Key was answered: %s", resp.Body)
