@@ -52,11 +52,9 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		r.Ledger.ObserveTopUp(topUp) // a crash may have come between its status and the journal's trim
 		return ctrl.Result{}, nil
 	}
-	if topUp.RefusedForGood() {
-		r.Ledger.ObserveTopUp(topUp) // the refusal's journal entry may go
-		return ctrl.Result{}, nil
-	}
-	if !topUp.DeletionTimestamp.IsZero() {
+	// A refused one is asked about too: a refusal written by hand over a credit the books hold
+	// is answered Applied, and written over.
+	if !topUp.DeletionTimestamp.IsZero() && !topUp.RefusedForGood() {
 		return ctrl.Result{}, nil
 	}
 	before := topUp.Status.DeepCopy()
@@ -82,11 +80,13 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil // the cache has not caught up with its status, or its deletion, yet
 	case out.Refused:
 		r.setApplied(topUp, metav1.ConditionFalse, out.Reason, out.Message)
-		if err := r.Status().Update(ctx, topUp); err != nil {
-			return ctrl.Result{}, err
+		if !equality.Semantic.DeepEqual(before, &topUp.Status) { // not when its status says so already
+			if err := r.Status().Update(ctx, topUp); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, out.Reason, "Credit", "%s", out.Message)
 		}
-		r.Ledger.ObserveTopUp(topUp)
-		r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, out.Reason, "Credit", "%s", out.Message)
+		r.Ledger.ObserveTopUp(topUp) // the refusal's journal entry may go
 		return ctrl.Result{}, nil
 	}
 

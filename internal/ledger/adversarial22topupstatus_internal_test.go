@@ -161,3 +161,54 @@ func TestAdversarial22BAHandSetAppliedAtCountsTheSameOnEveryManager(t *testing.T
 		})
 	}
 }
+
+// Round 22b: a top-up marked refused by hand while its credit is already in the account's
+// journal, its status not yet saying so. The audit policy lets only a refused top-up be
+// deleted, and its message says so; an administrator who wants a top-up that looks stuck gone
+// (no Applied condition: the manager crashed after the account write and before the status
+// write, or is crash-looping, or the top-up waits in the reconcile queue) writes Applied=False/
+// DuplicateReference into its status to be allowed to. The CRD takes it (its old status has no
+// decided condition).
+//
+// Steps: 1. "inv" (INV-3, 100): ApplyTopUp queues it, the account write carries its entry
+// (credited 100); its status is not written yet. 2. Its status is edited to Applied=False/
+// DuplicateReference by hand. 3. The controller reconciles. 4. A new manager builds its books
+// from the list. 5. INV-3 is entered again. Before the fix, step 3 marked the refusal shown and
+// the journal entry went (the credit stayed), the new manager's books named no reference used,
+// and step 5 credited the invoice again (balance 200) while the first top-up said "refused,
+// nothing credited". Now the books win over a refusal in a status: the entry stays until the
+// top-up's status shows appliedAt, ApplyTopUp answers Applied (the controller writes the credit
+// over the refusal, controllers/adversarial22_topuprefused_test.go), and a rebuild keeps the
+// reference from the journal.
+func TestAdversarial22BATopUpMarkedRefusedAfterItsCreditKeepsItsReference(t *testing.T) {
+	h := newHarness(t, 0)
+	inv := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "inv"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: "INV-3", Note: "test"}}
+	must(t, k8s.Create(h.ctx, inv))
+	out, err := h.l.ApplyTopUp(inv)
+	must(t, err)
+	if !out.Queued {
+		t.Fatalf("the credit: %+v, want it queued", out)
+	}
+	if a := h.settle(h.l); len(a.Status.Journal) != 1 || a.Status.Credited != 100 {
+		t.Fatalf("the account after the credit's write: %+v", a.Status)
+	}
+
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(inv), inv))
+	meta.SetStatusCondition(&inv.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied,
+		Status: metav1.ConditionFalse, Reason: videogenv1alpha1.ReasonDuplicateReference, Message: "cleanup by hand"})
+	must(t, k8s.Status().Update(h.ctx, inv)) // the kube-apiserver takes it
+	h.l.ObserveTopUp(inv)                    // the controller's reconcile of a top-up refused for good
+	if a := h.settle(h.l); len(a.Status.Journal) != 1 {
+		t.Fatalf("the credit's journal entry after a refusal written by hand: %+v, want it kept", a.Status.Journal)
+	}
+	if out, err := h.l.ApplyTopUp(inv); err != nil || !out.Applied || out.BalanceAfter != 100 {
+		t.Fatalf("the top-up refused by hand, asked about again: %+v, %v; want Applied with balance 100 after it", out, err)
+	}
+
+	l2 := h.start(h.ctx, "ledger-2")
+	if _, out := h.applyTopUp(l2, "again", "INV-3", 100); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Errorf("INV-3 entered again after a failover: %+v, want refused as a duplicate (its first top-up's 100 points are in the balance)", out)
+	}
+	h.books(h.settle(l2), 100, 0, 0)
+}

@@ -731,10 +731,7 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		return TopUpOutcome{}, fmt.Errorf("reading the top-up: %w", err)
 	}
 	t = fresh
-	switch c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); {
-	case t.RefusedForGood():
-		return TopUpOutcome{Refused: true, Reason: c.Reason, Message: c.Message}, nil
-	case t.Status.AppliedAt != nil:
+	if t.Status.AppliedAt != nil {
 		return TopUpOutcome{AlreadyApplied: true}, nil
 	}
 	b, err := l.lockBook(t.Namespace)
@@ -742,7 +739,17 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		return TopUpOutcome{}, err
 	}
 	defer b.mu.Unlock()
+	// A refusal in the status is believed only when the books hold no credit of it: only the
+	// ledger refuses, but a status can be edited by hand (to be allowed to delete a top-up that
+	// looks stuck), and a credit already written must keep its reference and be shown applied.
+	statusRefusal := func() TopUpOutcome {
+		c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied)
+		return TopUpOutcome{Refused: true, Reason: c.Reason, Message: c.Message}
+	}
 	if b.account == nil {
+		if t.RefusedForGood() {
+			return statusRefusal(), nil
+		}
 		return TopUpOutcome{}, ErrAccountNotFound
 	}
 	if msg, ok := b.refusals[t.UID]; ok {
@@ -760,6 +767,9 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	}
 	if _, ok := b.queued[t.UID]; ok {
 		return TopUpOutcome{Queued: true}, nil
+	}
+	if t.RefusedForGood() {
+		return statusRefusal(), nil
 	}
 	if other, ok := b.references[referenceKey(t)]; ok && other.uid == t.UID {
 		// Applied, and its journal entry already gone: this is a copy from before its status
@@ -830,10 +840,12 @@ func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
 		if _, used := b.references[referenceKey(t)]; !used {
 			b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference, earlier: true}
 		}
-	case t.RefusedForGood():
+	case t.RefusedForGood() && !b.holdsCredit(t.UID):
 		b.topUpsShown[t.UID] = true // a refusal's journal entry may go
 		l.schedule(b)
 	}
+	// A refusal written by hand over a credit the books hold is not shown: the entry stays,
+	// and ApplyTopUp answers Applied, so the controller writes the credit over it.
 }
 
 // Closable reports whether a deleted account may go: nothing available, held, queued or in

@@ -328,6 +328,15 @@ func (b *book) journalEntry(uid types.UID) (videogenv1alpha1.JournalEntry, bool)
 	return videogenv1alpha1.JournalEntry{}, false
 }
 
+// holdsCredit reports whether the journal or the queue holds a top-up's credit (or debit).
+func (b *book) holdsCredit(uid types.UID) bool {
+	if q, ok := b.queued[uid]; ok && q.Kind == videogenv1alpha1.JournalTopUp {
+		return true
+	}
+	j, ok := b.journalEntry(uid)
+	return ok && j.Kind == videogenv1alpha1.JournalTopUp
+}
+
 // evidence is what a copy of a task says about its points.
 type evidence struct {
 	settledAs videogenv1alpha1.ChargeState // Deducted, Refunded, or "" with ended

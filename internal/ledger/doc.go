@@ -14,7 +14,8 @@
 // task) and a top-up change them in one compare-and-swap together with a journal entry keyed
 // by the source's UID (entries are written in the order queued, at most 512 KiB of journal a
 // write); the entry is forgotten once the source's status shows it (the task Deducted, the
-// top-up applied or refused) or the source is gone, and a charge whose task says Refunded
+// top-up applied, or refused for a refusal's entry: a refusal written by hand over a credit
+// is not believed) or the source is gone, and a charge whose task says Refunded
 // after all gives its points back then. The status is the ledger's alone: every
 // write carries absolute figures, its books' (the status it last wrote, with its queued entries
 // applied), whatever the stored copy says, so a retry of a write that landed writes the same

@@ -220,6 +220,10 @@ func (l *Ledger) resolveFates(ctx context.Context, namespace string, p *plan) bo
 			p.fates[j.UID] = fateGone
 		case err != nil:
 			p.fates[j.UID] = fateUnknown // keep it; the next write looks again
+		case j.Kind == videogenv1alpha1.JournalTopUp && obj.(*videogenv1alpha1.PointTopUp).Status.AppliedAt == nil:
+			// Only its appliedAt shows a credit: a refusal in its status was written by hand
+			// (the ledger refuses before crediting), and the entry keeps the reference.
+			p.fates[j.UID] = fateUnknown
 		default:
 			p.fates[j.UID] = fateOfSource(obj)
 		}

@@ -281,10 +281,14 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 				fresh.fates[j.UID] = fateCheck // closed or gone since: read it before forgetting
 			}
 		}
+		credited := map[types.UID]bool{} // a hand-written refusal does not hide a credit
+		for _, j := range acct.Status.Journal {
+			credited[j.UID] = j.Kind == videogenv1alpha1.JournalTopUp
+		}
 		for i := range topUps {
 			t := &topUps[i]
 			switch {
-			case t.RefusedForGood():
+			case t.RefusedForGood() && !credited[t.UID]:
 				if c := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); c.Reason == videogenv1alpha1.ReasonDebitExceedsBalance {
 					fresh.refusals[t.UID] = c.Message
 				}
