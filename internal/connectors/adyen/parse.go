@@ -215,7 +215,16 @@ func classify(it *item, success bool) (kind, connectors.EventType) {
 		return kindDispute, connectors.DisputeCreated
 	case "INFORMATION_SUPPLIED":
 		return kindDispute, connectors.DisputeChallenged
-	case "CHARGEBACK_REVERSED", "PREARBITRATION_WON":
+	case "CHARGEBACK_REVERSED":
+		// The defence was accepted, but with disputeStatus Pending "this stage is not final. If
+		// the issuing bank presents a second chargeback, you can still lose" (Adyen's webhook
+		// reference): still open, not decided for the merchant. Won, or no status (Brazil, where
+		// nothing tells the two apart), is the dispute won.
+		if it.additionalString("disputeStatus") == "Pending" {
+			return kindDispute, connectors.DisputeChallenged
+		}
+		return kindDispute, connectors.DisputeWon
+	case "PREARBITRATION_WON":
 		return kindDispute, connectors.DisputeWon
 	case "SECOND_CHARGEBACK", "PREARBITRATION_LOST":
 		return kindDispute, connectors.DisputeLost
