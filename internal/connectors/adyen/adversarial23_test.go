@@ -67,3 +67,38 @@ func TestAdv23ChargebackReversedPendingIsNotADisputeWon(t *testing.T) {
 		})
 	}
 }
+
+// Round 23: the scheme's arbitration ruling is the dispute's outcome.
+//
+// Adyen's webhook reference: SCHEME_ARBITRATION_WON "The pre-arbitration case was escalated to
+// scheme arbitration, and the case was won. The payment scheme has ruled that the issuer is
+// liable for the dispute. The dispute is closed."; SCHEME_ARBITRATION_LOST "... the case was
+// lost. The payment scheme has ruled that you are liable for the dispute."
+// (docs.adyen.com/api-explorer/Webhooks/1/post/SCHEME_ARBITRATION_WON, ..._LOST). The stages
+// before them are mapped: PREARBITRATION_WON → WON, PREARBITRATION_LOST → LOST.
+//
+// Input: a pre-arbitration the merchant lost (PREARBITRATION_LOST, DISPUTE_LOST) is escalated
+// to the scheme, which rules for the merchant. Before the fix SCHEME_ARBITRATION_WON was
+// EVENT_TYPE_UNSUPPORTED: the last outcome any sink saw was DISPUTE_LOST, for good, though the
+// scheme ruled the issuer liable and closed the dispute; likewise a final loss after a won
+// pre-arbitration stayed DISPUTE_WON. Now the ruling is DISPUTE_WON / DISPUTE_LOST.
+func TestAdv23SchemeArbitrationRulingIsTheDisputesOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		code string
+		want connectors.EventType
+	}{
+		{"SCHEME_ARBITRATION_WON", connectors.DisputeWon},
+		{"SCHEME_ARBITRATION_LOST", connectors.DisputeLost},
+	} {
+		body := batch(signItem(testKey, "ARBTRTN000000A23", "JVBXGSDM53RZNN82", tc.code, "true", "500", "EUR", ""))
+		ev, err := connectors.HandleWith(context.Background(), adyen.New(), request(body),
+			connectors.SecretsFromStrings(testKey), "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != tc.want || !ev.Complete || ev.Dispute == nil || ev.Dispute.DisputeID != "ARBTRTN000000A23" ||
+			ev.Dispute.PaymentID != "JVBXGSDM53RZNN82" || ev.MerchantEventID != "ARBTRTN000000A23:"+tc.code {
+			t.Errorf("%s: type %s id %q dispute %+v; want %s", tc.code, ev.Type, ev.MerchantEventID, ev.Dispute, tc.want)
+		}
+	}
+}
