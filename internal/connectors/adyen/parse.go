@@ -224,9 +224,10 @@ func classify(it *item, success bool) (kind, connectors.EventType) {
 			return kindDispute, connectors.DisputeChallenged
 		}
 		return kindDispute, connectors.DisputeWon
-	case "PREARBITRATION_WON":
+	// The scheme's ruling on a pre-arbitration escalated to it closes the dispute.
+	case "PREARBITRATION_WON", "SCHEME_ARBITRATION_WON":
 		return kindDispute, connectors.DisputeWon
-	case "SECOND_CHARGEBACK", "PREARBITRATION_LOST":
+	case "SECOND_CHARGEBACK", "PREARBITRATION_LOST", "SCHEME_ARBITRATION_LOST":
 		return kindDispute, connectors.DisputeLost
 	}
 	return kindNone, connectors.EventTypeUnsupported

@@ -149,9 +149,11 @@ func classify(eventType string) (kind, connectors.EventType) {
 		return kindDispute, connectors.DisputeCreated
 	case "dispute_evidence_submitted", "dispute_arbitration_evidence_submitted":
 		return kindDispute, connectors.DisputeChallenged
-	case "dispute_won":
+	// An arbitration's ruling (after dispute_arbitration_evidence_submitted) is the dispute's
+	// outcome, as dispute_won and dispute_lost are.
+	case "dispute_won", "dispute_arbitration_won":
 		return kindDispute, connectors.DisputeWon
-	case "dispute_lost":
+	case "dispute_lost", "dispute_arbitration_lost":
 		return kindDispute, connectors.DisputeLost
 	case "dispute_accepted":
 		return kindDispute, connectors.DisputeAccepted
