@@ -3,6 +3,7 @@ package eventservice
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -23,6 +24,9 @@ func (s *Service) Handle(ctx context.Context, req *connect.Request[eventsv1.Hand
 	if details == nil {
 		return nil, connectError(fmt.Errorf("%w: request_details is required", ErrInvalidRequest))
 	}
+	if err := headerNamedTwice(details.GetHeaders()); err != nil {
+		return nil, connectError(err)
+	}
 	ev, err := s.handle(ctx, msg.GetConnector(), toConnectorsRequest(details),
 		requestSecrets(msg.GetWebhookSecrets()), msg.GetMerchantEventId())
 	if err != nil {
@@ -42,6 +46,22 @@ func toConnectorsRequest(d *eventsv1.RequestDetails) *connectors.Request {
 		Body:    d.GetBody(),
 		Query:   query,
 	}
+}
+
+// headerNamedTwice refuses headers that name one header twice with two values ("Stripe-Signature"
+// and "stripe-signature"): names are case-insensitive, and a map has no order, so which value a
+// connector read would change from one call to the next.
+func headerNamedTwice(headers map[string]string) error {
+	seen := make(map[string]string, len(headers))
+	for name := range headers {
+		canonical := http.CanonicalHeaderKey(name)
+		if other, ok := seen[canonical]; ok && headers[other] != headers[name] {
+			return fmt.Errorf("%w: header %s is given twice with different values (as %q and %q); header names are case-insensitive",
+				ErrInvalidRequest, canonical, min(name, other), max(name, other))
+		}
+		seen[canonical] = name
+	}
+	return nil
 }
 
 // requestSecrets returns the non-empty secrets the request carries, or nil.
