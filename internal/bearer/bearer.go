@@ -34,15 +34,27 @@ func Token(authorization string) (string, bool) {
 	return token, token != ""
 }
 
+// MaxTokenBytes is the longest bearer token a server of the project reads. The longest the
+// project issues or accepts is a service account token (a JWT of a kilobyte or two; the
+// ledger's callers), far below it; without a cap a token could be as long as net/http's header
+// limit (1 MiB), and the ledger's port sends each token it has not seen to the kube-apiserver
+// as a TokenReview (and on to its token webhooks): 1 MiB a request, from anyone who reaches it.
+const MaxTokenBytes = 16 << 10
+
 // FromHeader returns the token of a request's Authorization header and whether it had one, as
 // every server of the project reads it. With more than one Authorization header there is no
 // token and repeated says how many, in words fit for the answer: the first read and the others
 // ignored would act for a caller the client did not choose, or refuse one that sent a valid
-// token; RFC 6750 §3.1 makes such a request a 400 invalid_request.
+// token; RFC 6750 §3.1 makes such a request a 400 invalid_request. A token longer than
+// MaxTokenBytes is malformed the same way (no token the project accepts is that long): no
+// token, and repeated says so, so that none is looked up, hashed or sent for review.
 func FromHeader(h http.Header) (token string, ok bool, repeated error) {
 	if n := len(h.Values("Authorization")); n > 1 {
 		return "", false, fmt.Errorf("send one Authorization header, not %d", n)
 	}
 	token, ok = Token(h.Get("Authorization"))
+	if len(token) > MaxTokenBytes {
+		return "", false, fmt.Errorf("the bearer token is %d bytes; no valid token is longer than %d", len(token), MaxTokenBytes)
+	}
 	return token, ok, nil
 }

@@ -1,0 +1,24 @@
+package bearer
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Adversarial round 23: FromHeader returned a token of any length (up to net/http's 1 MiB header
+// limit), which every server of the project then hashes, looks up or, on the ledger's port,
+// sends to the kube-apiserver as a TokenReview (cmd/manager's
+// TestAnOversizedBearerTokenIsNotSentToTheKubeAPIServer measures it). Want: a token longer than
+// MaxTokenBytes is no token, with a reason fit for a 400; one at the cap is read.
+func TestATokenLongerThanTheCapIsMalformed(t *testing.T) {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+strings.Repeat("a", MaxTokenBytes))
+	if tok, ok, bad := FromHeader(h); len(tok) != MaxTokenBytes || !ok || bad != nil {
+		t.Errorf("a token of MaxTokenBytes: %d bytes, %v, %v; want it read", len(tok), ok, bad)
+	}
+	h.Set("Authorization", "Bearer "+strings.Repeat("a", MaxTokenBytes+1))
+	if tok, ok, bad := FromHeader(h); tok != "" || ok || bad == nil || !strings.Contains(bad.Error(), "16385 bytes") {
+		t.Errorf("a token one byte over the cap: %d bytes, %v, %v; want no token and why", len(tok), ok, bad)
+	}
+}
