@@ -352,6 +352,13 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		return nil, err
 	}
 	if err := b.accepting(); err != nil {
+		// As Admit: the books' copy of the account comes with its events, which may lag; a 403
+		// (not retried by clients) only if the kube-apiserver still shows it too. Otherwise
+		// not_ready, which the REST apiserver's ledger client retries while the events come.
+		if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) ||
+			errors.Is(err, ErrAccountClosing) && !l.stillClosing(b) {
+			err = ErrNotReady
+		}
 		b.mu.Unlock()
 		return nil, err
 	}
