@@ -181,6 +181,17 @@ func normaliseHost(u *url.URL) error {
 	if strings.Trim(ascii, ".") == "" {
 		return errors.New("has no host")
 	}
+	// What a resolver can look up (RFC 1035 §2.3.4; the profile above does not check lengths):
+	// no empty label, none over 63 bytes, at most 253 bytes but for one trailing dot.
+	name := strings.TrimSuffix(ascii, ".")
+	if len(name) > 253 {
+		return fmt.Errorf("has a host name of %d bytes: at most 253", len(name))
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if label == "" || len(label) > 63 {
+			return fmt.Errorf("has an invalid host name %s: each dot-separated label must have 1 to 63 bytes", httpjson.Echo(ascii))
+		}
+	}
 	if port != "" {
 		ascii += ":" + port
 	}
