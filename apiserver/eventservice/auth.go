@@ -66,7 +66,7 @@ var errTokensFromFile = errors.New("eventservice: the tokens come from a file; c
 const minTokenBytes = bearer.MinTokenBytes
 
 // digestsOf digests the non-empty tokens; at least one must remain, and none may be shorter
-// than minTokenBytes.
+// than minTokenBytes or longer than bearer.MaxTokenBytes.
 func digestsOf(tokens []string) ([][sha256.Size]byte, error) {
 	digests := make([][sha256.Size]byte, 0, len(tokens))
 	for _, t := range tokens {
@@ -76,6 +76,10 @@ func digestsOf(tokens []string) ([][sha256.Size]byte, error) {
 		if len(t) < minTokenBytes {
 			// Not the token itself: this error is logged.
 			return nil, fmt.Errorf("eventservice: a service token of %d bytes; tokens must be at least %d bytes (e.g. openssl rand -hex 32)", len(t), minTokenBytes)
+		}
+		if len(t) > bearer.MaxTokenBytes {
+			// No request can carry it: the token check reads none longer (bearer.FromHeader).
+			return nil, fmt.Errorf("eventservice: a service token of %d bytes; tokens must be at most %d bytes", len(t), bearer.MaxTokenBytes)
 		}
 		digests = append(digests, sha256.Sum256([]byte(t)))
 	}

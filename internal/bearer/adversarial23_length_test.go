@@ -22,3 +22,14 @@ func TestATokenLongerThanTheCapIsMalformed(t *testing.T) {
 		t.Errorf("a token one byte over the cap: %d bytes, %v, %v; want no token and why", len(tok), ok, bad)
 	}
 }
+
+// With the cap, a configured token longer than it can never be presented: Check says so at
+// start (the worker's token, a backend's), not every call a 400.
+func TestCheckRefusesATokenLongerThanTheCap(t *testing.T) {
+	if err := Check(strings.Repeat("a", MaxTokenBytes)); err != nil {
+		t.Errorf("Check of a token at the cap: %v", err)
+	}
+	if err := Check(strings.Repeat("a", MaxTokenBytes+1)); err == nil || strings.Contains(err.Error(), "aaaa") {
+		t.Errorf("Check of a token over the cap: %v; want an error that does not show it", err)
+	}
+}

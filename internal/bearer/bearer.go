@@ -14,8 +14,12 @@ const MinTokenBytes = 16
 
 // Check says why a configured token (its ends already trimmed) cannot be used: a control
 // character inside (a file of two lines, a stray NUL), which net/http refuses to send in a
-// header, so every call would fail before it left. The error does not show the token.
+// header, so every call would fail before it left; or a token longer than MaxTokenBytes, which
+// no server of the project reads (FromHeader). The error does not show the token.
 func Check(token string) error {
+	if len(token) > MaxTokenBytes {
+		return fmt.Errorf("a token of %d bytes; no server reads one longer than %d", len(token), MaxTokenBytes)
+	}
 	for i := 0; i < len(token); i++ {
 		if b := token[i]; b < 0x20 || b == 0x7f {
 			return fmt.Errorf("the token has a control character (byte %#x at %d; a file of more than one line?): no request can carry it", b, i)
