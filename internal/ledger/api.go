@@ -360,6 +360,9 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			err = ErrNotReady
 		}
 		b.mu.Unlock()
+		if errors.Is(err, ErrAccountNotFound) && !l.noAccount(ctx, task.Namespace) {
+			err = ErrNotReady // created since, its Add not here yet (the kubectl path: noAccount)
+		}
 		return nil, err
 	}
 	if _, ok := b.tasks[task.Name]; ok {
@@ -684,17 +687,29 @@ type Figures struct {
 
 // Balance returns the account's figures: every task admitted so far counted, whichever REST
 // apiserver replica admitted it.
-func (l *Ledger) Balance(_ context.Context, namespace string) (Figures, error) {
+func (l *Ledger) Balance(ctx context.Context, namespace string) (Figures, error) {
 	b, err := l.lockBook(namespace)
 	if err != nil {
 		return Figures{}, err
 	}
-	defer b.mu.Unlock()
 	if b.account == nil {
+		b.mu.Unlock()
+		if !l.noAccount(ctx, namespace) {
+			return Figures{}, ErrNotReady // created since, its Add not here yet
+		}
 		return Figures{}, fmt.Errorf("%w: namespace %q", ErrAccountNotFound, namespace)
 	}
+	defer b.mu.Unlock()
 	st := b.account.Status
 	return Figures{Balance: b.available(), Frozen: b.frozen, Spent: st.Spent, Credited: st.Credited - b.debits, Holds: b.holds}, nil
+}
+
+// noAccount reads around the informer whether namespace has no PointAccount, before a REST
+// call is told so (403 or 404 account_not_found, which no client retries): the books have one
+// only once its Add event comes, which may lag its creation. A read that fails says nothing.
+func (l *Ledger) noAccount(ctx context.Context, namespace string) bool {
+	err := l.cfg.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{})
+	return apierrors.IsNotFound(err)
 }
 
 // TopUpOutcome is where a PointTopUp stands.
