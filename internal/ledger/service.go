@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/bearer"
 )
 
 // The REST apiserver replicas reach the ledger in the elected manager over HTTP:
@@ -297,6 +298,10 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 		tok, err := c.tokens.Token()
 		if err != nil {
 			return fmt.Errorf("reading the ledger token: %w", err)
+		}
+		if n := len(tok.AccessToken); n > bearer.MaxTokenBytes {
+			// The manager would answer 400 invalid_request, read as this request's refusal.
+			return fmt.Errorf("the ledger token in %s is %d bytes; the manager reads none longer than %d", c.TokenFile, n, bearer.MaxTokenBytes)
 		}
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	}
