@@ -43,3 +43,23 @@ func TestAHostNameNoResolverCanLookUpIsA400NotATask(t *testing.T) {
 		t.Errorf("the ledger was asked to create %d tasks; want none", l.creates)
 	}
 }
+
+// Round 23, the bearer cap on the REST API: an API key of ~1 MiB (net/http reads headers up to
+// 1 MiB) was hashed and looked up as any key, and answered 401 invalid_api_key. Now a 400
+// invalid_request in the envelope, saying why, before any lookup; nothing asked of the ledger.
+func TestAnAPIKeyOverTheBearerCapIsA400(t *testing.T) {
+	l := &accountLedger{available: 100}
+	h, _, _ := unlimitedKeyedServer(t, l)
+	req := httptest.NewRequest(http.MethodPost, "/v1/videos/eraser", strings.NewReader(`{"video":"https://cdn.example.com/v.mp4"}`))
+	req.Header.Set("Authorization", "Bearer vg_"+strings.Repeat("k", 1<<20-4096))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	code, message := errorOf(t, rec)
+	if rec.Code != http.StatusBadRequest || code != "invalid_request" || !strings.Contains(message, "bearer token") {
+		t.Errorf("a 1 MiB API key: %d %s %q; want 400 invalid_request saying the bearer token is too long", rec.Code, code, message)
+	}
+	if l.creates != 0 {
+		t.Errorf("the ledger was asked to create %d tasks; want none", l.creates)
+	}
+}
