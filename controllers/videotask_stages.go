@@ -100,6 +100,9 @@ stages:
 			continue
 		}
 		w := r.work(task, tmpl, stageName)
+		if st.State == videogenv1alpha1.StageRunning && st.Handle != "" && st.Backend != "" && st.Backend != name {
+			r.rerouteStage(ctx, task, w, st, name)
+		}
 		if st.Handle == "" {
 			if end, stop := r.abandoned(task, now, deadline, gone); stop {
 				// An earlier Submit whose status write was lost (a conflict with the cancel
@@ -249,6 +252,25 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 		"resubmission", st.Resubmissions, "of", maxResubmissions, "error", err.Error())
 	st.Handle, st.Message = "", fmt.Sprintf("%s; submitted it again, %d of %d", lostStage(st.Name), st.Resubmissions, maxResubmissions)
 	return true
+}
+
+// rerouteStage readies st, which runs at the backend its status names, to be submitted to
+// name, the backend that serves its capability now (the routes changed across a restart):
+// its handle is the old backend's and means nothing to the new one, which would take it for a
+// lost stage, or refuse it and fail the task. Its work at the old backend, when that is still
+// configured, is stopped; it runs to its deadline otherwise. Submit is idempotent by the work
+// key, so a backend that was only renamed finds the stage it runs. The stage was not lost:
+// it does not count against maxResubmissions.
+func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
+	st *videogenv1alpha1.StageStatus, name string) {
+	if routes, ok := r.Backends.(generation.Routes); ok {
+		if old, ok := routes.Named(st.Backend); ok {
+			r.cancelWork(ctx, old, w, st.Handle)
+		}
+	}
+	logf.FromContext(ctx).Info("the stage's backend no longer serves its capability; submitting it to the new one",
+		"stage", st.Name, "from", st.Backend, "handle", st.Handle, "to", name)
+	st.Handle, st.Message = "", fmt.Sprintf("%s no longer serves %s; submitting the stage to %s", st.Backend, task.Spec.Capability, name)
 }
 
 // lostStage says that the backend lost a stage, in the caller's terms.

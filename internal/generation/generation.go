@@ -103,6 +103,16 @@ func (r Routes) Route(c videogenv1alpha1.Capability) (string, Backend, bool) {
 	return n.Name, n.Backend, true
 }
 
+// Named returns the backend configured under name (the name stages record), or ok=false.
+func (r Routes) Named(name string) (Backend, bool) {
+	for _, n := range r {
+		if n.Name == name && n.Backend != nil {
+			return n.Backend, true
+		}
+	}
+	return nil, false
+}
+
 // PermanentError marks a backend error that retrying cannot fix (a rejected input): the stage
 // fails at once. Any other error from Submit or Observe is retried with backoff.
 type PermanentError struct {
