@@ -80,6 +80,14 @@ func (b *Backend) Submit(ctx context.Context, w generation.Work) (string, error)
 func (b *Backend) Observe(ctx context.Context, w generation.Work, h string) (generation.Observation, error) {
 	key, err := b.cfg.workHandle(w, h)
 	if err != nil {
+		if moved, ok := b.cfg.movedHandle(w, h); ok {
+			// w's own Job, made while another namespace was configured: a config change moved
+			// the Jobs. It is not read there (a handle must not make the manager read any
+			// namespace it names), but the stage is not the caller's fault either: lost, it is
+			// submitted again where Jobs run now.
+			return generation.Observation{}, generation.Lost(fmt.Errorf("Job %s is in namespace %s, where this backend no longer runs Jobs (now %s)",
+				h, moved.Namespace, b.cfg.jobKey(w).Namespace))
+		}
 		return generation.Observation{}, generation.Permanent(err)
 	}
 	var job batchv1.Job

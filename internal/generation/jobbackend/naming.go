@@ -60,7 +60,9 @@ func (c Config) jobKey(w generation.Work) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: JobName(w.Key, w.Stage)}
 }
 
-// handle is "namespace/name": it keeps finding the Job if the configured namespace changes.
+// handle is "namespace/name": it keeps finding the Job if the configured namespace changes from
+// "" (the task's namespace) to one of its own; after any other change the stage is reported lost
+// and submitted again in the namespace configured then (movedHandle).
 func handle(key types.NamespacedName) string { return key.Namespace + "/" + key.Name }
 
 // workHandle reads h, refusing any handle that is not a Job this backend would have made for
@@ -78,6 +80,14 @@ func (c Config) workHandle(w generation.Work, h string) (types.NamespacedName, e
 			h, w.Stage, w.Namespace, w.Task, handle(want))
 	}
 	return key, nil
+}
+
+// movedHandle reads h, a handle workHandle refused, as w's own Job name in a namespace this
+// backend no longer uses (its configured namespace changed since the Job was made, other than
+// from "" to one of its own, which workHandle follows), and says whether it is one.
+func (c Config) movedHandle(w generation.Work, h string) (types.NamespacedName, bool) {
+	key, err := parseHandle(h)
+	return key, err == nil && key.Name == c.jobKey(w).Name
 }
 
 func parseHandle(h string) (types.NamespacedName, error) {
