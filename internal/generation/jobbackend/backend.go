@@ -61,6 +61,9 @@ func (b *Backend) Submit(ctx context.Context, w generation.Work) (string, error)
 	if err := checkWork(w); err != nil {
 		return "", generation.Permanent(err)
 	}
+	if err := checkExecLimit(w, cc); err != nil {
+		return "", generation.Permanent(err)
+	}
 	key := b.cfg.jobKey(w)
 	h := handle(key)
 	err := b.client.Create(ctx, b.cfg.buildJob(w, cc, key))

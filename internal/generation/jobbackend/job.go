@@ -2,6 +2,7 @@ package jobbackend
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"strconv"
@@ -62,6 +63,28 @@ func inputVars(w generation.Work) []inputVar {
 		{"VIDEOGEN_DURATION", "duration", duration},
 		{"VIDEOGEN_PREVIOUS", "previous", string(previousJSON)},
 	}
+}
+
+// maxArgStrlen is Linux's MAX_ARG_STRLEN (32 pages of 4 KiB): execve refuses any one argument
+// or environment string ("NAME=value") longer than this, its NUL included, and the container
+// then never starts (StartError, "argument list too long"), at every retry of the Job.
+const maxArgStrlen = 32 * 4096
+
+// checkExecLimit refuses work with an input that would not fit in one environment string (or
+// argument, with InputArgs) of a container: the analyze outputs of another backend, say, which
+// may reach the controller's 256 KiB where a Job's own cannot pass its 4 KiB termination message.
+func checkExecLimit(w generation.Work, cc CapabilityConfig) error {
+	for _, v := range inputVars(w) {
+		n := len(v.env) + len("=") + len(v.value) + 1
+		if cc.InputArgs && v.flag != "" {
+			n = max(n, len("--")+len(v.flag)+len("=")+len(v.value)+1)
+		}
+		if n > maxArgStrlen {
+			return fmt.Errorf("the %s input of the %s stage is %d bytes, more than a container's environment variable may hold (%d bytes)",
+				v.env, w.Stage, len(v.value), maxArgStrlen-len(v.env)-2)
+		}
+	}
+	return nil
 }
 
 // inputEnv comes first in every container so the template's own env may refer to it as $(NAME).
