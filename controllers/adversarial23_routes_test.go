@@ -1,7 +1,12 @@
 package controllers_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,7 +14,9 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
@@ -92,6 +99,59 @@ var _ = Describe("Adversarial round 23: the routes change across a restart", fun
 		Expect(worker.WasCanceled(analyzeKey)).To(BeTrue(), "the stage still runs at the worker, unpaid")
 		suite.ExpectBalanced(ns, 80, 20, 0)
 	})
+
+	// Found by the twenty-third adversarial review, with the finding above: a stage's result
+	// attributed to another customer's task. The protocol lets a backend leave "key" out of its
+	// answers (docs/backend-protocol.md: optional), and asks each backend never to give an id
+	// to two stages; it cannot ask two backends not to give the same ids (a third-party server
+	// numbering its stages stg-1, stg-2, …). Interleaving: 1. video.short is routed to worker-a;
+	// task X's analyze there is stg-1 (succeeded), its render stg-2 (running). 2. worker-b
+	// serves video.short elsewhere, or another capability, and has run another account's task Y:
+	// its analyze stg-1, its render stg-2, succeeded. 3. video.short is moved to worker-b and the
+	// manager restarted. 4. The new manager observes X's render handle stg-2 at worker-b, which
+	// answers with Y's render, succeeded, without a key to check. What the user sees: X ends
+	// Succeeded with Y's video as its result (another customer's face), charged for it; Y's
+	// owner's video leaks. With the fix (the stage is submitted again at worker-b under X's key,
+	// never observed there under worker-a's id), X gets its own render.
+	It("never takes another backend's stage under the old backend's id for the task's own", func() {
+		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
+		DeferCleanup(workerA.Close)
+		workerB := newNumberingWorker(nil)
+		DeferCleanup(workerB.Close)
+		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+
+		// Y, another account's task, ran both stages at worker-b: stg-1 and stg-2 there.
+		for _, stage := range videogenv1alpha1.Stages {
+			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
+				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
+			_, err := clientB.Submit(ctx, y)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		before := directReconciler(k8sClient, l, clientA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker-a", Backend: clientA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
+		}).Should(Succeed())
+
+		after := directReconciler(k8sClient, l, clientB)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker-b", Backend: clientB}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Result).NotTo(BeNil(), "%+v", done.Status)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/"+task.Name+".mp4"), "the task was given another task's video")
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
 })
 
 // stageOf is task's status entry for a stage (a zero one if it has none).
@@ -102,4 +162,54 @@ func stageOf(task *videogenv1alpha1.VideoTask, name videogenv1alpha1.StageName) 
 		}
 	}
 	return videogenv1alpha1.StageStatus{}
+}
+
+// numberingWorker is an HTTP backend that numbers its stages stg-1, stg-2, … (afresh in each
+// server), leaves "key" out of its answers, as the protocol allows, and renders each task's
+// video at https://media.example/<task>.mp4. A stage runs for ever if states says so for its
+// stage, and has succeeded otherwise.
+type numberingWorker struct {
+	*httptest.Server
+	mu     sync.Mutex
+	ids    map[string]string // key → id
+	stages map[string]protocol.StageRequest
+}
+
+func newNumberingWorker(states map[videogenv1alpha1.StageName]string) *numberingWorker {
+	w := &numberingWorker{ids: map[string]string{}, stages: map[string]protocol.StageRequest{}}
+	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		rw.Header().Set("Content-Type", "application/json")
+		var id string
+		switch {
+		case req.Method == http.MethodPost && req.URL.Path == protocol.StagesPath:
+			var in protocol.StageRequest
+			_ = json.NewDecoder(req.Body).Decode(&in)
+			if id = w.ids[in.Key]; id == "" {
+				id = fmt.Sprintf("stg-%d", len(w.ids)+1)
+				w.ids[in.Key], w.stages[id] = id, in
+			}
+		case req.Method == http.MethodPost && strings.HasPrefix(req.URL.Path, protocol.StagesPath+"/"):
+			rw.WriteHeader(http.StatusNoContent) // cancels
+			return
+		case req.Method == http.MethodGet:
+			id = strings.TrimPrefix(req.URL.Path, protocol.StagesPath+"/")
+		}
+		in, ok := w.stages[id]
+		if !ok {
+			rw.WriteHeader(http.StatusNotFound)
+			_, _ = rw.Write([]byte(`{"error":{"code":"not_found","message":"no such stage"}}`))
+			return
+		}
+		st := protocol.StageStatus{ID: id, State: protocol.StateSucceeded, Progress: 100, Outputs: map[string]string{}}
+		if s := states[videogenv1alpha1.StageName(in.Stage)]; s != "" {
+			st.State, st.Progress = s, 50
+		}
+		if st.State == protocol.StateSucceeded && in.Stage == string(videogenv1alpha1.StageRender) {
+			st.Result = &protocol.Result{URL: "https://media.example/" + in.Task.Name + ".mp4", MediaType: "video/mp4"}
+		}
+		_ = json.NewEncoder(rw).Encode(st)
+	}))
+	return w
 }
