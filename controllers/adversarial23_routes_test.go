@@ -11,6 +11,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
@@ -152,6 +154,55 @@ var _ = Describe("Adversarial round 23: the routes change across a restart", fun
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
 		suite.ExpectBalanced(ns, 80, 0, 20)
 	})
+	// Found by the twenty-third adversarial review: the cancel of a deleted task reaches another
+	// account's stage. Interleaving: as above, X's render is stg-2 at worker-a, and worker-b
+	// runs another account's render Y as stg-2; worker-b has no cancel-by-key endpoint (404: an
+	// older or third-party server, which Cancel allows for by cancelling by id). video.short is
+	// moved to worker-b (worker-a no longer configured) and the manager restarted; X is deleted
+	// before its next look (its finalizer holds it: the new manager's first reconcile finalizes
+	// it). finalize cancels X's unended stages at worker-b with their handles, worker-a's ids:
+	// a cancel by key that worker-b does not know, a GET of stg-2 that answers Y's stage without
+	// a key, then POST /v1/stages/stg-2/cancel. What the users see: Y, another customer's task,
+	// fails ("render failed: canceled") because X was deleted. The fix: a handle is used only at
+	// the backend its stage records; at another, the stage is cancelled by its key alone.
+	It("does not cancel another account's stage with a handle of the old backend", func() {
+		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
+		DeferCleanup(workerA.Close)
+		workerB := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
+		workerB.noCancelByKey = true
+		DeferCleanup(workerB.Close)
+		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		for _, stage := range videogenv1alpha1.Stages {
+			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
+				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
+			_, err := clientB.Submit(ctx, y)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		before := directReconciler(k8sClient, l, clientA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker-a", Backend: clientA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(stageOf(now, videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
+			g.Expect(now.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		}).Should(Succeed())
+
+		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
+		after := directReconciler(k8sClient, l, clientB)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker-b", Backend: clientB}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			var gone videogenv1alpha1.VideoTask
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &gone))).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(workerB.canceledIDs()).NotTo(ContainElement("stg-2"), "X's deletion cancelled another account's render at worker-b")
+	})
 })
 
 // stageOf is task's status entry for a stage (a zero one if it has none).
@@ -173,6 +224,15 @@ type numberingWorker struct {
 	mu     sync.Mutex
 	ids    map[string]string // key → id
 	stages map[string]protocol.StageRequest
+	// noCancelByKey: POST /v1/stages/cancel answers 404, as an older server's does.
+	noCancelByKey bool
+	canceled      []string // ids cancelled by POST /v1/stages/{id}/cancel
+}
+
+func (w *numberingWorker) canceledIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.canceled...)
 }
 
 func newNumberingWorker(states map[videogenv1alpha1.StageName]string) *numberingWorker {
@@ -190,7 +250,13 @@ func newNumberingWorker(states map[videogenv1alpha1.StageName]string) *numbering
 				id = fmt.Sprintf("stg-%d", len(w.ids)+1)
 				w.ids[in.Key], w.stages[id] = id, in
 			}
+		case req.Method == http.MethodPost && req.URL.Path == protocol.CancelByKeyPath && w.noCancelByKey:
+			rw.WriteHeader(http.StatusNotFound)
+			return
 		case req.Method == http.MethodPost && strings.HasPrefix(req.URL.Path, protocol.StagesPath+"/"):
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(req.URL.Path, protocol.StagesPath+"/"), "/cancel"); ok {
+				w.canceled = append(w.canceled, id)
+			}
 			rw.WriteHeader(http.StatusNoContent) // cancels
 			return
 		case req.Method == http.MethodGet:
