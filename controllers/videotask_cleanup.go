@@ -76,7 +76,7 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 	}
 	log := logf.FromContext(ctx)
 	if name, b, ok := r.Backends.Route(task.Spec.Capability); ok && !task.Status.Phase.Terminal() {
-		failed := r.cancelUnended(ctx, task, b)
+		failed := r.cancelUnended(ctx, task, name, b)
 		if failed != nil {
 			waited := r.Clock.Since(task.DeletionTimestamp.Time)
 			if waited < r.Config.CancelGrace {
@@ -102,32 +102,32 @@ func (r *VideoTaskReconciler) cancelUnguarded(ctx context.Context, task *videoge
 	if r.Backends == nil || task.Status.Phase.Terminal() {
 		return
 	}
-	_, b, ok := r.Backends.Route(task.Spec.Capability)
+	name, b, ok := r.Backends.Route(task.Spec.Capability)
 	if !ok {
 		return
 	}
-	if err := r.cancelUnended(ctx, task, b); err != nil {
+	if err := r.cancelUnended(ctx, task, name, b); err != nil {
 		logf.FromContext(ctx).Error(err, "cancelling the work of a task deleted before its finalizer")
 	}
 }
 
-// cancelUnended asks b to stop the work of every stage of task that has not ended, recorded or
+// cancelUnended asks b, backend's, to stop the work of every stage of task that has not ended, recorded or
 // not, each for at most CancelTimeout, and returns the last error. A stage not ended may run at
 // the backend without its handle, or any record of it, in the status (a Submit that landed when
 // the status write recording it was lost or failed): backends find such work by its key (an
 // empty handle), and stopping work that was never submitted is no error.
-func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv1alpha1.VideoTask, b generation.Backend) error {
+func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv1alpha1.VideoTask, backend string, b generation.Backend) error {
 	var failed error
 	for _, name := range videogenv1alpha1.Stages {
-		handle := ""
+		at, handle := b, ""
 		if i := slices.IndexFunc(task.Status.Stages, func(st videogenv1alpha1.StageStatus) bool { return st.Name == name }); i >= 0 {
 			st := task.Status.Stages[i]
 			if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
 				continue
 			}
-			handle = st.Handle
+			at, handle = r.stageAt(st, backend, b) // a handle only at the backend that issued it
 		}
-		if err := r.cancelWork(ctx, b, r.work(task, catalog.Template{}, name), handle); err != nil {
+		if err := r.cancelWork(ctx, at, r.work(task, catalog.Template{}, name), handle); err != nil {
 			failed = err
 		}
 	}

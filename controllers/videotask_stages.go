@@ -215,7 +215,7 @@ stages:
 		if apierrors.IsNotFound(err) {
 			// Deleted before a stage of it was recorded (so without the finalizer): nothing
 			// else will stop the work this reconcile started, and only it holds its handle.
-			if cerr := r.cancelUnended(ctx, task, backend); cerr != nil {
+			if cerr := r.cancelUnended(ctx, task, name, backend); cerr != nil {
 				logf.FromContext(ctx).Error(cerr, "cancelling the work of a task deleted while it was submitted")
 			}
 		}
@@ -460,19 +460,35 @@ func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1a
 // cancelRunningStages cancels every stage of task that runs at a backend, as far as its status
 // knows, and marks it canceled.
 func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *videogenv1alpha1.VideoTask) {
-	_, b, ok := r.Backends.Route(task.Spec.Capability)
+	name, b, _ := r.Backends.Route(task.Spec.Capability)
 	for i := range task.Status.Stages {
 		st := &task.Status.Stages[i]
 		if st.State != videogenv1alpha1.StageRunning {
 			continue
 		}
-		if ok {
-			r.cancelStage(ctx, task, b, r.work(task, catalog.Template{}, st.Name), st)
-			continue
+		if at, handle := r.stageAt(*st, name, b); at != nil {
+			r.cancelWork(ctx, at, r.work(task, catalog.Template{}, st.Name), handle)
 		}
 		at := metav1.NewTime(r.Clock.Now())
 		st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
 	}
+}
+
+// stageAt is where st's work is stopped, and with which handle, when name's backend b serves
+// its capability now (b nil: none does). A handle is the backend's that issued it, which the
+// stage records: while that backend is configured, under its name, it is asked; another backend
+// is asked by the stage's key alone (an empty handle), since the old id may name another key's
+// stage there (the routes changed across a restart, see rerouteStage).
+func (r *VideoTaskReconciler) stageAt(st videogenv1alpha1.StageStatus, name string, b generation.Backend) (generation.Backend, string) {
+	if st.Backend == "" || st.Backend == name || st.Handle == "" {
+		return b, st.Handle
+	}
+	if routes, ok := r.Backends.(generation.Routes); ok {
+		if old, ok := routes.Named(st.Backend); ok {
+			return old, st.Handle
+		}
+	}
+	return b, ""
 }
 
 // cancelWork asks the backend to stop w's work, for at most CancelTimeout; failing to is
