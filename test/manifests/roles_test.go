@@ -226,6 +226,14 @@ func TestBuiltInRolesCoverTheTenantKinds(t *testing.T) {
 		{"bo-videogen-edit", "create", "", "pods", "exec", false},
 		{"bo-videogen-edit", "get", "", "pods", "", false},
 		{"bo-videogen-edit", "delete", "batch", "jobs", "", false},
+		// Checked, holds (adversarial round 23): the Job backend names a stage's Job after its
+		// work key (JobName; the task's UID is in it, visible to any reader of the task) and
+		// adopts a Job already there under that name (Submit: AlreadyExists). One who could
+		// create it first, or a pod with its Job's labels, would choose the stage's result. With
+		// videogen-edit neither is possible; the built-in edit can, in its own namespace only,
+		// against its own tasks (docs/deploy.md says what else edit can do there).
+		{"bo-videogen-edit", "create", "batch", "jobs", "", false},
+		{"bo-videogen-edit", "create", "", "pods", "", false},
 		{"bo-videogen-edit", "impersonate", "", "serviceaccounts", "", false},
 		{"ed-edit", "get", "", "secrets", "", true},
 		{"ed-edit", "delete", "batch", "jobs", "", true},
