@@ -184,7 +184,7 @@ func accountShow(ctx context.Context, o *options, name string) error {
 		return err
 	}
 	v := accountView{Account: name, Balance: acct.Status.Balance, Frozen: acct.Status.Frozen,
-		Spent: acct.Status.Spent, Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}}
+		Spent: acct.Status.Spent, Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}, RecentTop: []topUpView{}}
 	if acct.Status.Holds > 0 {
 		var tasks videogenv1alpha1.VideoTaskList
 		if err := c.List(ctx, &tasks, client.InNamespace(name),

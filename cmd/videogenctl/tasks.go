@@ -184,16 +184,16 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	}
 	var list videogenv1alpha1.VideoTaskList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		if ns == "" && apierrors.IsForbidden(err) {
-			// An account's user, whose roles are in their namespace only: without -n this lists
-			// every account's tasks (the kubeconfig's namespace does not narrow it), which they
-			// may not, and the kube-apiserver's "at the cluster scope" does not say what to do.
-			return fmt.Errorf("%w; to list one account's tasks, name it: videogenctl task list -n ACCOUNT", err)
-		}
-		return err
+		return nameTheAccount(err, ns, "list")
 	}
-	sort.SliceStable(list.Items, func(i, j int) bool {
-		return list.Items[i].CreationTimestamp.After(list.Items[j].CreationTimestamp.Time)
+	// As GET /v1/tasks orders them: the kube-apiserver keeps creationTimestamp to the second, and
+	// tasks created within one second are listed by name, descending (vt-3 before vt-1).
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := &list.Items[i], &list.Items[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.After(b.CreationTimestamp.Time)
+		}
+		return a.Name > b.Name
 	})
 	if limit > 0 && len(list.Items) > limit {
 		list.Items = list.Items[:limit]
@@ -221,6 +221,16 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 		rowOf(&list.Items[i]).write(tw)
 	}
 	return tw.Flush()
+}
+
+// nameTheAccount explains a refusal to read every account's tasks (ns ""): an account's user,
+// whose roles are in their namespace only, gets it without -n (the kubeconfig's namespace does
+// not narrow it), and the kube-apiserver's "at the cluster scope" does not say what to do.
+func nameTheAccount(err error, ns, verb string) error {
+	if ns == "" && apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w; to %s one account's tasks, name it: %s task %s -n ACCOUNT", err, verb, displayName(), verb)
+	}
+	return err
 }
 
 // noTasksNote says that a listing is empty, and why when its account does not exist (a typo in
@@ -408,7 +418,7 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 	for {
 		var list videogenv1alpha1.VideoTaskList
 		if err := c.List(ctx, &list, opts...); err != nil {
-			return err
+			return nameTheAccount(err, account, "watch")
 		}
 		var listed []*videogenv1alpha1.VideoTask
 		for i := range list.Items {

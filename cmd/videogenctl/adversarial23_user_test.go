@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Adversarial round 23: a new user reads the README and the help, and checks them.
+
+// account show -o json/yaml gives every list as a list. Input: `account create acme`, then
+// `account show acme -o json` before the first top-up (every new account, and what a billing
+// script reads first). Before the fix "holds" was [] but "recentTopUps" was null, and in YAML
+// `recentTopUps: null`: `jq '.recentTopUps[]'` fails ("Cannot iterate over null") and a
+// script in a typed language that declares the field an array fails to decode the one account
+// that has no top-ups yet. Nothing is out of order: the first command line after account create.
+func TestAdversarial23AccountShowListsNoTopUpsAsAnEmptyList(t *testing.T) {
+	env, ctx, _ := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	if _, err := cli("account", "create", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cli("account", "show", "acme", "-o", "json")
+	var shown map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &shown) != nil {
+		t.Fatalf("account show -o json: %v\n%s", err, out)
+	}
+	for _, field := range []string{"holds", "recentTopUps"} {
+		if list, ok := shown[field].([]any); !ok || len(list) != 0 {
+			t.Errorf("account show -o json: %q is %#v, want [] for an account without any\n%s", field, shown[field], out)
+		}
+	}
+	out, err = cli("account", "show", "acme", "-o", "yaml")
+	if err != nil || !strings.Contains(out, "holds: []\n") || !strings.Contains(out, "recentTopUps: []\n") {
+		t.Errorf("account show -o yaml: %v; want holds: [] and recentTopUps: []\n%s", err, out)
+	}
+}
+
+// task list is newest first as GET /v1/tasks is, also for tasks created within one second (the
+// kube-apiserver keeps creationTimestamp to the second). Input: three tasks vt-1, vt-2, vt-3
+// made one after the other with kubectl (a script, a GitOps sync: any burst lands in one
+// second), then `task list -n acme --limit 1` to see the latest. Before the fix ties kept the
+// kube-apiserver's list order, names ascending: vt-1, vt-2, vt-3, so "--limit 1" showed vt-1,
+// the oldest, and the listing disagreed with GET /v1/tasks?limit=1 (ties by id, descending,
+// docs/api.md), which shows vt-3. The loop below only makes sure the three share a second (it
+// creates them again in the rare case a second boundary fell between them).
+func TestAdversarial23TaskListTiesAreNewestFirstAsTheRESTAPI(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "acme")
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	for attempt := 0; ; attempt++ {
+		var made []*videogenv1alpha1.VideoTask
+		for _, name := range []string{"vt-1", "vt-2", "vt-3"} {
+			task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: name},
+				Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+					Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+			if err := c.Create(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+			made = append(made, task)
+		}
+		if made[0].CreationTimestamp.Equal(&made[2].CreationTimestamp) {
+			break
+		}
+		if attempt == 5 {
+			t.Fatal("could not create three tasks within one second")
+		}
+		for _, task := range made {
+			if err := c.Delete(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Gone before they are made again (no finalizer: nothing ran them).
+		for _, task := range made {
+			for c.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}) == nil {
+			}
+		}
+	}
+	out, err := cli("task", "list", "-n", "acme", "--limit", "1")
+	if err != nil || !regexp.MustCompile(`(?m)^acme\s+vt-3\s`).MatchString(out) {
+		t.Errorf("task list --limit 1 of vt-1, vt-2, vt-3 made in one second: %v; want vt-3, as GET /v1/tasks?limit=1\n%s", err, out)
+	}
+	out, err = cli("task", "list", "-n", "acme", "-o", "name")
+	if want := "videotask.videogen.dev/vt-3\nvideotask.videogen.dev/vt-2\nvideotask.videogen.dev/vt-1\n"; err != nil || out != want {
+		t.Errorf("task list -o name: %v\n%s\nwant\n%s", err, out, want)
+	}
+}
+
+// A tenant told to name their account is told the command they run. Input: alice, who may
+// read tasks in acme only, runs `kubectl videogen task list` and `kubectl videogen task watch`
+// without -n (the README's commands, as the kubectl plugin). Before the fix task list's hint
+// said "videogenctl task list -n ACCOUNT" (a command alice does not have: she installed the
+// plugin) and task watch said only the kube-apiserver's "cannot list resource videotasks ...
+// at the cluster scope", with no hint at all.
+func TestAdversarial23TenantWithoutNamespaceIsToldTheCommandAsCalled(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "tasks-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"videogen.dev"}, Resources: []string{"videotasks", "pointaccounts"}, Verbs: []string{"get", "list", "watch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "alice-tasks"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asAlice := kubeconfigFor(t, env, envtest.User{Name: "alice"})
+	argv0 := os.Args[0]
+	os.Args[0] = "/usr/local/bin/kubectl-videogen"
+	t.Cleanup(func() { os.Args[0] = argv0 })
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"task", "list"}, "kubectl videogen task list -n ACCOUNT"},
+		{[]string{"tasks"}, "kubectl videogen task list -n ACCOUNT"},
+		{[]string{"task", "watch"}, "kubectl videogen task watch -n ACCOUNT"},
+	} {
+		var out bytes.Buffer
+		err := run(ctx, append(tc.args, "--kubeconfig", asAlice), &out)
+		if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), tc.hint) ||
+			strings.Contains(err.Error(), "videogenctl") {
+			t.Errorf("%v as a tenant, as the kubectl plugin: %v; want the kube-apiserver's refusal and %q", tc.args, err, tc.hint)
+		}
+	}
+}
