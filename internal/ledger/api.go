@@ -886,7 +886,7 @@ func (l *Ledger) Closable(namespace string) error {
 		st := b.account.Status
 		if b.available() != 0 || b.holds != 0 || b.frozen != 0 || len(b.queued) != 0 ||
 			st.Balance != 0 || st.Holds != 0 || st.Frozen != 0 || len(st.Journal) != 0 {
-			return errors.New(closingMessage(&videogenv1alpha1.PointAccountStatus{
+			return errors.New(closingMessage(namespace, &videogenv1alpha1.PointAccountStatus{
 				Balance: b.available(), Holds: int32(b.holds), Frozen: b.frozen, Journal: st.Journal}))
 		}
 		return nil

@@ -380,7 +380,7 @@ func setConditions(acct *videogenv1alpha1.PointAccount) {
 		ready.Message = fmt.Sprintf("The books do not add up: balance %d, frozen %d, spent %d, credited %d", st.Balance, st.Frozen, st.Spent, st.Credited)
 	case !acct.DeletionTimestamp.IsZero():
 		ready.Status, ready.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonClosing
-		ready.Message = closingMessage(st)
+		ready.Message = closingMessage(acct.Namespace, st)
 	case acct.Spec.Suspended:
 		ready.Status, ready.Reason = metav1.ConditionFalse, videogenv1alpha1.ReasonSuspended
 		ready.Message = "The account is suspended: it accepts no new tasks"
@@ -398,14 +398,16 @@ func setConditions(acct *videogenv1alpha1.PointAccount) {
 	st.ObservedGeneration = acct.Generation
 }
 
-// closingMessage says what keeps a deleted account, and what to do.
-func closingMessage(st *videogenv1alpha1.PointAccountStatus) string {
+// closingMessage says what keeps a deleted account, and what to do: the debit as the CLI takes
+// it (AMOUNT has no sign), as the pointaccount-close-when-empty policy says it.
+func closingMessage(namespace string, st *videogenv1alpha1.PointAccountStatus) string {
 	if st.Balance == 0 && st.Holds == 0 && st.Frozen == 0 && len(st.Journal) == 0 {
 		return "Deleting: the account is empty and goes now"
 	}
 	msg := fmt.Sprintf("Deleting: the account goes once it is empty; it has %d points available and %d tasks holding %d points.", st.Balance, st.Holds, st.Frozen)
 	if st.Balance > 0 {
-		msg += fmt.Sprintf(" Debit what is left with a PointTopUp of amount %d and a note (videogenctl topup).", -st.Balance)
+		msg += fmt.Sprintf(" Debit what is left (a PointTopUp of amount %d with a note): videogenctl topup %s %d --debit --reference REF --note WHY"+
+			" (in a namespace being deleted nothing can be created: docs/ledger.md, Deleting things).", -st.Balance, namespace, st.Balance)
 	}
 	if st.Holds > 0 {
 		msg += " Cancel its tasks or wait for them to end."
