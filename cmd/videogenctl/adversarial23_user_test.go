@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,5 +149,57 @@ func TestAdversarial23TenantWithoutNamespaceIsToldTheCommandAsCalled(t *testing.
 			strings.Contains(err.Error(), "videogenctl") {
 			t.Errorf("%v as a tenant, as the kubectl plugin: %v; want the kube-apiserver's refusal and %q", tc.args, err, tc.hint)
 		}
+	}
+}
+
+// topup does not say "credited" of a top-up the operator never credited. Interleaving: 1. the
+// administrator runs `topup acme 100 --reference INV-9`; the CLI creates the PointTopUp and
+// waits. 2. The operator has not applied it yet (a manager failover; here no manager runs), and
+// a second administrator marks it applied by hand, as the ledger's round 22b describes
+// (`kubectl patch pointtopup … --subresource=status -p '{"status":{"appliedAt":"…"}}'`: "the
+// customer paid at the desk, mark it done"); the kube-apiserver takes appliedAt alone, and the
+// ledger never credits a top-up whose status says applied. 3. The CLI's next read sees
+// appliedAt. Before the fix it took appliedAt for the operator's credit and dereferenced
+// balanceAfter, which only the operator writes: a nil pointer panic, a Go stack trace and exit
+// status 2 for a top-up that moved no point. (Had it not panicked it would have printed
+// "credited 100 points to acme", which is false: credited is unchanged.) Now it fails with
+// exit status 1, saying that the status was written without the operator's credit.
+func TestAdversarial23TopUpMarkedAppliedByHandIsNotCalledCredited(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	var out bytes.Buffer
+	if err := run(ctx, []string{"account", "create", "acme", "--kubeconfig", kubeconfig}, &out); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- errors.New("panic: " + strings.SplitN(fmt.Sprint(r), "\n", 2)[0])
+			}
+		}()
+		done <- run(ctx, []string{"topup", "acme", "100", "--reference", "INV-9", "--kubeconfig", kubeconfig}, &out)
+	}()
+	// Step 2, once the CLI's top-up exists (nothing applies it: no manager runs).
+	var topUps videogenv1alpha1.PointTopUpList
+	for len(topUps.Items) == 0 {
+		if err := c.List(ctx, &topUps, client.InNamespace("acme")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tu := &topUps.Items[0]
+	tu.Status.AppliedAt = &metav1.Time{Time: time.Now()}
+	if err := c.Status().Update(ctx, tu); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	if err == nil || strings.HasPrefix(err.Error(), "panic") || !strings.Contains(err.Error(), "not credited") || exitCode(err) != 1 {
+		t.Errorf("topup of a top-up marked applied by hand: %v (exit %d)\n%s; want exit 1 saying the operator did not credit it", err, exitCode(err), out.String())
+	}
+	if strings.Contains(out.String(), "credited 100") {
+		t.Errorf("topup says %q of a top-up nobody credited", out.String())
 	}
 }

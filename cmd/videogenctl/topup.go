@@ -159,6 +159,13 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 		}
 		return fmt.Errorf("top-up %s not applied yet: %s", t.Name, msg)
 	}
+	if t.Status.BalanceAfter == nil || t.Status.AccountUID == "" {
+		// The operator writes appliedAt with balanceAfter and accountUID, after its credit; a
+		// status that says applied without them was written by hand, and the ledger never
+		// credits a top-up whose status says applied.
+		return fmt.Errorf("top-up %s not %sed: its status says applied but was not written by the operator (no balanceAfter or accountUID), "+
+			"and a top-up marked applied is never applied; see kubectl describe pointtopup %s -n %s", t.Name, verb, t.Name, account)
+	}
 	view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
 	return o.print(view, func(w io.Writer) {
 		fmt.Fprintf(w, "%sed %d points %s %s (reference %s); balance is now %d\n", verb, max(amount, -amount), to, account, reference, *t.Status.BalanceAfter)
