@@ -2,18 +2,26 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -201,5 +209,79 @@ func TestAdversarial23TopUpMarkedAppliedByHandIsNotCalledCredited(t *testing.T) 
 	}
 	if strings.Contains(out.String(), "credited 100") {
 		t.Errorf("topup says %q of a top-up nobody credited", out.String())
+	}
+}
+
+// task watch NAME ends when the task is gone, also when it went while no watch was open.
+// Interleaving: 1. `task watch vt-1 -n acme` (running): the CLI lists it and opens a watch.
+// 2. The kube-apiserver ends the watch, as it ends every watch after its timeout
+// (--min-request-timeout, 30 to 60 minutes) or on a restart. 3. Before the CLI lists again,
+// the task is deleted (`kubectl delete videotask`, a namespace deleted): its Deleted event
+// belongs to no watch. 4. The CLI lists again: no task. Before the fix it opened a new watch on
+// the empty listing and waited for a task that can never change again: `task watch` (and the
+// script around it, which the README tells to wait on its exit status) hung until killed. Now
+// it says the task was deleted, exit status 2, as when the deletion comes through a watch. The
+// proxy below plays step 2 and 3 on the first watch; a second watch request is the hang.
+func TestAdversarial23TaskWatchEndsWhenTheTaskWentBetweenWatches(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watches atomic.Int32
+	rewatched := make(chan struct{})
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") == "true" && strings.Contains(r.URL.Path, "/namespaces/acme/videotasks") {
+			switch watches.Add(1) {
+			case 1: // steps 2 and 3: the task deleted (no finalizer: gone at once), the watch ended
+				if err := c.Delete(context.Background(), task); err != nil {
+					t.Error(err)
+				}
+				for c.Get(context.Background(), client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}) == nil {
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				return
+			case 2:
+				close(rewatched)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var out bytes.Buffer
+		done <- run(watchCtx, []string{"task", "watch", "vt-1", "-n", "acme", "--server", srv.URL, "--insecure-skip-tls-verify",
+			"--kubeconfig", kubeconfig}, &out)
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "task vt-1 was deleted") || exitCode(err) != exitWatchFailed {
+			t.Errorf("task watch of a task deleted between two watches: %v (exit %d); want \"task vt-1 was deleted\", exit 2", err, exitCode(err))
+		}
+	case <-rewatched:
+		cancel()
+		err := <-done
+		t.Errorf("task watch listed no vt-1 after the task was deleted and opened another watch, which nothing will ever end (%v when interrupted)", err)
 	}
 }

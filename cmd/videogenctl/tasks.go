@@ -420,6 +420,11 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		if err := c.List(ctx, &list, opts...); err != nil {
 			return nameTheAccount(err, account, "watch")
 		}
+		if name != "" && len(list.Items) == 0 {
+			// Deleted while no watch was open (between the get and this list, or between a
+			// watch the kube-apiserver ended and this list): no event will ever say so.
+			return fmt.Errorf("task %s was deleted", name)
+		}
 		var listed []*videogenv1alpha1.VideoTask
 		for i := range list.Items {
 			if changed(&list.Items[i]) {
