@@ -1,0 +1,82 @@
+package ledger
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+)
+
+// Round 23 (review of 7aa2059, "the books win over a top-up refusal written by hand"): the
+// hand-refused top-up DELETED before any manager writes its credit over the refusal.
+//
+// Steps: 1. "inv" (INV-3, 100): ApplyTopUp queues it, the account write carries its entry
+// (credited 100); its status is not written (the manager crashes right after the account
+// write, or crash-loops: its status writes never get through). 2. The administrator, seeing a
+// top-up with no Applied condition for hours, writes Applied=False/DuplicateReference into its
+// status (the CRD takes it: its old status has no decided condition) and 3. deletes it: the
+// audit policy (config/policies/pointtopup_audit.yaml) reads only the status and allows it.
+// Both steps are what the policy's message invites ("can be deleted only when refused").
+// 4. A manager builds its books (the crashed one restarts, or another one is elected): the
+// account's journal holds inv's entry, the top-up list no longer holds inv, so no reference is
+// named used (the entry carries no reference), and the entry's fate check finds inv gone and
+// drops it. 5. INV-3 is entered again (the payment webhook redelivered, a retry by a script).
+// Before the fix, step 5 credited the invoice a second time: balance 200 for one invoice of
+// 100, and nothing left in the cluster names INV-3 used.
+//
+// Fix: a second ValidatingAdmissionPolicy (pointtopup-credit-in-journal, its parameter the
+// namespace's PointAccount) refuses the delete of a top-up whose credit is in the account's
+// journal, whatever its status says; the controller then writes the credit over the refusal
+// (round 22b) and the top-up stays, applied.
+func TestAdversarial23TopUpRefusedByHandAndDeletedKeepsItsReference(t *testing.T) {
+	h := newHarness(t, 0)
+	inv := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "inv"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: "INV-3", Note: "test"}}
+	must(t, k8s.Create(h.ctx, inv))
+	out, err := h.l.ApplyTopUp(inv)
+	must(t, err)
+	if !out.Queued {
+		t.Fatalf("the credit: %+v, want it queued", out)
+	}
+	if a := h.settle(h.l); len(a.Status.Journal) != 1 || a.Status.Credited != 100 {
+		t.Fatalf("the account after the credit's write: %+v", a.Status)
+	}
+	// ledger-1 crashes here: inv's status is never written by it.
+
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(inv), inv))
+	meta.SetStatusCondition(&inv.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied,
+		Status: metav1.ConditionFalse, Reason: videogenv1alpha1.ReasonDuplicateReference, Message: "cleanup by hand"})
+	must(t, k8s.Status().Update(h.ctx, inv)) // the CRD takes it
+	// The administrator deletes it hours later: the kube-apiserver's copy of the account (the
+	// policy's parameter, read from its informer) has the journal by then. A dry run until the
+	// policy answers stands for those hours (without the fix it never does; the delete goes).
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && !apierrors.IsForbidden(k8s.Delete(h.ctx, inv.DeepCopy(), client.DryRunAll)) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := k8s.Delete(h.ctx, inv); err == nil {
+		t.Errorf("the hand-refused top-up whose credit is in the journal was deleted; want it kept (its reference is used)")
+	} else if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "credit is in the account's journal") {
+		t.Fatalf("the delete of the hand-refused top-up: %v, want forbidden by the credit-in-journal policy", err)
+	}
+
+	l2 := h.start(h.ctx, "ledger-2")
+	h.settle(l2) // the journal's fate check
+	h.settle(l2)
+	if _, out := h.applyTopUp(l2, "again", "INV-3", 100); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Errorf("INV-3 entered again after its hand-refused top-up was deleted and a manager rebuilt: %+v, want refused as a duplicate (its first top-up's 100 points are in the balance)", out)
+	}
+	h.books(h.settle(l2), 100, 0, 0)
+
+	l3 := h.start(h.ctx, "ledger-3") // and once more, after the journal has drained
+	if _, out := h.applyTopUp(l3, "third", "INV-3", 100); !out.Refused || out.Reason != videogenv1alpha1.ReasonDuplicateReference {
+		t.Errorf("INV-3 entered a third time after another failover: %+v, want refused as a duplicate", out)
+	}
+	h.books(h.settle(l3), 100, 0, 0)
+}
