@@ -80,3 +80,45 @@ func TestAdversarial23TopUpRefusedByHandAndDeletedKeepsItsReference(t *testing.T
 	}
 	h.books(h.settle(l3), 100, 0, 0)
 }
+// Round 23, checked, holds: the CRD's round-22b exception (a refusal may become Applied=True in
+// the write that first sets appliedAt, balanceAfter and accountUID) written by hand over a
+// GENUINE refusal moves no points. A debit refused DebitExceedsBalance (its Refusal entry
+// written and trimmed) is marked Debited by hand (`kubectl edit --subresource=status`; the
+// kube-apiserver takes it); the balance then covers it. A stale copy of it from before its
+// refusal (a lagging cache), asked of the running manager and of a manager built since, is
+// never debited: ApplyTopUp reads the kube-apiserver's copy, and appliedAt there answers
+// AlreadyApplied. The status lies (an administrator who may write statuses could already write
+// appliedAt on a waiting top-up, round 22b), the books do not.
+func TestAdversarial23RefusedDebitMarkedDebitedByHandMovesNoPoints(t *testing.T) {
+	h := newHarness(t, 50)
+	closeOut, out := h.applyTopUp(h.l, "close", "CLOSE-1", -100)
+	if !out.Refused || out.Reason != videogenv1alpha1.ReasonDebitExceedsBalance {
+		t.Fatalf("the debit: %+v, want refused", out)
+	}
+	stale := closeOut.DeepCopy()
+	h.refuse(h.l, closeOut, out)
+	a := h.settle(h.l)
+	h.booksClosed(a, 50, 0, 0)
+
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(closeOut), closeOut))
+	after := int64(-50)
+	closeOut.Status.AppliedAt, closeOut.Status.BalanceAfter, closeOut.Status.AccountUID = ptrNow(), &after, a.UID
+	meta.SetStatusCondition(&closeOut.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied,
+		Status: metav1.ConditionTrue, Reason: videogenv1alpha1.ReasonDebited, Message: "written by hand"})
+	must(t, k8s.Status().Update(h.ctx, closeOut)) // the exception lets it
+	h.l.ObserveTopUp(closeOut)
+
+	if _, out := h.applyTopUp(h.l, "credit", "INV-1", 100); !out.Applied {
+		t.Fatalf("the credit: %+v", out)
+	}
+	h.booksClosed(h.settle(h.l), 150, 0, 0)
+	if out := h.reapply(h.l, stale); out.Applied || out.Queued {
+		t.Errorf("a stale copy of the refused debit on the running manager: %+v, want nothing debited", out)
+	}
+	h.booksClosed(h.settle(h.l), 150, 0, 0)
+	l2 := h.start(h.ctx, "ledger-2")
+	if out := h.reapply(l2, stale); out.Applied || out.Queued {
+		t.Errorf("a stale copy of the refused debit on a new manager: %+v, want nothing debited", out)
+	}
+	h.booksClosed(h.settle(l2), 150, 0, 0)
+}
