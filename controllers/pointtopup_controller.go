@@ -79,12 +79,17 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 	case out.AlreadyApplied, out.Gone:
 		return ctrl.Result{}, nil // the cache has not caught up with its status, or its deletion, yet
 	case out.Refused:
-		r.setApplied(topUp, metav1.ConditionFalse, out.Reason, out.Message)
-		if !equality.Semantic.DeepEqual(before, &topUp.Status) { // not when its status says so already
-			if err := r.Status().Update(ctx, topUp); err != nil {
-				return ctrl.Result{}, err
+		// Not when its status shows a refusal for good already: one written by hand may give
+		// another reason (both say nothing moved), and the CRD keeps a refusal's reason, so
+		// writing the ledger's over it would fail at every retry, for good.
+		if !topUp.RefusedForGood() {
+			r.setApplied(topUp, metav1.ConditionFalse, out.Reason, out.Message)
+			if !equality.Semantic.DeepEqual(before, &topUp.Status) {
+				if err := r.Status().Update(ctx, topUp); err != nil {
+					return ctrl.Result{}, err
+				}
+				r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, out.Reason, "Credit", "%s", out.Message)
 			}
-			r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, out.Reason, "Credit", "%s", out.Message)
 		}
 		r.Ledger.ObserveTopUp(topUp) // the refusal's journal entry may go
 		return ctrl.Result{}, nil
