@@ -351,6 +351,14 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		b.mu.Unlock()
 		return nil, err
 	}
+	if _, ok := b.tasks[task.Name]; ok {
+		// First: a REST task's name is its Idempotency-Key's, so this is a retry of a request
+		// whose task exists or is being created, answered as its replay (409) whatever the
+		// account's standing or balance since; a 403 or 402 would tell the client a request
+		// was refused whose task runs and is charged.
+		b.mu.Unlock()
+		return nil, ErrTaskExists
+	}
 	if err := b.accepting(); err != nil {
 		// As Admit: the books' copy of the account comes with its events, which may lag; a 403
 		// (not retried by clients) only if the kube-apiserver still shows it too. Otherwise
@@ -364,10 +372,6 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			err = ErrNotReady // created since, its Add not here yet (the kubectl path: noAccount)
 		}
 		return nil, err
-	}
-	if _, ok := b.tasks[task.Name]; ok {
-		b.mu.Unlock()
-		return nil, ErrTaskExists
 	}
 	if avail := b.available(); avail < price {
 		b.mu.Unlock()
