@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Found by review round 23 (ledger), NOT FIXED: a REST create's hold is counted from the
+// Found by review round 23 (ledger), fixed (confirmUnevented): a REST create's hold is counted from the
 // create's answer (CreateTask), not from an informer event, so the books can hold a task the
 // manager's informer never had. If that task is deleted before the informer sees it, no event
 // ever reaches the books: a reflector whose watch fell out of the watch cache's window (410
@@ -31,9 +31,10 @@ import (
 //
 // Want: an entry counted from a create's answer and never named by an event is read again
 // (confirm) after a while, on the ledger's clock, until an event names it or it is found gone.
-// A fix: a flag on the entry set by taskEvent's observe; CreateTask's success path starts a
-// goroutine that, every 30 s on l.cfg.Clock, while the entry is the same and the flag unset,
-// calls confirm(key, uid) (which drops a task found gone or closed).
+// The fix: entry.evented, set by taskEvent; CreateTask's success path starts confirmUnevented,
+// which every 30 s on l.cfg.Clock, while the entry is the same and no event named it, calls
+// confirm (which drops a task found gone or closed). Failed before it (d6626ed): the books
+// still held {Balance:40 Frozen:60 Holds:1} after 100 minutes of the ledger's clock.
 func TestARESTTaskDeletedWhileTheInformerRelistedDoesNotHoldForEver(t *testing.T) {
 	h := newHarness(t, 100)
 	h.settle(h.l) // the harness's own ledger is done with the account; this test's runs alone

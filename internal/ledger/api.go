@@ -487,8 +487,36 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			e.asked = false
 			l.requeueTask(task.Namespace, task.Name)
 		}
+		if !e.evented && e.uid == task.UID && l.ctx != nil {
+			go l.confirmUnevented(client.ObjectKeyFromObject(task), e, task.UID)
+		}
 	}
 	return task, nil
+}
+
+// uneventedCheck is how long a REST create's entry waits for an informer event to name its
+// task before the task is read again (confirmUnevented), and again after each read.
+const uneventedCheck = 30 * time.Second
+
+// confirmUnevented reads again, every uneventedCheck, a task counted from its create's answer
+// that no informer event has named yet: a reflector that relists after its watch fell out of the
+// kube-apiserver's window (410) reports no Add and no Delete of a task created and deleted in
+// between, and the hold would stay until the next failover. Once an event names the task, its
+// deletion comes as one too; a read that finds it gone or closed ends the hold (confirm).
+func (l *Ledger) confirmUnevented(key client.ObjectKey, e *entry, uid types.UID) {
+	for {
+		if sleep(l.ctx, l.cfg.Clock, uneventedCheck) != nil {
+			return
+		}
+		b := l.book(key.Namespace)
+		b.mu.Lock()
+		waiting := b.tasks[key.Name] == e && e.uid == uid && !e.evented
+		b.mu.Unlock()
+		if !waiting {
+			return
+		}
+		l.confirm(l.ctx, key, uid, true)
+	}
 }
 
 // createTimeout bounds a REST create's kube create, which its caller's leaving does not end:

@@ -62,6 +62,10 @@ type entry struct {
 	// asked: the controller asked about the task before the create's answer or event named
 	// it (View said Unknown); the ledger requeues it once either does.
 	asked bool
+	// evented: an informer event named the task (its deletion will come as one too). A REST
+	// create's entry is counted from its answer; until an event names it, it is read again
+	// now and then (confirmUnevented).
+	evented bool
 }
 
 // createsTask reports whether t is (a copy of) the task the REST create counted in e makes, or

@@ -530,6 +530,9 @@ func (l *Ledger) taskEvent(obj any, deleted bool) {
 		was = before.state
 	}
 	e := b.observe(t, l.evidence(t))
+	if e != nil && e.uid == t.UID {
+		e.evented = true
+	}
 	switch {
 	case e != nil && e.state == overdrawn && (before == nil || was != overdrawn):
 		l.requeueTask(t.Namespace, t.Name)
