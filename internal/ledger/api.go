@@ -487,8 +487,8 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			e.asked = false
 			l.requeueTask(task.Namespace, task.Name)
 		}
-		if !e.evented && e.uid == task.UID && l.ctx != nil {
-			go l.confirmUnevented(client.ObjectKeyFromObject(task), e, task.UID)
+		if e.uid == task.UID {
+			l.recheckUnevented(client.ObjectKeyFromObject(task), e)
 		}
 	}
 	return task, nil
@@ -497,6 +497,16 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 // uneventedCheck is how long a REST create's entry waits for an informer event to name its
 // task before the task is read again (confirmUnevented), and again after each read.
 const uneventedCheck = 30 * time.Second
+
+// recheckUnevented starts confirmUnevented for e, counted from a create's answer or a read
+// that no informer event has named yet, unless one runs for it. Call it with b.mu held.
+func (l *Ledger) recheckUnevented(key client.ObjectKey, e *entry) {
+	if e.evented || e.rechecking || e.uid == "" || l.ctx == nil {
+		return
+	}
+	e.rechecking = true
+	go l.confirmUnevented(key, e, e.uid)
+}
 
 // confirmUnevented reads again, every uneventedCheck, a task counted from its create's answer
 // that no informer event has named yet: a reflector that relists after its watch fell out of the
@@ -663,7 +673,10 @@ func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UI
 			l.requeueTask(key.Namespace, key.Name)
 		}
 	default:
-		b.observe(t, l.evidence(t))
+		// Counted from a read: if no event has named it, its deletion may bring none either.
+		if n := b.observe(t, l.evidence(t)); n != nil && n.uid == uid {
+			l.recheckUnevented(key, n)
+		}
 	}
 	l.schedule(b)
 	b.mu.Unlock()

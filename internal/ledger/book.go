@@ -65,7 +65,8 @@ type entry struct {
 	// evented: an informer event named the task (its deletion will come as one too). A REST
 	// create's entry is counted from its answer; until an event names it, it is read again
 	// now and then (confirmUnevented).
-	evented bool
+	// rechecking: confirmUnevented runs for it.
+	evented, rechecking bool
 }
 
 // createsTask reports whether t is (a copy of) the task the REST create counted in e makes, or
