@@ -15,7 +15,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Found by review round 23 (ledger), fixed (confirmUnevented): a REST create's hold is counted from the
+// Found by review round 23 (ledger), fixed (sweepUnevented): a REST create's hold is counted from the
 // create's answer (CreateTask), not from an informer event, so the books can hold a task the
 // manager's informer never had. If that task is deleted before the informer sees it, no event
 // ever reaches the books: a reflector whose watch fell out of the watch cache's window (410
@@ -36,7 +36,7 @@ import (
 //
 // Want: an entry counted from a create's answer and never named by an event is read again
 // (confirm) after a while, on the ledger's clock, until an event names it or it is found gone.
-// The fix: entry.evented, set by taskEvent; CreateTask's success path starts confirmUnevented,
+// The fix: entry.evented, set by taskEvent; CreateTask's success path marks the entry for sweepUnevented,
 // which every 30 s on l.cfg.Clock, while the entry is the same and no event named it, calls
 // confirm (which drops a task found gone or closed). Failed before it (d6626ed): the books
 // still held {Balance:40 Frozen:60 Holds:1} after 100 minutes of the ledger's clock.
@@ -73,7 +73,7 @@ func TestARESTTaskDeletedWhileTheInformerRelistedDoesNotHoldForEver(t *testing.T
 // landed, the answer lost) and settled by settleDoubt's read, not by an event (the watch is
 // broken): the entry is counted from that read and confirmed once; deleted then, while the
 // informer relists, nothing read it again. Failed before the fix reached confirm's reads
-// (recheckUnevented in confirm): held 60 for ever.
+// (awaitEvent in confirm): held 60 for ever.
 func TestARESTTaskSettledFromADoubtAndDeletedWhileTheInformerRelistedDoesNotHoldForEver(t *testing.T) {
 	h := newHarness(t, 100)
 	h.settle(h.l)

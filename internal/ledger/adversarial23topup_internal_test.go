@@ -80,6 +80,7 @@ func TestAdversarial23TopUpRefusedByHandAndDeletedKeepsItsReference(t *testing.T
 	}
 	h.books(h.settle(l3), 100, 0, 0)
 }
+
 // Round 23, checked, holds: the CRD's round-22b exception (a refusal may become Applied=True in
 // the write that first sets appliedAt, balanceAfter and accountUID) written by hand over a
 // GENUINE refusal moves no points. A debit refused DebitExceedsBalance (its Refusal entry

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -488,44 +490,53 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 			l.requeueTask(task.Namespace, task.Name)
 		}
 		if e.uid == task.UID {
-			l.recheckUnevented(client.ObjectKeyFromObject(task), e)
+			l.awaitEvent(e)
 		}
 	}
 	return task, nil
 }
 
-// uneventedCheck is how long a REST create's entry waits for an informer event to name its
-// task before the task is read again (confirmUnevented), and again after each read.
+// uneventedCheck is how long a task counted from a create's answer or a read may go unnamed by
+// any informer event before sweepUnevented reads it again, and how often it looks.
 const uneventedCheck = 30 * time.Second
 
-// recheckUnevented starts confirmUnevented for e, counted from a create's answer or a read
-// that no informer event has named yet, unless one runs for it. Call it with b.mu held.
-func (l *Ledger) recheckUnevented(key client.ObjectKey, e *entry) {
-	if e.evented || e.rechecking || e.uid == "" || l.ctx == nil {
-		return
+// awaitEvent marks e, counted from a create's answer or a read, as waiting for an informer event
+// to name its task (sweepUnevented reads it again meanwhile). Call it with b.mu held.
+func (l *Ledger) awaitEvent(e *entry) {
+	if !e.evented && e.unnamedSince.IsZero() {
+		e.unnamedSince = l.cfg.Clock.Now()
 	}
-	e.rechecking = true
-	go l.confirmUnevented(key, e, e.uid)
 }
 
-// confirmUnevented reads again, every uneventedCheck, a task counted from its create's answer
-// that no informer event has named yet: a reflector that relists after its watch fell out of the
-// kube-apiserver's window (410) reports no Add and no Delete of a task created and deleted in
-// between, and the hold would stay until the next failover. Once an event names the task, its
-// deletion comes as one too; a read that finds it gone or closed ends the hold (confirm).
-func (l *Ledger) confirmUnevented(key client.ObjectKey, e *entry, uid types.UID) {
-	for {
-		if sleep(l.ctx, l.cfg.Clock, uneventedCheck) != nil {
-			return
+// sweepUnevented reads again, every uneventedCheck, each task counted from its create's answer
+// or a read that no informer event has named for that long: a reflector that relists after its
+// watch fell out of the kube-apiserver's window (410) reports no Add and no Delete of a task
+// created and deleted in between, and its hold would stay until the next failover. Once an
+// event names the task, its deletion comes as one too; a read that finds it gone or closed ends
+// the hold (confirm).
+func (l *Ledger) sweepUnevented(ctx context.Context) {
+	type unnamed struct {
+		key client.ObjectKey
+		uid types.UID
+	}
+	for sleep(ctx, l.cfg.Clock, uneventedCheck) == nil {
+		cutoff := l.cfg.Clock.Now().Add(-uneventedCheck)
+		l.mu.Lock()
+		books := slices.Collect(maps.Values(l.books))
+		l.mu.Unlock()
+		var due []unnamed
+		for _, b := range books {
+			b.mu.Lock()
+			for name, e := range b.tasks {
+				if !e.evented && !e.unnamedSince.IsZero() && !e.unnamedSince.After(cutoff) {
+					due = append(due, unnamed{client.ObjectKey{Namespace: b.namespace, Name: name}, e.uid})
+				}
+			}
+			b.mu.Unlock()
 		}
-		b := l.book(key.Namespace)
-		b.mu.Lock()
-		waiting := b.tasks[key.Name] == e && e.uid == uid && !e.evented
-		b.mu.Unlock()
-		if !waiting {
-			return
+		for _, u := range due {
+			l.confirm(ctx, u.key, u.uid, true)
 		}
-		l.confirm(l.ctx, key, uid, true)
 	}
 }
 
@@ -675,7 +686,7 @@ func (l *Ledger) confirm(ctx context.Context, key client.ObjectKey, uid types.UI
 	default:
 		// Counted from a read: if no event has named it, its deletion may bring none either.
 		if n := b.observe(t, l.evidence(t)); n != nil && n.uid == uid {
-			l.recheckUnevented(key, n)
+			l.awaitEvent(n)
 		}
 	}
 	l.schedule(b)

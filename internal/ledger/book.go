@@ -62,11 +62,11 @@ type entry struct {
 	// asked: the controller asked about the task before the create's answer or event named
 	// it (View said Unknown); the ledger requeues it once either does.
 	asked bool
-	// evented: an informer event named the task (its deletion will come as one too). A REST
-	// create's entry is counted from its answer; until an event names it, it is read again
-	// now and then (confirmUnevented).
-	// rechecking: confirmUnevented runs for it.
-	evented, rechecking bool
+	// evented: an informer event named the task (its deletion will come as one too). An entry
+	// counted from a create's answer or a read is read again until one does (sweepUnevented),
+	// unnamedSince telling for how long.
+	evented      bool
+	unnamedSince time.Time
 }
 
 // createsTask reports whether t is (a copy of) the task the REST create counted in e makes, or

@@ -206,6 +206,7 @@ func (l *Ledger) Start(ctx context.Context) error {
 	}
 	locked = nil
 	l.ready.Store(true)
+	go l.sweepUnevented(ctx)
 	log.Info("ledger books built", "accounts", len(accounts.Items), "openTasks", len(tasks), "identity", l.cfg.Identity)
 	select {
 	case <-ctx.Done():

@@ -152,6 +152,7 @@ func (h *harness) startWith(ctx context.Context, identity string, configure func
 	l.ctx = ctx
 	must(h.t, l.build(ctx, h.ns))
 	l.ready.Store(true)
+	go l.sweepUnevented(ctx) // as Start does once the books are built
 	return l
 }
 
