@@ -108,7 +108,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointaccount-controller"),
 		}},
 		{"PointTopUp", &PointTopUpReconciler{
-			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointtopup-controller"), Clock: opts.Clock,
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,
+			Recorder: mgr.GetEventRecorder("pointtopup-controller"), Clock: opts.Clock,
 		}},
 		{"Template", &TemplateReconciler{Client: mgr.GetClient(), Backends: opts.Backends, DefaultPrice: opts.Task.DefaultPrice}},
 		{"ShortTemplate", &ShortTemplateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("shorttemplate-controller")}},

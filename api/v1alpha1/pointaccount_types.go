@@ -9,7 +9,10 @@ import (
 const PointAccountName = "default"
 
 // FinalizerLedger keeps a PointAccount until the ledger has closed its books: no points left, no
-// task holding points, nothing in the journal.
+// task holding points, nothing in the journal. On a PointTopUp it is put before the ledger queues
+// its credit and keeps it while the ledger holds that credit (queued, in the journal, or applied):
+// a top-up deleted then stays, Terminating, so the lists a new manager builds its books from
+// still name its reference.
 const FinalizerLedger = "videogen.dev/ledger"
 
 // PointAccount condition types and reasons.

@@ -139,11 +139,14 @@ func TestAdversarial23RefusedDebitMarkedDebitedByHandMovesNoPoints(t *testing.T)
 // 5. INV-4 entered again is credited again: balance 200 for one invoice of 100, and nothing in
 // the cluster shows the first credit but the counters.
 //
-// Not fixed here (see the report): the reference must outlive the top-up, so either the
-// journal entry carries it (a new optional JournalEntry field, and the entry of a top-up gone
-// before its status showed the credit kept, or its reference moved to a durable list in the
-// account's status), or the controller puts a finalizer on a top-up before its credit is
-// queued and takes it off only for a top-up whose books hold no credit of it.
+// Fix: the PointTopUp controller puts FinalizerLedger on a top-up before it asks the ledger, and
+// ApplyTopUp queues a credit only for a top-up carrying it (the harness creates top-ups with it,
+// as the controller would). Step 2's delete leaves inv Terminating, listed; the entry's fate
+// check reads it (no appliedAt: the refusal was written by hand) and keeps the entry; the
+// controller is answered Applied (and writes the credit over the refusal, keeping the
+// finalizer); a manager rebuilt before that write finds inv in the list and its entry in the
+// journal, and names INV-4 used. Before the fix the delete went through, ApplyTopUp answered
+// Gone after the write, and step 5 credited INV-4 again (balance 200).
 func TestAdversarial23TopUpRefusedAndDeletedWhileItsCreditIsQueuedKeepsItsReference(t *testing.T) {
 	h := newHarness(t, 0)
 	s := h.stepped("ledger-2", nil)
@@ -168,10 +171,15 @@ func TestAdversarial23TopUpRefusedAndDeletedWhileItsCreditIsQueuedKeepsItsRefere
 	if a := s.settle(); a.Status.Credited != 100 {
 		t.Fatalf("the account after the queued credit's write: %+v", a.Status)
 	}
-	if out, err := s.l.ApplyTopUp(inv); err != nil || !out.Gone {
-		t.Fatalf("the controller's requeue after the write: %+v, %v; want Gone", out, err)
+	if out, err := s.l.ApplyTopUp(inv); err != nil || !out.Applied {
+		t.Fatalf("the controller's requeue after the write: %+v, %v; want Applied (the books hold its credit)", out, err)
 	}
+	// The controller's write of the credit over the refusal does not get through (a crash).
 	s.settle() // the entry's fate check
+	must(t, k8s.Get(h.ctx, client.ObjectKeyFromObject(inv), inv))
+	if inv.DeletionTimestamp.IsZero() {
+		t.Errorf("the deleted top-up whose credit was queued has no deletionTimestamp; want it kept by the ledger's finalizer")
+	}
 	if _, out := h.applyTopUp(s.l, "again", "INV-4", 100); !out.Refused {
 		t.Fatalf("INV-4 again on the running manager: %+v, want refused (its books remember)", out)
 	}
@@ -182,4 +190,21 @@ func TestAdversarial23TopUpRefusedAndDeletedWhileItsCreditIsQueuedKeepsItsRefere
 		t.Errorf("INV-4 entered again after a failover: %+v, want refused as a duplicate (its first top-up's 100 points are in the balance)", out)
 	}
 	h.books(h.settle(l3), 100, 0, 0)
+}
+
+// Round 23, the guard of the fix above: ApplyTopUp queues nothing for a top-up without the
+// ledger's finalizer (one the controller has not guarded yet, or whose finalizer was taken off
+// by hand) and answers NeedsFinalizer, moving no point (the controller puts it on and asks again).
+func TestAdversarial23TopUpWithoutTheLedgerFinalizerIsNotQueued(t *testing.T) {
+	h := newHarness(t, 0)
+	bare := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "bare"),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: "INV-5", Note: "test"}}
+	must(t, k8s.Create(h.ctx, bare))
+	bare.Finalizers = nil
+	must(t, k8s.Update(h.ctx, bare))
+	if out, err := h.l.ApplyTopUp(bare); err != nil || !out.NeedsFinalizer {
+		t.Errorf("a top-up without the ledger's finalizer: %+v, %v; want NeedsFinalizer", out, err)
+	}
+
+	h.books(h.settle(h.l), 0, 0, 0)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -782,15 +783,21 @@ type TopUpOutcome struct {
 	Refused bool
 	Reason  string
 	Message string
-	// Gone: the kube-apiserver no longer has the top-up; nothing was or will be applied.
+	// Gone: the kube-apiserver no longer has the top-up, or it is being deleted and the books
+	// hold nothing of it; nothing was or will be applied (its finalizer may go).
 	Gone bool
+	// NeedsFinalizer: nothing was queued; the top-up must carry FinalizerLedger first, so that
+	// it cannot vanish while its credit is queued (the entry does not carry its reference).
+	NeedsFinalizer bool
 }
 
 // ApplyTopUp credits (or debits) a PointTopUp once: queued for the account's next write, with a
 // journal entry. A top-up whose reference another top-up applied to an account of the namespace
 // has (this account or an earlier one) is refused, and so is a debit larger than the available
 // balance. ErrAccountNotFound: it waits for the account. It reads the top-up first: Gone if it
-// no longer exists.
+// no longer exists. A new entry is queued only for a top-up that carries FinalizerLedger and is
+// not being deleted (NeedsFinalizer, Gone otherwise): one that cannot vanish before its status
+// shows the credit, so the top-up lists hold every reference the books used.
 func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error) {
 	if !l.ready.Load() {
 		return TopUpOutcome{}, ErrNotReady
@@ -878,6 +885,12 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		}
 		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference,
 			Message: fmt.Sprintf("Refused: %s was %s; %s", ref, where, nothing)}, nil
+	}
+	switch {
+	case !t.DeletionTimestamp.IsZero():
+		return TopUpOutcome{Gone: true}, nil // deleted before anything was queued: nothing will be
+	case !controllerutil.ContainsFinalizer(t, videogenv1alpha1.FinalizerLedger):
+		return TopUpOutcome{NeedsFinalizer: true}, nil
 	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {
