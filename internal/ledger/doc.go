@@ -27,7 +27,10 @@
 // the top-ups applied to the account and to earlier accounts of the namespace (a top-up cannot
 // be deleted unless refused), and refuse a second top-up with one (compared as an accountant
 // reads an invoice number: NFKC, case folded, invisible characters left out, any dash read as
-// "-" and any space as a space; see referenceKey). A debit beyond the balance
+// "-" and any space as a space; see referenceKey). A credit is queued only for a top-up carrying
+// FinalizerLedger and not being deleted, so one deleted while its credit is queued stays listed
+// (Terminating) with its reference; the controller takes the finalizer off only a deleted top-up
+// the books hold no credit of, or with its namespace. A debit beyond the balance
 // is refused with a journal entry of its own (no points), so a stale copy of it is never
 // debited later.
 //
