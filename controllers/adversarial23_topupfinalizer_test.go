@@ -55,9 +55,9 @@ var _ = Describe("PointTopUp ledger finalizer, round 23", func() {
 					for _, j := range a.Status.Journal {
 						if j.Kind == videogenv1alpha1.JournalTopUp && j.Name == "inv" {
 							queued.Store(true)
+							return errors.New("injected: the account write carrying the credit does not get through")
 						}
 					}
-					return errors.New("injected: the account's status write does not get through")
 				}
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},

@@ -72,8 +72,9 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	if topUp.Status.AppliedAt != nil {
+		// Applied: its finalizer stays, deleted or not (it is the record of its reference).
 		r.Ledger.ObserveTopUp(topUp) // a crash may have come between its status and the journal's trim
-		return ctrl.Result{}, nil    // applied: its finalizer stays (the record of its reference)
+		return ctrl.Result{}, nil
 	}
 	// A refused one is asked about too: a refusal written by hand over a credit the books hold
 	// is answered Applied, and written over.
@@ -106,11 +107,11 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	case out.NeedsFinalizer:
 		// Its finalizer was taken off since our copy (by hand), or a refused one is asked to
-		// be applied after all: put it back, then ask again.
+		// be applied after all: put it back; the patch's event asks again.
 		if deleting {
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{Requeue: true}, r.guard(ctx, topUp)
+		return ctrl.Result{}, r.guard(ctx, topUp)
 	case out.Queued:
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil // the ledger wakes it when applied or refused
 	case out.Gone && deleting:
