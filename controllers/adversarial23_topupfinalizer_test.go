@@ -1,16 +1,22 @@
 package controllers_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -18,6 +24,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
@@ -122,4 +129,53 @@ var _ = Describe("PointTopUp ledger finalizer, round 23", func() {
 		Expect(nc.Delete(ctx, suite.AccountOf(ns))).To(Succeed())
 		Eventually(topUpGone(paid)).Should(BeTrue(), "the namespace is being deleted and its account is closing")
 	})
+
+	// The finalizer is the operator's: a platform administrator (the videogen-platform-admin
+	// role may update top-ups, not write their statuses) cannot take it off, so a top-up whose
+	// credit may be queued cannot be made to vanish by hand (pointtopup-finalizer-by-the-manager).
+	It("lets no platform administrator take the ledger's finalizer off a top-up", func() {
+		startManager(testOptions(testbackend.New()))
+		ns := suite.NewAccount(0)
+		t := suite.TopUp(ns, "kept", 30)
+		Eventually(appliedReason(t)).Should(Equal(videogenv1alpha1.ReasonCredited))
+		Expect(topUpOf(t).Finalizers).To(ContainElement(videogenv1alpha1.FinalizerLedger))
+
+		admin := platformAdminClient("adv23-platform-admin")
+		held := topUpOf(t)
+		stripped := held.DeepCopy()
+		controllerutil.RemoveFinalizer(stripped, videogenv1alpha1.FinalizerLedger)
+		err := admin.Patch(ctx, stripped, client.MergeFromWithOptions(held, client.MergeFromWithOptimisticLock{}))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a platform administrator took the ledger's finalizer off: %v", err)
+		Expect(err.Error()).To(ContainSubstring(videogenv1alpha1.FinalizerLedger))
+		Expect(topUpOf(t).Finalizers).To(ContainElement(videogenv1alpha1.FinalizerLedger))
+	})
 })
+
+// platformAdminClient is a client acting as user, bound cluster-wide to config/rbac's
+// platform-admin role.
+func platformAdminClient(user string) client.Client {
+	root, err := testenv.ModuleRoot()
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "platform_admin_role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var role rbacv1.ClusterRole
+	Expect(utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&role)).To(Succeed())
+	role.Name = "videogen-" + role.Name
+	if err := k8sClient.Create(ctx, &role); err != nil && !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}}
+	if err := k8sClient.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	admin, err := client.New(c, client.Options{Scheme: k8sClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() error { // the authorizer sees the binding through its informer
+		return admin.List(ctx, &videogenv1alpha1.PointTopUpList{})
+	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+	return admin
+}
