@@ -2,8 +2,10 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -79,7 +81,11 @@ var _ = Describe("Adversarial round 20: a deleted task's stage at the HTTP backe
 			once   sync.Once
 			render = make(chan string, 1) // the key the render was submitted under
 		)
-		backend := &hookedBackend{Backend: c, after: func(w generation.Work) {
+		// Earlier specs' open tasks, whose stages ran at a backend of another name, are sent to
+		// this spec's worker since the reroute of round 23: refused, so that they neither take
+		// its two slots nor its render hook.
+		var mine atomic.Value
+		backend := &hookedBackend{Backend: onlyIn{Backend: c, ns: &mine}, after: func(w generation.Work) {
 			if w.Stage != videogenv1alpha1.StageRender {
 				return
 			}
@@ -98,6 +104,7 @@ var _ = Describe("Adversarial round 20: a deleted task's stage at the HTTP backe
 		DeferCleanup(stop)
 
 		ns := suite.NewAccount(100)
+		mine.Store(ns)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
 		task := aShortTask(ns, tmpl).Create()
 
@@ -138,4 +145,17 @@ func (c *cancelLog) of(stage videogenv1alpha1.StageName) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.handles[stage]...)
+}
+
+// onlyIn refuses, for good, the work of any namespace but the one in ns.
+type onlyIn struct {
+	generation.Backend
+	ns *atomic.Value
+}
+
+func (b onlyIn) Submit(ctx context.Context, w generation.Work) (string, error) {
+	if ns, _ := b.ns.Load().(string); w.Namespace != ns {
+		return "", generation.Permanent(fmt.Errorf("work of namespace %s is not this spec's", w.Namespace))
+	}
+	return b.Backend.Submit(ctx, w)
 }
