@@ -192,13 +192,7 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 		return err
 	}
 	defer b.mu.Unlock()
-	if err := b.accepting(); err != nil {
-		if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) {
-			return ErrNotReady // lifted since the books' copy of the spec: its event comes
-		}
-		if errors.Is(err, ErrAccountClosing) && !l.stillClosing(b) {
-			return ErrNotReady // gone, or created again, since the books' copy: its events come
-		}
+	if err := l.acceptingNow(b); err != nil {
 		return err
 	}
 	e := b.tasks[t.Name]
@@ -249,6 +243,19 @@ func (l *Ledger) stillSuspended(b *book) bool {
 func (l *Ledger) stillClosing(b *book) bool {
 	fresh, ok := l.readAccountUnlocked(b, nil)
 	return ok && !fresh.DeletionTimestamp.IsZero() && !b.account.DeletionTimestamp.IsZero()
+}
+
+// acceptingNow is accepting, with a suspension or a deletion confirmed by the kube-apiserver
+// before it refuses (a 403, or a kubectl task's refusal for good): the books' copy of the
+// account comes with its events, which may lag. Unconfirmed, it is ErrNotReady, retried while
+// the events come. Call it with b.mu held (the reads let go of it).
+func (l *Ledger) acceptingNow(b *book) error {
+	err := b.accepting()
+	if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) ||
+		errors.Is(err, ErrAccountClosing) && !l.stillClosing(b) {
+		return ErrNotReady // lifted, or gone or created again, since the books' copy
+	}
+	return err
 }
 
 // accepting says why the account takes no new tasks (nil if it does). Call it with b.mu held.
@@ -362,14 +369,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 		b.mu.Unlock()
 		return nil, ErrTaskExists
 	}
-	if err := b.accepting(); err != nil {
-		// As Admit: the books' copy of the account comes with its events, which may lag; a 403
-		// (not retried by clients) only if the kube-apiserver still shows it too. Otherwise
-		// not_ready, which the REST apiserver's ledger client retries while the events come.
-		if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) ||
-			errors.Is(err, ErrAccountClosing) && !l.stillClosing(b) {
-			err = ErrNotReady
-		}
+	if err := l.acceptingNow(b); err != nil {
 		b.mu.Unlock()
 		if errors.Is(err, ErrAccountNotFound) && !l.noAccount(ctx, task.Namespace) {
 			err = ErrNotReady // created since, its Add not here yet (the kubectl path: noAccount)
