@@ -263,10 +263,8 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // it does not count against maxResubmissions.
 func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
 	st *videogenv1alpha1.StageStatus, name string) {
-	if routes, ok := r.Backends.(generation.Routes); ok {
-		if old, ok := routes.Named(st.Backend); ok {
-			r.cancelWork(ctx, old, w, st.Handle)
-		}
+	if old, ok := r.backendNamed(st.Backend); ok {
+		r.cancelWork(ctx, old, w, st.Handle)
 	}
 	logf.FromContext(ctx).Info("the stage's backend no longer serves its capability; submitting it to the new one",
 		"stage", st.Name, "from", st.Backend, "handle", st.Handle, "to", name)
@@ -483,12 +481,20 @@ func (r *VideoTaskReconciler) stageAt(st videogenv1alpha1.StageStatus, name stri
 	if st.Backend == "" || st.Backend == name || st.Handle == "" {
 		return b, st.Handle
 	}
-	if routes, ok := r.Backends.(generation.Routes); ok {
-		if old, ok := routes.Named(st.Backend); ok {
-			return old, st.Handle
-		}
+	if old, ok := r.backendNamed(st.Backend); ok {
+		return old, st.Handle
 	}
 	return b, ""
+}
+
+// backendNamed is the backend configured under name (the one a stage's status records), if the
+// routes know it.
+func (r *VideoTaskReconciler) backendNamed(name string) (generation.Backend, bool) {
+	routes, ok := r.Backends.(generation.Routes)
+	if !ok {
+		return nil, false
+	}
+	return routes.Named(name)
 }
 
 // cancelWork asks the backend to stop w's work, for at most CancelTimeout; failing to is
