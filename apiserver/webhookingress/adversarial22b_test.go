@@ -77,7 +77,8 @@ func TestAdversarial22bAdyenDisputeStatusChangeUnderOneEventCodeIsStored(t *test
 		wantThenType      string
 	}{
 		{code: "CHARGEBACK", first: "Pending", then: "Lost", wantThenType: "DISPUTE_LOST"},
-		{code: "REQUEST_FOR_INFORMATION", first: "Unresponded", then: "Expired", wantThenType: "DISPUTE_CREATED"},
+		// An expired RFI is the inquiry closed (round 24), no longer a second DISPUTE_CREATED.
+		{code: "REQUEST_FOR_INFORMATION", first: "Unresponded", then: "Expired", wantThenType: "DISPUTE_CLOSED"},
 		{code: "CHARGEBACK_REVERSED", first: "Pending", then: "Won", wantThenType: "DISPUTE_WON"},
 	} {
 		t.Run(tc.code, func(t *testing.T) {

@@ -199,7 +199,19 @@ func classify(it *item, success bool) (kind, connectors.EventType) {
 		return kindRefund, connectors.RefundFailure
 	case "REFUND_FAILED", "REFUNDED_REVERSED":
 		return kindRefund, connectors.RefundFailure
-	case "NOTIFICATION_OF_CHARGEBACK", "REQUEST_FOR_INFORMATION":
+	case "NOTIFICATION_OF_CHARGEBACK":
+		return kindDispute, connectors.DisputeCreated
+	case "REQUEST_FOR_INFORMATION":
+		// The issuer's inquiry, sent again as its status changes (Adyen's dispute webhooks
+		// table: Unresponded, Responded, Expired). Responded: the merchant supplied the
+		// information, under the issuer's review. Expired: the RFI's response period is over
+		// without a ruling; a chargeback that follows comes as its own eventCode.
+		switch it.additionalString("disputeStatus") {
+		case "Responded":
+			return kindDispute, connectors.DisputeChallenged
+		case "Expired":
+			return kindDispute, connectors.DisputeClosed
+		}
 		return kindDispute, connectors.DisputeCreated
 	case "CHARGEBACK":
 		// Funds are debited when a chargeback is booked; the dispute's
