@@ -97,6 +97,12 @@ func classify(eventType string, responseCode int) (t connectors.EventType, isRef
 		}
 		return connectors.PaymentIntentCaptureSuccess, false
 	case "net.authorize.payment.void.created":
+		// A void declined, errored or held for review leaves the payment as it was:
+		// nothing to map (as a failed Adyen CANCELLATION).
+		switch responseCode {
+		case declined, failed, held:
+			return connectors.EventTypeUnsupported, false
+		}
 		return connectors.PaymentIntentCanceled, false
 	case "net.authorize.payment.fraud.held":
 		return connectors.PaymentIntentProcessing, false
