@@ -214,6 +214,11 @@ func payment(eventType string, o *object) *connectors.PaymentDetails {
 		p.PaymentID = string(o.PaymentIntent)
 		p.ConnectorTransactionID = o.ID
 		p.Reason = o.FailureMessage
+		// amount is what the charge asked for; a captured charge reports what was captured,
+		// less after a partial capture (as payment_intent.succeeded reports amount_received).
+		if o.Captured && o.AmountCaptured > 0 {
+			p.AmountMinor = o.AmountCaptured
+		}
 		if p.PaymentID == "" { // charges made without a PaymentIntent
 			p.PaymentID = o.ID
 		}

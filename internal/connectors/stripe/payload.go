@@ -28,6 +28,7 @@ type object struct {
 	Object         string `json:"object"`
 	Amount         int64  `json:"amount"`
 	AmountReceived int64  `json:"amount_received"`
+	AmountCaptured int64  `json:"amount_captured"`
 	AmountRefunded int64  `json:"amount_refunded"`
 	Currency       string `json:"currency"`
 	Status         string `json:"status"`
