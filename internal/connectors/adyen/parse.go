@@ -241,6 +241,22 @@ func classify(it *item, success bool) (kind, connectors.EventType) {
 		return kindDispute, connectors.DisputeWon
 	case "SECOND_CHARGEBACK", "PREARBITRATION_LOST", "SCHEME_ARBITRATION_LOST":
 		return kindDispute, connectors.DisputeLost
+	case "ISSUER_RESPONSE_TIMEFRAME_EXPIRED":
+		// "The issuer accepted your defense of the dispute or did not respond in time" (Adyen's
+		// webhook reference): the defence stands.
+		return kindDispute, connectors.DisputeWon
+	case "DISPUTE_DEFENSE_PERIOD_ENDED":
+		// "You have not defended the dispute within the timeframe, or the defense period ended
+		// because you accepted liability" (Adyen's webhook reference): the chargeback stands.
+		// A defence under review (Pending, which this event is not documented for) concludes
+		// nothing.
+		switch it.additionalString("disputeStatus") {
+		case "Accepted":
+			return kindDispute, connectors.DisputeAccepted
+		case "Pending":
+			return kindNone, connectors.EventTypeUnsupported
+		}
+		return kindDispute, connectors.DisputeLost
 	}
 	return kindNone, connectors.EventTypeUnsupported
 }
