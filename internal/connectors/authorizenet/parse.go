@@ -92,8 +92,12 @@ func classify(eventType string, responseCode int) (t connectors.EventType, isRef
 	case "net.authorize.payment.authorization.created":
 		return byResponse(responseCode, connectors.PaymentIntentAuthorizationSuccess), false
 	case "net.authorize.payment.capture.created", "net.authorize.payment.priorAuthCapture.created":
-		if responseCode == declined || responseCode == failed {
+		switch responseCode {
+		case declined, failed:
 			return connectors.PaymentIntentCaptureFailure, false
+		case held:
+			// Held for review: nothing captured yet, and the review may decline it.
+			return connectors.PaymentIntentProcessing, false
 		}
 		return connectors.PaymentIntentCaptureSuccess, false
 	case "net.authorize.payment.void.created":
@@ -113,8 +117,11 @@ func classify(eventType string, responseCode int) (t connectors.EventType, isRef
 	case "net.authorize.payment.fraud.declined":
 		return connectors.PaymentIntentPaymentFailed, false
 	case "net.authorize.payment.refund.created":
-		if responseCode == declined || responseCode == failed {
+		switch responseCode {
+		case declined, failed:
 			return connectors.RefundFailure, true
+		case held:
+			return connectors.RefundProcessing, true
 		}
 		return connectors.ChargeRefunded, true
 	}
