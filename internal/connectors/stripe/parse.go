@@ -228,6 +228,11 @@ func payment(eventType string, o *object) *connectors.PaymentDetails {
 		if eventType == "payment_intent.succeeded" && o.AmountReceived > 0 {
 			p.AmountMinor = o.AmountReceived
 		}
+		// "Check the amount_capturable property on the PaymentIntent to determine the amount
+		// that can be captured" (Stripe's event reference): what is held, not what was asked.
+		if eventType == "payment_intent.amount_capturable_updated" && o.AmountCapturable > 0 {
+			p.AmountMinor = o.AmountCapturable
+		}
 		if o.LastPaymentError != nil {
 			p.Reason = o.LastPaymentError.Message
 		}

@@ -28,12 +28,15 @@ type object struct {
 	Object         string `json:"object"`
 	Amount         int64  `json:"amount"`
 	AmountReceived int64  `json:"amount_received"`
-	AmountCaptured int64  `json:"amount_captured"`
-	AmountRefunded int64  `json:"amount_refunded"`
-	Currency       string `json:"currency"`
-	Status         string `json:"status"`
-	Created        int64  `json:"created"`
-	Captured       bool   `json:"captured"`
+	// AmountCapturable is what a PaymentIntent holds for capture (less than amount after a
+	// partial authorization or a non-final capture).
+	AmountCapturable int64  `json:"amount_capturable"`
+	AmountCaptured   int64  `json:"amount_captured"`
+	AmountRefunded   int64  `json:"amount_refunded"`
+	Currency         string `json:"currency"`
+	Status           string `json:"status"`
+	Created          int64  `json:"created"`
+	Captured         bool   `json:"captured"`
 	// Reason is a dispute's or refund's reason.
 	Reason             string   `json:"reason"`
 	CancellationReason string   `json:"cancellation_reason"`
