@@ -327,7 +327,12 @@ func (l *Ledger) install(b *book, acct *videogenv1alpha1.PointAccount, tasks []v
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
 	for i := range tasks {
-		fresh.observe(&tasks[i], l.evidence(&tasks[i]))
+		// Counted from a list: a task the informer's store never held (its watch fell behind
+		// and relisted, 410) may be deleted with no event at all, so it is read again until
+		// an event names it (sweepUnevented), as one counted from a create's answer is.
+		if e := fresh.observe(&tasks[i], l.evidence(&tasks[i])); e != nil && e.uid == tasks[i].UID {
+			l.awaitEvent(e)
+		}
 	}
 	fresh.listRV = listRV // from now on, a task not in the books must be newer than the list
 	b.load(fresh)
