@@ -31,7 +31,9 @@ import (
 //
 // Want: an entry counted from the list that no event names is read again like any other
 // (install marks each task it counts from the list as awaiting its event; the informer's
-// Add, which comes at once for every task its store holds, clears the mark).
+// Add, which comes at once for every task its store holds, clears the mark). Failed before
+// the fix (42cacc3): manager-2's books still held {Balance:40 Frozen:60 Holds:1} after 11
+// minutes of the ledger's clock.
 func TestAdversarial24TaskListedAtFailoverAndDeletedWhileTheInformerRelistedDoesNotHoldForEver(t *testing.T) {
 	h := newHarness(t, 100)
 	// 1. manager-1 creates "a" (REST): held 60.
