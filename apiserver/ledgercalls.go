@@ -21,8 +21,9 @@ const (
 	// balance, no account, suspended, closing), a task that exists, or a create the
 	// kube-apiserver refused (ledger.RefusedError: a quota): the ledger works.
 	ledgerRefused = "refused"
-	// ledgerUnavailable: no manager said it is the elected one for the whole call, or none
-	// listened (ledger.ErrNotReady): the 503 "electing its points ledger".
+	// ledgerUnavailable: the ledger was not ready for the whole call (ledger.ErrNotReady): no
+	// manager said it is the elected one, or none listened (the 503 "electing its points
+	// ledger"), or the elected one waited for the account's latest change (notReadyMessage).
 	ledgerUnavailable = "unavailable"
 	// ledgerNoAnswer: a manager took a call and did not answer it (ledger.ErrNoAnswer): a hung
 	// manager, or one that died with the call open.
@@ -90,4 +91,17 @@ func (l countedLedger) Balance(ctx context.Context, namespace string) (ledger.Fi
 	f, err := l.next.Balance(ctx, namespace)
 	l.calls.WithLabelValues("balance", ledgerOutcome(ctx, err)).Inc()
 	return f, err
+}
+
+// notReadyMessage is the 503's message for a ledger that was not ready for the whole call,
+// saying why (ledger.NotReadyReason): an elected manager waiting for one account's change is
+// no election.
+func notReadyMessage(err error) string {
+	switch ledger.NotReadyReason(err) {
+	case ledger.NotReadyAccount:
+		return "the points ledger is catching up with a change to this account (created, or its suspension lifted, moments ago); retry shortly"
+	case ledger.NotReadyBusy:
+		return "the points ledger is busy; retry shortly"
+	}
+	return "the service is electing its points ledger; retry shortly"
 }

@@ -199,7 +199,7 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		}
 	case errors.Is(err, ledger.ErrNotReady):
 		w.Header().Set("Retry-After", "5")
-		msg := "the service is electing its points ledger; retry shortly"
+		msg := notReadyMessage(err)
 		if keyed {
 			msg += " (with the same Idempotency-Key)"
 		}

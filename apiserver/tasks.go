@@ -219,7 +219,7 @@ func (s *Server) getBalance(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		return
 	case errors.Is(err, ledger.ErrNotReady):
 		w.Header().Set("Retry-After", "5")
-		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, "the service is electing its points ledger; retry shortly")
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, notReadyMessage(err))
 		return
 	case errors.Is(err, ledger.ErrNoAnswer):
 		w.Header().Set("Retry-After", "5")

@@ -253,7 +253,7 @@ func (l *Ledger) acceptingNow(b *book) error {
 	err := b.accepting()
 	if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) ||
 		errors.Is(err, ErrAccountClosing) && !l.stillClosing(b) {
-		return ErrNotReady // lifted, or gone or created again, since the books' copy
+		return errAccountLags // lifted, or gone or created again, since the books' copy
 	}
 	return err
 }
@@ -372,7 +372,7 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	if err := l.acceptingNow(b); err != nil {
 		b.mu.Unlock()
 		if errors.Is(err, ErrAccountNotFound) && !l.noAccount(ctx, task.Namespace) {
-			err = ErrNotReady // created since, its Add not here yet (the kubectl path: noAccount)
+			err = errAccountLags // created since, its Add not here yet (the kubectl path: noAccount)
 		}
 		return nil, err
 	}
@@ -752,7 +752,7 @@ func (l *Ledger) Balance(ctx context.Context, namespace string) (Figures, error)
 	if b.account == nil {
 		b.mu.Unlock()
 		if !l.noAccount(ctx, namespace) {
-			return Figures{}, ErrNotReady // created since, its Add not here yet
+			return Figures{}, errAccountLags // created since, its Add not here yet
 		}
 		return Figures{}, fmt.Errorf("%w: namespace %q", ErrAccountNotFound, namespace)
 	}

@@ -454,13 +454,17 @@ func (l *Ledger) book(namespace string) *book {
 // Start or when it appears). Unlock b.mu when done.
 func (l *Ledger) lockBook(namespace string) (*book, error) {
 	if !l.ready.Load() {
-		return nil, ErrNotReady
+		return nil, errNotKept
 	}
 	b := l.book(namespace)
 	b.mu.Lock()
-	if b.fenced || b.building {
+	switch {
+	case b.fenced:
 		b.mu.Unlock()
-		return nil, ErrNotReady
+		return nil, errNotKept
+	case b.building:
+		b.mu.Unlock()
+		return nil, errAccountLags // a new or replaced account's books
 	}
 	return b, nil
 }

@@ -55,6 +55,8 @@ type errorBody struct {
 		Message   string `json:"message"`
 		Required  int64  `json:"required,omitempty"`
 		Available int64  `json:"available,omitempty"`
+		// Reason of a not_ready: NotReadyElecting, NotReadyAccount or NotReadyBusy.
+		Reason string `json:"reason,omitempty"`
 	} `json:"error"`
 }
 
@@ -109,7 +111,7 @@ func writeLedgerError(w http.ResponseWriter, err error) {
 		// A 429 of the kube-apiserver: shed before it was handled, nothing stored; the
 		// replica's client asks again, as during a failover.
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, codeNotReady, err.Error(), nil)
+		writeNotReady(w, NotReadyReason(err), err.Error())
 	case errors.Is(err, ErrAccountNotFound):
 		writeError(w, http.StatusNotFound, codeAccountNotFound, err.Error(), nil)
 	case errors.Is(err, ErrAccountSuspended):
@@ -145,6 +147,13 @@ func writeError(w http.ResponseWriter, status int, code, msg string, short *Insu
 		body.Error.Required, body.Error.Available = short.Required, short.Available
 	}
 	writeJSON(w, status, body)
+}
+
+// writeNotReady answers 503 not_ready, saying why (a NotReady reason).
+func writeNotReady(w http.ResponseWriter, reason, msg string) {
+	var body errorBody
+	body.Error.Code, body.Error.Message, body.Error.Reason = codeNotReady, msg, reason
+	writeJSON(w, http.StatusServiceUnavailable, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -339,7 +348,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, wan
 	case codeInsufficientBalance:
 		return &InsufficientBalanceError{Required: e.Error.Required, Available: e.Error.Available}
 	case codeNotReady:
-		return fmt.Errorf("%w: %s", ErrNotReady, e.Error.Message)
+		return &notReadyError{reason: e.Error.Reason, message: e.Error.Message}
 	case codeAccountNotFound:
 		return fmt.Errorf("%w: %s", ErrAccountNotFound, e.Error.Message)
 	case codeAccountSuspended:
