@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,9 +26,11 @@ import (
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
 // ledgerAuth admits a ledger caller as controller-runtime's metrics filter does (a TokenReview,
@@ -37,6 +43,11 @@ import (
 // deadline, as it does a manager that is not ready (a 500 is an answer it gives up on at once).
 // Refusals are in the ledger's error shape, {"error":{"code","message"}}.
 func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.Handler) http.Handler, error) {
+	return ledgerAuthWithClock(cfg, hc, log, clock.RealClock{})
+}
+
+// ledgerAuthWithClock is ledgerAuth with the clock of its limit on failed authentications.
+func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk clock.PassiveClock) (func(http.Handler) http.Handler, error) {
 	authnClient, err := authenticationv1.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -58,6 +69,7 @@ func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.H
 	if err != nil {
 		return nil, err
 	}
+	limit := newReviewLimiter(clk)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, ok, repeated := bearer.FromHeader(r.Header)
@@ -71,6 +83,15 @@ func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.H
 				refuse(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <service account token>")
 				return
 			}
+			host := remoteHost(r)
+			if !limit.allow(host, token) {
+				// Too many tokens from this address were not accepted: a new one is not sent
+				// for review (each made-up token would be a TokenReview). Retried by the REST
+				// apiserver's client, as a manager not ready; a token accepted before passes.
+				log.V(1).Info("a ledger caller's token was not reviewed: too many not accepted from its address", "remote", r.RemoteAddr)
+				refuse(w, http.StatusServiceUnavailable, "not_ready", "too many tokens from this address were not accepted; retry later")
+				return
+			}
 			res, ok, err := tokens.AuthenticateToken(r.Context(), token)
 			if err != nil {
 				log.Error(err, "Authentication failed")
@@ -82,6 +103,7 @@ func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.H
 				refuse(w, http.StatusUnauthorized, "unauthorized", "the token is not valid")
 				return
 			}
+			limit.accepted(token)
 			u := res.User
 			if !slices.Contains(u.GetGroups(), user.AllAuthenticated) {
 				u = &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Extra: u.GetExtra(),
@@ -160,10 +182,96 @@ func refuse(w http.ResponseWriter, status int, code, message string) {
 		Error struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
+			Reason  string `json:"reason,omitempty"`
 		} `json:"error"`
 	}
 	body.Error.Code, body.Error.Message = code, message
+	if status == http.StatusServiceUnavailable {
+		// A review that could not be made, or was not made (the limit): not an election, as the
+		// REST apiserver would tell its client of a not_ready without a reason.
+		body.Error.Reason = ledger.NotReadyBusy
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(body)
+}
+
+// Reviews of tokens not accepted before that a caller address may have: a burst, then one per
+// failedReviewEvery. Each review of a token not cached is a TokenReview (to the kube-apiserver
+// and on to its token webhooks), and a made-up token is new each time: without a limit, anyone
+// who reaches the port makes one per request. A caller whose token is accepted spends one per
+// token (its first request; a service account token rotates about hourly).
+const (
+	failedReviewBurst = 20
+	failedReviewEvery = time.Second
+	// acceptedTokenTTL is how long a token the kube-apiserver accepted passes the limit (a
+	// caller whose address it shares, as behind a mesh's sidecar, cannot lock it out).
+	acceptedTokenTTL = 10 * time.Minute
+	// maxLimitedHosts bounds the addresses tracked; idle ones (a full bucket) are dropped first.
+	maxLimitedHosts = 4096
+)
+
+// reviewLimiter limits, per caller address, the reviews of tokens not accepted before.
+type reviewLimiter struct {
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	hosts map[string]*rate.Limiter
+	good  map[[sha256.Size]byte]time.Time // tokens accepted, until when they pass
+}
+
+func newReviewLimiter(clk clock.PassiveClock) *reviewLimiter {
+	return &reviewLimiter{clock: clk, hosts: map[string]*rate.Limiter{}, good: map[[sha256.Size]byte]time.Time{}}
+}
+
+// allow says whether token, sent from host, may be looked up and reviewed: a token accepted
+// lately always; another if host has reviews left (it spends one, before the review, so that
+// concurrent requests do not all pass).
+func (f *reviewLimiter) allow(host, token string) bool {
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if until, ok := f.good[sha256.Sum256([]byte(token))]; ok && now.Before(until) {
+		return true
+	}
+	l := f.hosts[host]
+	if l == nil {
+		if len(f.hosts) >= maxLimitedHosts {
+			for h, other := range f.hosts {
+				if other.TokensAt(now) >= failedReviewBurst {
+					delete(f.hosts, h) // idle: as good as new
+				}
+			}
+		}
+		if len(f.hosts) >= maxLimitedHosts {
+			return false // so many addresses reviewing tokens at once: none more
+		}
+		l = rate.NewLimiter(rate.Every(failedReviewEvery), failedReviewBurst)
+		f.hosts[host] = l
+	}
+	return l.AllowN(now, 1)
+}
+
+// accepted remembers a token the kube-apiserver accepted.
+func (f *reviewLimiter) accepted(token string) {
+	now := f.clock.Now()
+	key := sha256.Sum256([]byte(token))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if until, ok := f.good[key]; ok && now.Before(until) {
+		return
+	}
+	for k, until := range f.good {
+		if !now.Before(until) {
+			delete(f.good, k)
+		}
+	}
+	f.good[key] = now.Add(acceptedTokenTTL)
+}
+
+// remoteHost is the address a request came from, without its port.
+func remoteHost(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
