@@ -23,6 +23,7 @@ import (
 type reviewCounter struct {
 	mu                   sync.Mutex
 	tokenReviews, access int
+	also                 map[string]string // more tokens it accepts, with their users
 }
 
 const (
@@ -43,6 +44,8 @@ func (k *reviewCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out := authnv1.TokenReview{TypeMeta: metav1.TypeMeta{Kind: "TokenReview", APIVersion: "authentication.k8s.io/v1"}}
 		if in.Spec.Token == goodToken {
 			out.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: theReplica, Groups: []string{"system:serviceaccounts"}}}
+		} else if u, ok := k.also[in.Spec.Token]; ok {
+			out.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: u, Groups: []string{"system:serviceaccounts"}}}
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
@@ -179,5 +182,40 @@ func TestTheReviewLimitKeepsAcceptedTokensAndRefills(t *testing.T) {
 	}
 	if after, _ := kube.counts(); after != before+1 {
 		t.Errorf("a second later: %d TokenReviews, want 1", after-before)
+	}
+}
+
+// Found by review round 24: any pod's service account token is a valid token (the kube-apiserver
+// accepts it), and the ledger then asks a SubjectAccessReview for the request's path; the
+// authorizer's cache is keyed by the path, so a caller the ledger role does not name makes one
+// SubjectAccessReview per new path. Input: from any pod that reaches the port (its mounted
+// token), `curl -H "Authorization: Bearer $(cat /var/run/secrets/kubernetes.io/serviceaccount/token)"
+// http://videogen-ledger:8084/ledger/v1/namespaces/$RANDOM/balance` in a loop (any path: the
+// review comes before the ledger's 404). The token is reviewed once (cached), and round 24's
+// limit on tokens not accepted does not apply (it is accepted). Measured before the fix: 200
+// requests, 200 SubjectAccessReviews, each answered 403, on the manager's connection and flow
+// (API Priority and Fairness throttles the manager's own writes with them). Want: a caller
+// refused this way gets a burst of reviews, then about one a second; the rest are 403 without
+// a review; the replica (allowed) is never limited.
+func TestAdversarialACallerNotAllowedDoesNotCostASubjectAccessReviewPerPath(t *testing.T) {
+	const intruderToken = "another-pods-service-account-token"
+	kube := &reviewCounter{also: map[string]string{intruderToken: "system:serviceaccount:team:default"}}
+	h := newReviewedLedger(t, kube)
+	for i := range 200 {
+		if code := ledgerCall(h, "10.0.9.9:40000", fmt.Sprintf("/ledger/v1/namespaces/ns-%d/balance", i), intruderToken); code != http.StatusForbidden {
+			t.Fatalf("a caller the ledger role does not name: %d, want 403", code)
+		}
+	}
+	if _, access := kube.counts(); access > 20+5 {
+		t.Errorf("200 requests of a caller not allowed, each on a new path, cost %d SubjectAccessReviews; want at most a burst of 20", access)
+	}
+	_, before := kube.counts()
+	for i := range 30 {
+		if code := ledgerCall(h, "10.0.1.5:51000", fmt.Sprintf("/ledger/v1/namespaces/ns-%d/balance", i), goodToken); code != http.StatusOK {
+			t.Fatalf("the replica, namespace %d: %d, want 200", i, code)
+		}
+	}
+	if _, after := kube.counts(); after != before+30 {
+		t.Errorf("the replica's 30 paths: %d SubjectAccessReviews, want 30 (one each, never limited)", after-before)
 	}
 }

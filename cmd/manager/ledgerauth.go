@@ -69,7 +69,7 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 	if err != nil {
 		return nil, err
 	}
-	limit := newReviewLimiter(clk)
+	limit, denials := newReviewLimiter(clk), newDenialLimiter(clk)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, ok, repeated := bearer.FromHeader(r.Header)
@@ -109,6 +109,13 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				u = &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Extra: u.GetExtra(),
 					Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated)}
 			}
+			if !denials.allow(u.GetName()) {
+				// Refused again and again (a new path each time misses the authorizer's cache):
+				// no SubjectAccessReview for each; a caller allowed is never refused.
+				log.V(1).Info("a ledger caller was not reviewed: too many refusals", "user", u.GetName())
+				refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s may not %s %.200s (refused too often: not reviewed again for a while)", u.GetName(), r.Method, r.URL.Path))
+				return
+			}
 			decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
 				User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path})
 			if err != nil {
@@ -117,6 +124,7 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				return
 			}
 			if decision != authorizer.DecisionAllow {
+				denials.denied(u.GetName())
 				log.V(1).Info("a ledger caller is not allowed", "user", u.GetName(), "reason", reason)
 				refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s may not %s %.200s", u.GetName(), r.Method, r.URL.Path))
 				return
@@ -266,6 +274,52 @@ func (f *reviewLimiter) accepted(token string) {
 		}
 	}
 	f.good[key] = now.Add(acceptedTokenTTL)
+}
+
+// denialLimiter limits the SubjectAccessReviews of a user the ledger refused: after
+// failedReviewBurst refusals, one a second. Any pod's service account token is accepted, and the
+// authorizer's cache is keyed by the path: without it, a caller not allowed made one review
+// per new path. A user that is allowed never meets it.
+type denialLimiter struct {
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	users map[string]*rate.Limiter
+}
+
+func newDenialLimiter(clk clock.PassiveClock) *denialLimiter {
+	return &denialLimiter{clock: clk, users: map[string]*rate.Limiter{}}
+}
+
+// allow says whether user may be reviewed: never refused lately, or refusals left.
+func (d *denialLimiter) allow(user string) bool {
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.users[user]
+	return l == nil || l.TokensAt(now) >= 1
+}
+
+// denied counts a refusal of user.
+func (d *denialLimiter) denied(user string) {
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.users[user]
+	if l == nil {
+		if len(d.users) >= maxLimitedHosts {
+			for u, other := range d.users {
+				if other.TokensAt(now) >= failedReviewBurst {
+					delete(d.users, u) // idle: as good as new
+				}
+			}
+		}
+		if len(d.users) >= maxLimitedHosts {
+			return
+		}
+		l = rate.NewLimiter(rate.Every(failedReviewEvery), failedReviewBurst)
+		d.users[user] = l
+	}
+	l.AllowN(now, 1)
 }
 
 // remoteHost is the address a request came from, without its port.
