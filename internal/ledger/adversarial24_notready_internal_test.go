@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -23,8 +27,9 @@ import (
 // 1. a suspension lifted on the kube-apiserver that the books' copy (the informer's) still
 // shows (an administrator's kubectl patch, a watch behind); 2. an account created whose Add
 // event has not come (GET balance, POST tasks: noAccount reads it); 3. a ledger that does not
-// keep the books (not elected, starting, or deposed); 4. a 429 of the kube-apiserver. Want: the
-// answer's reason says which (account, account, electing, busy).
+// keep the books (not elected, starting, or deposed); 4. a 429 of the kube-apiserver; 5. a read
+// of the account that failed (a 500 of the kube-apiserver). Want: the answer's reason says
+// which (account, account, electing, busy, busy).
 func TestAdversarialTheLedgersNotReadySaysWhy(t *testing.T) {
 	h := newHarness(t, 100)
 	srv := httptest.NewServer(Handler(h.l))
@@ -95,5 +100,22 @@ func TestAdversarialTheLedgersNotReadySaysWhy(t *testing.T) {
 	h.l.ready.Store(false)
 	if r := reason(http.MethodGet, "/ledger/v1/namespaces/"+h.ns+"/balance", ""); r != NotReadyElecting {
 		t.Errorf("a ledger that does not keep the books: reason %q, want %q", r, NotReadyElecting)
+	}
+
+	// 5. The read of an account the books do not have fails (a 500 of the kube-apiserver).
+	failing := interceptor.NewClient(k8s, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*videogenv1alpha1.PointAccount); ok && key.Namespace == "unreadable" {
+				return apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	l2 := h.startWith(h.ctx, "ledger-2", func(c *Config) { c.Reader = failing })
+	srv2 := httptest.NewServer(Handler(l2))
+	defer srv2.Close()
+	srv.URL = srv2.URL
+	if r := reason(http.MethodGet, "/ledger/v1/namespaces/unreadable/balance", ""); r != NotReadyBusy {
+		t.Errorf("an account read that failed: reason %q, want %q", r, NotReadyBusy)
 	}
 }

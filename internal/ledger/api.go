@@ -371,8 +371,10 @@ func (l *Ledger) CreateTask(ctx context.Context, task *videogenv1alpha1.VideoTas
 	}
 	if err := l.acceptingNow(b); err != nil {
 		b.mu.Unlock()
-		if errors.Is(err, ErrAccountNotFound) && !l.noAccount(ctx, task.Namespace) {
-			err = errAccountLags // created since, its Add not here yet (the kubectl path: noAccount)
+		if errors.Is(err, ErrAccountNotFound) {
+			if lag := l.noAccount(ctx, task.Namespace); lag != nil {
+				err = lag // created since, its Add not here yet (the kubectl path: noAccount)
+			}
 		}
 		return nil, err
 	}
@@ -751,8 +753,8 @@ func (l *Ledger) Balance(ctx context.Context, namespace string) (Figures, error)
 	}
 	if b.account == nil {
 		b.mu.Unlock()
-		if !l.noAccount(ctx, namespace) {
-			return Figures{}, errAccountLags // created since, its Add not here yet
+		if lag := l.noAccount(ctx, namespace); lag != nil {
+			return Figures{}, lag // created since, its Add not here yet
 		}
 		return Figures{}, fmt.Errorf("%w: namespace %q", ErrAccountNotFound, namespace)
 	}
@@ -763,10 +765,18 @@ func (l *Ledger) Balance(ctx context.Context, namespace string) (Figures, error)
 
 // noAccount reads around the informer whether namespace has no PointAccount, before a REST
 // call is told so (403 or 404 account_not_found, which no client retries): the books have one
-// only once its Add event comes, which may lag its creation. A read that fails says nothing.
-func (l *Ledger) noAccount(ctx context.Context, namespace string) bool {
+// only once its Add event comes, which may lag its creation. nil: there is none; otherwise
+// why not ready: errAccountLags (there is one), or errClusterFailed (the read failed: it says
+// nothing).
+func (l *Ledger) noAccount(ctx context.Context, namespace string) error {
 	err := l.cfg.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{})
-	return apierrors.IsNotFound(err)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: %w", errClusterFailed, err)
+	}
+	return errAccountLags
 }
 
 // TopUpOutcome is where a PointTopUp stands.

@@ -25,6 +25,9 @@ var (
 	// change the kube-apiserver shows and the informer has not brought, or the account's books
 	// being rebuilt): the NotReadyAccount reason.
 	errAccountLags = fmt.Errorf("%w: waiting for the account's latest change to reach the books", ErrNotReady)
+	// errClusterFailed: a read of the kube-apiserver the answer needs failed: the
+	// NotReadyBusy reason.
+	errClusterFailed = fmt.Errorf("%w: the cluster did not answer a read", ErrNotReady)
 	// ErrNoAnswer: an attempt of the Client's call reached a manager and got no answer (it hung,
 	// or died with the call open), and no later attempt got one within the Deadline: unlike
 	// ErrNotReady (no manager listened or said it was ready, so nothing was created), a create
@@ -61,7 +64,8 @@ const (
 	// NotReadyAccount: the elected manager keeps the books and waits for this account's latest
 	// change (created, suspension lifted, rebuilt) to reach them.
 	NotReadyAccount = "account"
-	// NotReadyBusy: the kube-apiserver shed the ledger's request (a 429).
+	// NotReadyBusy: the kube-apiserver shed the ledger's request (a 429), or did not answer a
+	// read the ledger needed.
 	NotReadyBusy = "busy"
 )
 
@@ -78,7 +82,7 @@ func NotReadyReason(err error) string {
 		return NotReadyElecting
 	case errors.Is(err, errAccountLags):
 		return NotReadyAccount
-	case apierrors.IsTooManyRequests(err):
+	case apierrors.IsTooManyRequests(err), errors.Is(err, errClusterFailed):
 		return NotReadyBusy
 	case errors.Is(err, ErrNotReady):
 		return NotReadyElecting
