@@ -41,7 +41,9 @@ import (
 // kube-apiserver failed to answer it) is logged as an error and answered 503 not_ready with
 // Retry-After: nothing was done, and the REST apiserver's ledger Client retries it within its
 // deadline, as it does a manager that is not ready (a 500 is an answer it gives up on at once).
-// Refusals are in the ledger's error shape, {"error":{"code","message"}}.
+// Refusals are in the ledger's error shape, {"error":{"code","message"}}. Reviews are limited:
+// per caller address for tokens not accepted before (reviewLimiter), per user for callers it
+// refused (denialLimiter), so that neither made-up tokens nor new paths cost a review each.
 func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.Handler) http.Handler, error) {
 	return ledgerAuthWithClock(cfg, hc, log, clock.RealClock{})
 }
