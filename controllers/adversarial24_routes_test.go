@@ -1,0 +1,227 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+)
+
+// Adversarial round 24: what round 23 left open of a route change across a restart (a
+// --backends-config edit, then the manager restarted as docs/backend-protocol.md says to).
+var _ = Describe("Adversarial round 24: a stage rerouted across a restart", func() {
+	var (
+		l          *ledger.Ledger
+		stopLedger func()
+		ns         string
+	)
+	BeforeEach(func() {
+		ns = accountWithoutController(100)
+		l, stopLedger = startLedger()
+		DeferCleanup(stopLedger)
+	})
+
+	// Found by the twenty-fourth adversarial review (left open by round 23). Interleaving:
+	// 1. video.short is routed to gpu-a; a task's analyze succeeded there and its render runs
+	// there (its handle in the status). 2. video.short is moved to gpu-b and the manager
+	// restarted; gpu-a stays configured (for video.eraser). 3. Between the old manager's last
+	// look and the new one's first, the render at gpu-a finished (a render takes minutes; a
+	// rollout seconds to minutes: reachable whenever the restart catches a render near its end).
+	// 4. The new manager reroutes the render: it cancels it at gpu-a (finished: a no-op there)
+	// and submits it afresh at gpu-b.
+	// What the user sees: the task waits a whole second render (minutes of GPU time at gpu-b,
+	// possibly past its timeout: then TimedOut, refunded, though its video was done before the
+	// restart), and the video gpu-a finished is thrown away. The handle is gpu-a's own, asked
+	// of gpu-a, so its answer is the stage's: the fix looks at the stage where it ran before
+	// rerouting a render, and a render that succeeded there is the task's result, charged once.
+	It("takes the render that finished at the old backend instead of running it again", func() {
+		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		gpuA.setRender(generation.Running)
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			st := stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender)
+			g.Expect(st.State).To(Equal(videogenv1alpha1.StageRunning))
+			g.Expect(st.Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		gpuA.setRender(generation.Succeeded) // done while the manager restarts
+		after := directReconciler(k8sClient, l, gpuB)
+		after.Backends = generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: gpuB},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: gpuA},
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status)
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		Expect(gpuB.submitsOf(renderKey)).To(BeZero(), "the finished render was thrown away and run again at gpu-b")
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/gpu-a/" + task.Name + ".mp4"))
+		Expect(stageOf(done, videogenv1alpha1.StageRender).Backend).To(Equal("gpu-a"))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+
+	// Checked, holds (with the fix above): a render still running at the old backend is stopped
+	// there and submitted at the new one, as round 23 decided; the look at the old backend that
+	// the fix adds does not keep it there.
+	It("still reroutes a render that runs on at the old backend", func() {
+		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		gpuA.setRender(generation.Running)
+		gpuB.setRender(generation.Running)
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		after := directReconciler(k8sClient, l, gpuB)
+		after.Backends = generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: gpuB},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: gpuA},
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-b"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		now := taskOf(ns, task.Name)
+		Expect(now.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "%+v", now.Status)
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		Expect(gpuA.canceledKey(renderKey)).To(BeTrue(), "the render still runs at gpu-a, unpaid")
+		suite.ExpectBalanced(ns, 80, 20, 0)
+	})
+
+	// Found by the twenty-fourth adversarial review (left open by round 23). A render is handed
+	// its analyze's outputs (Work.Previous), whose keys and format are the analyzing backend's
+	// own (docs/backend-protocol.md: the reference worker's video.short render needs
+	// previous.face_track and previous.face_box; a GPU Job image or a third-party server has its
+	// own). Interleaving: 1. video.short runs at gpu-a; a task's analyze succeeded there (its
+	// outputs in the status), its render runs there. 2. video.short is moved to the reference
+	// worker and the manager restarted. 3. The render is rerouted: submitted to the worker with
+	// gpu-a's outputs. (Also reached without a running render: the analyze succeeded and the
+	// render's Submit failed as an outage before the restart.) What the user sees: the worker
+	// answers 422 "previous.face_track is required: send the analyze stage's outputs to render"
+	// and the task fails as "the render stage was refused: …", refunded, blaming an input the
+	// caller never sent; a backend that does not check previous renders from outputs it cannot
+	// read (a wrong video, charged). The fix: a render is only submitted with the outputs of an
+	// analyze that ran at the same backend; when the analyze ran elsewhere, it runs again at
+	// the render's backend first (same work key, so idempotent there).
+	It("runs the analyze again at the render's new backend instead of handing it another backend's outputs", func() {
+		gpuA := newRouteBackend("gpu-a", map[string]string{"landmarks": "[1,2,3]"}, "")
+		worker := newRouteBackend("reference-worker", map[string]string{"face_track": "t", "face_box": "[0,0,1,1]"}, "face_track")
+		gpuA.setRender(generation.Running)
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		after := directReconciler(k8sClient, l, worker)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "reference-worker", Backend: worker}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/reference-worker/" + task.Name + ".mp4"))
+		Expect(done.Status.Result.Metadata).To(HaveKeyWithValue("face_track", "t"), "rendered from another backend's analyze")
+		Expect(stageOf(done, videogenv1alpha1.StageAnalyze).Backend).To(Equal("reference-worker"))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+})
+
+// routeBackend is a generation.Backend named name whose analyze succeeds at once with outputs,
+// and whose render is in the state setRender gives it (Succeeded by default). A render that
+// succeeds has https://media.example/<name>/<task>.mp4 as its result and its previous as the
+// result's metadata. needs, if set, is an analyze output its render requires in previous: a
+// render submitted without it is refused (a permanent error), as the reference worker's 422.
+type routeBackend struct {
+	name    string
+	outputs map[string]string
+	needs   string
+
+	mu       sync.Mutex
+	render   generation.State
+	submits  map[string]int
+	canceled map[string]bool
+}
+
+func newRouteBackend(name string, outputs map[string]string, needs string) *routeBackend {
+	return &routeBackend{name: name, outputs: outputs, needs: needs, render: generation.Succeeded,
+		submits: map[string]int{}, canceled: map[string]bool{}}
+}
+
+func (b *routeBackend) setRender(s generation.State) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.render = s
+}
+
+func (b *routeBackend) submitsOf(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.submits[key]
+}
+
+func (b *routeBackend) canceledKey(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.canceled[key]
+}
+
+func (b *routeBackend) Submit(_ context.Context, w generation.Work) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.Stage == videogenv1alpha1.StageRender && b.needs != "" && w.Previous[b.needs] == "" {
+		return "", generation.Refused(fmt.Errorf("POST /v1/stages: 422"),
+			fmt.Sprintf("previous.%s is required: send the analyze stage's outputs to render", b.needs))
+	}
+	b.submits[w.Key]++
+	return b.name + ":" + w.Key, nil
+}
+
+func (b *routeBackend) Observe(_ context.Context, w generation.Work, handle string) (generation.Observation, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if handle != b.name+":"+w.Key || b.submits[w.Key] == 0 {
+		return generation.Observation{}, generation.Lost(fmt.Errorf("%s: no stage %q", b.name, handle))
+	}
+	if w.Stage == videogenv1alpha1.StageAnalyze {
+		return generation.Observation{State: generation.Succeeded, Progress: 100, Outputs: b.outputs}, nil
+	}
+	if b.render != generation.Succeeded || b.canceled[w.Key] {
+		return generation.Observation{State: generation.Running, Progress: 50}, nil
+	}
+	return generation.Observation{State: generation.Succeeded, Progress: 100, Result: &videogenv1alpha1.TaskResult{
+		URL: "https://media.example/" + b.name + "/" + w.Task + ".mp4", MediaType: "video/mp4", Metadata: w.Previous}}, nil
+}
+
+func (b *routeBackend) Cancel(_ context.Context, w generation.Work, _ string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.submits[w.Key] > 0 {
+		b.canceled[w.Key] = true
+	}
+	return nil
+}
