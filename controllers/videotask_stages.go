@@ -100,8 +100,19 @@ stages:
 			continue
 		}
 		w := r.work(task, tmpl, stageName)
+		// where, under whereName, is where the stage is looked at: the backend that serves
+		// its capability, or the one it finished at before the routes changed.
+		where, whereName := backend, name
 		if st.State == videogenv1alpha1.StageRunning && st.Handle != "" && st.Backend != "" && st.Backend != name {
-			r.rerouteStage(ctx, task, w, st, name)
+			if old, ok := r.finishedAt(calls, task, w, st, now, deadline, gone); ok {
+				where, whereName = old, st.Backend
+			} else {
+				r.rerouteStage(ctx, task, w, st, name)
+			}
+		}
+		if st.Handle == "" && stageName == videogenv1alpha1.StageRender && r.analyzedElsewhere(task, st, name) {
+			i = -1 // analyze again at name, in this same reconcile and status write
+			continue
 		}
 		if st.Handle == "" {
 			if end, stop := r.abandoned(task, now, deadline, gone); stop {
@@ -145,7 +156,7 @@ stages:
 
 		_, stopping := r.abandoned(task, now, deadline, gone)
 		callCtx, done := r.callContext(calls, task, now, deadline, gone)
-		obs, err := backend.Observe(callCtx, w, st.Handle)
+		obs, err := where.Observe(callCtx, w, st.Handle)
 		cut := errors.Is(callCtx.Err(), context.DeadlineExceeded)
 		done()
 		now = r.Clock.Now()
@@ -155,7 +166,7 @@ stages:
 				// look any stage of a task past its deadline gets, so that a render that
 				// finished wins over the timeout whenever its look began.
 				callCtx, done = r.callContext(calls, task, now, deadline, gone)
-				obs, err = backend.Observe(callCtx, w, st.Handle)
+				obs, err = where.Observe(callCtx, w, st.Handle)
 				done()
 				now = r.Clock.Now()
 			}
@@ -168,27 +179,27 @@ stages:
 			continue
 		}
 		if err != nil {
-			return r.backendError(ctx, task, before, view, backend, w, st, err, deadline, gone)
+			return r.backendError(ctx, task, before, view, where, w, st, err, deadline, gone)
 		}
 		obs.Message = backendText(obs.Message)
 		if backendUnavailable(task) {
 			// It answers again: the outage is over (and a next one is reported anew).
 			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
-				fmt.Sprintf("%s answers again for the %s stage", name, stageName))
+				fmt.Sprintf("%s answers again for the %s stage", whereName, stageName))
 		}
 		switch obs.State {
 		case generation.Succeeded:
 			at := metav1.NewTime(now)
 			if stageName == videogenv1alpha1.StageRender && (obs.Result == nil || obs.Result.URL == "") {
 				// Not a success: the stage says how it failed, as the task does.
-				why := name + " reported success without a result"
+				why := whereName + " reported success without a result"
 				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, why
 				return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "render_failed", message: why})
 			}
 			if why := unstorable(obs); why != "" {
-				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, fmt.Sprintf("%s reported %s", name, why)
+				st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, fmt.Sprintf("%s reported %s", whereName, why)
 				return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(stageName) + "_failed",
-					message: fmt.Sprintf("the %s stage failed: %s reported %s", stageName, name, why)})
+					message: fmt.Sprintf("the %s stage failed: %s reported %s", stageName, whereName, why)})
 			}
 			st.State, st.Progress, st.CompletedAt, st.Outputs, st.Message = videogenv1alpha1.StageSucceeded, 100, &at, obs.Outputs, obs.Message
 			setProgress(task)
@@ -205,7 +216,7 @@ stages:
 			st.Progress, st.Message = clampProgress(obs.Progress), runningMessage(st, obs.Message)
 			setProgress(task)
 			if end, stop := r.abandoned(task, now, deadline, gone); stop {
-				r.cancelStage(ctx, task, backend, w, st)
+				r.cancelStage(ctx, task, where, w, st)
 				return r.finish(ctx, task, before, view, end)
 			}
 		}
@@ -269,6 +280,45 @@ func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1
 	logf.FromContext(ctx).Info("the stage's backend no longer serves its capability; submitting it to the new one",
 		"stage", st.Name, "from", st.Backend, "handle", st.Handle, "to", name)
 	st.Handle, st.Message = "", fmt.Sprintf("%s no longer serves %s; submitting the stage to %s", st.Backend, task.Spec.Capability, name)
+}
+
+// finishedAt is the backend st ran at before the routes changed (its status names it), when
+// that backend is still configured and says st's render succeeded there: the render is the
+// task's, made from its own analyze, and is taken rather than run again at the backend that
+// serves the capability now (see rerouteStage). Only a render: an analyze's outputs are its
+// backend's own (see analyzedElsewhere). The look is bounded as any look at a stage is.
+func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
+	st *videogenv1alpha1.StageStatus, now, deadline time.Time, gone *outcome) (generation.Backend, bool) {
+	if st.Name != videogenv1alpha1.StageRender {
+		return nil, false
+	}
+	old, ok := r.backendNamed(st.Backend)
+	if !ok {
+		return nil, false
+	}
+	callCtx, done := r.callContext(ctx, task, now, deadline, gone)
+	obs, err := old.Observe(callCtx, w, st.Handle)
+	done()
+	return old, err == nil && obs.State == generation.Succeeded
+}
+
+// analyzedElsewhere readies the task's analyze to run again at name, the backend render is
+// about to be submitted to (render, its stage status, has no handle), when the analyze
+// succeeded at another backend (the routes changed across a restart): its outputs are that
+// backend's own, in its own keys and format, which another's render may refuse ("previous
+// lacks what render needs", blamed on the caller) or misread. It reports whether it did.
+// Submit is idempotent by the work key, so a backend that was only renamed answers with the
+// analyze it ran. The render stage is Pending again, as it was before its analyze.
+func (r *VideoTaskReconciler) analyzedElsewhere(task *videogenv1alpha1.VideoTask, render *videogenv1alpha1.StageStatus, name string) bool {
+	an := stageStatus(task, videogenv1alpha1.StageAnalyze)
+	if an.State != videogenv1alpha1.StageSucceeded || an.Backend == "" || an.Backend == name {
+		return false
+	}
+	msg := fmt.Sprintf("analyzed at %s, which no longer serves %s; analyzing again at %s", an.Backend, task.Spec.Capability, name)
+	*an = videogenv1alpha1.StageStatus{Name: an.Name, State: videogenv1alpha1.StagePending, Message: msg}
+	*render = videogenv1alpha1.StageStatus{Name: render.Name, State: videogenv1alpha1.StagePending, Message: msg}
+	setProgress(task)
+	return true
 }
 
 // lostStage says that the backend lost a stage, in the caller's terms.
