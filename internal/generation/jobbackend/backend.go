@@ -2,6 +2,7 @@ package jobbackend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,7 +67,11 @@ func (b *Backend) Submit(ctx context.Context, w generation.Work) (string, error)
 	}
 	key := b.cfg.jobKey(w)
 	h := handle(key)
-	err := b.client.Create(ctx, b.cfg.buildJob(w, cc, key))
+	job := b.cfg.buildJob(w, cc, key)
+	if err := checkJobSize(w, job); err != nil {
+		return "", generation.Permanent(err)
+	}
+	err := b.client.Create(ctx, job)
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		b.remember(h)
@@ -74,6 +79,10 @@ func (b *Backend) Submit(ctx context.Context, w generation.Work) (string, error)
 	case apierrors.IsInvalid(err):
 		// The pod template or an input is unacceptable to the apiserver; retrying cannot help.
 		return "", generation.Permanent(fmt.Errorf("creating Job %s: %w", h, err))
+	case apierrors.IsRequestEntityTooLargeError(err):
+		// The same Job is refused again at every retry (a cluster whose request limit is
+		// lower than maxJobBytes, or a proxy's): the stage fails, refunded.
+		return "", generation.Permanent(fmt.Errorf("creating Job %s: the Job for the %s stage is too large for the Kubernetes API: %w", h, w.Stage, err))
 	default:
 		return "", fmt.Errorf("creating Job %s: %w", h, err)
 	}
@@ -139,6 +148,34 @@ func (b *Backend) Cancel(ctx context.Context, w generation.Work, h string) error
 		return fmt.Errorf("deleting Job %s: %w", handle(key), err)
 	}
 	return nil
+}
+
+// maxJobBytes bounds a Job as Submit sends it (its JSON). Every input goes into the env of
+// every container, so a Job's size is its inputs times its containers. etcd refuses an object
+// over its request limit (1.5 MiB by default), and the kube-apiserver then answers a Job's
+// create with a 422 about its selector (it retries without managedFields, and the Job's
+// generated selector fails its own validation the second time), or over 3 MiB with a 413; and
+// each pod the Job controller makes from the template is about as large, with its status
+// besides. A Job over this is refused before it is sent, saying why.
+const maxJobBytes = 1 << 20
+
+// checkJobSize refuses a Job too large for the Kubernetes API to store (see maxJobBytes).
+func checkJobSize(w generation.Work, job *batchv1.Job) error {
+	data, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("encoding the Job for the %s stage: %w", w.Stage, err)
+	}
+	if len(data) <= maxJobBytes {
+		return nil
+	}
+	containers := len(job.Spec.Template.Spec.InitContainers) + len(job.Spec.Template.Spec.Containers)
+	return fmt.Errorf("the Job for the %s stage would be %d bytes, too large for the Kubernetes API (at most %d): its inputs, %d bytes of them the analyze outputs, go to each of its %d containers",
+		w.Stage, len(data), maxJobBytes, jsonLen(w.Previous), containers)
+}
+
+func jsonLen(v any) int {
+	data, _ := json.Marshal(v)
+	return len(data)
 }
 
 // checkWork rejects work whose Job could not be named, labelled or owned.
