@@ -11,6 +11,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
@@ -225,3 +226,61 @@ func (b *routeBackend) Cancel(_ context.Context, w generation.Work, _ string) er
 	}
 	return nil
 }
+
+// Found by the twenty-fourth adversarial review (failing first, NOT fixed on this branch).
+// Round 23 keeps a stage's handle to the backend its status names, by name; a backend whose
+// name stays while its server changes is taken for the same one. Interleaving: 1. the backend
+// "worker" (http.url http://videogen-worker-a…) serves video.short; task X's render there is
+// stg-2, running. 2. The platform team points "worker" at another server (a new deployment in
+// another cluster or namespace, a third-party server replacing the reference worker: only the
+// url line of the backends ConfigMap changes) and restarts the manager. That server numbers
+// its stages stg-1, stg-2, … too, echoes no key (optional in the protocol), and has run another
+// account's task Y as stg-1/stg-2, succeeded. 3. The new manager sees stages[].backend
+// "worker" = the name that serves video.short, so no reroute: it observes stg-2 at the new
+// server and gets Y's render. What the users see: X ends Succeeded with Y's video (another
+// customer's face), charged for it. The fix (not small, not made here): a stage must record
+// which server issued its handle, not only its name: e.g. generation.Named carries an identity
+// of its configuration (the http url, the Job namespace) and the status records it beside the
+// name (stages[].backend as "name" plus a new field, or the handle prefixed), a status without
+// it being taken for the configured server as now (upgrade); a stage whose recorded identity
+// differs is rerouted as round 23's route change is.
+var _ = Describe("Adversarial round 24: a backend's server changes under the same name", func() {
+	It("never takes the new server's stage under the old server's id for the task's own", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
+		DeferCleanup(workerA.Close)
+		workerB := newNumberingWorker(nil)
+		DeferCleanup(workerB.Close)
+		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		for _, stage := range videogenv1alpha1.Stages {
+			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
+				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
+			_, err := clientB.Submit(ctx, y)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		before := directReconciler(k8sClient, l, clientA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
+		}).Should(Succeed())
+
+		after := directReconciler(k8sClient, l, clientB)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientB}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Result).NotTo(BeNil(), "%+v", done.Status)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/"+task.Name+".mp4"), "the task was given another task's video")
+	})
+})
