@@ -76,7 +76,7 @@ type VideoTaskReconciler struct {
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // The Kubernetes Job backend runs stages as Jobs owned by their task and reads pod results.
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Reconcile moves a task one step through Pending → Queued → Running → Succeeded/Failed.

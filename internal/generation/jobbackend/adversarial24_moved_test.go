@@ -12,7 +12,8 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Adversarial round 24 (left open by round 23; failing first, NOT fixed on this branch). The
+// Adversarial round 24 (left open by round 23; docs/job-backend.md said "the old Job runs on to
+// its own deadline"). The
 // Job backend's namespace moves across a manager restart (jobs.yaml namespace: videogen-jobs →
 // "" or → gpu-jobs; round 23's TestAStageWhoseJobNamespaceWasMovedIsSubmittedAgainNotFailed).
 // Interleaving: 1. a render runs as the Job videogen-jobs/vt-…-render. 2. The namespace is
@@ -26,14 +27,11 @@ import (
 // a minute: up to 30 days) and then lingers for its TTL. What the operators see: GPU nodes busy
 // with Jobs of tasks long finished (each stage running in both namespaces for its whole run),
 // paid for by nobody; the user sees nothing, except that the queue is slower.
-// The fix (not small, not made here): the backend must delete the old Job without trusting
-// the namespace the handle names, which 21b forbids it to read or delete in (its test keeps
-// kube-system/<the work's own Job name> untouched). Either jobs.yaml lists the namespaces the
-// backend used before (formerNamespaces), in which the work's own Job name is deleted when a
-// moved handle names one of them; or the backend lists Jobs carrying the work's own labels
-// (managed-by, component, task-uid, stage) in the named namespace, through an uncached reader
-// (the manager's cache covers only the configured namespace) and deletes those with a UID
-// precondition, which needs list rights there and reads no result.
+// The fix: the backend deletes the old Job when it sees the moved handle (Observe reporting it
+// lost, or Cancel), without trusting the namespace the handle names, which 21b forbids it to
+// read or delete by name in (its test keeps kube-system/<the work's own Job name> untouched):
+// it deletes there, by label (deletecollection), only the Jobs that carry the work's own labels
+// (this backend's, the task's UID, the stage). A Job of another task there stays.
 func TestAJobLeftInTheOldNamespaceIsDeleted(t *testing.T) {
 	for _, move := range []struct{ from, to string }{
 		{"videogen-jobs", ""},
@@ -52,6 +50,14 @@ func TestAJobLeftInTheOldNamespaceIsDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			old, err := before.Submit(context.Background(), w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another task's render, in the old namespace too: it is not this work's to stop.
+			other := testWork(videogenv1alpha1.StageRender)
+			other.Task, other.TaskUID = "someone-elses", "1111-uid"
+			other.Key = generation.WorkKey(other.Namespace, other.Task, other.TaskUID, other.Stage)
+			otherHandle, err := before.Submit(context.Background(), other)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +81,10 @@ func TestAJobLeftInTheOldNamespaceIsDeleted(t *testing.T) {
 			var job batchv1.Job
 			if err := c.Get(context.Background(), key, &job); err == nil && job.DeletionTimestamp == nil {
 				t.Errorf("the stage's first Job %s still runs after its task ended (it runs to its activeDeadlineSeconds)", old)
+			}
+			otherKey, _ := parseHandle(otherHandle)
+			if err := c.Get(context.Background(), otherKey, &job); err != nil || job.DeletionTimestamp != nil {
+				t.Errorf("another task's Job %s was deleted: %v", otherHandle, err)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -96,7 +97,8 @@ func (b *Backend) Observe(ctx context.Context, w generation.Work, h string) (gen
 			// w's own Job, made while another namespace was configured: a config change moved
 			// the Jobs. It is not read there (a handle must not make the manager read any
 			// namespace it names), but the stage is not the caller's fault either: lost, it is
-			// submitted again where Jobs run now.
+			// submitted again where Jobs run now, and its Job there is stopped.
+			b.deleteMoved(ctx, w, moved)
 			return generation.Observation{}, generation.Lost(fmt.Errorf("Job %s is in namespace %s, where this backend no longer runs Jobs (now %s)",
 				h, moved.Namespace, b.cfg.jobKey(w).Namespace))
 		}
@@ -139,6 +141,8 @@ func (b *Backend) Cancel(ctx context.Context, w generation.Work, h string) error
 	if h != "" {
 		if own, err := b.cfg.workHandle(w, h); err == nil {
 			key = own
+		} else if moved, ok := b.cfg.movedHandle(w, h); ok {
+			b.deleteMoved(ctx, w, moved)
 		}
 	}
 	b.forget(handle(key))
@@ -176,6 +180,19 @@ func checkJobSize(w generation.Work, job *batchv1.Job) error {
 func jsonLen(v any) int {
 	data, _ := json.Marshal(v)
 	return len(data)
+}
+
+// deleteMoved stops w's Job left at moved, a namespace this backend no longer runs Jobs in (see
+// movedHandle): nothing else would (outside its task's namespace it has no owner), and it would
+// hold its node to its activeDeadlineSeconds. The handle names the namespace, which others than
+// the manager can write, so nothing named there is read or deleted by name: only the Jobs that
+// carry w's own labels (this backend's, for w's task UID and stage) are deleted, by label. A
+// failure (an older install's role without deletecollection, say) leaves the Job to its
+// deadline, as before.
+func (b *Backend) deleteMoved(ctx context.Context, w generation.Work, moved types.NamespacedName) {
+	_ = b.client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(moved.Namespace), client.MatchingLabels{
+		LabelManagedBy: managedBy, LabelComponent: component, LabelTaskUID: w.TaskUID, LabelStage: string(w.Stage),
+	}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
 // checkWork rejects work whose Job could not be named, labelled or owned.
