@@ -87,7 +87,7 @@ func New(cfg Config) (*Client, error) {
 // Submit implements generation.Backend. A 4xx answer means the backend refused the input, so
 // the error is permanent; only an authentication problem or throttling is worth waiting out.
 func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) {
-	var st protocol.StageStatus
+	var st stageAnswer
 	err := c.call(ctx, http.MethodPost, protocol.StagesPath, requestFor(w), &st)
 	var se *StatusError
 	if errors.As(err, &se) && se.Refused() {
@@ -108,7 +108,7 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 // restarts, and the controller may submit the stage again under its key. So is an answer whose
 // key is not w's: the id was given to another stage since.
 func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
-	var st protocol.StageStatus
+	var st stageAnswer
 	err := c.call(ctx, http.MethodGet, protocol.StagesPath+"/"+url.PathEscape(handle), nil, &st)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
@@ -144,7 +144,7 @@ func (c *Client) Cancel(ctx context.Context, w generation.Work, handle string) e
 		if err != nil || known {
 			return err
 		}
-		var st protocol.StageStatus
+		var st stageAnswer
 		if err := c.call(ctx, http.MethodGet, protocol.StagesPath+"/"+url.PathEscape(handle), nil, &st); err == nil && st.Key != "" && st.Key != w.Key {
 			return nil // the id names another stage now; ours is gone
 		}
@@ -198,8 +198,18 @@ func requestFor(w generation.Work) protocol.StageRequest {
 	return req
 }
 
-func observation(st protocol.StageStatus) (generation.Observation, error) {
-	obs := generation.Observation{Progress: min(max(st.Progress, 0), 100), Message: st.Message}
+// stageAnswer is a stage status as the client reads it: protocol.StageStatus with its progress
+// as any JSON number, since the protocol says only "0–100" and a backend may send 42.5 or 100.0,
+// which an integer field refuses (every answer of such a backend was an error, its stages polled
+// as an outage until their tasks timed out). It is clamped and truncated, as the Job backend's
+// progress annotation is.
+type stageAnswer struct {
+	protocol.StageStatus
+	Progress float64 `json:"progress"`
+}
+
+func observation(st stageAnswer) (generation.Observation, error) {
+	obs := generation.Observation{Progress: int32(min(max(st.Progress, 0), 100)), Message: st.Message}
 	switch st.State {
 	case protocol.StateRunning:
 		obs.State = generation.Running
