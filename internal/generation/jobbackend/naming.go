@@ -60,22 +60,23 @@ func (c Config) jobKey(w generation.Work) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: JobName(w.Key, w.Stage)}
 }
 
-// handle is "namespace/name": it keeps finding the Job if the configured namespace changes from
-// "" (the task's namespace) to one of its own; after any other change the stage is reported lost
+// handle is "namespace/name": after the configured namespace changes, the stage is reported lost
 // and submitted again in the namespace configured then (movedHandle).
 func handle(key types.NamespacedName) string { return key.Namespace + "/" + key.Name }
 
 // workHandle reads h, refusing any handle that is not a Job this backend would have made for
-// w: the name derived from w's key, in the configured namespace or in the task's own (where the
-// Job was made before a namespace was configured). A handle comes from the task's status, which
-// others than the manager can write: it must not make the manager read or delete any other Job.
+// w: the name derived from w's key, in the namespace it runs Jobs in now. A handle comes from the
+// task's status, which others than the manager can write: it must not make the manager read or
+// delete any other Job. Not even w's own in the task's namespace, once a namespace of its own is
+// configured: the manager's cache of Jobs and pods (CacheByObject) covers only that one, and
+// refuses every read elsewhere (movedHandle).
 func (c Config) workHandle(w generation.Work, h string) (types.NamespacedName, error) {
 	key, err := parseHandle(h)
 	if err != nil {
 		return key, err
 	}
 	want := c.jobKey(w)
-	if key.Name != want.Name || key.Namespace != want.Namespace && key.Namespace != w.Namespace {
+	if key != want {
 		return types.NamespacedName{}, fmt.Errorf("job backend handle %q is not the Job of the %s stage of task %s/%s (%s)",
 			h, w.Stage, w.Namespace, w.Task, handle(want))
 	}
@@ -83,8 +84,8 @@ func (c Config) workHandle(w generation.Work, h string) (types.NamespacedName, e
 }
 
 // movedHandle reads h, a handle workHandle refused, as w's own Job name in a namespace this
-// backend no longer uses (its configured namespace changed since the Job was made, other than
-// from "" to one of its own, which workHandle follows), and says whether it is one.
+// backend no longer uses (its configured namespace changed since the Job was made), and says
+// whether it is one.
 func (c Config) movedHandle(w generation.Work, h string) (types.NamespacedName, bool) {
 	key, err := parseHandle(h)
 	return key, err == nil && key.Name == c.jobKey(w).Name
