@@ -15,7 +15,8 @@ import (
 // restart while a stage runs. handle's comment said a namespace/name handle "keeps finding the
 // Job if the configured namespace changes", and workHandle accepts the Job in the task's own
 // namespace besides the configured one, so a move from "" to a namespace of its own holds
-// (TestTheWorksOwnHandlesAreStillUsed). The other moves did not: from a namespace of its own
+// (TestTheWorksOwnHandlesAreStillUsed; round 24 found it did not behind the manager's cache,
+// adversarial24_cache_test.go, and reports that move lost too). The other moves did not: from a namespace of its own
 // back to "" (the layout docs/job-backend.md calls recommended), or to another namespace.
 // Interleaving: 1. jobs.yaml says namespace: videogen-jobs; a task's render runs as the Job
 // videogen-jobs/vt-…-render, that handle in its status. 2. The platform team sets namespace: ""
