@@ -152,8 +152,66 @@ var _ = Describe("Adversarial round 24: a stage rerouted across a restart", func
 	})
 })
 
+// Found by the twenty-fourth adversarial review (failing first, NOT fixed on this branch). A
+// route change rolled back: 1. video.short runs at the reference worker ("worker-a"); a task's
+// render runs there. 2. video.short is moved to gpu-b and the manager restarted: the render is
+// rerouted, cancelled at worker-a by its key (round 23), submitted at gpu-b. 3. gpu-b misbehaves
+// and the platform team rolls the ConfigMap back and restarts again, within the worker's
+// --result-ttl (an hour by default): the render is rerouted back, cancelled at gpu-b, submitted
+// at worker-a under the same work key. The worker's POST /v1/stages is idempotent by key (the
+// protocol asks it to be): it answers with the stage cancelled in step 2, which reads failed.
+// What the user sees: every task that ran across both restarts fails "the render stage failed:
+// cancelled" (refunded), though nobody cancelled it and both backends would have run it. The
+// fix (not small): a stage submitted again at a backend it was cancelled at must not get that
+// stage back: e.g. the status counts a stage's reroutes and the work key carries that count
+// after the first (a fresh key at each backend), or rerouteStage records the backends it
+// cancelled the stage at and Submit there is told to start anew (a protocol change).
+var _ = Describe("Adversarial round 24: a route change rolled back", func() {
+	It("runs the render again at the first backend instead of taking the stage cancelled there", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		workerA := newRouteBackend("worker-a", map[string]string{"face_track": "a"}, "")
+		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		workerA.setRender(generation.Running)
+		gpuB.setRender(generation.Running)
+		routes := func(short, other *routeBackend) generation.Routes {
+			return generation.Routes{
+				videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
+				videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
+			}
+		}
+		first := directReconciler(k8sClient, l, workerA)
+		first.Backends = routes(workerA, gpuB)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, first, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("worker-a"))
+		}).Should(Succeed())
+
+		moved := directReconciler(k8sClient, l, gpuB)
+		moved.Backends = routes(gpuB, workerA)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, moved, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-b"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		workerA.setRender(generation.Succeeded) // it would render now
+		rolledBack := directReconciler(k8sClient, l, workerA)
+		rolledBack.Backends = routes(workerA, gpuB)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, rolledBack, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+	})
+})
+
 // routeBackend is a generation.Backend named name whose analyze succeeds at once with outputs,
-// and whose render is in the state setRender gives it (Succeeded by default). A render that
+// and whose render is in the state setRender gives it (Succeeded by default); a stage cancelled
+// reads failed for good, as the reference worker's does. A render that
 // succeeds has https://media.example/<name>/<task>.mp4 as its result and its previous as the
 // result's metadata. needs, if set, is an analyze output its render requires in previous: a
 // render submitted without it is refused (a permanent error), as the reference worker's 422.
@@ -211,7 +269,12 @@ func (b *routeBackend) Observe(_ context.Context, w generation.Work, handle stri
 	if w.Stage == videogenv1alpha1.StageAnalyze {
 		return generation.Observation{State: generation.Succeeded, Progress: 100, Outputs: b.outputs}, nil
 	}
-	if b.render != generation.Succeeded || b.canceled[w.Key] {
+	if b.canceled[w.Key] {
+		// As the reference worker: a cancelled stage reads failed, and is what a Submit under
+		// its key answers with (idempotent by key) until the worker's --result-ttl sweeps it.
+		return generation.Observation{State: generation.Failed, Message: "cancelled"}, nil
+	}
+	if b.render != generation.Succeeded {
 		return generation.Observation{State: generation.Running, Progress: 50}, nil
 	}
 	return generation.Observation{State: generation.Succeeded, Progress: 100, Result: &videogenv1alpha1.TaskResult{
