@@ -189,6 +189,14 @@ type StageStatus struct {
 	// Backend that runs the stage.
 	// +optional
 	Backend string `json:"backend,omitempty"`
+	// Server is which server, of those configured under Backend's name over time, issued
+	// Handle: an http backend's URL. A handle means nothing to another server: one whose
+	// Server differs is submitted again to the backend configured now, as when its name
+	// changed. Empty for a backend whose handles name their place themselves (a Job backend's
+	// namespace/name), and in a status written before this field: then the server configured
+	// under Backend's name is taken for the one that issued Handle.
+	// +optional
+	Server string `json:"server,omitempty"`
 	// Handle is the backend's id for this stage's work.
 	// +optional
 	Handle string `json:"handle,omitempty"`
@@ -215,6 +223,14 @@ type StageStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Resubmissions int32 `json:"resubmissions,omitempty"`
+	// Reroutes counts how often the stage was moved to another backend (or server) after it
+	// was cancelled at the one it ran at (the routes changed across a restart). The stage's
+	// work key carries it from the first on ("-r1", "-r2", …): a backend the stage was
+	// cancelled at, asked again under the key it cancelled, would answer with that cancelled
+	// stage (Submit is idempotent by key) when a route change is rolled back.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Reroutes int32 `json:"reroutes,omitempty"`
 }
 
 // TaskResult is what a succeeded task produced.
