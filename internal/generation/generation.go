@@ -167,3 +167,31 @@ func IsPermanent(err error) bool {
 func WorkKey(namespace, task, uid string, stage videogenv1alpha1.StageName) string {
 	return fmt.Sprintf("%s/%s/%s/%s", namespace, task, uid, stage)
 }
+
+// ReroutedKey is the work key of a stage moved to another backend reroutes times after it was
+// cancelled at the one it ran at (StageStatus.Reroutes): key itself before the first, then
+// key + "-r<reroutes>". A backend the stage was cancelled at under a key answers a Submit
+// under that key with the cancelled stage (idempotent by key), so a stage that comes back to
+// it (a route change rolled back) is submitted under a key it has never seen.
+func ReroutedKey(key string, reroutes int32) string {
+	if reroutes <= 0 {
+		return key
+	}
+	return fmt.Sprintf("%s-r%d", key, reroutes)
+}
+
+// Server is implemented by a backend whose handles are its server's own ids, meaningless to
+// another server configured under the same name later (an HTTP backend's stage ids).
+type Server interface {
+	// Server names the server the backend talks to (an HTTP backend's base URL).
+	Server() string
+}
+
+// ServerOf is b's Server, or "" when b does not say (a Job backend: its handles name the
+// namespace they live in, and it tells a handle from another namespace itself).
+func ServerOf(b Backend) string {
+	if s, ok := b.(Server); ok {
+		return s.Server()
+	}
+	return ""
+}

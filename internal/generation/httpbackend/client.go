@@ -84,6 +84,15 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg, base: base}, nil
 }
 
+// Server implements generation.Server: the base URL, without any user information, query or
+// fragment in it (the task's status, which its namespace's users may read, records it). A
+// stage's handle is this server's id for it, which another server may give another stage.
+func (c *Client) Server() string {
+	u := *c.base
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
 // Submit implements generation.Backend. A 4xx answer means the backend refused the input, so
 // the error is permanent; only an authentication problem or throttling is worth waiting out.
 func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) {
