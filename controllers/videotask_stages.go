@@ -103,14 +103,15 @@ stages:
 		// where, under whereName, is where the stage is looked at: the backend that serves
 		// its capability, or the one it finished at before the routes changed.
 		where, whereName := backend, name
-		if st.State == videogenv1alpha1.StageRunning && st.Handle != "" && st.Backend != "" && st.Backend != name {
+		if st.State == videogenv1alpha1.StageRunning && st.Handle != "" && st.Backend != "" && !sameServer(*st, name, backend) {
 			if old, ok := r.finishedAt(calls, task, w, st, now, deadline, gone); ok {
 				where, whereName = old, st.Backend
 			} else {
 				r.rerouteStage(ctx, task, w, st, name)
+				w = r.work(task, tmpl, stageName) // under the key its reroutes give it now
 			}
 		}
-		if st.Handle == "" && stageName == videogenv1alpha1.StageRender && r.analyzedElsewhere(task, st, name) {
+		if st.Handle == "" && stageName == videogenv1alpha1.StageRender && r.analyzedElsewhere(task, st, name, backend) {
 			i = -1 // analyze again at name, in this same reconcile and status write
 			continue
 		}
@@ -141,6 +142,7 @@ stages:
 			}
 			at := metav1.NewTime(now)
 			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, runningMessage(st, "")
+			st.Server = generation.ServerOf(backend)
 			task.Status.Phase = videogenv1alpha1.TaskRunning
 			if task.Status.StartedAt == nil {
 				task.Status.StartedAt = &at
@@ -265,17 +267,22 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 	return true
 }
 
-// rerouteStage readies st, which runs at the backend its status names, to be submitted to
-// name, the backend that serves its capability now (the routes changed across a restart):
-// its handle is the old backend's and means nothing to the new one, which would take it for a
-// lost stage, or refuse it and fail the task. Its work at the old backend, when that is still
-// configured, is stopped; it runs to its deadline otherwise. Submit is idempotent by the work
-// key, so a backend that was only renamed finds the stage it runs. The stage was not lost:
-// it does not count against maxResubmissions.
+// rerouteStage readies st, which runs at the backend (and server) its status names, to be
+// submitted to name, the backend that serves its capability now (the routes changed across a
+// restart, or the server configured under the name did): its handle is the old server's and
+// means nothing to the new one, which would take it for a lost stage, refuse it and fail the
+// task, or give another task's stage under it. Its work at the old backend, when that is still
+// configured, is stopped; it runs to its deadline otherwise. A stage stopped so counts one
+// reroute more, and is submitted under a key of its own (generation.ReroutedKey): the backend
+// that stopped it would answer its old key with the stopped stage, should the routes come back
+// to it. A stage not stopped keeps its key: Submit is idempotent by the work key, so a backend
+// that was only renamed (or whose URL only changed) finds the stage it runs. The stage was not
+// lost: it does not count against maxResubmissions.
 func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
 	st *videogenv1alpha1.StageStatus, name string) {
-	if old, ok := r.backendNamed(st.Backend); ok {
+	if old, ok := r.backendOf(*st); ok {
 		r.cancelWork(ctx, old, w, st.Handle)
+		st.Reroutes++ // whether the cancel was answered or not: it may have landed
 	}
 	logf.FromContext(ctx).Info("the stage's backend no longer serves its capability; submitting it to the new one",
 		"stage", st.Name, "from", st.Backend, "handle", st.Handle, "to", name)
@@ -292,7 +299,7 @@ func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1al
 	if st.Name != videogenv1alpha1.StageRender {
 		return nil, false
 	}
-	old, ok := r.backendNamed(st.Backend)
+	old, ok := r.backendOf(*st)
 	if !ok {
 		return nil, false
 	}
@@ -308,15 +315,17 @@ func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1al
 // backend's own, in its own keys and format, which another's render may refuse ("previous
 // lacks what render needs", blamed on the caller) or misread. It reports whether it did.
 // Submit is idempotent by the work key, so a backend that was only renamed answers with the
-// analyze it ran. The render stage is Pending again, as it was before its analyze.
-func (r *VideoTaskReconciler) analyzedElsewhere(task *videogenv1alpha1.VideoTask, render *videogenv1alpha1.StageStatus, name string) bool {
+// analyze it ran. The render stage is Pending again, as it was before its analyze. Both keep
+// their reroutes, and so their keys: a key a backend stopped is never submitted again.
+func (r *VideoTaskReconciler) analyzedElsewhere(task *videogenv1alpha1.VideoTask, render *videogenv1alpha1.StageStatus,
+	name string, b generation.Backend) bool {
 	an := stageStatus(task, videogenv1alpha1.StageAnalyze)
-	if an.State != videogenv1alpha1.StageSucceeded || an.Backend == "" || an.Backend == name {
+	if an.State != videogenv1alpha1.StageSucceeded || an.Backend == "" || sameServer(*an, name, b) {
 		return false
 	}
 	msg := fmt.Sprintf("analyzed at %s, which no longer serves %s; analyzing again at %s", an.Backend, task.Spec.Capability, name)
-	*an = videogenv1alpha1.StageStatus{Name: an.Name, State: videogenv1alpha1.StagePending, Message: msg}
-	*render = videogenv1alpha1.StageStatus{Name: render.Name, State: videogenv1alpha1.StagePending, Message: msg}
+	*an = videogenv1alpha1.StageStatus{Name: an.Name, State: videogenv1alpha1.StagePending, Message: msg, Reroutes: an.Reroutes}
+	*render = videogenv1alpha1.StageStatus{Name: render.Name, State: videogenv1alpha1.StagePending, Message: msg, Reroutes: render.Reroutes}
 	setProgress(task)
 	return true
 }
@@ -523,28 +532,39 @@ func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *vid
 }
 
 // stageAt is where st's work is stopped, and with which handle, when name's backend b serves
-// its capability now (b nil: none does). A handle is the backend's that issued it, which the
-// stage records: while that backend is configured, under its name, it is asked; another backend
+// its capability now (b nil: none does). A handle is the server's that issued it, which the
+// stage records: while that server is configured, under its name, it is asked; another backend
 // is asked by the stage's key alone (an empty handle), since the old id may name another key's
 // stage there (the routes changed across a restart, see rerouteStage).
 func (r *VideoTaskReconciler) stageAt(st videogenv1alpha1.StageStatus, name string, b generation.Backend) (generation.Backend, string) {
-	if st.Backend == "" || st.Backend == name || st.Handle == "" {
+	if st.Backend == "" || st.Handle == "" || (b != nil && sameServer(st, name, b)) {
 		return b, st.Handle
 	}
-	if old, ok := r.backendNamed(st.Backend); ok {
+	if old, ok := r.backendOf(st); ok {
 		return old, st.Handle
 	}
 	return b, ""
 }
 
-// backendNamed is the backend configured under name (the one a stage's status records), if the
-// routes know it.
-func (r *VideoTaskReconciler) backendNamed(name string) (generation.Backend, bool) {
+// sameServer says whether st's handle was issued by b, configured under name: st records
+// name, and the server b talks to (generation.ServerOf) or none (a status written before
+// stages recorded their server, or a backend whose handles name their place themselves).
+func sameServer(st videogenv1alpha1.StageStatus, name string, b generation.Backend) bool {
+	return st.Backend == name && (st.Server == "" || st.Server == generation.ServerOf(b))
+}
+
+// backendOf is the backend configured under the name st's status records, if the routes know
+// it and it talks to the server st records (see sameServer): the one that issued st's handle.
+func (r *VideoTaskReconciler) backendOf(st videogenv1alpha1.StageStatus) (generation.Backend, bool) {
 	routes, ok := r.Backends.(generation.Routes)
 	if !ok {
 		return nil, false
 	}
-	return routes.Named(name)
+	b, ok := routes.Named(st.Backend)
+	if !ok || !sameServer(st, st.Backend, b) {
+		return nil, false
+	}
+	return b, true
 }
 
 // cancelWork asks the backend to stop w's work, for at most CancelTimeout; failing to is
@@ -619,7 +639,7 @@ func faceImageUploaded(task *videogenv1alpha1.VideoTask) bool {
 
 func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalog.Template, stage videogenv1alpha1.StageName) generation.Work {
 	w := generation.Work{
-		Key:                   generation.WorkKey(task.Namespace, task.Name, string(task.UID), stage),
+		Key:                   generation.ReroutedKey(generation.WorkKey(task.Namespace, task.Name, string(task.UID), stage), reroutesOf(task, stage)),
 		Namespace:             task.Namespace,
 		Task:                  task.Name,
 		TaskUID:               string(task.UID),
@@ -644,6 +664,16 @@ func (r *VideoTaskReconciler) writeIfChanged(ctx context.Context, task *videogen
 		return nil
 	}
 	return r.writeStatus(ctx, task)
+}
+
+// reroutesOf is the stage's reroutes, as its status counts them (0 if it has no entry yet).
+func reroutesOf(task *videogenv1alpha1.VideoTask, name videogenv1alpha1.StageName) int32 {
+	for _, st := range task.Status.Stages {
+		if st.Name == name {
+			return st.Reroutes
+		}
+	}
+	return 0
 }
 
 // stageStatus returns the task's entry for a stage, adding a Pending one if missing.
