@@ -7,7 +7,7 @@ import "testing"
 // url edited under the same backend name reads as another server.
 func TestServerIsTheBaseURLWithoutUserInfo(t *testing.T) {
 	for base, want := range map[string]string{
-		"http://worker-a.videogen.svc:8080/":         "http://worker-a.videogen.svc:8080",
+		"http://worker-a.videogen.svc:8080/":          "http://worker-a.videogen.svc:8080",
 		"https://user:secret@gpu.example/v?token=x#f": "https://gpu.example/v",
 	} {
 		c, err := New(Config{BaseURL: base})
