@@ -210,8 +210,92 @@ var _ = Describe("Adversarial round 24: a route change rolled back", func() {
 	})
 })
 
-// routeBackend is a generation.Backend named name whose analyze succeeds at once with outputs,
-// and whose render is in the state setRender gives it (Succeeded by default); a stage cancelled
+// Checked, holds (round 24, with the fix to the spec above): a stage keeps its reroutes, and so
+// its key, when its analyze runs again at its new backend (analyzedElsewhere resets both stages
+// to Pending). Were they reset, a render moved A→B→A→B would be submitted at B under the key B
+// cancelled at the second move, and an analyze stopped at A, finished at B, would run again at
+// A under the key A cancelled: either task fails "cancelled", as in the spec above. Each move is
+// a ConfigMap edit and a restart, as above.
+var _ = Describe("Adversarial round 24: stages moved back and forth", func() {
+	routes := func(short, other *routeBackend) generation.Routes {
+		return generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
+		}
+	}
+	move := func(l *ledger.Ledger, ns string, task *videogenv1alpha1.VideoTask, to, other *routeBackend) {
+		r := directReconciler(k8sClient, l, to)
+		r.Backends = routes(to, other)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(now.Status.Phase.Terminal() || stageOf(now, videogenv1alpha1.StageRender).Backend == to.name).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+
+	It("runs a render moved twice back to the same backend under a key that backend never cancelled", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		a.setRender(generation.Running)
+		b.setRender(generation.Running)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		move(l, ns, task, a, b)
+		move(l, ns, task, b, a)
+		move(l, ns, task, a, b)
+		b.setRender(generation.Succeeded)
+		move(l, ns, task, b, a) // the same routes: the render succeeds at b
+		Eventually(func(g Gomega) {
+			r := directReconciler(k8sClient, l, b)
+			r.Backends = routes(b, a)
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/gpu-b/" + task.Name + ".mp4"))
+		Expect(stageOf(done, videogenv1alpha1.StageRender).Reroutes).To(Equal(int32(3)))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+
+	It("runs an analyze stopped at the first backend under a key of its own when the routes come back", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		a.setAnalyze(generation.Running)
+		b.setRender(generation.Running)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		first := directReconciler(k8sClient, l, a)
+		first.Backends = routes(a, b)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, first, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		move(l, ns, task, b, a) // the analyze is stopped at a, succeeds at b; the render runs at b
+		a.setAnalyze(generation.Succeeded)
+		move(l, ns, task, a, b) // rolled back: the analyze runs again at a, then the render
+		Eventually(func(g Gomega) {
+			r := directReconciler(k8sClient, l, a)
+			r.Backends = routes(a, b)
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+		Expect(done.Status.Result.Metadata).To(HaveKeyWithValue("face_track", "a"))
+		Expect(stageOf(done, videogenv1alpha1.StageAnalyze).Reroutes).To(Equal(int32(1)))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+})
+
+// routeBackend is a generation.Backend named name whose analyze and render are in the states
+// setAnalyze and setRender give them (Succeeded by default: an analyze with outputs); a stage cancelled
 // reads failed for good, as the reference worker's does. A render that
 // succeeds has https://media.example/<name>/<task>.mp4 as its result and its previous as the
 // result's metadata. needs, if set, is an analyze output its render requires in previous: a
@@ -222,13 +306,14 @@ type routeBackend struct {
 	needs   string
 
 	mu       sync.Mutex
+	analyze  generation.State
 	render   generation.State
 	submits  map[string]int
 	canceled map[string]bool
 }
 
 func newRouteBackend(name string, outputs map[string]string, needs string) *routeBackend {
-	return &routeBackend{name: name, outputs: outputs, needs: needs, render: generation.Succeeded,
+	return &routeBackend{name: name, outputs: outputs, needs: needs, analyze: generation.Succeeded, render: generation.Succeeded,
 		submits: map[string]int{}, canceled: map[string]bool{}}
 }
 
@@ -236,6 +321,12 @@ func (b *routeBackend) setRender(s generation.State) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.render = s
+}
+
+func (b *routeBackend) setAnalyze(s generation.State) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.analyze = s
 }
 
 func (b *routeBackend) submitsOf(key string) int {
@@ -267,13 +358,16 @@ func (b *routeBackend) Observe(_ context.Context, w generation.Work, handle stri
 	if handle != b.name+":"+w.Key || b.submits[w.Key] == 0 {
 		return generation.Observation{}, generation.Lost(fmt.Errorf("%s: no stage %q", b.name, handle))
 	}
-	if w.Stage == videogenv1alpha1.StageAnalyze {
-		return generation.Observation{State: generation.Succeeded, Progress: 100, Outputs: b.outputs}, nil
-	}
 	if b.canceled[w.Key] {
 		// As the reference worker: a cancelled stage reads failed, and is what a Submit under
 		// its key answers with (idempotent by key) until the worker's --result-ttl sweeps it.
 		return generation.Observation{State: generation.Failed, Message: "cancelled"}, nil
+	}
+	if w.Stage == videogenv1alpha1.StageAnalyze {
+		if b.analyze != generation.Succeeded {
+			return generation.Observation{State: generation.Running, Progress: 50}, nil
+		}
+		return generation.Observation{State: generation.Succeeded, Progress: 100, Outputs: b.outputs}, nil
 	}
 	if b.render != generation.Succeeded {
 		return generation.Observation{State: generation.Running, Progress: 50}, nil
