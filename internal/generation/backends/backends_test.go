@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
 func write(t *testing.T, dir, name, content string) string {
@@ -52,6 +54,44 @@ backends:
 		name, _, ok := routes.Route(capabilityOf(c))
 		if !ok || name != want {
 			t.Errorf("%s routed to %q (ok=%v), want %q", c, name, ok, want)
+		}
+	}
+}
+
+// Checked, holds (round 24): the backends the manager routes to say which server they talk to
+// (stages[].server), as loaded from the file: an http backend its url, a Job backend none. A
+// backend wrapped in something that does not say would record no server, and a url changed
+// under the same name would be taken for the same server again.
+func TestLoadedBackendsSayTheirServer(t *testing.T) {
+	dir := t.TempDir()
+	jobs := write(t, dir, "jobs.yaml", `
+capabilities:
+  video.short:
+    template:
+      spec:
+        containers:
+        - name: faceswap
+          image: example.com/faceswap:1.0
+`)
+	cfg := write(t, dir, "backends.yaml", `
+backends:
+- name: worker
+  capabilities: [video.eraser]
+  http:
+    url: http://worker.example:8080/
+- name: gpu
+  capabilities: [video.short]
+  job:
+    configFile: `+jobs+`
+`)
+	routes, err := Load(cfg, fake.NewClientBuilder().Build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, want := range map[string]string{"video.eraser": "http://worker.example:8080", "video.short": ""} {
+		_, b, _ := routes.Route(capabilityOf(c))
+		if got := generation.ServerOf(b); got != want {
+			t.Errorf("%s: server %q, want %q", c, got, want)
 		}
 	}
 }
