@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
@@ -440,5 +442,64 @@ var _ = Describe("Adversarial round 24: a backend's server changes under the sam
 		done := taskOf(ns, task.Name)
 		Expect(done.Status.Result).NotTo(BeNil(), "%+v", done.Status)
 		Expect(done.Status.Result.URL).To(Equal("https://media.example/"+task.Name+".mp4"), "the task was given another task's video")
+	})
+})
+
+// Found by the twenty-fourth adversarial review (round 24b). Interleaving: 1. video.short runs at
+// gpu-a; a task's render runs there (its handle in the status, the task guarded by its
+// finalizer). 2. video.short is moved to gpu-b and the manager restarted; gpu-a stays
+// configured. 3. The new manager reroutes the render: it cancels it at gpu-a and submits it at
+// gpu-b, which starts it; the status write recording gpu-b's handle meets a conflict: the user
+// deleted the task in that moment (the deletion's own metadata write bumps the
+// resourceVersion). 4. finalize cancels the stages its status records: the render, at gpu-a
+// (already stopped). What the user sees: nothing, the task is gone and refunded; the service
+// pays for the render at gpu-b, which runs unstopped to its deadline (the task's timeout plus
+// a minute, up to days), taking a slot from paying tasks. Step 3's lost write is simulated by
+// submitting at gpu-b directly under the key the reroute gives (the status read back then is
+// the one before the reroute, as after a lost write). The fix: a stage recorded at another
+// backend than the one that serves its capability now is also stopped at the current one by
+// the key a reroute would have submitted it under.
+var _ = Describe("Adversarial round 24b: a task deleted as its stage is rerouted", func() {
+	It("stops the render the reroute started at the new backend", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		gpuA.setRender(generation.Running)
+		gpuB.setRender(generation.Running)
+		routes := func(short, other *routeBackend) generation.Routes {
+			return generation.Routes{
+				videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
+				videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
+			}
+		}
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = routes(gpuA, gpuB)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(stageOf(now, videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+			g.Expect(now.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		}).Should(Succeed())
+
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		// Step 3: the reroute's cancel at gpu-a and Submit at gpu-b land; its status write is lost.
+		Expect(gpuA.Cancel(ctx, generation.Work{Key: renderKey, Stage: videogenv1alpha1.StageRender}, "")).To(Succeed())
+		_, err := gpuB.Submit(ctx, generation.Work{Key: generation.ReroutedKey(renderKey, 1), Stage: videogenv1alpha1.StageRender,
+			Namespace: ns, Task: task.Name, TaskUID: string(task.UID)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
+
+		after := directReconciler(k8sClient, l, gpuB)
+		after.Backends = routes(gpuB, gpuA)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "still there: %v", err)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(gpuB.canceledKey(generation.ReroutedKey(renderKey, 1))).To(BeTrue(), "the render runs on at gpu-b, unpaid")
 	})
 })
