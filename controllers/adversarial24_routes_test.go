@@ -458,7 +458,8 @@ var _ = Describe("Adversarial round 24: a backend's server changes under the sam
 // submitting at gpu-b directly under the key the reroute gives (the status read back then is
 // the one before the reroute, as after a lost write). The fix: a stage recorded at another
 // backend than the one that serves its capability now is also stopped at the current one by
-// the key a reroute would have submitted it under.
+// the key a reroute would have submitted it under (fixed: cancelUnended; failed before with
+// "the render runs on at gpu-b, unpaid / Expected <bool>: false to be true").
 var _ = Describe("Adversarial round 24b: a task deleted as its stage is rerouted", func() {
 	It("stops the render the reroute started at the new backend", func() {
 		ns := accountWithoutController(100)

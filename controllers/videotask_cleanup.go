@@ -126,6 +126,16 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 				continue
 			}
 			at, handle = r.stageAt(st, backend, b) // a handle only at the backend that issued it
+			if at != b && handle != "" {
+				// Recorded at another backend, still configured: a reroute to b may have been
+				// under way, its cancel there and its Submit at b landed, its status write lost
+				// (to this very deletion). Stop at b what it would have submitted, by key.
+				moved := r.work(task, catalog.Template{}, name)
+				moved.Key = generation.ReroutedKey(generation.WorkKey(task.Namespace, task.Name, string(task.UID), name), st.Reroutes+1)
+				if err := r.cancelWork(ctx, b, moved, ""); err != nil {
+					failed = err
+				}
+			}
 		}
 		if err := r.cancelWork(ctx, at, r.work(task, catalog.Template{}, name), handle); err != nil {
 			failed = err
