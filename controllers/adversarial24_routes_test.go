@@ -155,7 +155,9 @@ var _ = Describe("Adversarial round 24: a stage rerouted across a restart", func
 	})
 })
 
-// Found by the twenty-fourth adversarial review (failing first, NOT fixed on this branch). A
+// Found by the twenty-fourth adversarial review (failing first; fixed in bef515f: a stage cancelled
+// by a reroute counts it in stages[].reroutes and runs under key-r<N>; failed before with
+// "&{Code:render_failed Message:the render stage failed: cancelled}"). A
 // route change rolled back: 1. video.short runs at the reference worker ("worker-a"); a task's
 // render runs there. 2. video.short is moved to gpu-b and the manager restarted: the render is
 // rerouted, cancelled at worker-a by its key (round 23), submitted at gpu-b. 3. gpu-b misbehaves
@@ -387,7 +389,9 @@ func (b *routeBackend) Cancel(_ context.Context, w generation.Work, _ string) er
 	return nil
 }
 
-// Found by the twenty-fourth adversarial review (failing first, NOT fixed on this branch).
+// Found by the twenty-fourth adversarial review (failing first; fixed in bef515f: stages[].server
+// records an http backend's url, and a stage whose server differs is rerouted; failed before with
+// "the task was given another task's video: https://media.example/task-y.mp4").
 // Round 23 keeps a stage's handle to the backend its status names, by name; a backend whose
 // name stays while its server changes is taken for the same one. Interleaving: 1. the backend
 // "worker" (http.url http://videogen-worker-a…) serves video.short; task X's render there is
