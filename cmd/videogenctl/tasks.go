@@ -41,9 +41,9 @@ func newTaskCommands(o *options) []*cobra.Command {
 		Short: "Print tasks as they change; with NAME, until it ends (exit status 1 if it did not succeed, 2 on an error)",
 		Args:  cobra.MaximumNArgs(1),
 		Long: `Print a line (or, with -o, the object) each time a task changes. With NAME, watch that
-task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise, 2 if it could not be
-followed (no such task, the cluster unreachable, interrupted before it ended), as kubectl diff tells its answer from its
-errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
+task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise (failed, canceled, or
+deleted before it ended), 2 if it could not be followed (no such task, the cluster unreachable,
+interrupted before it ended), as kubectl diff tells its answer from its errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
 until interrupted; an account that does not exist is an error (exit status 2).`,
 		ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -360,11 +360,14 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 	var opts []client.ListOption
 	// account is the one watched, "" for every account.
 	var account string
+	// last is the watched task as last read, for what to say when it is gone.
+	var last *videogenv1alpha1.VideoTask
 	if name != "" {
 		t, err := getTask(ctx, o, c, name)
 		if err != nil {
 			return err
 		}
+		last = t
 		account = t.Namespace
 		opts = append(opts, client.InNamespace(t.Namespace), client.MatchingFields{"metadata.name": name})
 	} else {
@@ -423,7 +426,10 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		if name != "" && len(list.Items) == 0 {
 			// Deleted while no watch was open (between the get and this list, or between a
 			// watch the kube-apiserver ended and this list): no event will ever say so.
-			return fmt.Errorf("task %s was deleted", name)
+			return deletedOutcome(last)
+		}
+		if name != "" {
+			last = &list.Items[0]
 		}
 		var listed []*videogenv1alpha1.VideoTask
 		for i := range list.Items {
@@ -447,7 +453,7 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 			if ev.Type == watch.Deleted {
 				if name != "" {
 					w.Stop()
-					return fmt.Errorf("task %s was deleted", name)
+					return deletedOutcome(t) // the task as it was when deleted
 				}
 				delete(shown, t.Namespace+"/"+t.Name)
 				continue
@@ -487,6 +493,17 @@ func requireWatchable(ctx context.Context, c client.Reader, ns string) error {
 		return nil
 	}
 	return fmt.Errorf("there is no account %q to watch (-n ACCOUNT names another)", ns)
+}
+
+// deletedOutcome is the outcome of a watched task that is gone, t as it was last seen: one that
+// had ended ended so; one deleted before it ended ended without a result, for good, which is
+// "did not succeed" (exit status 1, as a failed or canceled task), not a watch that could not
+// follow it (2): watching again cannot change the answer.
+func deletedOutcome(t *videogenv1alpha1.VideoTask) error {
+	if t.Status.Phase.Terminal() {
+		return outcome(t, nil)
+	}
+	return fmt.Errorf("task %s was deleted before it ended, without a result: %w", t.Name, errTaskDidNotSucceed)
 }
 
 // outcome is nil for a task that succeeded, and says why for one that did not.
