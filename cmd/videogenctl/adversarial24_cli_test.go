@@ -6,14 +6,17 @@ import (
 	"errors"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
 // Adversarial round 24: videogenctl as a new user meets it.
@@ -67,4 +70,46 @@ func TestAdversarial24WatchOfADeletedRunningTaskSaysItDidNotSucceed(t *testing.T
 	}
 }
 
-var _ = bytes.Buffer{}
+
+// apikey list is newest first, as task list and account show's top-ups are. Input: an
+// administrator issues a key for acme (its id happens to be 000000000000), a second later one
+// for globex (aaaaaaaaaaaa), and a second later a new one for acme (ffffffffffff) to rotate the
+// first; then `apikey list` (and `apikey list -n acme`) to find the old one to revoke. Before
+// the fix the list came in the kube-apiserver's order, by Secret name, that is by the keys'
+// random ids: neither by time nor by account, a different order for every set of keys, so
+// the newest key was anywhere in the table and "the last one" in a script (`jq '.[0]'`) was a
+// random key. The keys are Secrets as apikey create writes them, with ids chosen so that the
+// ids' order is the oldest first; each waits for the next second (the kube-apiserver keeps
+// creationTimestamp to the second) so that the three have different creation times.
+func TestAdversarial24APIKeyListIsNewestFirst(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	var last time.Time
+	for _, k := range []struct{ id, account string }{{"000000000000", "acme"}, {"aaaaaaaaaaaa", "globex"}, {"ffffffffffff", "acme"}} {
+		for !last.IsZero() && time.Now().Truncate(time.Second).Equal(last) {
+			time.Sleep(10 * time.Millisecond) // until the next second: a condition, not a guess
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: apikeys.SecretName(k.id),
+			Labels:      map[string]string{apikeys.LabelAPIKey: "true", apikeys.LabelAccount: k.account, apikeys.LabelKeyID: k.id},
+			Annotations: map[string]string{apikeys.AnnotationDescription: "key " + k.id}}}
+		if err := c.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		last = s.CreationTimestamp.Time
+	}
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	out, err := cli("apikey", "list")
+	if ids := regexp.MustCompile(`(?m)^([0-9a-f]{12})\s`).FindAllStringSubmatch(out, -1); err != nil || len(ids) != 3 ||
+		ids[0][1] != "ffffffffffff" || ids[1][1] != "aaaaaaaaaaaa" || ids[2][1] != "000000000000" {
+		t.Errorf("apikey list: %v; want the newest first (ffffffffffff, aaaaaaaaaaaa, 000000000000)\n%s", err, out)
+	}
+	out, err = cli("apikey", "list", "-n", "acme", "-o", "json")
+	if err != nil || !regexp.MustCompile(`(?s)"id": "ffffffffffff".*"id": "000000000000"`).MatchString(out) {
+		t.Errorf("apikey list -n acme -o json: %v; want ffffffffffff before 000000000000\n%s", err, out)
+	}
+}

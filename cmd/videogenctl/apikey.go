@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,7 +41,7 @@ func newAPIKeyCommand(o *options) *cobra.Command {
 	var only string
 	list := &cobra.Command{
 		Use:   "list [--account NAME]",
-		Short: "List API keys (never the keys themselves), of one account (--account, or -n) or of all",
+		Short: "List API keys, newest first (never the keys themselves), of one account (--account, or -n) or of all",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// -n limits the list as it does task list's: a key of another account shown
@@ -97,6 +99,15 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 	if err != nil {
 		return err
 	}
+	// Newest first, as task list and account show's top-ups: the kube-apiserver lists them by
+	// Secret name, that is by their random ids, an order that means nothing. Keys created
+	// within one second (creationTimestamp is kept to the second) by id, descending.
+	slices.SortFunc(keys, func(a, b apikeys.Key) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
 	return o.print(keys, func(w io.Writer) { keysTable(w, keys) })
 }
 
