@@ -70,7 +70,6 @@ func TestAdversarial24WatchOfADeletedRunningTaskSaysItDidNotSucceed(t *testing.T
 	}
 }
 
-
 // apikey list is newest first, as task list and account show's top-ups are. Input: an
 // administrator issues a key for acme (its id happens to be 000000000000), a second later one
 // for globex (aaaaaaaaaaaa), and a second later a new one for acme (ffffffffffff) to rotate the
