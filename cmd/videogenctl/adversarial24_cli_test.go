@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -110,5 +111,61 @@ func TestAdversarial24APIKeyListIsNewestFirst(t *testing.T) {
 	out, err = cli("apikey", "list", "-n", "acme", "-o", "json")
 	if err != nil || !regexp.MustCompile(`(?s)"id": "ffffffffffff".*"id": "000000000000"`).MatchString(out) {
 		t.Errorf("apikey list -n acme -o json: %v; want ffffffffffff before 000000000000\n%s", err, out)
+	}
+}
+
+// apikey revoke given the key itself revokes it, or says plainly what it wants; never "revoked
+// already" of a key that works. Input: an administrator told that a key leaked (it is in a
+// CI log: `vg_3f9a…_…`) runs `videogenctl apikey revoke vg_3f9a…_…`, pasting what they have,
+// as `gh auth`/`stripe` CLIs take the secret; or the Secret's name from `kubectl get secrets`,
+// `apikey-3f9a…`; or the id in capitals, as a support ticket spells it. Before the fix each
+// was taken as an id, the Secret "apikey-vg_3f9a…" (or "apikey-apikey-3f9a…") was not found,
+// and the CLI answered `no API key with id …: it was never issued, or is revoked already`,
+// exit status 1: the administrator, told the key is revoked already, stops, and the leaked key
+// goes on working. Now a full key and a Secret's name revoke their key, and anything that is
+// not an id is refused as such, with what an id looks like.
+func TestAdversarial24APIKeyRevokeOfTheKeyItselfRevokesIt(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	auth := &apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}
+	for _, spelling := range []func(key, id string) string{
+		func(key, _ string) string { return key },
+		func(_, id string) string { return apikeys.SecretName(id) },
+		func(_, id string) string { return strings.ToUpper(id) },
+	} {
+		out, err := cli("apikey", "create", "--account", "acme", "-o", "json")
+		var issued map[string]string
+		if err != nil || json.Unmarshal([]byte(out), &issued) != nil {
+			t.Fatalf("apikey create: %v\n%s", err, out)
+		}
+		arg := spelling(issued["key"], issued["id"])
+		out, err = cli("apikey", "revoke", arg)
+		_, authErr := auth.Authenticate(ctx, issued["key"])
+		switch {
+		case err != nil && strings.Contains(err.Error(), "revoked already") && authErr == nil:
+			t.Errorf("apikey revoke %s: %v, and the key still works", arg, err)
+		case err == nil && authErr == nil:
+			t.Errorf("apikey revoke %s said %q, and the key still works", arg, out)
+		case err != nil && !strings.Contains(err.Error(), "12 hex digits"):
+			t.Errorf("apikey revoke %s: %v; want it revoked, or told what an id looks like", arg, err)
+		}
+		if err != nil && strings.Contains(err.Error(), issued["key"][16:]) {
+			t.Errorf("apikey revoke printed the key's secret: %v", err)
+		}
+	}
+	// A key cut short in the paste is not an id either, and is not echoed.
+	if _, err := cli("apikey", "revoke", "vg_0123456789ab_SECRETPART"); err == nil || !strings.Contains(err.Error(), "12 hex digits") ||
+		strings.Contains(err.Error(), "SECRETPART") {
+		t.Errorf("apikey revoke of a cut key: %v; want told what an id is, without the key", err)
 	}
 }

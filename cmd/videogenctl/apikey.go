@@ -57,7 +57,7 @@ func newAPIKeyCommand(o *options) *cobra.Command {
 	_ = list.RegisterFlagCompletionFunc("account", o.completeAccounts)
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke an API key; requests with it are refused within seconds",
+		Short: "Revoke an API key (its ID, as apikey list shows, or the key itself); requests with it are refused within seconds",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.checkViewFormat(); err != nil {
@@ -128,6 +128,7 @@ func apiKeyRevoke(ctx context.Context, o *options, id string) error {
 	if err := apikeys.Revoke(ctx, c, o.keyNamespace, id); err != nil {
 		return err
 	}
+	id, _ = apikeys.IDOf(id) // revoked: its id, also when given the key itself
 	return o.print(map[string]any{"id": id, "revoked": true}, func(w io.Writer) {
 		fmt.Fprintf(w, "API key %s revoked; requests with it are refused within seconds\n", id)
 	})

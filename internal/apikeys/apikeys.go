@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +42,21 @@ const (
 	namePrefix = "apikey-"
 )
 
-var keyFormat = regexp.MustCompile(`^vg_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$`)
+var (
+	keyFormat = regexp.MustCompile(`^vg_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$`)
+	idFormat  = regexp.MustCompile(`^[0-9a-f]{12}$`)
+)
+
+// IDOf is the id of the key s names: its id (12 hex digits, in either case), its Secret's name
+// (apikey-<id>) or the key itself (vg_<id>_<secret>), which is what an administrator holding a
+// leaked key has to hand. ok is false for anything else.
+func IDOf(s string) (id string, ok bool) {
+	if m := keyFormat.FindStringSubmatch(s); m != nil {
+		return m[1], true
+	}
+	id = strings.ToLower(strings.TrimPrefix(s, namePrefix))
+	return id, idFormat.MatchString(id)
+}
 
 // ErrInvalidKey is returned for a missing, malformed, unknown or revoked key. Callers must not
 // tell these apart in responses.
@@ -93,8 +108,19 @@ func Issue(ctx context.Context, c client.Client, keyNamespace, account, descript
 	return key, keyOf(s), nil
 }
 
-// Revoke deletes key id. Revoking an unknown id is an error, so typos are noticed.
+// Revoke deletes key id (or the key named as IDOf reads it). Revoking an unknown id is an
+// error, so typos are noticed; so is anything that is not an id, which no key ever has: saying
+// "revoked already" of it would leave the key it meant working.
 func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error {
+	given := id
+	id, ok := IDOf(given)
+	if !ok {
+		if strings.HasPrefix(given, "vg_") {
+			// Not quoted: it may be most of a key's secret.
+			return fmt.Errorf("that is not a whole API key (vg_, its id, _, and 43 characters): give the key's id, 12 hex digits, as apikey list shows")
+		}
+		return fmt.Errorf("%q is not an API key id: an id is 12 hex digits, as apikey list shows", given)
+	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SecretName(id), Namespace: keyNamespace}}
 	if err := c.Delete(ctx, s); err != nil {
 		if apierrors.IsNotFound(err) {
