@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -167,5 +169,37 @@ func TestAdversarial24APIKeyRevokeOfTheKeyItselfRevokesIt(t *testing.T) {
 	if _, err := cli("apikey", "revoke", "vg_0123456789ab_SECRETPART"); err == nil || !strings.Contains(err.Error(), "12 hex digits") ||
 		strings.Contains(err.Error(), "SECRETPART") {
 		t.Errorf("apikey revoke of a cut key: %v; want told what an id is, without the key", err)
+	}
+}
+
+// `task watch` without NAME exits 2 on every error, as its help says of a missing account and
+// as `task watch NAME` does, not 1 for some. Input: a supervisor script keeps
+// `videogenctl task watch -n acme` running and restarts it on exit status 2 (an error: the
+// cluster unreachable for a moment, an expired token), alerting otherwise; or a user reads
+// `task watch --help` ("2 if it could not be followed (... the cluster unreachable ...)";
+// "an account that does not exist is an error (exit status 2)"). Before the fix only the
+// missing account exited 2: the cluster unreachable, a refusal (forbidden) or a bad -o exited
+// 1, the status `task watch NAME` gives for a task that did not succeed.
+func TestAdversarial24TaskWatchOfAnAccountExits2OnEveryError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now: connections are refused
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--server", "https://" + addr, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}
+	for _, args := range [][]string{
+		{"task", "watch", "-n", "acme"},
+		{"task", "watch"},
+		{"task", "watch", "-n", "acme", "-o", "xml"},
+	} {
+		err := run(context.Background(), append(args, flags...), io.Discard)
+		if err == nil || exitCode(err) != exitWatchFailed {
+			t.Errorf("%v: %v (exit status %d); want exit status %d, an error", args, err, exitCode(err), exitWatchFailed)
+		}
 	}
 }

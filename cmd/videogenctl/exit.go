@@ -9,8 +9,9 @@ import (
 )
 
 // exitWatchFailed is the exit status of `task watch NAME` when it could not follow the task
-// (the cluster unreachable, no such task): as `kubectl diff`, 1 is the answer (the task did not
-// succeed) and more than 1 is an error, so a script can tell the two apart.
+// (the cluster unreachable, no such task), and of `task watch` on any error: as `kubectl diff`,
+// 1 is the answer (the task did not succeed) and more than 1 is an error, so a script can tell
+// the two apart.
 const exitWatchFailed = 2
 
 // exitError carries an exit status other than 1.

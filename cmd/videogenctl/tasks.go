@@ -44,15 +44,18 @@ func newTaskCommands(o *options) []*cobra.Command {
 task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise (failed, canceled, or
 deleted before it ended), 2 if it could not be followed (no such task, the cluster unreachable,
 interrupted before it ended), as kubectl diff tells its answer from its errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
-until interrupted; an account that does not exist is an error (exit status 2).`,
+until interrupted (exit status 0), or 2 on an error (the cluster unreachable, an account that
+does not exist).`,
 		ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
 			if len(args) == 1 {
 				name = args[0]
 			}
+			// Every error is 2, with NAME or without: 1 is only the answer that the task did
+			// not succeed.
 			err := taskWatch(cmd.Context(), o, name)
-			if name != "" && err != nil && !errors.Is(err, errTaskDidNotSucceed) {
+			if err != nil && !errors.Is(err, errTaskDidNotSucceed) {
 				return &exitError{code: exitWatchFailed, err: err}
 			}
 			return err
@@ -375,7 +378,7 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 			return err
 		}
 		if err := requireWatchable(ctx, c, account); err != nil {
-			return &exitError{code: exitWatchFailed, err: err}
+			return err
 		}
 		opts = append(opts, client.InNamespace(account))
 	}
