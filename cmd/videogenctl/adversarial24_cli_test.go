@@ -7,6 +7,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -201,5 +206,63 @@ func TestAdversarial24TaskWatchOfAnAccountExits2OnEveryError(t *testing.T) {
 		if err == nil || exitCode(err) != exitWatchFailed {
 			t.Errorf("%v: %v (exit status %d); want exit status %d, an error", args, err, exitCode(err), exitWatchFailed)
 		}
+	}
+}
+
+// task cancel does not say "cancel requested ... its points are refunded" of a task that
+// succeeded (and was charged) before the cancel reached it. Interleaving: 1. an administrator
+// runs `task cancel vt-1 -n acme` for a customer who asks their money back; the CLI reads the
+// task: Running, at 95%. 2. The task succeeds: the controller charges it and writes Succeeded,
+// Deducted (a render ending, any moment). 3. The CLI's merge patch of the cancel annotation
+// lands on the finished task (a merge patch has no precondition, and nothing refuses an
+// annotation), and the kube-apiserver answers with the task as it now is: Succeeded. No
+// controller acts on a cancel of a finished task: nothing is refunded. Before the fix the CLI
+// printed "cancel requested for task vt-1; its points are refunded when it stops", exit
+// status 0, from its first read: the administrator told the customer they were refunded. Now
+// it reads the answer of its patch, as it read the task before: "task vt-1 already succeeded
+// and cannot be canceled", exit status 1. The proxy plays step 2 when the PATCH comes.
+func TestAdversarial24TaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	cost := int64(10)
+	task.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskRunning, Progress: 95, Cost: &cost, Charge: videogenv1alpha1.ChargeFrozen}
+	if err := c.Status().Update(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/namespaces/acme/videotasks/vt-1") {
+			// Step 2: the task succeeds, charged, before the cancel lands.
+			task.Status.Phase, task.Status.Progress, task.Status.Charge = videogenv1alpha1.TaskSucceeded, 100, videogenv1alpha1.ChargeDeducted
+			if err := c.Status().Update(context.Background(), task); err != nil {
+				t.Error(err)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"task", "cancel", "vt-1", "-n", "acme", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+	if err == nil || !strings.Contains(err.Error(), "already succeeded") || strings.Contains(out.String(), "refunded") {
+		t.Errorf("task cancel of a task that succeeded before the cancel landed: %v (exit status %d)\n%s; want \"task vt-1 already succeeded and cannot be canceled\"", err, exitCode(err), out.String())
 	}
 }

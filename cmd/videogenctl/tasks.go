@@ -338,6 +338,11 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	if err := c.Patch(ctx, t, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		return fmt.Errorf("canceling task %s: %w", t.Name, err)
 	}
+	// t is now the patch's answer: a task that ended since the read above (a success charged)
+	// took the annotation, but nothing cancels or refunds a finished task.
+	if ended := taskview.Status(t); t.Status.Phase.Terminal() && ended != taskview.StatusCanceled {
+		return fmt.Errorf("task %s already %s and cannot be canceled", t.Name, ended)
+	}
 	if printer != nil {
 		return printer.PrintObj(t, o.out)
 	}
