@@ -15,12 +15,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -264,5 +266,97 @@ func TestAdversarial24TaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
 	err = run(ctx, []string{"task", "cancel", "vt-1", "-n", "acme", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
 	if err == nil || !strings.Contains(err.Error(), "already succeeded") || strings.Contains(out.String(), "refunded") {
 		t.Errorf("task cancel of a task that succeeded before the cancel landed: %v (exit status %d)\n%s; want \"task vt-1 already succeeded and cannot be canceled\"", err, exitCode(err), out.String())
+	}
+}
+
+// task watch NAME follows the task it was started on, not another one given the same name
+// since. Interleaving: 1. `task watch render-42 -n acme` (a kubectl-made task, its name chosen
+// by a script) lists the task, Running, and opens a watch. 2. The kube-apiserver ends the watch
+// (its timeout, a restart). 3. Before the CLI lists again, the task is deleted and the script
+// creates render-42 again with other inputs (its retry), which runs and succeeds. 4. The CLI
+// lists by name and finds render-42. Before the fix it took the new task for the one it
+// watched: it printed it and exited 0, "succeeded", for a task that was deleted unfinished,
+// and the script published the other task's result as this one's. Now a listed task with
+// another UID than the one watched means the watched one was deleted: exit status 1, as for
+// a deletion seen by the watch. The proxy plays steps 2 and 3 on the first watch.
+func TestAdversarial24TaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	newTask := func() *videogenv1alpha1.VideoTask {
+		return &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "render-42"},
+			Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+				Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+	}
+	task := newTask()
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	task.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskRunning, Progress: 20}
+	if err := c.Status().Update(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watches atomic.Int32
+	rewatched := make(chan struct{})
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") == "true" && strings.Contains(r.URL.Path, "/namespaces/acme/videotasks") {
+			switch watches.Add(1) {
+			case 1: // steps 2 and 3
+				bg := context.Background()
+				if err := c.Delete(bg, task); err != nil {
+					t.Error(err)
+				}
+				for c.Get(bg, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{}) == nil {
+				}
+				again := newTask()
+				if err := c.Create(bg, again); err != nil {
+					t.Error(err)
+				}
+				cost := int64(10)
+				again.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskSucceeded, Progress: 100,
+					Cost: &cost, Charge: videogenv1alpha1.ChargeDeducted}
+				if err := c.Status().Update(bg, again); err != nil {
+					t.Error(err)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				return
+			case 2:
+				close(rewatched)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	go func() {
+		done <- run(watchCtx, []string{"task", "watch", "render-42", "-n", "acme", "--server", srv.URL, "--insecure-skip-tls-verify",
+			"--kubeconfig", kubeconfig}, &out)
+	}()
+	select {
+	case err = <-done:
+	case <-rewatched:
+		cancel()
+		err = <-done
+	}
+	if err == nil || !strings.Contains(err.Error(), "render-42 was deleted") || exitCode(err) != 1 {
+		t.Errorf("task watch of a task deleted and created again under its name: %v (exit status %d)\n%s; want \"task render-42 was deleted ...\", exit status 1",
+			err, exitCode(err), out.String())
 	}
 }

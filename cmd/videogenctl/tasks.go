@@ -431,9 +431,10 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		if err := c.List(ctx, &list, opts...); err != nil {
 			return nameTheAccount(err, account, "watch")
 		}
-		if name != "" && len(list.Items) == 0 {
+		if name != "" && (len(list.Items) == 0 || list.Items[0].UID != last.UID) {
 			// Deleted while no watch was open (between the get and this list, or between a
-			// watch the kube-apiserver ended and this list): no event will ever say so.
+			// watch the kube-apiserver ended and this list): no event will ever say so. A task
+			// of that name with another UID is another task, created since.
 			return deletedOutcome(last)
 		}
 		if name != "" {
