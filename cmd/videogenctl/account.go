@@ -38,11 +38,23 @@ func newAccountCommand(o *options) *cobra.Command {
 	create.Flags().StringVar(&description, "description", "", "whose account this is")
 	show := &cobra.Command{
 		Use:               "show NAME",
-		Short:             "Show an account's points, holds and newest top-ups",
-		Args:              exactArgs(1),
+		Short:             "Show an account's points, holds and newest top-ups (NAME, or -n NAME)",
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: firstArg(o.completeAccounts),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return accountShow(cmd.Context(), o, args[0])
+			// -n names the account as it does for the task and apikey commands.
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			name, err := listNamespace(o, name)
+			if err != nil {
+				return err
+			}
+			if name == "" {
+				return fmt.Errorf("usage: %s", cmd.UseLine())
+			}
+			return accountShow(cmd.Context(), o, name)
 		},
 	}
 	cmd.AddCommand(create, show)

@@ -360,3 +360,66 @@ func TestAdversarial24TaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) 
 			err, exitCode(err), out.String())
 	}
 }
+
+// Naming an account twice, differently, is refused before anything is made. Input: an
+// administrator whose shell alias adds `-n globex` (or who copies `-n globex` from the line
+// above) runs `apikey create --account acme -n globex`, or `task list --account acme -n
+// globex`. Before the fix --account won silently: a key for acme was issued (and handed to
+// whoever asked for a globex key: acme's points, spent by another customer), and the listing
+// showed acme's tasks under a command line that says globex. Now the CLI says the two name
+// different accounts, exit status 1, and no key is issued.
+func TestAdversarial24AccountAndNamespaceThatDisagreeAreRefused(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	for _, ns := range []string{"acme", "globex"} {
+		mustCreateNamespace(t, ctx, c, ns)
+		if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: videogenv1alpha1.PointAccountName}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	for _, args := range [][]string{
+		{"apikey", "create", "--account", "acme", "-n", "globex", "-o", "json"},
+		{"apikey", "list", "--account", "acme", "-n", "globex"},
+		{"task", "list", "--account", "acme", "-n", "globex"},
+	} {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		if err == nil || !strings.Contains(err.Error(), "different accounts") {
+			t.Errorf("%v: %v\n%s; want refused: --account and -n name different accounts", args, err, out.String())
+		}
+	}
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.InNamespace("videogen-system"), client.HasLabels{apikeys.LabelAPIKey}); err != nil || len(secrets.Items) != 0 {
+		t.Errorf("a key was issued (%d, %v)", len(secrets.Items), err)
+	}
+	// The same account twice is one account.
+	var out bytes.Buffer
+	if err := run(ctx, []string{"apikey", "list", "--account", "acme", "-n", "acme", "--kubeconfig", kubeconfig}, &out); err != nil {
+		t.Errorf("apikey list --account acme -n acme: %v", err)
+	}
+}
+
+// account show takes the account from -n as the other commands do. Input: a new user who has
+// typed `task list -n acme` and `apikey list -n acme` (the README's lines) runs `account show -n
+// acme`. Before the fix: "usage: videogenctl account show NAME", exit status 1, though -n is
+// among the command's flags in its help. Now -n names the account when NAME is not given.
+func TestAdversarial24AccountShowTakesTheNamespaceFlag(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	var out bytes.Buffer
+	if err := run(ctx, []string{"account", "show", "-n", "acme", "-o", "json", "--kubeconfig", kubeconfig}, &out); err != nil ||
+		!strings.Contains(out.String(), `"account": "acme"`) {
+		t.Errorf("account show -n acme: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"account", "show", "--kubeconfig", kubeconfig}, &out); err == nil || !strings.Contains(err.Error(), "usage:") {
+		t.Errorf("account show without an account: %v; want its usage", err)
+	}
+}

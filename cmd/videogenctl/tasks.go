@@ -159,16 +159,23 @@ func (r taskRow) write(w io.Writer) {
 }
 
 // listNamespace is the account a listing (or a new API key) is limited to: --account, else
-// an explicit --namespace; empty (every account) when neither is given.
+// an explicit --namespace; empty (every account) when neither is given. Both, naming two
+// accounts, are refused: either may be the one meant (a key issued for the other account
+// spends its points).
 func listNamespace(o *options, account string) (string, error) {
-	if account != "" {
-		return account, nil
-	}
 	ns, explicit, err := o.namespace()
-	if err != nil || !explicit {
+	if err != nil {
 		return "", err
 	}
-	return ns, nil
+	switch {
+	case account != "" && explicit && ns != account:
+		return "", fmt.Errorf("%s and -n %s name different accounts: give one of them", account, ns)
+	case account != "":
+		return account, nil
+	case explicit:
+		return ns, nil
+	}
+	return "", nil
 }
 
 // taskList lists tasks, newest first, with their phase and cost.
