@@ -423,3 +423,58 @@ func TestAdversarial24AccountShowTakesTheNamespaceFlag(t *testing.T) {
 		t.Errorf("account show without an account: %v; want its usage", err)
 	}
 }
+
+// apikey list does not list a revoked key as one that works. Interleaving: 1. a key's Secret
+// carries a finalizer of some other tool (a backup or GitOps controller that guards the
+// Secrets of the operator's namespace; docs/api.md: "A revoked key whose Secret a finalizer
+// keeps is refused all the same"). 2. An administrator runs `apikey revoke ID`: the Secret is
+// marked deleted and stays until that tool lets it go; the REST API refuses the key from that
+// moment. 3. They check with `apikey list`, which the revoke's own error message calls "the
+// keys that work". Before the fix the key was listed as any other, so the administrator,
+// told it is still there, revoked it again (exit 0, "revoked") and again, or escalated a
+// revocation that had worked; a billing script counting a customer's keys counted it. Now a
+// key whose Secret is being deleted is not listed.
+func TestAdversarial24APIKeyListLeavesOutARevokedKeyAFinalizerKeeps(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	out, err := cli("apikey", "create", "--account", "acme", "-o", "json")
+	var issued map[string]string
+	if err != nil || json.Unmarshal([]byte(out), &issued) != nil {
+		t.Fatalf("apikey create: %v\n%s", err, out)
+	}
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: "videogen-system", Name: apikeys.SecretName(issued["id"])}
+	if err := c.Get(ctx, key, secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Finalizers = append(secret.Finalizers, "backup.example.com/keep") // step 1
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // let it go, for the control plane's stop
+		if err := c.Get(context.Background(), key, secret); err == nil {
+			secret.Finalizers = nil
+			_ = c.Update(context.Background(), secret)
+		}
+	})
+	if _, err := cli("apikey", "revoke", issued["id"]); err != nil { // step 2
+		t.Fatal(err)
+	}
+	if _, err := (&apikeys.Authenticator{Reader: c, Namespace: "videogen-system"}).Authenticate(ctx, issued["key"]); err == nil {
+		t.Fatal("the revoked key still authenticates")
+	}
+	out, err = cli("apikey", "list", "-o", "json") // step 3
+	if err != nil || strings.Contains(out, issued["id"]) {
+		t.Errorf("apikey list after the key was revoked: %v\n%s; want it left out", err, out)
+	}
+}

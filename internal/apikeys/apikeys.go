@@ -132,7 +132,7 @@ func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error
 	return nil
 }
 
-// List returns the keys of account ("" for all accounts).
+// List returns the keys of account ("" for all accounts) that work: not those revoked.
 func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([]Key, error) {
 	sel := client.MatchingLabels{LabelAPIKey: "true"}
 	if account != "" {
@@ -144,6 +144,10 @@ func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([
 	}
 	keys := make([]Key, 0, len(list.Items))
 	for i := range list.Items {
+		// Being deleted is revoked (Authenticate refuses it), though a finalizer keeps it.
+		if !list.Items[i].DeletionTimestamp.IsZero() {
+			continue
+		}
 		keys = append(keys, keyOf(&list.Items[i]))
 	}
 	return keys, nil
