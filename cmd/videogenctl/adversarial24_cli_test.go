@@ -478,3 +478,42 @@ func TestAdversarial24APIKeyListLeavesOutARevokedKeyAFinalizerKeeps(t *testing.T
 		t.Errorf("apikey list after the key was revoked: %v\n%s; want it left out", err, out)
 	}
 }
+
+// An operator installed outside videogen-system: apikey revoke and apikey list say which
+// namespace they looked in. Input: the chart installed into "videogen" (helm install -n
+// videogen); its notes say `videogenctl apikey create --account acme --key-namespace videogen`,
+// which issues a key there. Later the administrator revokes it with `apikey revoke ID`, as
+// the README writes it, without --key-namespace. Before the fix the CLI looked in
+// videogen-system and answered "no API key with id …: it was never issued, or is revoked
+// already", exit status 1: nothing about where it looked, and the key went on working (and
+// `apikey list` printed an empty table, exit 0). Now both name the namespace and the flag.
+func TestAdversarial24APIKeyCommandsNameTheNamespaceTheyLookIn(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "videogen")
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	var notes bytes.Buffer
+	stderr = &notes
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	out, err := cli("apikey", "create", "--account", "acme", "--key-namespace", "videogen", "-o", "json")
+	var issued map[string]string
+	if err != nil || json.Unmarshal([]byte(out), &issued) != nil {
+		t.Fatalf("apikey create: %v\n%s", err, out)
+	}
+	if _, err := cli("apikey", "revoke", issued["id"]); err == nil || !strings.Contains(err.Error(), `"videogen-system"`) ||
+		!strings.Contains(err.Error(), "--key-namespace") {
+		t.Errorf("apikey revoke in the wrong namespace: %v; want the namespace it looked in and --key-namespace", err)
+	}
+	notes.Reset()
+	if _, err := cli("apikey", "list"); err != nil || !strings.Contains(notes.String(), `"videogen-system"`) || !strings.Contains(notes.String(), "--key-namespace") {
+		t.Errorf("apikey list of no key: %v, stderr %q; want a note naming the namespace and --key-namespace", err, notes.String())
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -108,6 +109,15 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 		}
 		return strings.Compare(b.ID, a.ID)
 	})
+	if len(keys) == 0 && (o.output == "" || o.output == "table") {
+		// As task list's note, on stderr; where it looked, for an operator installed elsewhere.
+		of := ""
+		if account != "" {
+			of = fmt.Sprintf(" of account %q", account)
+		}
+		fmt.Fprintf(stderr, "No API keys%s found in namespace %q; if the operator runs in another namespace, name it with --key-namespace.\n", of, o.keyNamespace)
+		return nil
+	}
 	return o.print(keys, func(w io.Writer) { keysTable(w, keys) })
 }
 
@@ -126,6 +136,9 @@ func apiKeyRevoke(ctx context.Context, o *options, id string) error {
 		return err
 	}
 	if err := apikeys.Revoke(ctx, c, o.keyNamespace, id); err != nil {
+		if errors.Is(err, apikeys.ErrUnknownKey) {
+			return fmt.Errorf("%w; if the operator runs in another namespace, name it with --key-namespace", err)
+		}
 		return err
 	}
 	id, _ = apikeys.IDOf(id) // revoked: its id, also when given the key itself

@@ -110,6 +110,7 @@ func TestAdministratorWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	progress.Reset() // apikey list -n globex's note that it found no key
 	out, err = cli("topup", "acme", "500", "--reference", "INV-1")
 	if err != nil || !strings.Contains(out, "balance is now 500") {
 		t.Fatalf("topup: %v\n%s", err, out)

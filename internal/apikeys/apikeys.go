@@ -58,6 +58,9 @@ func IDOf(s string) (id string, ok bool) {
 	return id, idFormat.MatchString(id)
 }
 
+// ErrUnknownKey is what Revoke wraps for an id no Secret of the key namespace has.
+var ErrUnknownKey = errors.New("unknown key")
+
 // ErrInvalidKey is returned for a missing, malformed, unknown or revoked key. Callers must not
 // tell these apart in responses.
 var ErrInvalidKey = errors.New("invalid API key")
@@ -125,7 +128,8 @@ func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error
 	if err := c.Delete(ctx, s); err != nil {
 		if apierrors.IsNotFound(err) {
 			// A revoked key leaves nothing behind: a typo and a second revoke look alike.
-			return fmt.Errorf("no API key with id %q: it was never issued, or is revoked already (apikey list shows the keys that work)", id)
+			return fmt.Errorf("no API key with id %q in namespace %q: it was never issued, or is revoked already (apikey list shows the keys that work): %w",
+				id, keyNamespace, ErrUnknownKey)
 		}
 		return err
 	}
