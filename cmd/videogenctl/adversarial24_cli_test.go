@@ -517,3 +517,41 @@ func TestAdversarial24APIKeyCommandsNameTheNamespaceTheyLookIn(t *testing.T) {
 		t.Errorf("apikey list of no key: %v, stderr %q; want a note naming the namespace and --key-namespace", err, notes.String())
 	}
 }
+
+// topup interrupted while it waits says that the top-up stands. Input: an administrator runs
+// `topup acme 1000 --reference INV-7`, sees the spinner wait (the manager is failing over), and
+// presses Ctrl-C, as one stops any command, thinking the credit is called off. Before the fix
+// the CLI answered "top-up … not applied yet: is the operator running?", exit status 1: not
+// that it was interrupted, nor that the PointTopUp it created stays and is credited when the
+// operator gets to it; an administrator who then credits the customer another way (a second
+// top-up with another reference) credits them twice. Now it says it was interrupted, that the
+// top-up will be applied all the same, and how to follow it.
+func TestAdversarial24TopUpInterruptedSaysTheTopUpStands(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	topUpCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(topUpCtx, []string{"topup", "acme", "1000", "--reference", "INV-7", "--kubeconfig", kubeconfig}, io.Discard)
+	}()
+	// Ctrl-C once the top-up exists (no manager runs: it waits).
+	var topUps videogenv1alpha1.PointTopUpList
+	for len(topUps.Items) == 0 {
+		if err := c.List(ctx, &topUps, client.InNamespace("acme")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	interrupt()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "interrupted") || strings.Contains(err.Error(), "is the operator running") ||
+		!strings.Contains(err.Error(), "applied all the same") || !strings.Contains(err.Error(), topUps.Items[0].Name) {
+		t.Errorf("topup interrupted: %v; want it to say it was interrupted and that %s is applied all the same", err, topUps.Items[0].Name)
+	}
+}

@@ -152,6 +152,10 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 			msg = cond.Message
 		}
 		switch {
+		case ctx.Err() != nil:
+			// Ctrl-C stops the wait, not the top-up: say so, or it looks called off.
+			return fmt.Errorf("interrupted before top-up %s was applied: it stays, and is applied all the same when the operator gets to it (kubectl get pointtopup %s -n %s)",
+				t.Name, t.Name, account)
 		case lastErr != nil:
 			msg = fmt.Sprintf("its last read failed (%v); see kubectl get pointtopup %s -n %s", lastErr, t.Name, account)
 		case !wait.Interrupted(err):
