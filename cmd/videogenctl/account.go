@@ -90,6 +90,9 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 	}
 	if err := c.Create(ctx, acct); err != nil {
 		if apierrors.IsAlreadyExists(err) {
+			if existing, gerr := getAccount(ctx, c, name); gerr == nil && !existing.DeletionTimestamp.IsZero() {
+				return closingError(name, "create it again once it is gone")
+			}
 			return fmt.Errorf("account %q already exists", name)
 		}
 		return fmt.Errorf("creating the PointAccount: %w", err)
@@ -113,13 +116,26 @@ func accountNamespaceAllowed(o *options, name string) error {
 }
 
 // requireAccount says how to create the account when it does not exist, so that nothing is made
-// for an account that is not there.
-func requireAccount(ctx context.Context, c client.Reader, account string) error {
-	err := c.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{})
+// for an account that is not there; it returns the account.
+func requireAccount(ctx context.Context, c client.Reader, account string) (*videogenv1alpha1.PointAccount, error) {
+	acct, err := getAccount(ctx, c, account)
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("no account %q: create it first with %s account create %s", account, displayName(), account)
+		return nil, fmt.Errorf("no account %q: create it first with %s account create %s", account, displayName(), account)
 	}
-	return err
+	return acct, err
+}
+
+func getAccount(ctx context.Context, c client.Reader, account string) (*videogenv1alpha1.PointAccount, error) {
+	acct := &videogenv1alpha1.PointAccount{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: account, Name: videogenv1alpha1.PointAccountName}, acct)
+	return acct, err
+}
+
+// closingError says that account is deleted and kept by the ledger's finalizer until it is
+// empty: it takes no task, so it is no account to create, credit or issue keys for.
+func closingError(account, then string) error {
+	return fmt.Errorf("account %q is being closed (deleted: it takes no tasks, and goes once it is empty; %s account show %s says what it holds): %s",
+		account, displayName(), account, then)
 }
 
 // accountView is what `account show` prints.

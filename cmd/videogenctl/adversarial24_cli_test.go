@@ -555,3 +555,70 @@ func TestAdversarial24TopUpInterruptedSaysTheTopUpStands(t *testing.T) {
 		t.Errorf("topup interrupted: %v; want it to say it was interrupted and that %s is applied all the same", err, topUps.Items[0].Name)
 	}
 }
+
+// An account being closed is said to be, and is not credited. Interleaving: 1. an
+// administrator closes acme: deletes its PointAccount, which the ledger's finalizer keeps while
+// it holds points (docs/ledger.md, Deleting things; the policy that refuses the delete was not
+// installed, or the delete came with the namespace's). 2. A colleague, or the same person
+// later, runs `account create acme` for the customer, then `topup acme 50 --reference INV-9`
+// for their new payment. Before the fix create answered "account "acme" already exists"
+// (as if it were open: it takes no task while it closes), and the top-up was created and
+// credited to the closing account, where no task can spend it and which it keeps from closing
+// until someone debits it again: the customer paid for points they cannot use. Now create says
+// the account is being closed, and topup refuses a credit to it (a debit, which closes it,
+// still goes).
+func TestAdversarial24AClosingAccountIsSaidToBeAndNotCredited(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	startTopUpController(t, ctx, env)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	if _, err := cli("account", "create", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli("topup", "acme", "100", "--reference", "INV-1"); err != nil {
+		t.Fatal(err)
+	}
+	acct := &videogenv1alpha1.PointAccount{}
+	key := client.ObjectKey{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}
+	if err := c.Get(ctx, key, acct); err != nil {
+		t.Fatal(err)
+	}
+	// The ledger's finalizer, as the PointAccount controller (not run here) puts it on.
+	acct.Finalizers = append(acct.Finalizers, videogenv1alpha1.FinalizerLedger)
+	if err := c.Update(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Get(context.Background(), key, acct); err == nil {
+			acct.Finalizers = nil
+			_ = c.Update(context.Background(), acct)
+		}
+	})
+	if err := c.Delete(ctx, acct); err != nil { // step 1
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, acct); err != nil || acct.DeletionTimestamp.IsZero() {
+		t.Fatalf("the account is not kept closing: %v", err)
+	}
+	if _, err := cli("account", "create", "acme"); err == nil || !strings.Contains(err.Error(), "being closed") {
+		t.Errorf("account create of a closing account: %v; want it said to be closing", err)
+	}
+	out, err := cli("topup", "acme", "50", "--reference", "INV-9")
+	if err == nil || !strings.Contains(err.Error(), "being closed") {
+		t.Errorf("a credit to a closing account: %v\n%s; want refused, the account being closed", err, out)
+	}
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps, client.InNamespace("acme")); err != nil || len(topUps.Items) != 1 {
+		t.Errorf("top-ups in acme: %d (%v); want only INV-1", len(topUps.Items), err)
+	}
+	// The debit that closes it goes.
+	if out, err := cli("topup", "acme", "100", "--debit", "--reference", "CLOSE-1", "--note", "closing"); err != nil || !strings.Contains(out, "balance is now 0") {
+		t.Errorf("the closing debit: %v\n%s", err, out)
+	}
+}

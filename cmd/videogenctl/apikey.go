@@ -77,7 +77,7 @@ func apiKeyCreate(ctx context.Context, o *options, account, description string) 
 		return err
 	}
 	// A key for an account that does not exist could only ever answer errors.
-	if err := requireAccount(ctx, c, account); err != nil {
+	if _, err := requireAccount(ctx, c, account); err != nil {
 		return err
 	}
 	key, info, err := apikeys.Issue(ctx, c, o.keyNamespace, account, description)

@@ -98,8 +98,14 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	}
 	// A top-up in a namespace without an account would wait there and be credited to whoever
 	// creates the account later.
-	if err := requireAccount(ctx, c, account); err != nil {
+	acct, err := requireAccount(ctx, c, account)
+	if err != nil {
 		return err
+	}
+	// The ledger credits a closing account, where no task can spend it and which it keeps from
+	// closing; a debit is what closes it.
+	if amount > 0 && !acct.DeletionTimestamp.IsZero() {
+		return closingError(account, "a credit would only keep it from closing; debit what is left, or create the account again once it is gone")
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])
