@@ -565,8 +565,8 @@ func TestAdversarial24TopUpInterruptedSaysTheTopUpStands(t *testing.T) {
 // (as if it were open: it takes no task while it closes), and the top-up was created and
 // credited to the closing account, where no task can spend it and which it keeps from closing
 // until someone debits it again: the customer paid for points they cannot use. Now create says
-// the account is being closed, and topup refuses a credit to it (a debit, which closes it,
-// still goes).
+// the account is being closed, topup refuses a credit to it (a debit, which closes it, still
+// goes), and apikey create a key for it (every task of which would be refused).
 func TestAdversarial24AClosingAccountIsSaidToBeAndNotCredited(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
@@ -608,6 +608,9 @@ func TestAdversarial24AClosingAccountIsSaidToBeAndNotCredited(t *testing.T) {
 	}
 	if _, err := cli("account", "create", "acme"); err == nil || !strings.Contains(err.Error(), "being closed") {
 		t.Errorf("account create of a closing account: %v; want it said to be closing", err)
+	}
+	if _, err := cli("apikey", "create", "--account", "acme"); err == nil || !strings.Contains(err.Error(), "being closed") {
+		t.Errorf("apikey create for a closing account: %v; want refused, the account being closed", err)
 	}
 	out, err := cli("topup", "acme", "50", "--reference", "INV-9")
 	if err == nil || !strings.Contains(err.Error(), "being closed") {

@@ -77,8 +77,12 @@ func apiKeyCreate(ctx context.Context, o *options, account, description string) 
 		return err
 	}
 	// A key for an account that does not exist could only ever answer errors.
-	if _, err := requireAccount(ctx, c, account); err != nil {
+	acct, err := requireAccount(ctx, c, account)
+	if err != nil {
 		return err
+	}
+	if !acct.DeletionTimestamp.IsZero() {
+		return closingError(account, "a key for it would have every task refused")
 	}
 	key, info, err := apikeys.Issue(ctx, c, o.keyNamespace, account, description)
 	if err != nil {
