@@ -86,8 +86,10 @@ var _ = Describe("PointAccount", func() {
 		err := k8sClient.Delete(ctx, suite.AccountOf(ns))
 		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("80 points available and 1 tasks holding 20 points"))
-		Expect(err.Error()).To(ContainSubstring("amount -80"))
-		Expect(err.Error()).To(ContainSubstring("videogenctl topup " + ns + " 80 --debit --reference REF --note WHY"))
+		// Its tasks first: canceled, a task refunds its hold, so a debit of 80 now would leave 20.
+		Expect(err.Error()).To(ContainSubstring("cancel or wait for its tasks first (videogenctl task list -n " + ns))
+		Expect(err.Error()).To(ContainSubstring("then debit what is left (videogenctl account show " + ns + " says it; videogenctl topup " + ns + " AMOUNT --debit --reference REF --note WHY), then delete it"))
+		Expect(err.Error()).NotTo(ContainSubstring("amount -80"))
 
 		// The finalizer keeps it even without the policy's figures (as when the summary lags):
 		// cancel the task, debit the balance, and it goes.
@@ -120,7 +122,7 @@ var _ = Describe("PointAccount", func() {
 		Expect(err.Error()).To(ContainSubstring("0 points available and 1 tasks holding 20 points"))
 		Expect(err.Error()).NotTo(ContainSubstring("amount 0"))
 		Expect(err.Error()).NotTo(ContainSubstring("videogenctl topup " + held + " 0"))
-		Expect(err.Error()).To(ContainSubstring("to close it, cancel or wait for its tasks (videogenctl task list -n " + held + "), then delete it"))
+		Expect(err.Error()).To(ContainSubstring("to close it, cancel or wait for its tasks first (videogenctl task list -n " + held))
 
 		// Points and no task: debiting them is all there is to do.
 		funded := suite.NewAccount(30)

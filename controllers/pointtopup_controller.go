@@ -91,8 +91,20 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 	switch {
 	case errors.Is(err, ledger.ErrNotReady):
 		return ctrl.Result{RequeueAfter: time.Second}, nil
-	case errors.Is(err, ledger.ErrAccountNotFound) && deleting:
-		return ctrl.Result{}, r.release(ctx, topUp) // no account: nothing was queued
+	case (errors.Is(err, ledger.ErrAccountNotFound) || errors.Is(err, ledger.ErrAccountClosing)) && deleting:
+		return ctrl.Result{}, r.release(ctx, topUp) // no account, or a credit kept from a closing one: nothing was queued
+	case errors.Is(err, ledger.ErrAccountClosing):
+		r.setApplied(topUp, metav1.ConditionFalse, videogenv1alpha1.ReasonAccountClosing,
+			fmt.Sprintf("the PointAccount of namespace %q is being closed (deleted: it takes no tasks, and goes once it is empty); a credit would only keep it from closing, so the top-up is applied to the account created after it", topUp.Namespace))
+		if !equality.Semantic.DeepEqual(before, &topUp.Status) {
+			if err := r.Status().Update(ctx, topUp); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.Recorder.Eventf(topUp, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonAccountClosing, "Credit", "The account is being closed; the credit waits for the account created after it")
+		}
+		// The account's deletion and its successor's creation wake it; this is a safety net
+		// for a wake that reaches the controller before the ledger's books see the change.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	case errors.Is(err, ledger.ErrAccountNotFound):
 		r.setApplied(topUp, metav1.ConditionFalse, videogenv1alpha1.ReasonAccountNotFound,
 			fmt.Sprintf("namespace %q has no PointAccount named %q yet; the top-up is applied when it exists", topUp.Namespace, videogenv1alpha1.PointAccountName))

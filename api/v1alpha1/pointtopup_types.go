@@ -14,6 +14,9 @@ const (
 	ReasonCredited        = "Credited"
 	ReasonDebited         = "Debited"
 	ReasonAccountNotFound = "AccountNotFound"
+	// A credit to an account being deleted waits with ReasonAccountClosing (the tasks' reason):
+	// it would only keep the account from closing, and is applied to the account created after
+	// it.
 	// ReasonDuplicateReference: another top-up of the namespace was applied with this reference,
 	// to its account or to an earlier one; this one is never applied.
 	ReasonDuplicateReference = "DuplicateReference"

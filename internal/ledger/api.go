@@ -902,6 +902,12 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	case !controllerutil.ContainsFinalizer(t, videogenv1alpha1.FinalizerLedger):
 		return TopUpOutcome{NeedsFinalizer: true}, nil
 	}
+	if t.Spec.Amount > 0 && !b.account.DeletionTimestamp.IsZero() {
+		// A credit to a closing account would only keep it from closing (nothing can spend
+		// it: it takes no task) and use the reference on an account that is going: it waits,
+		// and is applied to the account created after it. A debit is what closes it.
+		return TopUpOutcome{}, ErrAccountClosing
+	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {
 			// Recorded in the account before the top-up's status says so, as a credit is: a

@@ -405,12 +405,16 @@ func closingMessage(namespace string, st *videogenv1alpha1.PointAccountStatus) s
 		return "Deleting: the account is empty and goes now"
 	}
 	msg := fmt.Sprintf("Deleting: the account goes once it is empty; it has %d points available and %d tasks holding %d points.", st.Balance, st.Holds, st.Frozen)
-	if st.Balance > 0 {
-		msg += fmt.Sprintf(" Debit what is left (a PointTopUp of amount %d with a note): videogenctl topup %s %d --debit --reference REF --note WHY"+
-			" (in a namespace being deleted nothing can be created: docs/ledger.md, Deleting things).", -st.Balance, namespace, st.Balance)
-	}
-	if st.Holds > 0 {
-		msg += " Cancel its tasks or wait for them to end."
+	const nowhere = " (in a namespace being deleted nothing can be created: docs/ledger.md, Deleting things)."
+	switch {
+	case st.Holds > 0 || st.Frozen > 0:
+		// Tasks first: a task canceled refunds its hold into the balance, so a debit made
+		// before it ends would leave that behind.
+		msg += fmt.Sprintf(" Cancel its tasks or wait for them to end, then debit what is left (videogenctl account show %s says it): videogenctl topup %s AMOUNT --debit --reference REF --note WHY"+nowhere,
+			namespace, namespace)
+	case st.Balance > 0:
+		msg += fmt.Sprintf(" Debit what is left (a PointTopUp of amount %d with a note): videogenctl topup %s %d --debit --reference REF --note WHY"+nowhere,
+			-st.Balance, namespace, st.Balance)
 	}
 	return msg
 }
