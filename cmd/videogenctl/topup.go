@@ -102,10 +102,10 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	if err != nil {
 		return err
 	}
-	// The ledger credits a closing account, where no task can spend it and which it keeps from
-	// closing; a debit is what closes it.
+	// A credit to a closing account would wait for the account created after it (the ledger
+	// applies none to an account that is going); a debit is what closes it.
 	if amount > 0 && !acct.DeletionTimestamp.IsZero() {
-		return closingError(account, "a credit would only keep it from closing; debit what is left, or create the account again once it is gone")
+		return closingError(account, "a credit would only wait for the account created after it; debit what is left, or credit the account created again once it is gone")
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])
