@@ -32,6 +32,7 @@ type money struct {
 type payment struct {
 	ID          string `json:"id"`
 	AmountMoney money  `json:"amount_money"`
+	TotalMoney  *money `json:"total_money"`
 	Status      string `json:"status"`
 	ReferenceID string `json:"reference_id"`
 	CreatedAt   string `json:"created_at"`
@@ -82,9 +83,17 @@ func (c *Connector) Parse(req *connectors.Request) (*connectors.Event, error) {
 		p := obj.Payment
 		ev.Type = paymentType(p.Status)
 		if ev.Type != connectors.EventTypeUnsupported {
+			// amount_money is "the amount processed for this payment, not including tip_money";
+			// total_money (read only) is "the total amount for the payment, including
+			// amount_money and tip_money" (Square's Payment object reference): what the buyer
+			// is charged. A body without it (older payloads) falls back to amount_money.
+			charged := p.AmountMoney
+			if p.TotalMoney != nil && p.TotalMoney.Currency != "" {
+				charged = *p.TotalMoney
+			}
 			ev.Payment = &connectors.PaymentDetails{
 				PaymentID: p.ID, ConnectorTransactionID: p.ID, MerchantReference: p.ReferenceID,
-				AmountMinor: p.AmountMoney.Amount, Currency: norm.Currency(p.AmountMoney.Currency),
+				AmountMinor: charged.Amount, Currency: norm.Currency(charged.Currency),
 				Status: p.Status, CreatedAt: norm.Time(p.CreatedAt),
 			}
 		}
