@@ -73,8 +73,10 @@ func toEvent(it *item) (connectors.Event, error) {
 			Status:                 status,
 			Reason:                 it.Reason,
 		}
-		// Modifications (capture, cancel) reference the payment they act on.
-		if it.OriginalReference != "" {
+		// Modifications (capture, cancel) reference the payment they act on. A technical
+		// cancel's own pspReference is the cancel request's, never the payment's: without an
+		// originalReference the payment is named only by the merchant's reference.
+		if it.OriginalReference != "" || it.EventCode == "TECHNICAL_CANCEL" {
 			ev.Payment.PaymentID = it.OriginalReference
 		}
 	case kindRefund:
@@ -179,6 +181,16 @@ func classify(it *item, success bool) (kind, connectors.EventType) {
 		return kindPayment, connectors.PaymentIntentCaptureFailure
 	case "CANCELLATION":
 		// A failed cancellation leaves the payment as it was: nothing to map.
+		if success {
+			return kindPayment, connectors.PaymentIntentCanceled
+		}
+	case "TECHNICAL_CANCEL":
+		// "The result of the technical cancel request" (Adyen's webhook reference,
+		// docs.adyen.com/api-explorer/Webhooks/1/post/TECHNICAL_CANCEL): the outcome of a
+		// cancel made by the payment's merchant reference instead of its pspReference
+		// (POST /cancels: "You get the outcome of the request asynchronously, in a
+		// TECHNICAL_CANCEL webhook"). Successful, the authorisation is cancelled, as with
+		// CANCELLATION; failed, the payment is as it was.
 		if success {
 			return kindPayment, connectors.PaymentIntentCanceled
 		}
