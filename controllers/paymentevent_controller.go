@@ -79,7 +79,7 @@ type PaymentEventReconciler struct {
 	inFlightOnce sync.Once
 	inFlight     *sinkSlots
 	// unconfirmed holds, per event (types.NamespacedName), what to tell once a status write
-	// that answered an error is known to have landed or not: func(stored) bool.
+	// that answered an error is known to have landed or not: func(ctx, stored).
 	unconfirmed sync.Map
 }
 
@@ -107,7 +107,7 @@ func (r *PaymentEventReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if err := r.APIReader.Get(ctx, req.NamespacedName, stored); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		} else if err == nil {
-			check.(func(*videogenv1alpha1.PaymentEvent))(stored)
+			check.(func(context.Context, *videogenv1alpha1.PaymentEvent))(ctx, stored)
 		}
 		r.unconfirmed.Delete(req.NamespacedName)
 	}
@@ -244,41 +244,71 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 		// timeout): the next reconcile then finds the event processed and tells nothing, so
 		// what landed is told now.
 		if !apierrors.IsConflict(err) {
-			r.confirm(ctx, pe, func(stored *videogenv1alpha1.PaymentEvent) {
+			r.confirm(ctx, pe, func(ctx context.Context, stored *videogenv1alpha1.PaymentEvent) {
 				if processed(stored) {
-					r.tellRecorded(stored)
+					r.tellRecorded(ctx, stored)
 				}
 			})
 		}
 		return err
 	}
-	r.tellRecorded(pe)
+	r.tellRecorded(ctx, pe)
 	return nil
 }
 
 // confirm reads pe back after a status write that answered an error other than a conflict, and
 // passes what is stored to tell; when the read fails too, tell waits for the event's next
 // reconcile (which the error brings), so what landed is told once all the same.
-func (r *PaymentEventReconciler) confirm(ctx context.Context, pe *videogenv1alpha1.PaymentEvent, tell func(stored *videogenv1alpha1.PaymentEvent)) {
+func (r *PaymentEventReconciler) confirm(ctx context.Context, pe *videogenv1alpha1.PaymentEvent, tell func(ctx context.Context, stored *videogenv1alpha1.PaymentEvent)) {
 	stored := &videogenv1alpha1.PaymentEvent{}
 	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pe), stored); {
 	case err == nil:
-		tell(stored)
+		tell(ctx, stored)
 	case !apierrors.IsNotFound(err):
 		r.unconfirmed.Store(client.ObjectKeyFromObject(pe), tell)
 	}
 }
 
-// tellRecorded counts a recorded event and emits its events.
-func (r *PaymentEventReconciler) tellRecorded(pe *videogenv1alpha1.PaymentEvent) {
+// tellRecorded counts a recorded event and emits its events. A dispute opened is warned about
+// once: a DISPUTE_CREATED whose dispute another DISPUTE_CREATED of its connector already opened
+// (Adyen's NOTIFICATION_OF_CHARGEBACK then CHARGEBACK, Checkout's dispute_received then
+// dispute_evidence_required: distinct deliveries, each stored) gets its Normal event only.
+func (r *PaymentEventReconciler) tellRecorded(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) {
 	paymentEventsProcessed.WithLabelValues(pe.Spec.Connector, pe.Spec.EventType).Inc()
 	r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonPaymentReceived, "Record",
 		"%s from %s: %s", pe.Spec.EventType, pe.Spec.Connector, describeAmount(&pe.Spec))
-	if d := pe.Spec.Dispute; d != nil && pe.Spec.EventType == string(connectors.DisputeCreated) {
+	if d := pe.Spec.Dispute; d != nil && pe.Spec.EventType == string(connectors.DisputeCreated) &&
+		!r.disputeOpenedBefore(ctx, pe) {
 		r.Recorder.Eventf(pe, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonDisputeCreated, "Record",
 			"Dispute %s opened on %s for %s, reason %q", orUnknown(d.DisputeID), disputedPayment(d),
 			describeAmount(&pe.Spec), d.Reason)
 	}
+}
+
+// disputeOpenedBefore says whether another DISPUTE_CREATED of pe's connector and dispute id was
+// recorded already (Processed, so its Warning was given). Only recorded ones count: two
+// openings recorded at once each see the other unrecorded and both warn, never neither. A list
+// that fails warns again rather than not at all; the cache may lag, which can only warn again.
+func (r *PaymentEventReconciler) disputeOpenedBefore(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) bool {
+	id := pe.Spec.Dispute.DisputeID
+	if id == "" {
+		return false
+	}
+	var list videogenv1alpha1.PaymentEventList
+	if err := r.List(ctx, &list, client.InNamespace(pe.Namespace),
+		client.MatchingLabels(paymentevents.Labels(pe.Spec.Connector, pe.Spec.EventType))); err != nil {
+		logf.FromContext(ctx).Error(err, "cannot list the dispute's earlier events; warning about it again", "dispute", id)
+		return false
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.Name != pe.Name && other.Spec.Connector == pe.Spec.Connector &&
+			other.Spec.EventType == pe.Spec.EventType && other.Spec.Dispute != nil &&
+			other.Spec.Dispute.DisputeID == id && processed(other) {
+			return true
+		}
+	}
+	return false
 }
 
 func describeAmount(spec *videogenv1alpha1.PaymentEventSpec) string {

@@ -90,7 +90,7 @@ func (r *PaymentEventReconciler) forward(ctx context.Context, cached *videogenv1
 		// A write that failed otherwise than on a newer copy may have landed all the same (a
 		// timeout): then no later reconcile makes these attempts again, so they are told now.
 		if !apierrors.IsConflict(err) {
-			r.confirm(ctx, pe, func(stored *videogenv1alpha1.PaymentEvent) {
+			r.confirm(ctx, pe, func(_ context.Context, stored *videogenv1alpha1.PaymentEvent) {
 				if landed(stored, attempted) {
 					r.tell(pe, attempted, outcomes)
 				}
