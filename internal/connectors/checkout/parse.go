@@ -153,7 +153,10 @@ func classify(eventType string) (kind, connectors.EventType) {
 	// outcome, as dispute_won and dispute_lost are.
 	case "dispute_won", "dispute_arbitration_won":
 		return kindDispute, connectors.DisputeWon
-	case "dispute_lost", "dispute_arbitration_lost":
+	// expired: "you can no longer respond to a dispute, because the time limit to take action
+	// has been exceeded" (Checkout's event types); the debit made with
+	// dispute_evidence_required stands, as Adyen's DISPUTE_DEFENSE_PERIOD_ENDED.
+	case "dispute_lost", "dispute_arbitration_lost", "dispute_expired":
 		return kindDispute, connectors.DisputeLost
 	case "dispute_accepted":
 		return kindDispute, connectors.DisputeAccepted
