@@ -69,4 +69,36 @@ var _ = Describe("Adversarial: one dispute opened by two deliveries (adv24c)", f
 		processedEvent(other)
 		Eventually(func() []string { return eventReasons(ns, other.Name) }).Should(ContainElement(videogenv1alpha1.ReasonDisputeCreated))
 	})
+
+	// Round 24c (new, found while fixing the above): an inquiry and the chargeback that follows
+	// it are one dispute (Adyen: "All events related to a dispute have the same PSP reference",
+	// docs.adyen.com/risk-management/disputes-api/dispute-notifications), but two stages: a
+	// REQUEST_FOR_INFORMATION asks the merchant for information and moves no funds; a chargeback
+	// "may take place" after it (docs.adyen.com/risk-management/understanding-disputes/
+	// dispute-process-and-flow), and its NOTIFICATION_OF_CHARGEBACK is the news that money is
+	// being taken back. Interleaving: RFI Unresponded delivered and recorded (Warning); weeks
+	// later the NoC of the same pspReference, then its CHARGEBACK. With the first version of the
+	// fix above the NoC found the RFI's DISPUTE_CREATED and gave no Warning: whoever watched
+	// Warnings learned of an inquiry and never of the debit. An inquiry's opening counts only for
+	// inquiries, a chargeback's only for chargebacks.
+	//
+	// FAILED with the first version of the fix: the NoC's events never contained DisputeCreated.
+	It("warns again when an Adyen inquiry of the same dispute becomes a chargeback", func() {
+		startPaymentManager(paymentEventOptions(5))
+		ns := newPaymentNamespace()
+
+		rfi := adv24cDispute(ns, "adyen", "REQUEST_FOR_INFORMATION", "RFITHENCB00AB24")
+		processedEvent(rfi)
+		Eventually(func() []string { return eventReasons(ns, rfi.Name) }).Should(ContainElement(videogenv1alpha1.ReasonDisputeCreated))
+
+		notice := adv24cDispute(ns, "adyen", "NOTIFICATION_OF_CHARGEBACK", "RFITHENCB00AB24")
+		processedEvent(notice)
+		Eventually(func() []string { return eventReasons(ns, notice.Name) }).Should(ContainElement(videogenv1alpha1.ReasonDisputeCreated))
+
+		chargeback := adv24cDispute(ns, "adyen", "CHARGEBACK", "RFITHENCB00AB24")
+		processedEvent(chargeback)
+		Eventually(func() []string { return eventReasons(ns, chargeback.Name) }).Should(ContainElement(videogenv1alpha1.ReasonPaymentReceived))
+		Consistently(func() []string { return eventReasons(ns, chargeback.Name) }).WithTimeout(time.Second).
+			ShouldNot(ContainElement(videogenv1alpha1.ReasonDisputeCreated))
+	})
 })

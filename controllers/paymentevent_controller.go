@@ -285,8 +285,11 @@ func (r *PaymentEventReconciler) tellRecorded(ctx context.Context, pe *videogenv
 	}
 }
 
-// disputeOpenedBefore says whether another DISPUTE_CREATED of pe's connector and dispute id was
-// recorded already (Processed, so its Warning was given). Only recorded ones count: two
+// disputeOpenedBefore says whether another DISPUTE_CREATED of pe's connector and dispute id, at
+// the same stage (inquiry or chargeback), was recorded already (Processed, so its Warning was
+// given). An inquiry does not count for the chargeback that follows it under the same id (Adyen's
+// REQUEST_FOR_INFORMATION, then NOTIFICATION_OF_CHARGEBACK): that one is the news that money is
+// taken back. Only recorded ones count: two
 // openings recorded at once each see the other unrecorded and both warn, never neither. A list
 // that fails warns again rather than not at all; the cache may lag, which can only warn again.
 func (r *PaymentEventReconciler) disputeOpenedBefore(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) bool {
@@ -304,11 +307,17 @@ func (r *PaymentEventReconciler) disputeOpenedBefore(ctx context.Context, pe *vi
 		other := &list.Items[i]
 		if other.Name != pe.Name && other.Spec.Connector == pe.Spec.Connector &&
 			other.Spec.EventType == pe.Spec.EventType && other.Spec.Dispute != nil &&
-			other.Spec.Dispute.DisputeID == id && processed(other) {
+			other.Spec.Dispute.DisputeID == id && inquiry(&other.Spec) == inquiry(&pe.Spec) && processed(other) {
 			return true
 		}
 	}
 	return false
+}
+
+// inquiry says whether a DISPUTE_CREATED opens an inquiry, which moves no funds and may be
+// followed by a chargeback under the same dispute id: Adyen's REQUEST_FOR_INFORMATION.
+func inquiry(spec *videogenv1alpha1.PaymentEventSpec) bool {
+	return spec.Connector == "adyen" && spec.ConnectorEventType == "REQUEST_FOR_INFORMATION"
 }
 
 func describeAmount(spec *videogenv1alpha1.PaymentEventSpec) string {
