@@ -286,12 +286,15 @@ func (r *PaymentEventReconciler) tellRecorded(ctx context.Context, pe *videogenv
 }
 
 // disputeOpenedBefore says whether another DISPUTE_CREATED of pe's connector and dispute id, at
-// the same stage (inquiry or chargeback), was recorded already (Processed, so its Warning was
-// given). An inquiry does not count for the chargeback that follows it under the same id (Adyen's
-// REQUEST_FOR_INFORMATION, then NOTIFICATION_OF_CHARGEBACK): that one is the news that money is
-// taken back. Only recorded ones count: two
-// openings recorded at once each see the other unrecorded and both warn, never neither. A list
-// that fails warns again rather than not at all; the cache may lag, which can only warn again.
+// the same stage (inquiry or chargeback), was recorded before pe (Processed earlier, or in the
+// same second under a smaller name): then that one warns, and pe need not. An inquiry does not
+// count for the chargeback that follows it under the same id (Adyen's REQUEST_FOR_INFORMATION,
+// then NOTIFICATION_OF_CHARGEBACK): that one is the news that money is taken back. Recorded
+// before, not merely recorded: an opening whose telling waits for its next reconcile (a status
+// write that landed but answered an error) must not be silenced by one recorded meanwhile, so
+// the first one always warns. Openings recorded at once may each see the other unrecorded and
+// both warn, never neither. A list that fails warns again rather than not at all; the cache may
+// lag, which can only warn again.
 func (r *PaymentEventReconciler) disputeOpenedBefore(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) bool {
 	id := pe.Spec.Dispute.DisputeID
 	if id == "" {
@@ -307,11 +310,26 @@ func (r *PaymentEventReconciler) disputeOpenedBefore(ctx context.Context, pe *vi
 		other := &list.Items[i]
 		if other.Name != pe.Name && other.Spec.Connector == pe.Spec.Connector &&
 			other.Spec.EventType == pe.Spec.EventType && other.Spec.Dispute != nil &&
-			other.Spec.Dispute.DisputeID == id && inquiry(&other.Spec) == inquiry(&pe.Spec) && processed(other) {
+			other.Spec.Dispute.DisputeID == id && inquiry(&other.Spec) == inquiry(&pe.Spec) && recordedBefore(other, pe) {
 			return true
 		}
 	}
 	return false
+}
+
+// recordedBefore says whether other was recorded (Processed) before pe: by the condition's time
+// (whole seconds), then by name, so that of any set of openings exactly one comes first.
+func recordedBefore(other, pe *videogenv1alpha1.PaymentEvent) bool {
+	if !processed(other) {
+		return false
+	}
+	o := meta.FindStatusCondition(other.Status.Conditions, videogenv1alpha1.ConditionProcessed).LastTransitionTime
+	p := meta.FindStatusCondition(pe.Status.Conditions, videogenv1alpha1.ConditionProcessed)
+	if p == nil {
+		return true
+	}
+	ot, pt := o.Rfc3339Copy(), p.LastTransitionTime.Rfc3339Copy()
+	return ot.Before(&pt) || (ot.Equal(&pt) && other.Name < pe.Name)
 }
 
 // inquiry says whether a DISPUTE_CREATED opens an inquiry, which moves no funds and may be
