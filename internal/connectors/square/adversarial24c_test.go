@@ -42,3 +42,36 @@ func TestAdv24cSquareTippedPaymentReportsTotalCharged(t *testing.T) {
 			ev.Payment.AmountMinor, ev.Payment.Currency)
 	}
 }
+
+// Round 24c (open from round 24), checked, holds (documented, not changed): a delayed capture and
+// a later change of the completed payment (a refund adds refund_ids; Square: "payment.updated
+// event notification. The Payment object in the notification includes the refund ID",
+// developer.squareup.com/docs/payments-api/webhooks) are two payment.updated COMPLETED, each one
+// more PAYMENT_INTENT_SUCCESS under its own event_id, with one PaymentID. No field of one event
+// says which update completed the payment: version_token is an opaque token, another per
+// version (Payment object reference: "Used for optimistic concurrency. This opaque token
+// identifies a specific version of the Payment object"), not ordered; updated_at orders
+// versions but is not "the capture"; card_details.status CAPTURED and
+// card_payment_timeline.captured_at are the same in every later version. Keying the event on
+// them would make the later update a 409 conflict (another body under the same id) that Square
+// retries until it gives up. Sinks key payments on PaymentID.
+func TestAdv24cSquareCompletedTwiceIsTwoEventsOfOnePayment(t *testing.T) {
+	completed := func(eventID, versionToken, extra string) string {
+		return `{"merchant_id":"6SSW7HV8K2ST5","type":"payment.updated","event_id":"` + eventID + `",` +
+			`"created_at":"2020-11-22T21:19:00.900Z","data":{"type":"payment","id":"DELAYEDcaptureAB24cZY",` +
+			`"object":{"payment":{"id":"DELAYEDcaptureAB24cZY","created_at":"2020-11-22T21:16:51.086Z",` +
+			`"amount_money":{"amount":1000,"currency":"USD"},"total_money":{"amount":1000,"currency":"USD"},` +
+			`"status":"COMPLETED","card_details":{"status":"CAPTURED","card_payment_timeline":{"captured_at":"2020-11-22T21:19:00.832Z"}},` +
+			`"version_token":"` + versionToken + `"` + extra + `}}}}`
+	}
+	capture, _ := square.New().Parse(&connectors.Request{Body: []byte(completed("e-capture-ab24c", "vCaptureAB24c", ""))})
+	later, _ := square.New().Parse(&connectors.Request{Body: []byte(completed("e-later-ab24c", "vLaterAB24c", `,"refund_ids":["r1"]`))})
+	for _, ev := range []*connectors.Event{capture, later} {
+		if ev == nil || ev.Type != connectors.PaymentIntentSuccess || ev.Payment.PaymentID != "DELAYEDcaptureAB24cZY" {
+			t.Fatalf("%+v: want PAYMENT_INTENT_SUCCESS of DELAYEDcaptureAB24cZY", ev)
+		}
+	}
+	if capture.MerchantEventID == later.MerchantEventID {
+		t.Fatalf("both updates share id %q: the later one would be refused as a conflicting redelivery", capture.MerchantEventID)
+	}
+}
