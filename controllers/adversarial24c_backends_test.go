@@ -1,0 +1,152 @@
+package controllers_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+)
+
+// Adversarial round 24c: generation backends and the VideoTask stages after round 24's reroutes.
+var _ = Describe("Adversarial round 24c: backends and reroutes", func() {
+	// Found by the twenty-fourth adversarial review (round 24c; suspected by round 24).
+	// Interleaving: 1. video.short is routed to gpu-a; a task's analyze succeeded there and its
+	// render runs there (its handle in the status). 2. The platform team takes video.short off
+	// every backend (a ConfigMap edit, the manager restarted), keeping gpu-a for video.eraser:
+	// reachable whenever a capability is withdrawn with tasks in flight. 3. The render at gpu-a
+	// finishes. 4. The new manager finds no backend for video.short and only waits for the
+	// task's timeout, never looking at the render gpu-a still holds under the handle it issued.
+	// What the user sees: the task sits Running with "no generation backend serves video.short"
+	// until its timeout, then TimedOut and refunded, though its video was done at gpu-a (and
+	// the timeout's cancel throws it away). The fix: the no-backend path takes a render that
+	// succeeded at the backend it ran at, still configured under its name (finishedAt, as a
+	// reroute does), before it waits or times out. Failed before the fix with the task still
+	// Running (NoBackend) after every reconcile.
+	It("takes a render that finished at its backend when no backend serves the capability any more", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		gpuA.setRender(generation.Running)
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			st := stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender)
+			g.Expect(st.State).To(Equal(videogenv1alpha1.StageRunning))
+			g.Expect(st.Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		gpuA.setRender(generation.Succeeded) // done while the manager restarts
+		after := directReconciler(k8sClient, l, gpuA)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue(), "%+v", taskOf(ns, task.Name).Status.Conditions)
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/gpu-a/" + task.Name + ".mp4"))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+
+	// Checked, holds (with the fix above): a render that still runs at its old backend while no
+	// backend serves the capability is not taken early, and is stopped there at the timeout.
+	It("still waits for a render that runs on, and stops it at the timeout", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		gpuA.setRender(generation.Running)
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		after := directReconciler(k8sClient, l, gpuA)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		reconcileOnce(Default, after, task)
+		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+		after.Clock = clocktesting.NewFakePassiveClock(timeNow().Add(time.Hour + time.Minute)) // past its timeout
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		Expect(gpuA.canceledKey(renderKey)).To(BeTrue(), "the render runs on at gpu-a, unpaid")
+		suite.ExpectBalanced(ns, 100, 0, 0)
+	})
+
+	// Found by the twenty-fourth adversarial review (round 24c). Round 24b stops, on deletion,
+	// the render a lost reroute submitted at the new backend; the analyze such a reroute submits
+	// there is not. Interleaving: 1. video.short runs at gpu-a; a task's analyze succeeded there
+	// and its render runs there (the task guarded by its finalizer). 2. video.short is moved to
+	// gpu-b and the manager restarted; gpu-a stays configured. 3. The new manager reroutes the
+	// render (cancels it at gpu-a), then analyzedElsewhere runs the analyze again at gpu-b first
+	// (same reconcile): gpu-b starts it; the status write recording it meets a conflict: the user
+	// deleted the task in that moment. 4. finalize stops what the status records: the render at
+	// gpu-a, and at gpu-b the render's rerouted key; the analyze reads Succeeded (at gpu-a), so
+	// nothing stops it at gpu-b. What the user sees: nothing (the task is gone, refunded); the
+	// service pays for an analyze at gpu-b that runs to its deadline (the task's timeout plus a
+	// minute), unpaid, holding a slot. Step 3's lost write is simulated by submitting at gpu-b
+	// under the analyze's key directly. The fix: cancelUnended also stops, by key at the current
+	// backend, a stage that succeeded at another server than it. Failed before the fix with
+	// "the analyze runs on at gpu-b, unpaid".
+	It("stops the analyze a lost reroute started at the new backend when the task is deleted", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		gpuA.setRender(generation.Running)
+		gpuB.setAnalyze(generation.Running)
+		routes := func(short, other *routeBackend) generation.Routes {
+			return generation.Routes{
+				videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
+				videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
+			}
+		}
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = routes(gpuA, gpuB)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(stageOf(now, videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+			g.Expect(now.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		}).Should(Succeed())
+
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		analyzeKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze)
+		// Step 3: the reroute's cancel at gpu-a and the analyze's Submit at gpu-b land; the
+		// status write is lost.
+		Expect(gpuA.Cancel(ctx, generation.Work{Key: renderKey, Stage: videogenv1alpha1.StageRender}, "")).To(Succeed())
+		_, err := gpuB.Submit(ctx, generation.Work{Key: analyzeKey, Stage: videogenv1alpha1.StageAnalyze,
+			Namespace: ns, Task: task.Name, TaskUID: string(task.UID)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
+
+		after := directReconciler(k8sClient, l, gpuB)
+		after.Backends = routes(gpuB, gpuA)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "still there: %v", err)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(gpuB.canceledKey(analyzeKey)).To(BeTrue(), "the analyze runs on at gpu-b, unpaid")
+	})
+})
