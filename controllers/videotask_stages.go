@@ -68,6 +68,18 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 
 	name, backend, ok := r.Backends.Route(task.Spec.Capability)
 	if !ok {
+		// No backend serves the capability any more (it was withdrawn across a restart), but a
+		// render may run at the backend it was submitted to, still configured under its name
+		// for other capabilities: one that succeeded there is the task's result, as after a
+		// reroute (finishedAt), asked before the task waits, times out or stops.
+		if render := stageStatus(task, videogenv1alpha1.StageRender); render.State == videogenv1alpha1.StageRunning && render.Handle != "" {
+			if old, done := r.finishedAt(ctx, task, r.work(task, tmpl, videogenv1alpha1.StageRender), render, now, deadline, gone); done {
+				name, backend, ok = render.Backend, old, true // observed there once more, below, and taken
+				now = r.Clock.Now()
+			}
+		}
+	}
+	if !ok {
 		if end, stop := r.abandoned(task, now, deadline, gone); stop {
 			r.cancelRunningStages(ctx, task) // with no backend to ask, they are only marked
 			return r.finish(ctx, task, before, view, end)
