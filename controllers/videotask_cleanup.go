@@ -122,6 +122,16 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 		at, handle := b, ""
 		if i := slices.IndexFunc(task.Status.Stages, func(st videogenv1alpha1.StageStatus) bool { return st.Name == name }); i >= 0 {
 			st := task.Status.Stages[i]
+			if st.State == videogenv1alpha1.StageSucceeded && st.Backend != "" && !sameServer(st, backend, b) {
+				// Succeeded at another backend (an analyze, before the routes changed): a
+				// reroute may have been under way, running it again at b first (see
+				// analyzedElsewhere), its Submit landed and its status write lost (to this very
+				// deletion). Stop at b what it would have submitted, by key.
+				if err := r.cancelWork(ctx, b, r.work(task, catalog.Template{}, name), ""); err != nil {
+					failed = err
+				}
+				continue
+			}
 			if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
 				continue
 			}
