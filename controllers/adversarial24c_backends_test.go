@@ -1,6 +1,11 @@
 package controllers_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +16,10 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 )
 
 // Adversarial round 24c: generation backends and the VideoTask stages after round 24's reroutes.
@@ -150,3 +159,105 @@ var _ = Describe("Adversarial round 24c: backends and reroutes", func() {
 		Expect(gpuB.canceledKey(analyzeKey)).To(BeTrue(), "the analyze runs on at gpu-b, unpaid")
 	})
 })
+
+// jobKindBackend is a routeBackend that says the server a Kubernetes Job backend says
+// (generation.ServerOf of a real jobbackend.Backend): a Job backend as the stages see it,
+// without playing the Job controller.
+type jobKindBackend struct {
+	*routeBackend
+	server string
+}
+
+func (b *jobKindBackend) Server() string { return b.server }
+
+// Found by the twenty-fourth adversarial review (round 24c; suspected by round 24). A Job
+// backend recorded no server (stages[].server ""), which sameServer takes for "whatever is
+// configured under the name now". Interleaving: 1. the backend "gpu" is a job backend serving
+// video.short; a task's analyze succeeded in a Job (its outputs the Job image's own, e.g.
+// landmarks) and its render runs in a Job (handle namespace/name). 2. The platform team
+// replaces "gpu" by an http backend (the reference worker or a model server) under the same
+// name, a ConfigMap edit kept small, and restarts the manager. 3. The new manager takes the
+// stages for the http server's: it asks it for the Job's handle (404: "the backend lost the
+// render stage", one of its two resubmissions spent), then submits the render with the Job
+// image's analyze outputs, which the worker refuses ("previous.face_track is required"): the
+// task fails "the render stage was refused", refunded, blaming the caller's input; a server
+// that does not check renders from outputs it cannot read. The fix: a Job backend says a fixed
+// server, "job" (its kind, not its namespace: a namespace change stays a moved handle, its old
+// Job deleted, see jobbackend), so a kind change is a change of server: the render is
+// rerouted (not lost) and the analyze runs again at the http server first. The old Job is not
+// stopped (no Job backend is configured any more to stop it): it runs to its
+// activeDeadlineSeconds. Failed before the fix with the task failed "the render stage was
+// refused" after a lost-stage resubmission.
+var _ = Describe("Adversarial round 24c: a Job backend replaced by an http one under the same name", func() {
+	It("reroutes its stages to the http server instead of asking it for Job handles", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
+		Expect(err).NotTo(HaveOccurred())
+		jobs, err := jobbackend.New(k8sClient, cfg)
+		Expect(err).NotTo(HaveOccurred())
+		gpu := &jobKindBackend{routeBackend: newRouteBackend("gpu", map[string]string{"landmarks": "[1,2,3]"}, ""), server: generation.ServerOf(jobs)}
+		gpu.setRender(generation.Running)
+		worker := newRefusingWorker()
+		DeferCleanup(worker.Close)
+		hb, err := httpbackend.New(httpbackend.Config{BaseURL: worker.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+
+		before := directReconciler(k8sClient, l, gpu)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: gpu}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		after := directReconciler(k8sClient, l, hb)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: hb}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status)
+		Expect(stageOf(done, videogenv1alpha1.StageRender).Resubmissions).To(BeZero(), "the Job's handle was asked of the http server: lost")
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+})
+
+// newRefusingWorker is a numberingWorker whose render refuses (422) a previous without
+// face_track, as the reference worker's does, and whose analyze gives it.
+func newRefusingWorker() *httptest.Server {
+	inner := newNumberingWorker(nil)
+	inner.Close() // only its handler serves, below
+	return httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost && req.URL.Path == protocol.StagesPath {
+			body, _ := io.ReadAll(req.Body)
+			var in protocol.StageRequest
+			_ = json.Unmarshal(body, &in)
+			if in.Stage == string(videogenv1alpha1.StageRender) && in.Previous["face_track"] == "" {
+				rw.Header().Set("Content-Type", "application/json")
+				rw.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = rw.Write([]byte(`{"error":{"code":"invalid_request","message":"previous.face_track is required: send the analyze stage's outputs to render"}}`))
+				return
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rec := httptest.NewRecorder()
+		inner.Config.Handler.ServeHTTP(rec, req)
+		out := rec.Body.Bytes()
+		if req.Method == http.MethodGet && rec.Code == http.StatusOK {
+			var st protocol.StageStatus
+			if json.Unmarshal(out, &st) == nil && st.State == protocol.StateSucceeded && st.Result == nil {
+				st.Outputs = map[string]string{"face_track": "t"}
+				out, _ = json.Marshal(st)
+			}
+		}
+		for k, v := range rec.Header() {
+			rw.Header()[k] = v
+		}
+		rw.WriteHeader(rec.Code)
+		_, _ = rw.Write(out)
+	}))
+}
