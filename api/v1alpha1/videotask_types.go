@@ -192,9 +192,10 @@ type StageStatus struct {
 	// Server is which server, of those configured under Backend's name over time, issued
 	// Handle: an http backend's URL. A handle means nothing to another server: one whose
 	// Server differs is submitted again to the backend configured now, as when its name
-	// changed. Empty for a backend whose handles name their place themselves (a Job backend's
-	// namespace/name), and in a status written before this field: then the server configured
-	// under Backend's name is taken for the one that issued Handle.
+	// changed. "job" for a Job backend (its handles name their namespace themselves: a
+	// namespace change is not a change of server); empty in a status written before this
+	// field: then the server configured under Backend's name is taken for the one that issued
+	// Handle.
 	// +optional
 	Server string `json:"server,omitempty"`
 	// Handle is the backend's id for this stage's work.

@@ -187,8 +187,9 @@ type Server interface {
 	Server() string
 }
 
-// ServerOf is b's Server, or "" when b does not say (a Job backend: its handles name the
-// namespace they live in, and it tells a handle from another namespace itself).
+// ServerOf is b's Server, or "" when b does not say (a test's backend). A Job backend says
+// "job", its kind only: its handles name the namespace they live in, and it tells a handle
+// from another namespace itself.
 func ServerOf(b Backend) string {
 	if s, ok := b.(Server); ok {
 		return s.Server()

@@ -59,7 +59,8 @@ backends:
 }
 
 // Checked, holds (round 24): the backends the manager routes to say which server they talk to
-// (stages[].server), as loaded from the file: an http backend its url, a Job backend none. A
+// (stages[].server), as loaded from the file: an http backend its url, a Job backend "job" (round
+// 24c: its kind, so that an http backend configured under its name later is another server). A
 // backend wrapped in something that does not say would record no server, and a url changed
 // under the same name would be taken for the same server again.
 func TestLoadedBackendsSayTheirServer(t *testing.T) {
@@ -88,7 +89,7 @@ backends:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for c, want := range map[string]string{"video.eraser": "http://worker.example:8080", "video.short": ""} {
+	for c, want := range map[string]string{"video.eraser": "http://worker.example:8080", "video.short": "job"} {
 		_, b, _ := routes.Route(capabilityOf(c))
 		if got := generation.ServerOf(b); got != want {
 			t.Errorf("%s: server %q, want %q", c, got, want)

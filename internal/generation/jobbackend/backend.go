@@ -48,6 +48,18 @@ func New(c client.Client, cfg Config) (*Backend, error) {
 	return &Backend{client: c, cfg: cfg, submitted: map[string]time.Time{}}, nil
 }
 
+// Server implements generation.Server: "job", the backend's kind, never its namespace. A
+// stage's handle names its Job's namespace, and a handle from a namespace this backend no
+// longer uses is a moved one it handles itself (lost, its old Job deleted: see movedHandle),
+// which a server naming the namespace would turn into a reroute that leaves the old Job
+// running. But a stage a Job backend issued is not an http server's: an http backend
+// configured under the same name later (a kind change) must not be asked for a Job's handle,
+// nor handed the Job image's analyze outputs; the stage is rerouted to it instead.
+func (b *Backend) Server() string { return ServerKind }
+
+// ServerKind is what a Job backend records as a stage's server (stages[].server).
+const ServerKind = "job"
+
 // Capabilities lists the capabilities this backend has a pod template for, sorted.
 func (b *Backend) Capabilities() []videogenv1alpha1.Capability {
 	return sortedCapabilities(b.cfg.Capabilities)
