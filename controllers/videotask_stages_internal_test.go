@@ -32,3 +32,17 @@ func TestATaskRefusedByItsBackendSaysWhatTheBackendSaidOfTheInput(t *testing.T) 
 		})
 	}
 }
+
+// Round 24c: a stage with a handle that a permanent, non-lost error ended (its backend's
+// answer broke the protocol: outputs that are not strings, a 414 on its id) tells the caller
+// so, instead of "the backend lost the render stage (it may have restarted)", which was untrue.
+func TestPermanentErrorMessageOfABrokenAnswerIsNotLost(t *testing.T) {
+	st := &videogenv1alpha1.StageStatus{Name: videogenv1alpha1.StageRender, Handle: "stg_1"}
+	err := generation.Refused(errors.New("backend GET /v1/stages/stg_1: …"), "the backend's answer does not follow the protocol: its outputs holds a JSON number where the protocol has another type")
+	if got, want := permanentErrorMessage(st, err), "the render stage failed: the backend's answer does not follow the protocol: its outputs holds a JSON number where the protocol has another type"; got != want {
+		t.Errorf("permanentErrorMessage = %q, want %q", got, want)
+	}
+	if got := permanentErrorMessage(st, generation.Lost(errors.New("404"))); got != lostStage(videogenv1alpha1.StageRender) {
+		t.Errorf("a lost stage: %q", got)
+	}
+}
