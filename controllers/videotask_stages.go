@@ -476,6 +476,11 @@ func permanentErrorMessage(st *videogenv1alpha1.StageStatus, err error) string {
 		}
 		return fmt.Sprintf("the %s stage was refused: %s", st.Name, backendText(err.Error()))
 	}
+	if refusal := generation.RefusalOf(err); refusal != "" && !generation.IsLost(err) {
+		// The backend answered for the stage in a way no retry changes (its answer broke the
+		// protocol): not lost, and the caller is told what went wrong.
+		return fmt.Sprintf("the %s stage failed: %s", st.Name, backendText(refusal))
+	}
 	if generation.IsLost(err) && st.Resubmissions > 0 {
 		return fmt.Sprintf("the backend lost the %s stage %d times (it may have restarted)", st.Name, st.Resubmissions+1)
 	}

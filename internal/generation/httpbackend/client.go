@@ -123,6 +123,12 @@ func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) 
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
 		return generation.Observation{}, generation.Lost(err)
 	}
+	if errors.As(err, &se) && se.Status == http.StatusRequestURITooLong {
+		// The id the backend gave the stage is too long for its URLs (or a proxy's): every
+		// look is answered so, as an outage would be retried until the task's timeout.
+		return generation.Observation{}, generation.Refused(err,
+			"the backend's answer does not follow the protocol: the stage id it gave is too long for GET /v1/stages/{id} (414)")
+	}
 	if err != nil {
 		return generation.Observation{}, err
 	}
@@ -358,6 +364,16 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, out
 		return &decodeError{generation.Permanent(fmt.Errorf("backend %s %s: the answer is larger than %d bytes", method, path, maxResponseBytes))}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
+		var te *json.UnmarshalTypeError
+		if method == http.MethodGet && errors.As(err, &te) {
+			// JSON, but a field of the wrong type (outputs that are not strings, say): the
+			// same stage answers the same way at every poll, so the stage fails now, not as
+			// an outage at its task's timeout. (Not JSON at all, a proxy's page, say, stays
+			// an outage; a Submit's answer is not made permanent, as above.)
+			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
+			return &decodeError{generation.Refused(fmt.Errorf("backend %s %s: the answer does not follow the protocol: %w", method, path, err),
+				fmt.Sprintf("the backend's answer does not follow the protocol: its %s holds a JSON %s where the protocol has another type", field, te.Value))}
+		}
 		return &decodeError{fmt.Errorf("backend %s %s: the answer is not a protocol document: %w", method, path, err)}
 	}
 	return nil
