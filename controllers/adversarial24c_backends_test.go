@@ -261,3 +261,49 @@ func newRefusingWorker() *httptest.Server {
 		_, _ = rw.Write(out)
 	}))
 }
+
+// Found by the twenty-fourth adversarial review (round 24c). Interleaving: 1. video.short is
+// routed to gpu-a; a task's render runs there (its handle in the status, the task guarded by
+// its finalizer). 2. video.short is taken off every backend (a ConfigMap edit, the manager
+// restarted); gpu-a stays configured for video.eraser. 3. The task now says "no generation
+// backend serves video.short; the task waits until its timeout", and its owner deletes it
+// (the natural thing to do with a task that says it will only time out). 4. finalize cancels
+// the work only through the backend that serves the capability: there is none, so it cancels
+// nothing and lets the task go. What the user sees: nothing (the task is gone, its hold ended,
+// refunded); the service pays for the render at gpu-a, which runs unstopped to its deadline
+// (the task's timeout plus a minute), holding a slot from paying tasks. The fix: with no
+// backend serving the capability, a deleted task's stages are stopped where their status says
+// they run, when that backend is still configured under its name (as cancelRunningStages does
+// at a timeout). Failed before the fix with "the render runs on at gpu-a, unpaid".
+var _ = Describe("Adversarial round 24c: a task deleted while no backend serves its capability", func() {
+	It("stops its render at the backend it runs at", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		gpuA.setRender(generation.Running)
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(stageOf(now, videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+			g.Expect(now.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		}).Should(Succeed())
+
+		after := directReconciler(k8sClient, l, gpuA)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		reconcileOnce(Default, after, task)
+		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "still there: %v", err)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		Expect(gpuA.canceledKey(renderKey)).To(BeTrue(), "the render runs on at gpu-a, unpaid")
+	})
+})
