@@ -75,8 +75,14 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 		return ctrl.Result{}, nil
 	}
 	log := logf.FromContext(ctx)
-	if name, b, ok := r.Backends.Route(task.Spec.Capability); ok && !task.Status.Phase.Terminal() {
-		failed := r.cancelUnended(ctx, task, name, b)
+	if !task.Status.Phase.Terminal() {
+		name, b, ok := r.Backends.Route(task.Spec.Capability)
+		var failed error
+		if ok {
+			failed = r.cancelUnended(ctx, task, name, b)
+		} else {
+			name, failed = "the backends its stages run at", r.cancelRecorded(ctx, task)
+		}
 		if failed != nil {
 			waited := r.Clock.Since(task.DeletionTimestamp.Time)
 			if waited < r.Config.CancelGrace {
@@ -104,6 +110,9 @@ func (r *VideoTaskReconciler) cancelUnguarded(ctx context.Context, task *videoge
 	}
 	name, b, ok := r.Backends.Route(task.Spec.Capability)
 	if !ok {
+		if err := r.cancelRecorded(ctx, task); err != nil {
+			logf.FromContext(ctx).Error(err, "cancelling the work of a task deleted before its finalizer")
+		}
 		return
 	}
 	if err := r.cancelUnended(ctx, task, name, b); err != nil {
@@ -149,6 +158,27 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 		}
 		if err := r.cancelWork(ctx, at, r.work(task, catalog.Template{}, name), handle); err != nil {
 			failed = err
+		}
+	}
+	return failed
+}
+
+// cancelRecorded asks, when no backend serves task's capability any more (it was withdrawn
+// across a restart), the backend each running stage of task was submitted to, if it is still
+// configured under the name (and server) the stage records, to stop it, each for at most
+// CancelTimeout, and returns the last error. Without it the task's work would run on there,
+// unpaid, to its deadline once the task goes. A stage whose backend is no longer configured
+// runs to its deadline: nothing here can reach it.
+func (r *VideoTaskReconciler) cancelRecorded(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
+	var failed error
+	for _, st := range task.Status.Stages {
+		if st.State != videogenv1alpha1.StageRunning || st.Handle == "" {
+			continue
+		}
+		if at, ok := r.backendOf(st); ok {
+			if err := r.cancelWork(ctx, at, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
+				failed = err
+			}
 		}
 	}
 	return failed
