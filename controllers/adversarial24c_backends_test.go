@@ -2,7 +2,9 @@ package controllers_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -305,5 +307,49 @@ var _ = Describe("Adversarial round 24c: a task deleted while no backend serves 
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
 		Expect(gpuA.canceledKey(renderKey)).To(BeTrue(), "the render runs on at gpu-a, unpaid")
+	})
+})
+
+// brokenAnswerBackend is a routeBackend whose looks at a render it has started are answered
+// with a permanent error that does not say the stage was lost: its answer breaks the protocol
+// (as the http client now reports outputs that are not strings, or a 414 on the stage's id).
+type brokenAnswerBackend struct{ *routeBackend }
+
+func (b *brokenAnswerBackend) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
+	if w.Stage == videogenv1alpha1.StageRender {
+		return generation.Observation{}, generation.Refused(errors.New("backend answered GET /v1/stages/… with 414"),
+			"the backend's answer does not follow the protocol: the stage id it gave is too long for GET /v1/stages/{id} (414)")
+	}
+	return b.routeBackend.Observe(ctx, w, handle)
+}
+
+// Found by the twenty-fourth adversarial review (round 24c). A look at a running stage that
+// ends it with a permanent error other than "lost" (the backend's answer breaks the protocol:
+// a 414 on the id it gave, a field of the wrong type in a running stage's answer) fails the
+// stage and the task (refunded) without stopping the stage, which the backend still runs:
+// nothing else stops it (the task ended; its finalizer goes), so it runs unpaid to its
+// deadline, the task's timeout plus a minute. The fix: such a stage is cancelled at its
+// backend (by its key first, as the http client's Cancel does, then by its id). A lost stage
+// is not: its backend no longer knows it. Failed before the fix with "the render runs on,
+// unpaid".
+var _ = Describe("Adversarial round 24c: a stage ended by a broken answer", func() {
+	It("is stopped at its backend", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		gpu := &brokenAnswerBackend{newRouteBackend("gpu", map[string]string{"face_track": "a"}, "")}
+		r := directReconciler(k8sClient, l, gpu)
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(done.Status.Error.Message).To(ContainSubstring("does not follow the protocol"))
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+		Expect(gpu.canceledKey(renderKey)).To(BeTrue(), "the render runs on, unpaid")
+		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 })
