@@ -377,6 +377,11 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		at := metav1.NewTime(now)
 		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, backendText(err.Error())
 		logf.FromContext(ctx).Info("backend ended the stage", "stage", st.Name, "handle", st.Handle, "error", err.Error())
+		if st.Handle != "" && !generation.IsLost(err) {
+			// Ended by an answer no retry changes (one that breaks the protocol), not by the
+			// stage's end: the backend may run it still, and nothing else would stop it.
+			r.cancelWork(ctx, b, w, st.Handle)
+		}
 		return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
 			message: permanentErrorMessage(st, err)})
 	}
