@@ -247,13 +247,7 @@ func accountShow(ctx context.Context, o *options, name string) error {
 	})
 	// Newest first, and only the latest few: an account topped up monthly for years would
 	// otherwise bury its balance under its history (kubectl get pointtopups has it all).
-	sort.SliceStable(topUps.Items, func(i, j int) bool {
-		a, b := topUps.Items[i].CreationTimestamp, topUps.Items[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return b.Before(&a)
-		}
-		return topUps.Items[i].Name > topUps.Items[j].Name
-	})
+	newestTopUpsFirst(topUps.Items)
 	v.OlderTopUps = max(len(topUps.Items)-recentTopUps, 0)
 	for _, t := range topUps.Items[:len(topUps.Items)-v.OlderTopUps] {
 		tv := topUpView{Name: t.Name, Amount: t.Spec.Amount, Reference: t.Spec.Reference, Note: t.Spec.Note, BalanceAfter: t.Status.BalanceAfter}
@@ -269,6 +263,19 @@ func accountShow(ctx context.Context, o *options, name string) error {
 		v.RecentTop = append(v.RecentTop, tv)
 	}
 	return o.print(v, v.table)
+}
+
+// newestTopUpsFirst orders top-ups by creationTimestamp, newest first, and those of one second
+// (the kube-apiserver keeps it to the second) by name, descending: topUpName's names sort by
+// the millisecond they were made in.
+func newestTopUpsFirst(items []videogenv1alpha1.PointTopUp) {
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i].CreationTimestamp, items[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return items[i].Name > items[j].Name
+	})
 }
 
 // table prints the account's balances, then one section per kind of record: add a section for

@@ -86,6 +86,16 @@ func parseAmount(arg string, debit bool) (int64, error) {
 	return n, nil
 }
 
+// topUpName names a top-up made at now: topup-<date>-<time>-<milliseconds>-<random hex>. The
+// kube-apiserver keeps creationTimestamp to the second, and account show lists the top-ups of
+// one second by name, descending: the milliseconds make that the newest first (with a random
+// part only, the top-ups of a script's second came in random order, and the 10-newest cut could
+// hide a newer one behind an older one).
+func topUpName(now time.Time, random [3]byte) string {
+	now = now.UTC()
+	return fmt.Sprintf("topup-%s-%03d-%s", now.Format("20060102-150405"), now.Nanosecond()/int(time.Millisecond), hex.EncodeToString(random[:]))
+}
+
 // topUp creates a PointTopUp of amount points (negative for a debit) and waits until the
 // operator applied it.
 func topUp(ctx context.Context, o *options, account string, amount int64, reference, note string, noWait bool) error {
@@ -110,7 +120,7 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	t := &videogenv1alpha1.PointTopUp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: account, Name: fmt.Sprintf("topup-%s-%s", time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: account, Name: topUpName(time.Now(), b)},
 		Spec:       videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: reference, Note: note},
 	}
 	if err := c.Create(ctx, t); err != nil {
