@@ -1,12 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
@@ -60,4 +68,111 @@ func names(items []videogenv1alpha1.PointTopUp) []string {
 		n = append(n, it.Name)
 	}
 	return n
+}
+
+// task list -o name says on stderr that it found nothing, as the table does. Input: a new user
+// (or a script's log) runs `videogenctl task list -n acme -o name` for an account without tasks,
+// and `-n acmee`, a typo. Before the fix both printed nothing at all, exit status 0, where the
+// table says "No tasks found in account "acme"." or that there is no account "acmee" (kubectl
+// get -o name says "No resources found" on stderr too); the typo went unnoticed. stdout stays
+// empty (a script reads names there); json and yaml print an empty list, which says it.
+func TestAdversarial24cTaskListByNameSaysItFoundNone(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	var note bytes.Buffer
+	stderr = &note
+	t.Cleanup(func() { stderr = os.Stderr })
+	for ns, want := range map[string]string{"acme": `No tasks found in account "acme".`, "acmee": `there is no account "acmee"`} {
+		note.Reset()
+		var out bytes.Buffer
+		err := run(ctx, []string{"task", "list", "-n", ns, "-o", "name", "--kubeconfig", kubeconfig}, &out)
+		if err != nil || out.Len() != 0 || !strings.Contains(note.String(), want) {
+			t.Errorf("task list -n %s -o name: %v, stdout %q, stderr %q; want nothing on stdout and %q on stderr", ns, err, out.String(), note.String(), want)
+		}
+	}
+}
+
+// task watch shows a task being deleted. Interleaving: 1. `videogenctl task watch vt-1 -n acme`
+// on a running task prints its row and opens a watch. 2. The task is deleted (a tenant's DELETE
+// /v1/tasks/vt-1, kubectl delete): its finalizer keeps it while the operator stops its stages
+// and refunds it, up to two minutes; the kube-apiserver sends a Modified event with
+// deletionTimestamp set. 3. The operator writes its status meanwhile (a progress, as here, or
+// the stopped stages). Before the fix the row of step 2 was the row already shown (the deletion
+// timestamp is no column), so nothing was printed, and step 3 printed "running 30%": for up to
+// two minutes the watch said the task runs on, then ended "deleted". Now the row says
+// "deleting" from step 2 on, as kubectl says Terminating. Each step runs when the CLI has
+// written the row before it (no sleeps); a finalizer of the test's stands for the operator's.
+func TestAdversarial24cTaskWatchShowsATaskBeingDeleted(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1", Finalizers: []string{"test.videogen.dev/hold"}},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	task.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskRunning, Progress: 20}
+	if err := c.Status().Update(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var rows []string
+	out := &recordingWriter{do: func(p []byte) {
+		mu.Lock()
+		rows = append(rows, string(p))
+		n := len(rows)
+		mu.Unlock()
+		bg := context.Background()
+		switch n {
+		case 1: // steps 2 and 3
+			if err := c.Delete(bg, task); err != nil {
+				t.Error(err)
+			}
+			fresh := &videogenv1alpha1.VideoTask{}
+			if err := c.Get(bg, client.ObjectKeyFromObject(task), fresh); err != nil {
+				t.Error(err)
+				return
+			}
+			fresh.Status.Progress = 30
+			if err := c.Status().Update(bg, fresh); err != nil {
+				t.Error(err)
+			}
+		case 2: // the operator is done: its finalizer goes
+			fresh := &videogenv1alpha1.VideoTask{}
+			if err := c.Get(bg, client.ObjectKeyFromObject(task), fresh); err != nil {
+				t.Error(err)
+				return
+			}
+			fresh.Finalizers = nil
+			if err := c.Update(bg, fresh); err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	err := run(watchCtx, []string{"task", "watch", "vt-1", "-n", "acme", "--kubeconfig", kubeconfig}, out)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(rows) < 2 || !strings.Contains(rows[1], statusDeleting) {
+		t.Errorf("task watch of a task being deleted printed %q; want its row saying %q once it is deleted", rows, statusDeleting)
+	}
+	if err == nil || !strings.Contains(err.Error(), "vt-1 was deleted") || !errors.Is(err, errTaskDidNotSucceed) {
+		t.Errorf("task watch of a deleted task: %v; want \"task vt-1 was deleted ...\", exit status 1", err)
+	}
+}
+
+// recordingWriter calls do with each write.
+type recordingWriter struct{ do func(p []byte) }
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	w.do(append([]byte(nil), p...))
+	return len(p), nil
 }

@@ -40,7 +40,8 @@ func newTaskCommands(o *options) []*cobra.Command {
 		Use:   "watch [NAME] [-n ACCOUNT]",
 		Short: "Print tasks as they change; with NAME, until it ends (exit status 1 if it did not succeed, 2 on an error)",
 		Args:  cobra.MaximumNArgs(1),
-		Long: `Print a line (or, with -o, the object) each time a task changes. With NAME, watch that
+		Long: `Print a line (or, with -o, the object) each time a task changes; a task deleted before it
+ended shows as deleting while the operator stops its work. With NAME, watch that
 task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise (failed, canceled, or
 deleted before it ended), 2 if it could not be followed (no such task, the cluster unreachable,
 interrupted before it ended), as kubectl diff tells its answer from its errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
@@ -111,8 +112,16 @@ type taskRow struct {
 	CreatedAt time.Time
 }
 
+// statusDeleting is the STATUS of a task deleted before it ended, while its finalizer stops its
+// work (up to two minutes): as kubectl's Terminating, or a watch showed nothing all that time
+// and the table still said running.
+const statusDeleting = "deleting"
+
 func rowOf(t *videogenv1alpha1.VideoTask) taskRow {
 	v := taskview.Of(t)
+	if !t.DeletionTimestamp.IsZero() && !t.Status.Phase.Terminal() {
+		v.Status = statusDeleting
+	}
 	return taskRow{Account: t.Namespace, ID: t.Name, Capability: v.Capability, Status: v.Status, Phase: phaseOf(t, ptr.Deref(v.Phase, "")),
 		Progress: v.Progress, Cost: v.Cost, Charge: string(t.Status.Charge), Reason: reasonOf(t), CreatedAt: t.CreationTimestamp.Time}
 }
@@ -208,6 +217,13 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	if limit > 0 && len(list.Items) > limit {
 		list.Items = list.Items[:limit]
 	}
+	if len(list.Items) == 0 && (printer == nil || o.output == "name") {
+		// As kubectl's "No resources found": a note on stderr for a person, exit status 0. For
+		// the table and -o name, whose empty output says nothing (json and yaml print an empty
+		// list, which says it).
+		fmt.Fprintln(stderr, noTasksNote(ctx, c, ns))
+		return nil
+	}
 	if printer != nil && o.output == "name" {
 		// As kubectl: one name per task, not the list's.
 		for i := range list.Items {
@@ -219,11 +235,6 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	}
 	if printer != nil {
 		return printer.PrintObj(&list, o.out)
-	}
-	if len(list.Items) == 0 {
-		// As kubectl's "No resources found": a note on stderr for a person, exit status 0.
-		fmt.Fprintln(stderr, noTasksNote(ctx, c, ns))
-		return nil
 	}
 	tw := printers.GetNewTabWriter(o.out)
 	fmt.Fprint(tw, taskHeader)

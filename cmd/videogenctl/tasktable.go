@@ -18,7 +18,7 @@ var taskHeader = strings.Join(taskColumns, "\t") + "\n"
 // knownTaskValues are the values a column can take, where they are few and known in advance.
 var knownTaskValues = map[string][]string{
 	"CAPABILITY": capabilityNames(),
-	"STATUS":     {taskview.StatusQueued, taskview.StatusRunning, taskview.StatusSucceeded, taskview.StatusFailed, taskview.StatusCanceled},
+	"STATUS":     {taskview.StatusQueued, taskview.StatusRunning, taskview.StatusSucceeded, taskview.StatusFailed, taskview.StatusCanceled, statusDeleting},
 	"PHASE":      {string(videogenv1alpha1.StageAnalyze), string(videogenv1alpha1.StageRender)},
 	"PROGRESS":   {"100%"},
 	"CHARGE":     {string(videogenv1alpha1.ChargeFrozen), string(videogenv1alpha1.ChargeDeducted), string(videogenv1alpha1.ChargeRefunded)},
