@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"sync"
 	"math/rand/v2"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,4 +175,49 @@ type recordingWriter struct{ do func(p []byte) }
 func (w *recordingWriter) Write(p []byte) (int, error) {
 	w.do(append([]byte(nil), p...))
 	return len(p), nil
+}
+
+// Every command takes the -o values of kubectl's printers that fit what it prints: the views
+// (account create/show, topup, apikey, connectors, version) as the task commands. Input: a
+// user who printed a task with `task get vt-1 -o kyaml` (as kubectl 1.34+ takes it) runs
+// `account show acme -o kyaml`; a script takes the balance after a credit with `topup acme 500
+// --reference INV-9 -o jsonpath={.balanceAfter}`, or the new key with `apikey create --account
+// acme -o go-template={{.key}}`. Before the fix the views refused all three ("unknown output
+// format: use table, json or yaml"), which the help's -o line did not say (it named jsonpath
+// and go-template for the task commands only), and the script had to pipe JSON through jq.
+// Only name stays the task commands' (a view is no object), refused as such; a template that
+// does not parse says what is wrong with it, here and for the task commands, not "unknown
+// output format". A refusal comes before anything is changed (checkViewFormat, as before).
+func TestAdversarial24cViewsTakeTheOutputFormatsOfTheTaskCommands(t *testing.T) {
+	view := map[string]any{"account": "acme", "balanceAfter": 500, "holds": []map[string]any{{"task": "vt-1"}}}
+	for format, want := range map[string]string{
+		"kyaml":                       "---\n{\n  account: \"acme\",\n  balanceAfter: 500,\n  holds: [{\n    task: \"vt-1\",\n  }],\n}\n",
+		"jsonpath={.balanceAfter}":    "500",
+		"jsonpath={.holds[0].task}":   "vt-1",
+		"go-template={{.account}}":    "acme",
+		"jsonpath-as-json={.account}": "[\n    \"acme\"\n]\n",
+	} {
+		var out bytes.Buffer
+		o := &options{output: format, out: &out}
+		if err := o.checkViewFormat(); err != nil {
+			t.Errorf("-o %s refused: %v", format, err)
+			continue
+		}
+		if err := o.print(view, nil); err != nil || out.String() != want {
+			t.Errorf("-o %s printed %q, %v; want %q", format, out.String(), err, want)
+		}
+	}
+	o := &options{output: "name"}
+	if err := o.checkViewFormat(); err == nil || !strings.Contains(err.Error(), "unknown output format") || !strings.Contains(err.Error(), "task commands") {
+		t.Errorf("-o name for a view: %v; want refused, saying the task commands take it", err)
+	}
+	for _, format := range []string{"jsonpath={.account", "go-template={{.account"} {
+		o := &options{output: format}
+		if err := o.checkViewFormat(); err == nil || strings.Contains(err.Error(), "unknown output format") {
+			t.Errorf("-o %s for a view: %v; want the template's own error", format, err)
+		}
+		if _, err := o.objectPrinter(); err == nil || strings.Contains(err.Error(), "unknown output format") {
+			t.Errorf("-o %s for a task: %v; want the template's own error", format, err)
+		}
+	}
 }

@@ -49,36 +49,62 @@ func (o *options) namespace() (ns string, explicit bool, err error) {
 // calls it first: one that failed only to print what it did (a credit applied, a key issued)
 // would exit 1 and look as if it did nothing.
 func (o *options) checkViewFormat() error {
-	switch o.output {
-	case "", "table", "json", "yaml":
-		return nil
-	}
-	return fmt.Errorf("unknown output format %q: use table, json or yaml", o.output)
+	_, err := o.viewPrinter()
+	return err
 }
 
-// print writes a view (not a Kubernetes object) as JSON or YAML, or calls table for the
+// viewPrinter is the printer of -o for a view (not a Kubernetes object): kubectl's JSON, YAML,
+// KYAML, jsonpath and go-template printers, as the task commands take them; nil for the table.
+// Only name is the task commands' alone: a view is no object and has no name.
+func (o *options) viewPrinter() (printers.ResourcePrinter, error) {
+	switch o.output {
+	case "", "table":
+		return nil, nil
+	case "json":
+		return &printers.JSONPrinter{}, nil
+	case "yaml":
+		return &printers.YAMLPrinter{}, nil
+	case "kyaml":
+		return &printers.KYAMLPrinter{}, nil
+	}
+	flags := genericclioptions.NewPrintFlags("")
+	p, err := flags.TemplatePrinterFlags.ToPrinter(o.output)
+	switch {
+	case err == nil:
+		return p, nil
+	case !genericclioptions.IsNoCompatiblePrinterError(err):
+		return nil, fmt.Errorf("-o %s: %w", o.output, err) // a template that does not parse
+	case o.output == "name":
+		return nil, fmt.Errorf("unknown output format %q for this command (it prints no object, so no name; the task commands take it): use %s", o.output, viewFormats)
+	}
+	return nil, fmt.Errorf("unknown output format %q: use %s", o.output, viewFormats)
+}
+
+// viewFormats are the -o values of every command; the task commands also take name.
+const viewFormats = "table, json, yaml, kyaml, jsonpath=…, jsonpath-as-json=…, jsonpath-file=…, go-template=…, go-template-file=…, template=…, templatefile=…"
+
+// print writes a view (not a Kubernetes object) in the -o format, or calls table for the
 // default format.
 func (o *options) print(v any, table func(w io.Writer)) error {
-	if err := o.checkViewFormat(); err != nil {
+	p, err := o.viewPrinter()
+	if err != nil {
 		return err
 	}
-	switch o.output {
-	case "json", "yaml":
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		raw = escapeRawJSON(raw)
-		// As raw JSON a view prints through kubectl's printers, as the task commands' objects do.
-		if o.output == "yaml" {
-			return printYAML(&printers.YAMLPrinter{}, raw, o.out)
-		}
-		return (&printers.JSONPrinter{}).PrintObj(&runtime.Unknown{Raw: raw}, o.out)
-	default:
+	if p == nil {
 		tw := printers.GetNewTabWriter(o.out)
 		table(tw)
 		return tw.Flush()
 	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	raw = escapeRawJSON(raw)
+	// As raw JSON a view prints through kubectl's printers, as the task commands' objects do.
+	if _, ok := p.(*printers.YAMLPrinter); ok {
+		return printYAML(p, raw, o.out)
+	}
+	return p.PrintObj(&runtime.Unknown{Raw: raw}, o.out)
 }
 
 // objectPrinter prints VideoTasks as kubectl prints objects (json, yaml, name, jsonpath=…,
@@ -97,6 +123,9 @@ func (o *options) objectPrinter() (printers.ResourcePrinter, error) {
 		}
 	}
 	p, err := flags.ToPrinter()
+	if err != nil && !genericclioptions.IsNoCompatiblePrinterError(err) {
+		return nil, fmt.Errorf("-o %s: %w", o.output, err) // a template that does not parse
+	}
 	if err != nil {
 		return nil, fmt.Errorf("unknown output format %q: use table, %s", o.output, strings.Join(flags.AllowedFormats(), ", "))
 	}
