@@ -179,6 +179,9 @@ type topUpView struct {
 	Note string `json:"note,omitempty"`
 	// Refused is the reason the top-up was never applied (DuplicateReference, DebitExceedsBalance).
 	Refused string `json:"refused,omitempty"`
+	// Waiting is AccountClosing for a credit made while the account is being closed: it is not
+	// applied to it but to the account created after it (docs/ledger.md).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // heldBy returns the points an open task holds: its status says Frozen, or the ledger created
@@ -256,6 +259,10 @@ func accountShow(ctx context.Context, o *options, name string) error {
 		if t.RefusedForGood() {
 			tv.Refused = meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied).Reason
 		}
+		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); t.Status.AppliedAt == nil && cond != nil &&
+			cond.Status == metav1.ConditionFalse && cond.Reason == videogenv1alpha1.ReasonAccountClosing {
+			tv.Waiting = cond.Reason
+		}
 		if t.Status.AppliedAt != nil {
 			at := t.Status.AppliedAt.Time
 			tv.AppliedAt = &at
@@ -315,6 +322,8 @@ func (v accountView) topUpsTable(w io.Writer) {
 			applied = t.AppliedAt.Format(time.RFC3339)
 		case t.Refused != "":
 			applied = "refused: " + t.Refused
+		case t.Waiting == videogenv1alpha1.ReasonAccountClosing:
+			applied = "not here: for the account created next"
 		}
 		// The note and the reference are anyone's text who may create top-ups: escaped.
 		fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\n", t.Name, t.Amount, terminalSafe(t.Reference), applied, terminalSafe(t.Note))

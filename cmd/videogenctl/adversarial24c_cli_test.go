@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -219,5 +221,55 @@ func TestAdversarial24cViewsTakeTheOutputFormatsOfTheTaskCommands(t *testing.T) 
 		if _, err := o.objectPrinter(); err == nil || strings.Contains(err.Error(), "unknown output format") {
 			t.Errorf("-o %s for a task: %v; want the template's own error", format, err)
 		}
+	}
+}
+
+// account show of an account being closed does not list a credit that waits for the next
+// account as pending for this one. Interleaving: 1. an administrator closes acme as
+// docs/ledger.md says (debit what is left, delete the PointAccount; the ledger's finalizer
+// keeps it until it is empty). 2. A credit arrives meanwhile: a payment webhook's PaymentEvent,
+// a GitOps PointTopUp, or `topup acme 300 --no-wait` run just before the delete; the ledger
+// does not apply it to the closing account but marks it Applied=False, AccountClosing, to go
+// to the account created after it (round 24's 3374951). 3. The administrator checks with
+// `account show acme`. Before the fix the credit was listed as "pending" (and -o json said
+// nothing else of it), which reads as about to be credited to this account: the
+// administrator waits for it, or debits it too ("refused: DebitExceedsBalance"), or, once
+// the account is gone and the customer asks where the 300 points went, credits them again on
+// the new account under a new reference, and the waiting credit lands there too: 600. Now
+// the row says the credit is for the account created next, and -o json says waiting:
+// AccountClosing. The status is what the ledger writes (the test writes it, as the
+// neighbouring AccountNotFound test does); a finalizer of the test's stands for the ledger's.
+func TestAdversarial24cAccountShowSaysACreditWaitsForTheNextAccount(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "acme")
+	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName,
+		Finalizers: []string{"test.videogen.dev/hold"}}}
+	if err := c.Create(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, acct); err != nil { // step 1
+		t.Fatal(err)
+	}
+	tu := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "inv-8"},
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 300, Reference: "INV-8"}}
+	if err := c.Create(ctx, tu); err != nil { // step 2
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&tu.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied, Status: metav1.ConditionFalse,
+		Reason: videogenv1alpha1.ReasonAccountClosing, Message: "the account is being closed; the credit is applied to the account created after it"})
+	if err := c.Status().Update(ctx, tu); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := run(ctx, []string{"account", "show", "acme", "--kubeconfig", kubeconfig}, &out)
+	if err != nil || strings.Contains(out.String(), "pending") || !strings.Contains(out.String(), "for the account created next") {
+		t.Errorf("account show of a closing account: %v\n%s\nwant INV-8 shown as for the account created next, not pending", err, out.String())
+	}
+	out.Reset()
+	var shown accountView
+	if err := run(ctx, []string{"account", "show", "acme", "-o", "json", "--kubeconfig", kubeconfig}, &out); err != nil ||
+		json.Unmarshal(out.Bytes(), &shown) != nil || len(shown.RecentTop) != 1 || shown.RecentTop[0].Waiting != videogenv1alpha1.ReasonAccountClosing {
+		t.Errorf("account show -o json of a closing account: %v\n%s\nwant INV-8 with waiting: AccountClosing", err, out.String())
 	}
 }
