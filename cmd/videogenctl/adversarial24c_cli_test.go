@@ -7,14 +7,21 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -271,5 +278,70 @@ func TestAdversarial24cAccountShowSaysACreditWaitsForTheNextAccount(t *testing.T
 	if err := run(ctx, []string{"account", "show", "acme", "-o", "json", "--kubeconfig", kubeconfig}, &out); err != nil ||
 		json.Unmarshal(out.Bytes(), &shown) != nil || len(shown.RecentTop) != 1 || shown.RecentTop[0].Waiting != videogenv1alpha1.ReasonAccountClosing {
 		t.Errorf("account show -o json of a closing account: %v\n%s\nwant INV-8 with waiting: AccountClosing", err, out.String())
+	}
+}
+
+// topup ends its wait at once when its credit will wait for the account created next. Interleaving:
+// 1. `videogenctl topup acme 300 --reference INV-9` reads the account: not being closed. 2.
+// Another administrator deletes acme to close it (the ledger's finalizer keeps it). 3. The CLI
+// creates the top-up; the ledger does not apply a credit to a closing account and marks it
+// Applied=False, AccountClosing (pointtopup_controller.go), to go to the account created after
+// it. Before the fix the CLI polled on for its whole minute (about 240 reads, the spinner
+// saying "waiting for the operator to credit 300 points"), then said "not applied yet",
+// though nothing would change for this account. Now it ends at the first read that shows the
+// status, saying the credit goes to the account created next. The proxy plays step 2 on the
+// top-up's POST (after the CLI's account read) and step 3's status on the CLI's first read of
+// the top-up; no ledger runs (the status is what it writes).
+func TestAdversarial24cTopUpToAnAccountClosedMeanwhileEndsItsWait(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	mustCreateNamespace(t, ctx, c, "acme")
+	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName,
+		Finalizers: []string{"test.videogen.dev/hold"}}}
+	if err := c.Create(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int32
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bg := context.Background()
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups"): // step 2
+			if err := c.Delete(bg, acct); err != nil {
+				t.Error(err)
+			}
+		case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/namespaces/acme/pointtopups/topup-") && reads.Add(1) == 1: // step 3
+			tu := &videogenv1alpha1.PointTopUp{}
+			if err := c.Get(bg, client.ObjectKey{Namespace: "acme", Name: r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]}, tu); err != nil {
+				t.Error(err)
+				break
+			}
+			meta.SetStatusCondition(&tu.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied, Status: metav1.ConditionFalse,
+				Reason: videogenv1alpha1.ReasonAccountClosing, Message: "the PointAccount of namespace \"acme\" is being closed; the top-up is applied to the account created after it"})
+			if err := c.Status().Update(bg, tu); err != nil {
+				t.Error(err)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"topup", "acme", "300", "--reference", "INV-9", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+	if err == nil || !strings.Contains(err.Error(), "being closed") || !strings.Contains(err.Error(), "account created after it") || reads.Load() > 2 {
+		t.Errorf("topup to an account closed meanwhile: %v after %d reads of the top-up; want it to end at the first read of its AccountClosing status, saying so", err, reads.Load())
 	}
 }

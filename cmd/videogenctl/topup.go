@@ -135,7 +135,7 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 		verb, to = "debit", "from"
 	}
 	spin := newSpinner(stderr, fmt.Sprintf("waiting for the operator to %s %d points", verb, max(amount, -amount)))
-	var refusal string
+	var refusal, closing string
 	// lastErr is the last read that failed: one that fails (a 500 while etcd changes leader, a
 	// dropped connection) does not end the wait, or the CLI would say "not applied" of a
 	// top-up the operator credits a moment later, and the administrator credit it again.
@@ -155,12 +155,22 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 			refusal = cond.Message
 			return true, nil
 		}
+		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); cond != nil && t.Status.AppliedAt == nil &&
+			cond.Status == metav1.ConditionFalse && cond.Reason == videogenv1alpha1.ReasonAccountClosing {
+			// The account was deleted after the check above: the credit waits for the account
+			// created after it, which no wait of ours sees.
+			closing = cond.Message
+			return true, nil
+		}
 		return t.Status.AppliedAt != nil, nil
 	})
 	spin.done()
 	if refusal != "" {
 		// The ledger's message starts "Refused: " for kubectl describe; ours says it already.
 		return fmt.Errorf("top-up %s refused: %s", t.Name, strings.TrimPrefix(refusal, "Refused: "))
+	}
+	if closing != "" {
+		return fmt.Errorf("top-up %s not %sed to %s, which is being closed: %s (kubectl get pointtopup %s -n %s)", t.Name, verb, account, closing, t.Name, account)
 	}
 	if err != nil {
 		msg := "is the operator running?"
