@@ -345,3 +345,65 @@ func TestAdversarial24cTopUpToAnAccountClosedMeanwhileEndsItsWait(t *testing.T) 
 		t.Errorf("topup to an account closed meanwhile: %v after %d reads of the top-up; want it to end at the first read of its AccountClosing status, saying so", err, reads.Load())
 	}
 }
+
+// topup that timed out says why the top-up was not applied, not that a read failed, when its
+// last read was cut short by the wait's own deadline. Input: `videogenctl topup acme 300
+// --reference INV-10` while the operator is down (or its ledger not ready yet after a
+// failover): the top-up stays unapplied for the CLI's whole minute. Its last read is made
+// at the deadline (240 reads 250 ms apart end exactly at the minute) under the wait's own
+// context: client-go's rate limiter refuses it ("rate: Wait(n=1) would exceed context
+// deadline", seen in the test above before its fix), or a slow answer is cut off. Before the
+// fix that read counted as a failed read: "top-up … not applied yet: its last read failed
+// (client rate limiter Wait returned an error …)", blaming the connection, where the answer is
+// "is the operator running?" or the top-up's own status (AccountNotFound: "applied when it
+// exists"). Now a read runs under the command's context (with a deadline of its own). Here
+// the wait is 1 s, and the proxy answers the first read of the top-up only once that second
+// is over (a condition on the clock, not a guess: the read is then cut by the wait's deadline
+// before the fix, whatever the machine's speed); no operator runs.
+func TestAdversarial24cTopUpTimedOutBlamesNoReadItsDeadlineCut(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	topUpWait = time.Second
+	t.Cleanup(func() { topUpWait = time.Minute })
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created atomic.Int64
+	var reads atomic.Int32
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups"):
+			created.Store(time.Now().UnixNano())
+		case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/namespaces/acme/pointtopups/topup-") && reads.Add(1) == 1:
+			over := time.Unix(0, created.Load()).Add(topUpWait + 500*time.Millisecond)
+			for time.Now().Before(over) {
+				time.Sleep(10 * time.Millisecond) // until the wait's second is over: a condition, not a guess
+			}
+			proxy.ServeHTTP(w, r.WithContext(context.Background())) // answered, even if the CLI gave up on it
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"topup", "acme", "300", "--reference", "INV-10", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+	if err == nil || !strings.Contains(err.Error(), "is the operator running?") || strings.Contains(err.Error(), "read failed") {
+		t.Errorf("topup not applied within its wait: %v; want \"not applied yet: is the operator running?\", not a failed read", err)
+	}
+}

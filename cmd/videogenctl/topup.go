@@ -140,9 +140,15 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	// dropped connection) does not end the wait, or the CLI would say "not applied" of a
 	// top-up the operator credits a moment later, and the administrator credit it again.
 	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, topUpWait, true, func(context.Context) (bool, error) {
 		spin.tick()
-		if err := c.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
+		// Read under ctx, not the wait's own: a read the wait's deadline cut short (or that
+		// client-go's rate limiter refused as ending past it, as at the last tick) is no
+		// failed read, and would hide why the top-up was not applied (its status says). A
+		// read has topUpRead of its own, so that a cluster that does not answer still ends it.
+		readCtx, cancel := context.WithTimeout(ctx, topUpRead)
+		defer cancel()
+		if err := c.Get(readCtx, client.ObjectKeyFromObject(t), t); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 				return false, err // no read that follows would answer
 			}
@@ -201,6 +207,12 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 		fmt.Fprintf(w, "%sed %d points %s %s (reference %s); balance is now %d\n", verb, max(amount, -amount), to, account, reference, *t.Status.BalanceAfter)
 	})
 }
+
+// topUpWait is how long topup waits for the operator to apply a top-up (tests shorten it).
+var topUpWait = time.Minute
+
+// topUpRead is how long one read of the top-up may take while topup waits.
+const topUpRead = 10 * time.Second
 
 // stderr is where progress goes (tests replace it).
 var stderr io.Writer = os.Stderr
