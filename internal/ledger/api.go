@@ -141,7 +141,7 @@ func unseen(e *entry, ev evidence) bool {
 // again from the books as they are then.
 func (l *Ledger) keepsBooks(b *book) bool {
 	var term error
-	fresh, ok := l.readAccountUnlocked(b, func(ctx context.Context, fresh *videogenv1alpha1.PointAccount) {
+	fresh, ok, _ := l.readAccountUnlocked(b, func(ctx context.Context, fresh *videogenv1alpha1.PointAccount) {
 		if fresh.Status.Authority != l.cfg.Identity && l.cfg.Lease != nil {
 			term = l.inTerm(ctx)
 		}
@@ -165,22 +165,25 @@ func (l *Ledger) keepsBooks(b *book) bool {
 // (if not nil) on the copy read, still unlocked, and takes the lock again. Call it with b.mu
 // held. ok is false if the read failed or found another account, or if the books were rebuilt,
 // replaced or fenced meanwhile: the caller then asks again, and otherwise decides again from
-// the books as they are now.
-func (l *Ledger) readAccountUnlocked(b *book, also func(context.Context, *videogenv1alpha1.PointAccount)) (*videogenv1alpha1.PointAccount, bool) {
+// the books as they are now. failed is the read's error, if it failed (not found is no failure).
+func (l *Ledger) readAccountUnlocked(b *book, also func(context.Context, *videogenv1alpha1.PointAccount)) (fresh *videogenv1alpha1.PointAccount, ok bool, failed error) {
 	ctx := l.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	key, uid := client.ObjectKeyFromObject(b.account), b.account.UID
 	b.mu.Unlock()
-	fresh := &videogenv1alpha1.PointAccount{}
+	fresh = &videogenv1alpha1.PointAccount{}
 	err := l.cfg.Reader.Get(ctx, key, fresh)
+	if err != nil && !apierrors.IsNotFound(err) {
+		failed = err
+	}
 	read := err == nil && fresh.UID == uid
 	if read && also != nil {
 		also(ctx, fresh)
 	}
 	b.mu.Lock()
-	return fresh, read && !b.fenced && !b.building && b.account != nil && b.account.UID == uid
+	return fresh, read && !b.fenced && !b.building && b.account != nil && b.account.UID == uid, failed
 }
 
 // Admit counts the hold of a task made with kubectl at price, before the controller's status
@@ -230,9 +233,10 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 // good for its suspension: the books' copy of the spec comes with the account's events, which
 // may lag the task's (another watch). Call it with b.mu held; like keepsBooks it lets go of the
 // lock for the read, and reports whether both the read and the books still say suspended.
-func (l *Ledger) stillSuspended(b *book) bool {
-	fresh, ok := l.readAccountUnlocked(b, nil)
-	return ok && fresh.Spec.Suspended && b.account.Spec.Suspended
+// A read that failed is errClusterFailed: it says nothing changed (not ready, reason busy).
+func (l *Ledger) stillSuspended(b *book) (bool, error) {
+	fresh, ok, failed := l.readAccountUnlocked(b, nil)
+	return ok && fresh.Spec.Suspended && b.account.Spec.Suspended, failed
 }
 
 // stillClosing reads the account from the kube-apiserver before a kubectl task is refused for
@@ -240,9 +244,9 @@ func (l *Ledger) stillSuspended(b *book) bool {
 // task's, and the account may be gone and created again (same name, another UID, open) since.
 // Call it with b.mu held; like stillSuspended it lets go of the lock for the read, and reports
 // whether both the read (the same account) and the books still say it is being deleted.
-func (l *Ledger) stillClosing(b *book) bool {
-	fresh, ok := l.readAccountUnlocked(b, nil)
-	return ok && !fresh.DeletionTimestamp.IsZero() && !b.account.DeletionTimestamp.IsZero()
+func (l *Ledger) stillClosing(b *book) (bool, error) {
+	fresh, ok, failed := l.readAccountUnlocked(b, nil)
+	return ok && !fresh.DeletionTimestamp.IsZero() && !b.account.DeletionTimestamp.IsZero(), failed
 }
 
 // acceptingNow is accepting, with a suspension or a deletion confirmed by the kube-apiserver
@@ -251,11 +255,22 @@ func (l *Ledger) stillClosing(b *book) bool {
 // the events come. Call it with b.mu held (the reads let go of it).
 func (l *Ledger) acceptingNow(b *book) error {
 	err := b.accepting()
-	if errors.Is(err, ErrAccountSuspended) && !l.stillSuspended(b) ||
-		errors.Is(err, ErrAccountClosing) && !l.stillClosing(b) {
-		return errAccountLags // lifted, or gone or created again, since the books' copy
+	still, failed := true, error(nil)
+	switch {
+	case errors.Is(err, ErrAccountSuspended):
+		still, failed = l.stillSuspended(b)
+	case errors.Is(err, ErrAccountClosing):
+		still, failed = l.stillClosing(b)
 	}
-	return err
+	switch {
+	case still:
+		return err
+	case failed != nil:
+		// The read failed: nothing is known to have changed (a suspended customer must not
+		// be told its suspension was lifted), the cluster did not answer.
+		return fmt.Errorf("%w: %w", errClusterFailed, failed)
+	}
+	return errAccountLags // lifted, or gone or created again, since the books' copy
 }
 
 // accepting says why the account takes no new tasks (nil if it does). Call it with b.mu held.
