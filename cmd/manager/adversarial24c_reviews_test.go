@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// Adversarial round 24c (the ledger port's review limits).
+
+// Found by review round 24c: a token the kube-apiserver accepted passed the per-address limit
+// for acceptedTokenTTL (10 minutes) from its FIRST acceptance, however often it was used and
+// accepted again since (accepted returned early while the entry was live, and never moved it
+// on). ledgerAuth's comment promises that a caller sharing its address with a flooder, "as
+// behind a mesh's sidecar" (Istio delivers every inbound connection from 127.0.0.6), "cannot
+// lock it out". Interleaving, on a fake clock: 1. the REST replica's token (projected, valid
+// for about an hour) is accepted at T; the replica calls the ledger all the time; 2. anyone in
+// the mesh sends made-up tokens to the port, draining the shared address's reviews (20, then
+// one a second: each a 503 or 401, cheap to send); 3. at T+10m+1s the replica's next call,
+// same token, still valid, accepted a minute ago: it spends a review from the drained address
+// and is refused 503 not_ready. The replica's client retries for 15 s against a bucket the
+// flooder empties every second: customers' POST /v1/tasks and GET /v1/balance answer 503 (a
+// customer who can pay is refused) every 10 minutes, for as long as the flood goes on. Want:
+// a token in use stays accepted (the 10 minutes run from its last acceptance).
+func TestAdversarial24cATokenInUseIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
+	kube := &reviewCounter{}
+	srv := httptest.NewServer(kube)
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	const path, mesh = "/ledger/v1/namespaces/team/balance", "127.0.0.6"
+	start := clk.Now()
+	flood := func(round int) {
+		for i := range failedReviewBurst + 5 {
+			ledgerCall(h, mesh+":1", path, fmt.Sprintf("random-%d-%d", round, i))
+		}
+	}
+	if code := ledgerCall(h, mesh+":2", path, goodToken); code != http.StatusOK {
+		t.Fatalf("the replica's first call: %d, want 200", code)
+	}
+	// The replica calls every 30 s for 11 minutes; the flood has drained the address just
+	// before each call.
+	for step := 0; clk.Now().Before(start.Add(11 * time.Minute)); step++ {
+		clk.SetTime(clk.Now().Add(30 * time.Second))
+		flood(step)
+		if code := ledgerCall(h, mesh+":2", path, goodToken); code != http.StatusOK {
+			t.Fatalf("the replica's token, in use since %v ago and accepted again since, from the mesh's address under a flood: %d, want 200",
+				clk.Now().Sub(start), code)
+		}
+	}
+}
