@@ -214,8 +214,9 @@ func refuse(w http.ResponseWriter, status int, code, message string) {
 const (
 	failedReviewBurst = 20
 	failedReviewEvery = time.Second
-	// acceptedTokenTTL is how long a token the kube-apiserver accepted passes the limit (a
-	// caller whose address it shares, as behind a mesh's sidecar, cannot lock it out).
+	// acceptedTokenTTL is how long after its last acceptance a token the kube-apiserver
+	// accepted passes the limit (a caller whose address it shares, as behind a mesh's sidecar,
+	// cannot lock it out).
 	acceptedTokenTTL = 10 * time.Minute
 	// maxLimitedHosts bounds the addresses tracked; idle ones (a full bucket) are dropped first.
 	maxLimitedHosts = 4096
@@ -261,13 +262,16 @@ func (f *reviewLimiter) allow(host, token string) bool {
 	return l.AllowN(now, 1)
 }
 
-// accepted remembers a token the kube-apiserver accepted.
+// accepted remembers a token the kube-apiserver accepted, for acceptedTokenTTL from now: a
+// token in use stays accepted (the token cache reviews it again every minute), so a flood from
+// its address never makes it spend a review.
 func (f *reviewLimiter) accepted(token string) {
 	now := f.clock.Now()
 	key := sha256.Sum256([]byte(token))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if until, ok := f.good[key]; ok && now.Before(until) {
+		f.good[key] = now.Add(acceptedTokenTTL)
 		return
 	}
 	for k, until := range f.good {
