@@ -64,3 +64,44 @@ func TestAdversarial24cATokenInUseIsNotLockedOutByAFloodFromItsAddress(t *testin
 		}
 	}
 }
+
+// Checked, holds (a pin): the per-address limit keys on the connection's address only. A
+// flooder that sends X-Forwarded-For (or X-Real-IP) with a new address each time gets no new
+// reviews: 200 made-up tokens, each "from" another forwarded address, cost a burst.
+func TestAdversarial24cForwardedForIsNotTrusted(t *testing.T) {
+	kube := &reviewCounter{}
+	h := newReviewedLedger(t, kube)
+	for i := range 200 {
+		req := httptest.NewRequest(http.MethodGet, "/ledger/v1/namespaces/team/balance", nil)
+		req.RemoteAddr = "10.0.9.9:40000"
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer random-%d", i))
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.1.%d.%d", i/250, i%250))
+		req.Header.Set("X-Real-IP", fmt.Sprintf("10.2.%d.%d", i/250, i%250))
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if reviews, _ := kube.counts(); reviews > failedReviewBurst {
+		t.Errorf("200 made-up tokens with forwarded addresses cost %d TokenReviews, want at most %d", reviews, failedReviewBurst)
+	}
+}
+
+// Checked, holds (a pin): the per-address limiters are bounded. 5000 addresses (an IPv6
+// range, or many pods) each sending a made-up token leave at most maxLimitedHosts limiters;
+// once they have been idle a burst's time (their buckets full again), a new address is
+// reviewed again.
+func TestAdversarial24cTheAddressLimitersAreBounded(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	f := newReviewLimiter(clk)
+	for i := range 5000 {
+		f.allow(fmt.Sprintf("fd00::%x", i), fmt.Sprintf("random-%d", i))
+	}
+	if n := len(f.hosts); n > maxLimitedHosts {
+		t.Errorf("%d address limiters after 5000 addresses, want at most %d", n, maxLimitedHosts)
+	}
+	clk.SetTime(clk.Now().Add(failedReviewBurst * failedReviewEvery))
+	if !f.allow("10.0.1.5", goodToken) {
+		t.Error("a new address, once the flood's limiters are idle: refused, want reviewed")
+	}
+	if n := len(f.hosts); n > maxLimitedHosts {
+		t.Errorf("%d address limiters, want at most %d", n, maxLimitedHosts)
+	}
+}
