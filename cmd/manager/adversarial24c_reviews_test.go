@@ -105,3 +105,89 @@ func TestAdversarial24cTheAddressLimitersAreBounded(t *testing.T) {
 		t.Errorf("%d address limiters, want at most %d", n, maxLimitedHosts)
 	}
 }
+
+// barrierKube is reviewCounter whose SubjectAccessReviews wait until release is closed.
+type barrierKube struct {
+	*reviewCounter
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func (k *barrierKube) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/apis/authorization.k8s.io/v1/subjectaccessreviews" {
+		k.arrived <- struct{}{}
+		<-k.release
+	}
+	k.reviewCounter.ServeHTTP(w, r)
+}
+
+// Found by review round 24c: the per-user limit on SubjectAccessReviews of a refused caller
+// (round 24, 6b1551b) looks at the bucket before the review (allow: one left?) and spends only
+// after the refusal came back (denied): every request that arrives while the reviews are on
+// their way sees the same token left, so concurrent requests all pass. The limit on tokens
+// (reviewLimiter) spends before the review for exactly this reason; this one does not.
+// Interleaving (a fake clock; the kube-apiserver holds the reviews until all have arrived, as
+// a loaded one does): 1. a pod's service account (any pod: its token is valid) is refused 20
+// times (its burst); 2. a second later it has one review left; 3. it sends 30 requests at once,
+// each on a new path (the authorizer's cache is per path). Before the fix: all 30 reach the
+// kube-apiserver as SubjectAccessReviews, and so every second: the limit holds only for a
+// caller that sends one request at a time (curl in a loop), not for `xargs -P 100 curl`.
+// Want: one review, the other 29 refused without one.
+func TestAdversarial24cConcurrentRefusedCallsDoNotEachCostAReview(t *testing.T) {
+	const intruderToken = "another-pods-service-account-token"
+	kube := &barrierKube{reviewCounter: &reviewCounter{also: map[string]string{intruderToken: "system:serviceaccount:team:default"}},
+		arrived: make(chan struct{}, 100), release: make(chan struct{})}
+	srv := httptest.NewServer(kube)
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	go func() { // the first 20, one at a time
+		for range failedReviewBurst {
+			<-kube.arrived
+			kube.release <- struct{}{}
+		}
+	}()
+	for i := range failedReviewBurst {
+		if code := ledgerCall(h, "10.0.9.9:1", fmt.Sprintf("/ledger/v1/namespaces/a-%d/balance", i), intruderToken); code != http.StatusForbidden {
+			t.Fatalf("refusal %d: %d, want 403", i, code)
+		}
+	}
+	clk.SetTime(clk.Now().Add(failedReviewEvery))
+	_, before := kube.counts()
+	const n = 30
+	done := make(chan int, n)
+	for i := range n {
+		go func() {
+			done <- ledgerCall(h, "10.0.9.9:1", fmt.Sprintf("/ledger/v1/namespaces/b-%d/balance", i), intruderToken)
+		}()
+	}
+	// Every request either reached the kube-apiserver (held there) or was answered.
+	reached, answered := 0, 0
+	for reached+answered < n {
+		select {
+		case <-kube.arrived:
+			reached++
+		case code := <-done:
+			if code != http.StatusForbidden {
+				t.Errorf("a refused caller: %d, want 403", code)
+			}
+			answered++
+		}
+	}
+	close(kube.release)
+	for range reached {
+		<-done
+	}
+	if _, after := kube.counts(); after-before > 1 || reached > 1 {
+		t.Errorf("30 concurrent requests of a refused caller with one review left cost %d SubjectAccessReviews, want 1", after-before)
+	}
+}
