@@ -14,7 +14,7 @@ import (
 
 // Adversarial round 24c (the ledger port's review limits).
 
-// Found by review round 24c: a token the kube-apiserver accepted passed the per-address limit
+// Found by review round 24c (fixed: accepted moves the entry on): a token the kube-apiserver accepted passed the per-address limit
 // for acceptedTokenTTL (10 minutes) from its FIRST acceptance, however often it was used and
 // accepted again since (accepted returned early while the entry was live, and never moved it
 // on). ledgerAuth's comment promises that a caller sharing its address with a flooder, "as
@@ -121,7 +121,7 @@ func (k *barrierKube) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.reviewCounter.ServeHTTP(w, r)
 }
 
-// Found by review round 24c: the per-user limit on SubjectAccessReviews of a refused caller
+// Found by review round 24c (fixed: denialLimiter.allow spends before the review): the per-user limit on SubjectAccessReviews of a refused caller
 // (round 24, 6b1551b) looks at the bucket before the review (allow: one left?) and spends only
 // after the refusal came back (denied): every request that arrives while the reviews are on
 // their way sees the same token left, so concurrent requests all pass. The limit on tokens

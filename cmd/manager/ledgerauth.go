@@ -111,7 +111,8 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				u = &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Extra: u.GetExtra(),
 					Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated)}
 			}
-			if !denials.allow(u.GetName()) {
+			allowed, spent := denials.allow(u.GetName())
+			if !allowed {
 				// Refused again and again (a new path each time misses the authorizer's cache):
 				// no SubjectAccessReview for each; a caller allowed is never refused.
 				log.V(1).Info("a ledger caller was not reviewed: too many refusals", "user", u.GetName())
@@ -121,16 +122,20 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 			decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
 				User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path})
 			if err != nil {
+				denials.giveBack(spent) // not a refusal
 				log.Error(err, "Authorization failed", "user", u.GetName())
 				refuse(w, http.StatusServiceUnavailable, "not_ready", "the caller's access could not be reviewed; retry")
 				return
 			}
 			if decision != authorizer.DecisionAllow {
-				denials.denied(u.GetName())
+				if spent == nil {
+					denials.denied(u.GetName()) // its first refusal: counted now
+				}
 				log.V(1).Info("a ledger caller is not allowed", "user", u.GetName(), "reason", reason)
 				refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s may not %s %.200s", u.GetName(), r.Method, r.URL.Path))
 				return
 			}
+			denials.forget(u.GetName()) // allowed: never limited
 			next.ServeHTTP(w, r)
 		})
 	}, nil
@@ -296,13 +301,39 @@ func newDenialLimiter(clk clock.PassiveClock) *denialLimiter {
 	return &denialLimiter{clock: clk, users: map[string]*rate.Limiter{}}
 }
 
-// allow says whether user may be reviewed: never refused lately, or refusals left.
-func (d *denialLimiter) allow(user string) bool {
+// allow says whether user may be reviewed: never refused lately, or refusals left. A user
+// refused before spends one now, before the review (spent), so that concurrent requests do not
+// all pass on the same one left; giveBack returns it if the review could not be made.
+func (d *denialLimiter) allow(user string) (ok bool, spent *rate.Reservation) {
 	now := d.clock.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.users[user]
-	return l == nil || l.TokensAt(now) >= 1
+	if l == nil {
+		return true, nil
+	}
+	r := l.ReserveN(now, 1)
+	if !r.OK() || r.DelayFrom(now) > 0 {
+		r.CancelAt(now)
+		return false, nil
+	}
+	return true, r
+}
+
+// giveBack returns a review allow spent that was not a refusal.
+func (d *denialLimiter) giveBack(spent *rate.Reservation) {
+	if spent != nil {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		spent.CancelAt(d.clock.Now())
+	}
+}
+
+// forget drops the refusals counted of a user the ledger allowed.
+func (d *denialLimiter) forget(user string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.users, user)
 }
 
 // denied counts a refusal of user.
