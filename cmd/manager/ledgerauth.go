@@ -249,20 +249,9 @@ func (f *reviewLimiter) allow(host, token string) bool {
 	if until, ok := f.good[sha256.Sum256([]byte(token))]; ok && now.Before(until) {
 		return true
 	}
-	l := f.hosts[host]
+	l := limiterFor(f.hosts, host, now)
 	if l == nil {
-		if len(f.hosts) >= maxLimitedHosts {
-			for h, other := range f.hosts {
-				if other.TokensAt(now) >= failedReviewBurst {
-					delete(f.hosts, h) // idle: as good as new
-				}
-			}
-		}
-		if len(f.hosts) >= maxLimitedHosts {
-			return false // so many addresses reviewing tokens at once: none more
-		}
-		l = rate.NewLimiter(rate.Every(failedReviewEvery), failedReviewBurst)
-		f.hosts[host] = l
+		return false // so many addresses reviewing tokens at once: none more
 	}
 	return l.AllowN(now, 1)
 }
@@ -341,22 +330,31 @@ func (d *denialLimiter) denied(user string) {
 	now := d.clock.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	l := d.users[user]
-	if l == nil {
-		if len(d.users) >= maxLimitedHosts {
-			for u, other := range d.users {
-				if other.TokensAt(now) >= failedReviewBurst {
-					delete(d.users, u) // idle: as good as new
-				}
+	if l := limiterFor(d.users, user, now); l != nil {
+		l.AllowN(now, 1)
+	}
+}
+
+// limiterFor is key's limiter in m (by caller address, or by user), made if m has none, after
+// dropping the idle ones (a full bucket: as good as new) when m holds maxLimitedHosts; nil if
+// it is still full then. Call it with m's lock held.
+func limiterFor(m map[string]*rate.Limiter, key string, now time.Time) *rate.Limiter {
+	if l := m[key]; l != nil {
+		return l
+	}
+	if len(m) >= maxLimitedHosts {
+		for k, other := range m {
+			if other.TokensAt(now) >= failedReviewBurst {
+				delete(m, k)
 			}
 		}
-		if len(d.users) >= maxLimitedHosts {
-			return
-		}
-		l = rate.NewLimiter(rate.Every(failedReviewEvery), failedReviewBurst)
-		d.users[user] = l
 	}
-	l.AllowN(now, 1)
+	if len(m) >= maxLimitedHosts {
+		return nil
+	}
+	l := rate.NewLimiter(rate.Every(failedReviewEvery), failedReviewBurst)
+	m[key] = l
+	return l
 }
 
 // remoteHost is the address a request came from, without its port.
