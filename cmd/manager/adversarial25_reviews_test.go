@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// Adversarial round 25 (the ledger port's review limits, open from round 24).
+
+// heldLedger is the ledger's authentication on a fake clock, before a kube-apiserver that holds
+// every SubjectAccessReview until kube.release is closed (as a loaded one does).
+func heldLedger(t *testing.T, also map[string]string, n int) (http.Handler, *barrierKube) {
+	t.Helper()
+	kube := &barrierKube{reviewCounter: &reviewCounter{also: also},
+		arrived: make(chan struct{}, n), release: make(chan struct{})}
+	srv := httptest.NewServer(kube)
+	t.Cleanup(srv.Close)
+	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clocktesting.NewFakePassiveClock(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })), kube
+}
+
+// burst sends one request with token and waits until it reaches the kube-apiserver (its
+// token reviewed and accepted, its SubjectAccessReview held there), then n-1 more at once, each
+// on a new path, and waits until each has either reached the kube-apiserver or been answered;
+// then releases the held ones and returns how many reached it and every answer's status.
+func burst(h http.Handler, kube *barrierKube, token, prefix string, n int) (reached int, codes map[int]int) {
+	done := make(chan int, n)
+	send := func(i int) {
+		done <- ledgerCall(h, "10.0.9.9:1", fmt.Sprintf("/ledger/v1/namespaces/%s-%d/balance", prefix, i), token)
+	}
+	go send(0)
+	codes = map[int]int{}
+	answered := 0
+	select {
+	case <-kube.arrived:
+		reached++
+	case code := <-done:
+		codes[code]++
+		answered++
+	}
+	for i := 1; i < n; i++ {
+		go send(i)
+	}
+	for reached+answered < n {
+		select {
+		case <-kube.arrived:
+			reached++
+		case code := <-done:
+			codes[code]++
+			answered++
+		}
+	}
+	close(kube.release)
+	for range reached {
+		codes[<-done]++
+	}
+	return reached, codes
+}
+
+// Found by review round 25 (open item 1 of round 24): the per-user limit on
+// SubjectAccessReviews (denialLimiter) counts only callers refused before: a caller never
+// refused has no limiter, so every one of its requests passes until the first refusal comes
+// back. Input: from any pod (its mounted service account token is valid; its account is not
+// in the ledger role) send one request, and while its SubjectAccessReview is on its way (held
+// here until all have arrived, as a loaded kube-apiserver does; a few milliseconds suffice
+// otherwise) 99 more at once, each on a new path (the authorizer's cache is per path):
+// `curl ... & seq 99 | xargs -P 99 -I{} curl -H "Authorization: Bearer $T"
+// .../ledger/v1/namespaces/ns-{}/balance`. The first request's TokenReview accepted the token
+// (limit.accepted, before the SubjectAccessReview), so the other 99 pass the per-address limit
+// without a TokenReview, and the user has no limiter yet (its first refusal has not come back):
+// all 100 become SubjectAccessReviews on the manager's connection and flow. A new service
+// account (any namespace admin can make as many as they like) starts over with its own first
+// burst. Measured before the fix: 100 requests, 100 SubjectAccessReviews. Want: at most the burst
+// (20) reviewed; the others not reviewed, answered 503 not_ready busy (retry: the caller may
+// yet be allowed, nothing says it is not) -- never 200.
+func TestAdversarial25AFirstBurstOfACallerNeverRefusedIsLimited(t *testing.T) {
+	const intruderToken = "another-pods-service-account-token"
+	const n = 100
+	h, kube := heldLedger(t, map[string]string{intruderToken: "system:serviceaccount:team:default"}, n)
+	reached, codes := burst(h, kube, intruderToken, "ns", n)
+	if codes[http.StatusOK] != 0 {
+		t.Errorf("a caller not allowed was served %d times", codes[http.StatusOK])
+	}
+	if reached > failedReviewBurst {
+		t.Errorf("%d concurrent requests of a caller never refused before cost %d SubjectAccessReviews, want at most %d (answers %v)",
+			n, reached, failedReviewBurst, codes)
+	}
+	// Every answer is a refusal of the reviewed ones (403) or a retry (503): no 500.
+	if codes[http.StatusForbidden]+codes[http.StatusServiceUnavailable] != n {
+		t.Errorf("answers %v, want only 403 and 503", codes)
+	}
+}
+
+// Checked, holds (a pin on the fix above): the limit on a caller's first burst never refuses
+// the REST apiserver. A manager just elected (its limiters empty) receives 100 requests of
+// the replicas at once (the first one's review on its way), each on a new path: the ones over the burst are 503 not_ready busy
+// (the replica's client retries them within its deadline), never 403. Once one review allowed
+// it, 100 more at once all pass the limit and are reviewed (an allowed caller is never
+// limited).
+func TestAdversarial25TheFirstBurstLimitNeverRefusesTheReplica(t *testing.T) {
+	const n = 100
+	h, kube := heldLedger(t, nil, n)
+	_, codes := burst(h, kube, goodToken, "first", n)
+	if codes[http.StatusForbidden] != 0 || codes[http.StatusOK]+codes[http.StatusServiceUnavailable] != n {
+		t.Errorf("the replica's first 100 requests at once: %v, want only 200 and 503 (retried), never 403", codes)
+	}
+	kube.release = make(chan struct{})
+	reached, codes := burst(h, kube, goodToken, "then", n)
+	if reached != n || codes[http.StatusOK] != n {
+		t.Errorf("the replica, allowed before, 100 requests at once: %d reviewed, answers %v; want all reviewed and served", reached, codes)
+	}
+}
