@@ -72,7 +72,8 @@ func burst(h http.Handler, kube *barrierKube, token, prefix string, n int) (reac
 	return reached, codes
 }
 
-// Found by review round 25 (open item 1 of round 24): the per-user limit on
+// Found by review round 25 (open item 1 of round 24; fixed: every user not allowed lately spends
+// before its review, and one never refused is asked to retry over the limit): the per-user limit on
 // SubjectAccessReviews (denialLimiter) counts only callers refused before: a caller never
 // refused has no limiter, so every one of its requests passes until the first refusal comes
 // back. Input: from any pod (its mounted service account token is valid; its account is not

@@ -43,7 +43,8 @@ import (
 // deadline, as it does a manager that is not ready (a 500 is an answer it gives up on at once).
 // Refusals are in the ledger's error shape, {"error":{"code","message"}}. Reviews are limited:
 // per caller address for tokens not accepted before (reviewLimiter), per user for callers it
-// refused (denialLimiter), so that neither made-up tokens nor new paths cost a review each.
+// has not allowed lately (denialLimiter), so that neither made-up tokens nor new paths cost a
+// review each.
 func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.Handler) http.Handler, error) {
 	return ledgerAuthWithClock(cfg, hc, log, clock.RealClock{})
 }
@@ -111,12 +112,20 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				u = &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Extra: u.GetExtra(),
 					Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated)}
 			}
-			allowed, spent := denials.allow(u.GetName())
-			if !allowed {
+			allowed, spent, refusedBefore := denials.allow(u.GetName())
+			if !allowed && refusedBefore {
 				// Refused again and again (a new path each time misses the authorizer's cache):
-				// no SubjectAccessReview for each; a caller allowed is never refused.
+				// no SubjectAccessReview for each; a caller allowed lately is never refused.
 				log.V(1).Info("a ledger caller was not reviewed: too many refusals", "user", u.GetName())
 				refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s may not %s %.200s (refused too often: not reviewed again for a while)", u.GetName(), r.Method, r.URL.Path))
+				return
+			}
+			if !allowed {
+				// Not refused yet, but its reviews are on their way: as many requests at once
+				// as there are paths would be a review each. Nothing says it is not allowed:
+				// retried (the REST apiserver's client does), as a manager not ready.
+				log.V(1).Info("a ledger caller was not reviewed: too many reviews at once", "user", u.GetName())
+				refuse(w, http.StatusServiceUnavailable, "not_ready", "too many of this caller's requests are being reviewed; retry later")
 				return
 			}
 			decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
@@ -128,14 +137,12 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				return
 			}
 			if decision != authorizer.DecisionAllow {
-				if spent == nil {
-					denials.denied(u.GetName()) // its first refusal: counted now
-				}
+				denials.denied(u.GetName(), spent)
 				log.V(1).Info("a ledger caller is not allowed", "user", u.GetName(), "reason", reason)
 				refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s may not %s %.200s", u.GetName(), r.Method, r.URL.Path))
 				return
 			}
-			denials.forget(u.GetName()) // allowed: never limited
+			denials.allowed(u.GetName()) // allowed: not limited until refused
 			next.ServeHTTP(w, r)
 		})
 	}, nil
@@ -231,12 +238,12 @@ const (
 type reviewLimiter struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
-	hosts map[string]*rate.Limiter
+	hosts map[string]*bucket
 	good  map[[sha256.Size]byte]time.Time // tokens accepted, until when they pass
 }
 
 func newReviewLimiter(clk clock.PassiveClock) *reviewLimiter {
-	return &reviewLimiter{clock: clk, hosts: map[string]*rate.Limiter{}, good: map[[sha256.Size]byte]time.Time{}}
+	return &reviewLimiter{clock: clk, hosts: map[string]*bucket{}, good: map[[sha256.Size]byte]time.Time{}}
 }
 
 // allow says whether token, sent from host, may be looked up and reviewed: a token accepted
@@ -276,37 +283,45 @@ func (f *reviewLimiter) accepted(token string) {
 	f.good[key] = now.Add(acceptedTokenTTL)
 }
 
-// denialLimiter limits the SubjectAccessReviews of a user the ledger refused: after
-// failedReviewBurst refusals, one a second. Any pod's service account token is accepted, and the
-// authorizer's cache is keyed by the path: without it, a caller not allowed made one review
-// per new path. A user that is allowed never meets it.
+// denialLimiter limits the SubjectAccessReviews of a user the ledger has not allowed lately:
+// failedReviewBurst, then one a second, each spent before its review. Any pod's service account
+// token is accepted, and the authorizer's cache is keyed by the path: without it, a caller not
+// allowed made one review per new path (and, until its first refusal came back, one per
+// request at once). A user allowed by its last review is not limited (allowedUsers): it is in
+// the ledger role, which the cluster's admin grants, so that set stays small.
 type denialLimiter struct {
-	clock clock.PassiveClock
-	mu    sync.Mutex
-	users map[string]*rate.Limiter
+	clock        clock.PassiveClock
+	mu           sync.Mutex
+	users        map[string]*bucket
+	allowedUsers map[string]struct{}
 }
 
 func newDenialLimiter(clk clock.PassiveClock) *denialLimiter {
-	return &denialLimiter{clock: clk, users: map[string]*rate.Limiter{}}
+	return &denialLimiter{clock: clk, users: map[string]*bucket{}, allowedUsers: map[string]struct{}{}}
 }
 
-// allow says whether user may be reviewed: never refused lately, or refusals left. A user
-// refused before spends one now, before the review (spent), so that concurrent requests do not
-// all pass on the same one left; giveBack returns it if the review could not be made.
-func (d *denialLimiter) allow(user string) (ok bool, spent *rate.Reservation) {
+// allow says whether user may be reviewed: allowed by its last review, or reviews left. A user
+// not allowed lately spends one now, before the review (spent), so that concurrent requests do
+// not all pass on the same one left; giveBack returns it if the review could not be made. Not
+// allowed, refusedBefore says whether its last review refused it (else its reviews are all on
+// their way, or so many users are being reviewed that none more is).
+func (d *denialLimiter) allow(user string) (ok bool, spent *rate.Reservation, refusedBefore bool) {
 	now := d.clock.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	l := d.users[user]
-	if l == nil {
-		return true, nil
+	if _, ok := d.allowedUsers[user]; ok {
+		return true, nil, false
 	}
-	r := l.ReserveN(now, 1)
+	b := limiterFor(d.users, user, now)
+	if b == nil {
+		return false, nil, false
+	}
+	r := b.ReserveN(now, 1)
 	if !r.OK() || r.DelayFrom(now) > 0 {
 		r.CancelAt(now)
-		return false, nil
+		return false, nil, b.refused
 	}
-	return true, r
+	return true, r, b.refused
 }
 
 // giveBack returns a review allow spent that was not a refusal.
@@ -318,27 +333,39 @@ func (d *denialLimiter) giveBack(spent *rate.Reservation) {
 	}
 }
 
-// forget drops the refusals counted of a user the ledger allowed.
-func (d *denialLimiter) forget(user string) {
+// allowed drops the reviews counted of a user the ledger allowed: not limited from now on.
+func (d *denialLimiter) allowed(user string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.users, user)
+	d.allowedUsers[user] = struct{}{}
 }
 
-// denied counts a refusal of user.
-func (d *denialLimiter) denied(user string) {
+// denied counts a refusal of user (spent: the review allow spent for it; nil if it was allowed
+// before, and counted now).
+func (d *denialLimiter) denied(user string, spent *rate.Reservation) {
 	now := d.clock.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if l := limiterFor(d.users, user, now); l != nil {
-		l.AllowN(now, 1)
+	delete(d.allowedUsers, user)
+	if b := limiterFor(d.users, user, now); b != nil {
+		b.refused = true
+		if spent == nil {
+			b.AllowN(now, 1)
+		}
 	}
+}
+
+// bucket is a caller address's or a user's reviews.
+type bucket struct {
+	*rate.Limiter
+	refused bool // a user's last review refused it
 }
 
 // limiterFor is key's limiter in m (by caller address, or by user), made if m has none, after
 // dropping the idle ones (a full bucket: as good as new) when m holds maxLimitedHosts; nil if
 // it is still full then. Call it with m's lock held.
-func limiterFor(m map[string]*rate.Limiter, key string, now time.Time) *rate.Limiter {
+func limiterFor(m map[string]*bucket, key string, now time.Time) *bucket {
 	if l := m[key]; l != nil {
 		return l
 	}
@@ -352,9 +379,9 @@ func limiterFor(m map[string]*rate.Limiter, key string, now time.Time) *rate.Lim
 	if len(m) >= maxLimitedHosts {
 		return nil
 	}
-	l := rate.NewLimiter(rate.Every(failedReviewEvery), failedReviewBurst)
-	m[key] = l
-	return l
+	b := &bucket{Limiter: rate.NewLimiter(rate.Every(failedReviewEvery), failedReviewBurst)}
+	m[key] = b
+	return b
 }
 
 // remoteHost is the address a request came from, without its port.
