@@ -126,3 +126,30 @@ func TestAdversarial25TheFirstBurstLimitNeverRefusesTheReplica(t *testing.T) {
 		t.Errorf("the replica, allowed before, 100 requests at once: %d reviewed, answers %v; want all reviewed and served", reached, codes)
 	}
 }
+
+// Checked, holds (a pin on the first-burst fix above): the per-user limiters are bounded
+// (maxLimitedHosts). Interleaving: 1. a namespace admin makes 4096 service accounts (free) and
+// keeps each refused often enough that none is idle, filling the table; 2. the manager fails
+// over, and the REST apiserver's first request reaches the new one (its user not allowed
+// there yet, and no room for its limiter). It is reviewed (then allowed and never limited),
+// not refused 503 for as long as the table stays full, as it would be if a user with no room
+// were refused.
+func TestAdversarial25AFullUserTableDoesNotLockOutTheReplica(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	d := newDenialLimiter(clk)
+	for i := range maxLimitedHosts {
+		u := fmt.Sprintf("system:serviceaccount:team:sa-%d", i)
+		ok, spent, _ := d.allow(u)
+		if !ok {
+			t.Fatalf("user %d's first review refused", i)
+		}
+		d.denied(u, spent)
+	}
+	if ok, _, _ := d.allow(theReplica); !ok {
+		t.Fatal("the replica's first request, while the user table is full of busy ones: not reviewed, want reviewed")
+	}
+	d.allowed(theReplica)
+	if ok, _, _ := d.allow(theReplica); !ok {
+		t.Fatal("the replica, allowed: not reviewed")
+	}
+}

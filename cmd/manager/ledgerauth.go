@@ -304,7 +304,7 @@ func newDenialLimiter(clk clock.PassiveClock) *denialLimiter {
 // not allowed lately spends one now, before the review (spent), so that concurrent requests do
 // not all pass on the same one left; giveBack returns it if the review could not be made. Not
 // allowed, refusedBefore says whether its last review refused it (else its reviews are all on
-// their way, or so many users are being reviewed that none more is).
+// their way).
 func (d *denialLimiter) allow(user string) (ok bool, spent *rate.Reservation, refusedBefore bool) {
 	now := d.clock.Now()
 	d.mu.Lock()
@@ -314,7 +314,10 @@ func (d *denialLimiter) allow(user string) (ok bool, spent *rate.Reservation, re
 	}
 	b := limiterFor(d.users, user, now)
 	if b == nil {
-		return false, nil, false
+		// So many users not allowed are being reviewed that none more is counted: one never
+		// refused is reviewed (it may be the REST apiserver, after a failover), as it was
+		// before the first-burst limit; a refusal then is not counted either.
+		return true, nil, false
 	}
 	r := b.ReserveN(now, 1)
 	if !r.OK() || r.DelayFrom(now) > 0 {
