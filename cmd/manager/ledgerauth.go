@@ -239,6 +239,7 @@ type reviewLimiter struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	hosts map[string]*bucket
+	swept time.Time                       // when hosts was last searched for idle limiters
 	good  map[[sha256.Size]byte]time.Time // tokens accepted, until when they pass
 }
 
@@ -256,7 +257,7 @@ func (f *reviewLimiter) allow(host, token string) bool {
 	if until, ok := f.good[sha256.Sum256([]byte(token))]; ok && now.Before(until) {
 		return true
 	}
-	l := limiterFor(f.hosts, host, now)
+	l := limiterFor(f.hosts, host, now, &f.swept)
 	if l == nil {
 		return false // so many addresses reviewing tokens at once: none more
 	}
@@ -293,6 +294,7 @@ type denialLimiter struct {
 	clock        clock.PassiveClock
 	mu           sync.Mutex
 	users        map[string]*bucket
+	swept        time.Time // when users was last searched for idle limiters
 	allowedUsers map[string]struct{}
 }
 
@@ -312,7 +314,7 @@ func (d *denialLimiter) allow(user string) (ok bool, spent *rate.Reservation, re
 	if _, ok := d.allowedUsers[user]; ok {
 		return true, nil, false
 	}
-	b := limiterFor(d.users, user, now)
+	b := limiterFor(d.users, user, now, &d.swept)
 	if b == nil {
 		// So many users not allowed are being reviewed that none more is counted: one never
 		// refused is reviewed (it may be the REST apiserver, after a failover), as it was
@@ -351,7 +353,7 @@ func (d *denialLimiter) denied(user string, spent *rate.Reservation) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.allowedUsers, user)
-	if b := limiterFor(d.users, user, now); b != nil {
+	if b := limiterFor(d.users, user, now, &d.swept); b != nil {
 		b.refused = true
 		if spent == nil {
 			b.AllowN(now, 1)
@@ -367,12 +369,16 @@ type bucket struct {
 
 // limiterFor is key's limiter in m (by caller address, or by user), made if m has none, after
 // dropping the idle ones (a full bucket: as good as new) when m holds maxLimitedHosts; nil if
-// it is still full then. Call it with m's lock held.
-func limiterFor(m map[string]*bucket, key string, now time.Time) *bucket {
+// it is still full then. The search for idle ones goes through all of m: it is made at most
+// once per failedReviewEvery (swept: when it was last made), else a flood of new addresses
+// while m is full of busy ones made each request a search of maxLimitedHosts under the lock
+// every request takes. Call it with m's lock held.
+func limiterFor(m map[string]*bucket, key string, now time.Time, swept *time.Time) *bucket {
 	if l := m[key]; l != nil {
 		return l
 	}
-	if len(m) >= maxLimitedHosts {
+	if len(m) >= maxLimitedHosts && !now.Before(swept.Add(failedReviewEvery)) {
+		*swept = now
 		for k, other := range m {
 			if other.TokensAt(now) >= failedReviewBurst {
 				delete(m, k)
