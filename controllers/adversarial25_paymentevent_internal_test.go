@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
+	"github.com/videogen-dev/videogen-operator/internal/scheme"
+)
+
+// adv25Crash is what the "process" dies with in TestAdv25CrashAfterDisputeRecordedStillWarns.
+type adv25Crash struct{}
+
+// Round 25 (open from round 24): a crash between the status write that records a dispute's
+// opening and the Warning that tells it loses the only Warning.
+//
+// Interleaving (one Stripe charge.dispute.created, DISPUTE_CREATED):
+//  1. The manager reconciles the new PaymentEvent; its Processed status write lands.
+//  2. The manager dies before the next statement, the Eventf of "Warning DisputeCreated" (OOM
+//     kill, node drain, a leader-election loss that exits the process, a panic elsewhere).
+//  3. The new leader reconciles the event: it is Processed, so nothing is told again.
+//
+// Every step is reachable: the window is one statement wide, but the manager runs for months
+// and is restarted on every upgrade and failover; the Warning is the only thing that tells an
+// operator a dispute was opened and its evidence deadline is running (sinks may filter it
+// out). What a user saw before: `kubectl get events` never shows the dispute; nobody answers
+// it and it is lost by default.
+//
+// FAILED before the fix ("0 DisputeCreated Warning events, want 1"). Fixed: the write that
+// records a DISPUTE_CREATED marks the Warning owed (Processed reason DisputeWarningOwed); the
+// Warning is emitted after it and the mark cleared (reason Recorded) by a second write, so a
+// crash in between emits it on the next reconcile (at worst twice, a crash between the Warning
+// and the clearing write; never neither).
+func TestAdv25CrashAfterDisputeRecordedStillWarns(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	pe := adv19Event(now, 0)
+	pe.Name, pe.Status = "stripe-adv25-crash", videogenv1alpha1.PaymentEventStatus{}
+	pe.Spec.MerchantEventID = "evt_adv25_crash"
+	pe.Spec.Dispute = &videogenv1alpha1.PaymentEventDetails{DisputeID: "dp_adv25", PaymentID: "pi_adv25", Reason: "fraudulent"}
+	pe.Labels = paymentevents.Labels(pe.Spec.Connector, pe.Spec.EventType)
+
+	crash := true
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pe).WithStatusSubresource(pe).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				if crash && err == nil {
+					crash = false
+					panic(adv25Crash{}) // the write landed; the process dies before it hears back
+				}
+				return err
+			},
+		}).Build()
+	newManager := func() (*PaymentEventReconciler, *events.FakeRecorder) {
+		recorder := events.NewFakeRecorder(100)
+		return &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
+			Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+			Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{}}}, recorder
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
+
+	first, firstEvents := newManager()
+	func() {
+		defer func() {
+			if p := recover(); p != (adv25Crash{}) {
+				panic(p)
+			}
+		}()
+		_, _ = first.Reconcile(context.Background(), req)
+		t.Fatal("the first manager did not die after its status write: the interleaving was not reached")
+	}()
+	stored := &videogenv1alpha1.PaymentEvent{}
+	if err := c.Get(context.Background(), req.NamespacedName, stored); err != nil || !processed(stored) {
+		t.Fatalf("after the crash: %v, processed %v; want the recording write landed", err, processed(stored))
+	}
+
+	second, secondEvents := newManager() // the new leader, nothing in memory
+	if _, err := second.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile by the new leader: %v", err)
+	}
+	if _, err := second.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile again: %v", err)
+	}
+	warnings := 0
+	for _, rec := range []*events.FakeRecorder{firstEvents, secondEvents} {
+		for len(rec.Events) > 0 {
+			if e := <-rec.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonDisputeCreated) {
+				warnings++
+			}
+		}
+	}
+	if warnings != 1 {
+		t.Fatalf("%d DisputeCreated Warning events, want 1", warnings)
+	}
+	if err := c.Get(context.Background(), req.NamespacedName, stored); err != nil {
+		t.Fatal(err)
+	}
+	if cond := meta.FindStatusCondition(stored.Status.Conditions, videogenv1alpha1.ConditionProcessed); cond == nil ||
+		cond.Reason != videogenv1alpha1.ReasonEventRecorded {
+		t.Fatalf("Processed condition %+v; want reason %s once the Warning is told", cond, videogenv1alpha1.ReasonEventRecorded)
+	}
+}
