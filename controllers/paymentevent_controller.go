@@ -116,6 +116,9 @@ func (r *PaymentEventReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !processed(pe) {
 		err = r.record(ctx, pe, cfg)
 	}
+	if err == nil && disputeWarningOwed(pe) {
+		err = r.warnDisputeOpened(ctx, pe)
+	}
 	var redeliverErr error
 	if err == nil && redeliverRequested(pe) {
 		// A redeliver request that cannot be recorded must not hold up the rows still pending:
@@ -231,9 +234,13 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 			}
 		}
 	}
+	reason := videogenv1alpha1.ReasonEventRecorded
+	if opensDispute(&pe.Spec) {
+		reason = videogenv1alpha1.ReasonDisputeWarningOwed
+	}
 	meta.SetStatusCondition(&pe.Status.Conditions, metav1.Condition{
 		Type: videogenv1alpha1.ConditionProcessed, Status: metav1.ConditionTrue, ObservedGeneration: pe.Generation,
-		Reason: videogenv1alpha1.ReasonEventRecorded,
+		Reason: reason,
 		Message: fmt.Sprintf("%s (%s) from %s recorded; forwarded to %d sink(s); no points are credited from payment events",
 			pe.Spec.EventType, pe.Spec.ConnectorEventType, pe.Spec.Connector, len(pe.Status.Sinks)),
 	})
@@ -269,20 +276,43 @@ func (r *PaymentEventReconciler) confirm(ctx context.Context, pe *videogenv1alph
 	}
 }
 
-// tellRecorded counts a recorded event and emits its events. A dispute opened is warned about
-// once: a DISPUTE_CREATED whose dispute another DISPUTE_CREATED of its connector already opened
-// (Adyen's NOTIFICATION_OF_CHARGEBACK then CHARGEBACK, Checkout's dispute_received then
-// dispute_evidence_required: distinct deliveries, each stored) gets its Normal event only.
-func (r *PaymentEventReconciler) tellRecorded(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) {
+// tellRecorded counts a recorded event and emits its Normal event. The Warning of a dispute
+// opened is not emitted here but by warnDisputeOpened, from what the status says is owed.
+func (r *PaymentEventReconciler) tellRecorded(_ context.Context, pe *videogenv1alpha1.PaymentEvent) {
 	paymentEventsProcessed.WithLabelValues(pe.Spec.Connector, pe.Spec.EventType).Inc()
 	r.Recorder.Eventf(pe, nil, corev1.EventTypeNormal, videogenv1alpha1.ReasonPaymentReceived, "Record",
 		"%s from %s: %s", pe.Spec.EventType, pe.Spec.Connector, describeAmount(&pe.Spec))
-	if d := pe.Spec.Dispute; d != nil && pe.Spec.EventType == string(connectors.DisputeCreated) &&
-		!r.disputeOpenedBefore(ctx, pe) {
+}
+
+// opensDispute says whether a recorded event owes the Warning DisputeCreated.
+func opensDispute(spec *videogenv1alpha1.PaymentEventSpec) bool {
+	return spec.Dispute != nil && spec.EventType == string(connectors.DisputeCreated)
+}
+
+// disputeWarningOwed says whether pe was recorded and its Warning DisputeCreated not yet told.
+func disputeWarningOwed(pe *videogenv1alpha1.PaymentEvent) bool {
+	c := meta.FindStatusCondition(pe.Status.Conditions, videogenv1alpha1.ConditionProcessed)
+	return processed(pe) && c.Reason == videogenv1alpha1.ReasonDisputeWarningOwed
+}
+
+// warnDisputeOpened emits the Warning a recorded dispute opening owes, then marks it told
+// (reason Recorded; the condition keeps its time, which recordedBefore orders openings by). The
+// write that recorded the event marked it owed, so a crash between that write and the Warning
+// leaves it owed for the next reconcile, never lost; a crash or failed write after the Warning
+// tells it again. A dispute is warned about once: a DISPUTE_CREATED whose dispute another
+// DISPUTE_CREATED of its connector already opened (Adyen's NOTIFICATION_OF_CHARGEBACK then
+// CHARGEBACK, Checkout's dispute_received then dispute_evidence_required: distinct deliveries,
+// each stored) gets its Normal event only.
+func (r *PaymentEventReconciler) warnDisputeOpened(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) error {
+	if d := pe.Spec.Dispute; d != nil && !r.disputeOpenedBefore(ctx, pe) {
 		r.Recorder.Eventf(pe, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonDisputeCreated, "Record",
 			"Dispute %s opened on %s for %s, reason %q", orUnknown(d.DisputeID), disputedPayment(d),
 			describeAmount(&pe.Spec), d.Reason)
 	}
+	c := *meta.FindStatusCondition(pe.Status.Conditions, videogenv1alpha1.ConditionProcessed)
+	c.Reason = videogenv1alpha1.ReasonEventRecorded
+	meta.SetStatusCondition(&pe.Status.Conditions, c)
+	return r.Status().Update(ctx, pe)
 }
 
 // disputeOpenedBefore says whether another DISPUTE_CREATED of pe's connector and dispute id, at

@@ -20,13 +20,17 @@ const (
 	// DeliveryFailed when a sink was given up; `kubectl get -o wide` shows the reason.
 	ConditionForwarded = "Forwarded"
 
-	ReasonEventRecorded   = "Recorded"
-	ReasonSinksDelivered  = "Delivered"
-	ReasonSinksPending    = "DeliveryPending"
-	ReasonSinkFailed      = "DeliveryFailed"
-	ReasonNoSinks         = "NoSinks"
-	ReasonDisputeCreated  = "DisputeCreated"
-	ReasonPaymentReceived = "PaymentEventReceived"
+	ReasonEventRecorded = "Recorded"
+	// ReasonDisputeWarningOwed: Processed, and the Warning DisputeCreated that tells a dispute
+	// opened is still to be emitted (the write that records it comes first, so a crash before the
+	// Warning leaves it owed, not lost); Recorded once it was.
+	ReasonDisputeWarningOwed = "DisputeWarningOwed"
+	ReasonSinksDelivered     = "Delivered"
+	ReasonSinksPending       = "DeliveryPending"
+	ReasonSinkFailed         = "DeliveryFailed"
+	ReasonNoSinks            = "NoSinks"
+	ReasonDisputeCreated     = "DisputeCreated"
+	ReasonPaymentReceived    = "PaymentEventReceived"
 	// ReasonRedeliver: a videogen.dev/redeliver request was carried out.
 	ReasonRedeliver = "Redeliver"
 )
