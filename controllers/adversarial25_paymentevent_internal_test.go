@@ -111,3 +111,73 @@ func TestAdv25CrashAfterDisputeRecordedStillWarns(t *testing.T) {
 		t.Fatalf("Processed condition %+v; want reason %s once the Warning is told", cond, videogenv1alpha1.ReasonEventRecorded)
 	}
 }
+
+// Round 25 (found in the fix above, before it was committed in this form): the Warning owed by a
+// recorded dispute opening is told once even when the reconcile after the one that told it reads
+// a cache that has not seen the clearing write yet.
+//
+// Interleaving: reconcile 1 records the opening (write 1, reason DisputeWarningOwed), emits the
+// Warning and clears the mark (write 2, reason Recorded). Write 1's watch event requeues the
+// event; reconcile 2 reads it from an informer cache that has write 1 but not yet write 2 (the
+// cache is fed by the same watch, in order, and lags under load): it still says owed. Reachable
+// on every dispute opening: the requeue from write 1's own watch event is certain, the lag is
+// the informer's ordinary one. With the mark read from the cache alone, reconcile 2 emitted the
+// Warning a second time (its clearing write then met a conflict): two pages for one dispute.
+// Now the mark is read again from the API server (APIReader) before the Warning is emitted.
+func TestAdv25OwedWarningToldOnceDespiteLaggingCache(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	pe := adv19Event(now, 0)
+	pe.Name, pe.Status = "stripe-adv25-lag", videogenv1alpha1.PaymentEventStatus{}
+	pe.Spec.MerchantEventID = "evt_adv25_lag"
+	pe.Spec.Dispute = &videogenv1alpha1.PaymentEventDetails{DisputeID: "dp_adv25_lag", PaymentID: "pi_adv25_lag"}
+	pe.Labels = paymentevents.Labels(pe.Spec.Connector, pe.Spec.EventType)
+
+	var afterFirstWrite *videogenv1alpha1.PaymentEvent
+	lagging := false
+	apiServer := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pe).WithStatusSubresource(pe).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				if err == nil && afterFirstWrite == nil {
+					afterFirstWrite = obj.(*videogenv1alpha1.PaymentEvent).DeepCopy()
+				}
+				return err
+			},
+		}).Build()
+	cache := interceptor.NewClient(apiServer.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if lagging && key.Name == pe.Name {
+				afterFirstWrite.DeepCopyInto(obj.(*videogenv1alpha1.PaymentEvent))
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	recorder := events.NewFakeRecorder(100)
+	r := &PaymentEventReconciler{Client: cache, APIReader: apiServer, Recorder: recorder,
+		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{}}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
+
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile 1: %v", err)
+	}
+	if afterFirstWrite == nil || !disputeWarningOwed(afterFirstWrite) {
+		t.Fatal("the recording write did not mark the Warning owed: the interleaving was not reached")
+	}
+	lagging = true
+	_, _ = r.Reconcile(context.Background(), req) // a conflict, if any, is requeued
+	lagging = false
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile 3: %v", err)
+	}
+	warnings := 0
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonDisputeCreated) {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Fatalf("%d DisputeCreated Warning events, want 1", warnings)
+	}
+}

@@ -303,7 +303,19 @@ func disputeWarningOwed(pe *videogenv1alpha1.PaymentEvent) bool {
 // DISPUTE_CREATED of its connector already opened (Adyen's NOTIFICATION_OF_CHARGEBACK then
 // CHARGEBACK, Checkout's dispute_received then dispute_evidence_required: distinct deliveries,
 // each stored) gets its Normal event only.
+//
+// The mark is read again from the API server first: the reconcile after the one that told the
+// Warning is brought by the recording write's own watch event, and may read a cache that has
+// that write but not yet the clearing one; told from the cache, the Warning would come twice.
 func (r *PaymentEventReconciler) warnDisputeOpened(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) error {
+	fresh := &videogenv1alpha1.PaymentEvent{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pe), fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !disputeWarningOwed(fresh) {
+		return nil // told already; the cache has not caught up (pe's writes will meet a conflict)
+	}
+	fresh.DeepCopyInto(pe)
 	if d := pe.Spec.Dispute; d != nil && !r.disputeOpenedBefore(ctx, pe) {
 		r.Recorder.Eventf(pe, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonDisputeCreated, "Record",
 			"Dispute %s opened on %s for %s, reason %q", orUnknown(d.DisputeID), disputedPayment(d),
