@@ -181,3 +181,55 @@ func TestAdv25OwedWarningToldOnceDespiteLaggingCache(t *testing.T) {
 		t.Fatalf("%d DisputeCreated Warning events, want 1", warnings)
 	}
 }
+
+// Round 25 (new, with the Square mapping of an inquiry escalated to a chargeback): the chargeback
+// of a Square inquiry warns, though the inquiry's DISPUTE_CREATED warned before under the same
+// dispute id.
+//
+// Interleaving: Square sends dispute.created (state INQUIRY_EVIDENCE_REQUIRED: an inquiry, no
+// funds moved), recorded and warned about; days later the inquiry escalates on the same Dispute
+// object, dispute.state.updated EVIDENCE_REQUIRED, now DISPUTE_CREATED too (see
+// square/adversarial25_test.go). Before the fix the controller counted only Adyen's
+// REQUEST_FOR_INFORMATION as an inquiry, so the chargeback (the money taken back, a new
+// deadline) found an opening of its dispute recorded before and got its Normal event only: the
+// on-call, paged once for an inquiry, never heard that it had become a chargeback. Square's
+// inquiry states (INQUIRY_*) now count as inquiries, as Adyen's RFI does.
+func TestAdv25SquareChargebackAfterInquiryWarnsAgain(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	opening := func(name, eventType, state string, recorded time.Time) *videogenv1alpha1.PaymentEvent {
+		pe := adv19Event(recorded, 0)
+		pe.Name, pe.Status = name, videogenv1alpha1.PaymentEventStatus{}
+		pe.Spec.Connector, pe.Spec.ConnectorEventType, pe.Spec.MerchantEventID = "square", eventType, name
+		pe.Spec.Dispute = &videogenv1alpha1.PaymentEventDetails{DisputeID: "XDgyFu7yo1E2S5lQGGpYn",
+			PaymentID: "fbmsaEOpoARDKxiSGH1fqPuqoqFZY", Status: state, Reason: "AMOUNT_DIFFERS"}
+		pe.Labels = paymentevents.Labels(pe.Spec.Connector, pe.Spec.EventType)
+		return pe
+	}
+	inquiry := opening("square-adv25-a-inquiry", "dispute.created", "INQUIRY_EVIDENCE_REQUIRED", now)
+	chargeback := opening("square-adv25-b-chargeback", "dispute.state.updated", "EVIDENCE_REQUIRED", now)
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inquiry, chargeback).WithStatusSubresource(inquiry, chargeback).Build()
+	// Recorded in order (days apart in production; here within one second, so the names, a then
+	// b, order them as recordedBefore does).
+	clk := clocktesting.NewFakePassiveClock(now)
+	recorder := events.NewFakeRecorder(100)
+	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder, Clock: clk, Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{}}}
+	warnings := func(pe *videogenv1alpha1.PaymentEvent) int {
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}); err != nil {
+			t.Fatalf("reconcile %s: %v", pe.Name, err)
+		}
+		n := 0
+		for len(recorder.Events) > 0 {
+			if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonDisputeCreated) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := warnings(inquiry); n != 1 {
+		t.Fatalf("the inquiry gave %d DisputeCreated Warning events, want 1", n)
+	}
+	if n := warnings(chargeback); n != 1 {
+		t.Fatalf("the chargeback that followed the inquiry gave %d DisputeCreated Warning events, want 1", n)
+	}
+}
