@@ -375,9 +375,17 @@ func recordedBefore(other, pe *videogenv1alpha1.PaymentEvent) bool {
 }
 
 // inquiry says whether a DISPUTE_CREATED opens an inquiry, which moves no funds and may be
-// followed by a chargeback under the same dispute id: Adyen's REQUEST_FOR_INFORMATION.
+// followed by a chargeback under the same dispute id: Adyen's REQUEST_FOR_INFORMATION, Square's
+// dispute in an INQUIRY_ state (its chargeback comes on the same Dispute object, state
+// EVIDENCE_REQUIRED).
 func inquiry(spec *videogenv1alpha1.PaymentEventSpec) bool {
-	return spec.Connector == "adyen" && spec.ConnectorEventType == "REQUEST_FOR_INFORMATION"
+	switch spec.Connector {
+	case "adyen":
+		return spec.ConnectorEventType == "REQUEST_FOR_INFORMATION"
+	case "square":
+		return spec.Dispute != nil && strings.HasPrefix(spec.Dispute.Status, "INQUIRY_")
+	}
+	return false
 }
 
 func describeAmount(spec *videogenv1alpha1.PaymentEventSpec) string {

@@ -165,12 +165,18 @@ func refundType(status string) connectors.EventType {
 // disputeType: creation is DisputeCreated whatever the state; a state
 // update maps the states that mean something we model (DisputeState,
 // https://developer.squareup.com/reference/square/enums/DisputeState).
-// A move back to EVIDENCE_REQUIRED stays unsupported rather than guessed.
+// EVIDENCE_REQUIRED is "the initial state of a dispute with evidence required":
+// reached by an update, it is an inquiry escalated to a chargeback on the same
+// Dispute object (Square sends dispute.state.updated, not a new dispute.created),
+// the chargeback opened. A move back to INQUIRY_EVIDENCE_REQUIRED stays
+// unsupported rather than guessed.
 func disputeType(eventType, state string) connectors.EventType {
 	if eventType == "dispute.created" {
 		return connectors.DisputeCreated
 	}
 	switch state {
+	case "EVIDENCE_REQUIRED":
+		return connectors.DisputeCreated
 	case "WON":
 		return connectors.DisputeWon
 	case "LOST":

@@ -58,7 +58,8 @@ func TestParseMapping(t *testing.T) {
 		{"dispute.state.updated ACCEPTED", disputeEvent("dispute.state.updated", "ACCEPTED"), connectors.DisputeAccepted},
 		{"dispute.state.updated PROCESSING", disputeEvent("dispute.state.updated", "PROCESSING"), connectors.DisputeChallenged},
 		{"dispute.state.updated INQUIRY_CLOSED", disputeEvent("dispute.state.updated", "INQUIRY_CLOSED"), connectors.DisputeClosed},
-		{"dispute.state.updated EVIDENCE_REQUIRED", disputeEvent("dispute.state.updated", "EVIDENCE_REQUIRED"), connectors.EventTypeUnsupported},
+		{"dispute.state.updated EVIDENCE_REQUIRED", disputeEvent("dispute.state.updated", "EVIDENCE_REQUIRED"), connectors.DisputeCreated},
+		{"dispute.state.updated INQUIRY_EVIDENCE_REQUIRED", disputeEvent("dispute.state.updated", "INQUIRY_EVIDENCE_REQUIRED"), connectors.EventTypeUnsupported},
 		{"payment.updated unknown status", paymentEvent("payment.updated", "SOMETHING_NEW"), connectors.EventTypeUnsupported},
 		{"order.created", `{"type":"order.created","event_id":"x","data":{"object":{}}}`, connectors.EventTypeUnsupported},
 	}
