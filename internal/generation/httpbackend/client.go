@@ -108,6 +108,14 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 	if st.ID == "" {
 		return "", fmt.Errorf("backend accepted the %s stage without a stage id", w.Stage)
 	}
+	if len(st.ID) > protocol.MaxIDBytes {
+		// Every look would name it (a proxy's 414, a Go server's 431) and the task's status
+		// would store it: the answer breaks the protocol. The stage the backend started is
+		// stopped by its key, since no handle of it will reach the status.
+		_ = c.cancelByKey(ctx, w.Key)
+		return "", generation.Refused(fmt.Errorf("backend answered POST %s with a stage id of %d bytes (at most %d)", protocol.StagesPath, len(st.ID), protocol.MaxIDBytes),
+			fmt.Sprintf("the backend's answer does not follow the protocol: the stage id it gave is %d bytes long (at most %d)", len(st.ID), protocol.MaxIDBytes))
+	}
 	return st.ID, nil
 }
 

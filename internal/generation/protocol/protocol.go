@@ -23,6 +23,11 @@ type CancelRequest struct {
 // (<namespace>/<task>/<uid>/<stage>) are under 400 bytes.
 const MaxKeyBytes = 1024
 
+// MaxIDBytes bounds a stage id a backend gives (the id in its answer to POST /v1/stages): the
+// operator stores it in the task's status and names it in every GET /v1/stages/{id}. An answer
+// with a longer id breaks the protocol: the operator stops the stage by its key and fails it.
+const MaxIDBytes = 1024
+
 // StageRequest is the body of POST /v1/stages.
 type StageRequest struct {
 	// Key makes the submission idempotent: the same key always names the same stage.

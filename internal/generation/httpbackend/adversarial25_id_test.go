@@ -1,0 +1,84 @@
+package httpbackend
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+)
+
+// Found by the twenty-fifth adversarial review (suspected by round 24c). Input: a backend
+// answers POST /v1/stages with 201 and a stage id of 4,000 bytes (a third-party server that
+// packs the whole request into its id, or a misbehaving one; the answer may hold up to 1 MiB).
+// Submit took any id: the controller recorded it as the stage's handle, the stage ran at the
+// backend, and only the first GET /v1/stages/{id} found that the id is unusable: a proxy's 414
+// (permanent since round 24c), or, from a Go server whose request line goes past its header
+// limit, a 431, which is an outage polled until the task's timeout. Every poll of the stage
+// carried the whole id, and the task's status stored it. The fix: Submit refuses an id over
+// protocol.MaxIDBytes at once as a broken answer (a refusal that says the backend broke the
+// protocol), after stopping by key the stage the backend started (it is running, and no handle
+// of it will ever reach the status). Failed before the fix with Submit returning the 4,000-byte
+// id and no cancel sent.
+func TestAStageIDTooLongIsRefusedAtSubmit(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	long := "stg_" + strings.Repeat("x", 3996)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+string(body))
+		mu.Unlock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == protocol.StagesPath:
+			writeJSON(w, http.StatusCreated, protocol.StageStatus{ID: long, State: protocol.StateRunning})
+		case r.Method == http.MethodPost && r.URL.Path == protocol.CancelByKeyPath:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	w := work()
+	id, err := newClient(t, srv.URL, nil).Submit(context.Background(), w)
+	if err == nil {
+		t.Fatalf("Submit took an id of %d bytes", len(id))
+	}
+	if !generation.IsPermanent(err) || generation.IsLost(err) {
+		t.Errorf("Submit error %v: permanent %v, lost %v; want permanent, not lost", err, generation.IsPermanent(err), generation.IsLost(err))
+	}
+	if refusal := generation.RefusalOf(err); !strings.Contains(refusal, "protocol") || len(refusal) > 300 {
+		t.Errorf("the caller is told %q", refusal)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	cancelled := false
+	for _, s := range seen {
+		if strings.HasPrefix(s, "POST "+protocol.CancelByKeyPath+" ") && strings.Contains(s, w.Key) {
+			cancelled = true
+		}
+	}
+	if !cancelled {
+		t.Errorf("the stage the backend started was not stopped by its key: requests %d, first %.80q", len(seen), seen[0])
+	}
+}
+
+// Checked, holds: an id of protocol.MaxIDBytes is taken as it is.
+func TestAStageIDAtTheBoundIsTaken(t *testing.T) {
+	id := "stg_" + strings.Repeat("y", protocol.MaxIDBytes-4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusCreated, protocol.StageStatus{ID: id, State: protocol.StateRunning})
+	}))
+	defer srv.Close()
+	got, err := newClient(t, srv.URL, nil).Submit(context.Background(), work())
+	if err != nil || got != id {
+		t.Fatalf("Submit = %d bytes, %v", len(got), err)
+	}
+}
