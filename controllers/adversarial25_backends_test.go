@@ -1,0 +1,200 @@
+package controllers_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/jobtest"
+)
+
+// Adversarial round 25: what round 24 left open of the stages' reroutes.
+var _ = Describe("Adversarial round 25: backends and reroutes", func() {
+	// Found by the twenty-fifth adversarial review (suspected by round 24). Interleaving: 1.
+	// video.short is routed to gpu-a; a task's render runs there under its plain key K. 2. gpu-a
+	// is taken out of the backends config altogether (video.short moved to gpu-b) and the
+	// manager restarted: the render is rerouted without a cancel (no backend is configured to
+	// send it to; gpu-a the server runs on), so it keeps K and runs at gpu-b under K. 3. The
+	// change is rolled back (gpu-a back for video.short, gpu-b kept for video.eraser) and the
+	// manager restarted: the render is rerouted again, cancelled at gpu-b (reroutes 1) and
+	// submitted at gpu-a under K-r1. gpu-a now runs the render twice: K (from step 1, never
+	// stopped) and K-r1. Each step is a ConfigMap edit and a restart, as rounds 23-24 have it.
+	// What the user sees: nothing wrong (checked: the task succeeds with gpu-a's K-r1 video and
+	// is charged once, 20 points); the service pays a second render at gpu-a, K, which runs
+	// unpaid to its deadline (the task's timeout plus a minute), holding a GPU from paying
+	// tasks. The fix: a stage submitted to a backend under a rerouted key first stops there, by
+	// key, the keys it ran under before (K … K-r<N-1>), any of which that backend may still run
+	// from a time it was configured and the stage could not be stopped at it.
+	It("stops the plain key's render left at a backend removed and re-added", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		a.setRender(generation.Running)
+		b.setRender(generation.Running)
+		first := directReconciler(k8sClient, l, a)
+		first.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: a}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, first, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-a"))
+		}).Should(Succeed())
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+
+		removed := directReconciler(k8sClient, l, b) // gpu-a configured nowhere
+		removed.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-b", Backend: b}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, removed, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-b"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Reroutes).To(BeZero())
+		Expect(a.canceledKey(renderKey)).To(BeFalse(), "nothing could reach gpu-a")
+
+		back := directReconciler(k8sClient, l, a)
+		back.Backends = generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-a", Backend: a},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-b", Backend: b},
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, back, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-a"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(a.submitsOf(generation.ReroutedKey(renderKey, 1))).To(Equal(1))
+		Expect(a.canceledKey(renderKey)).To(BeTrue(), "gpu-a runs the render twice: K, unpaid, beside K-r1")
+
+		a.setRender(generation.Succeeded)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, back, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/gpu-a/" + task.Name + ".mp4"))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+
+	// Found by the twenty-fifth adversarial review (suspected by round 24c). Interleaving: 1.
+	// the backend "gpu" is a Job backend serving video.short; a task's analyze runs in a Job
+	// (handle namespace/name, server "job"). 2. The platform team replaces "gpu" by an http
+	// backend under the same name (a ConfigMap edit kept small) and restarts the manager. 3. The
+	// new manager reroutes the analyze to the http server (round 24c): no Job backend is
+	// configured to stop the Job, so nothing does. What the user sees: nothing wrong (the task
+	// succeeds at the http server, charged once); the Job holds its GPU node, unpaid, to its
+	// activeDeadlineSeconds (the task's timeout plus a minute). The manager may delete Jobs by
+	// label in any namespace (deletecollection, as the Job backend's moved handles use): the
+	// fix deletes the stage's own Jobs (its task UID and stage labels, never by the name the
+	// handle gives) in the namespace the handle names, when a stage recorded at server "job" is
+	// rerouted and no Job backend under its name can stop it.
+	It("deletes the Job of a stage rerouted from a Job backend to an http one under the same name", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
+		Expect(err).NotTo(HaveOccurred())
+		jobs, err := jobbackend.New(k8sClient, cfg)
+		Expect(err).NotTo(HaveOccurred())
+		worker := newNumberingWorker(nil)
+		DeferCleanup(worker.Close)
+		hb, err := httpbackend.New(httpbackend.Config{BaseURL: worker.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+
+		before := directReconciler(k8sClient, l, jobs)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: jobs}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		stageJobs := func() []batchv1.Job {
+			var list batchv1.JobList
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{jobbackend.LabelTaskUID: string(task.UID)})).To(Succeed())
+			return list.Items
+		}
+		Expect(stageJobs()).To(HaveLen(1))
+
+		after := directReconciler(k8sClient, l, hb)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: hb}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+		Expect(stageJobs()).To(BeEmpty(), "the analyze's Job runs on, unpaid, to its deadline")
+	})
+
+	// Found by the twenty-fifth adversarial review (suspected by round 24): a stage recorded
+	// before stages[].server existed has none, which sameServer takes for "whatever is
+	// configured under the name now". Interleaving: 1. an older manager (before stages[].server)
+	// runs task X's render at "worker" (http url A) as stg-2; its status has no server. 2. The
+	// manager is upgraded, and "worker" is pointed at another server B (url B) in the same
+	// rollout, or in any later one before X's stage is looked at again (the common case,
+	// a later rollout, is what this spec checks). B numbers its stages too, echoes no key
+	// (optional in the protocol) and runs another account's task Y as stg-1/stg-2. What the
+	// user sees: X's render, taken for B's, is observed at B under stg-2 and X gets Y's
+	// video, charged (round 24's finding, back for every stage started before the upgrade).
+	// The fix: a stage without a server records the server it is looked at (and answered by)
+	// under its name, at its first look by a manager that records servers; a url changed in a
+	// later rollout is then seen, and the stage rerouted. What stays (not fixable from the
+	// status: nothing says which server issued the id): a url changed in the very rollout that
+	// upgrades the manager, at a server that echoes no key.
+	It("records the server of a stage recorded without one, so that a later url change is seen", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
+		DeferCleanup(workerA.Close)
+		workerB := newNumberingWorker(nil)
+		DeferCleanup(workerB.Close)
+		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		for _, stage := range videogenv1alpha1.Stages {
+			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
+				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
+			_, err := clientB.Submit(ctx, y)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		before := directReconciler(k8sClient, l, clientA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
+		}).Should(Succeed())
+		// Step 1: the status as an older manager wrote it, without servers.
+		Eventually(func(g Gomega) {
+			old := taskOf(ns, task.Name)
+			for i := range old.Status.Stages {
+				old.Status.Stages[i].Server = ""
+			}
+			g.Expect(k8sClient.Status().Update(ctx, old)).To(Succeed())
+		}).Should(Succeed())
+		// Step 2: the upgraded manager looks at the render once, at url A.
+		reconcileOnce(Default, before, task)
+		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+
+		after := directReconciler(k8sClient, l, clientB) // a later rollout: url B
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientB}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Result).NotTo(BeNil(), "%+v", done.Status)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/"+task.Name+".mp4"), "the task was given another task's video")
+	})
+})
