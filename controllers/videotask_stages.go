@@ -20,6 +20,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 	"github.com/videogen-dev/videogen-operator/internal/outbound"
 )
@@ -119,7 +120,7 @@ stages:
 			if old, ok := r.finishedAt(calls, task, w, st, now, deadline, gone); ok {
 				where, whereName = old, st.Backend
 			} else {
-				r.rerouteStage(ctx, task, w, st, name)
+				r.rerouteStage(ctx, task, w, st, name, backend)
 				w = r.work(task, tmpl, stageName) // under the key its reroutes give it now
 			}
 		}
@@ -196,6 +197,12 @@ stages:
 			return r.backendError(ctx, task, before, view, where, w, st, err, deadline, gone)
 		}
 		obs.Message = backendText(obs.Message)
+		if st.Server == "" && st.Backend == name && whereName == name {
+			// Recorded before stages recorded their server: the one that answered for its handle,
+			// configured under its name, is taken for the one that issued it (sameServer), and
+			// recorded as such, so that a url changed in a later rollout is seen (rerouted).
+			st.Server = generation.ServerOf(where)
+		}
 		if backendUnavailable(task) {
 			// It answers again: the outage is over (and a next one is reported anew).
 			r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionTrue, videogenv1alpha1.ReasonBackendAccepted,
@@ -289,16 +296,43 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // that stopped it would answer its old key with the stopped stage, should the routes come back
 // to it. A stage not stopped keeps its key: Submit is idempotent by the work key, so a backend
 // that was only renamed (or whose URL only changed) finds the stage it runs. The stage was not
-// lost: it does not count against maxResubmissions.
+// lost: it does not count against maxResubmissions. b, name's backend, may itself run the stage
+// under a key it had before (its plain key, say): b was configured for the capability once and
+// taken out of the config (then nothing could stop the stage there), and is back. Submitted to
+// b under a key b has never seen, the stage would run there twice: those keys are stopped at b.
 func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
-	st *videogenv1alpha1.StageStatus, name string) {
+	st *videogenv1alpha1.StageStatus, name string, b generation.Backend) {
 	if old, ok := r.backendOf(*st); ok {
 		r.cancelWork(ctx, old, w, st.Handle)
 		st.Reroutes++ // whether the cancel was answered or not: it may have landed
+	} else {
+		r.deleteOrphanedJob(ctx, w, *st)
+	}
+	base := generation.WorkKey(task.Namespace, task.Name, string(task.UID), st.Name)
+	for n := int32(0); n < st.Reroutes; n++ {
+		earlier := w
+		earlier.Key = generation.ReroutedKey(base, n)
+		r.cancelWork(ctx, b, earlier, "")
 	}
 	logf.FromContext(ctx).Info("the stage's backend no longer serves its capability; submitting it to the new one",
 		"stage", st.Name, "from", st.Backend, "handle", st.Handle, "to", name)
 	st.Handle, st.Message = "", fmt.Sprintf("%s no longer serves %s; submitting the stage to %s", st.Backend, task.Spec.Capability, name)
+}
+
+// deleteOrphanedJob stops st's Job, when st ran at a Job backend (server "job") that is no longer
+// configured under its name to stop it (replaced by an http backend under the name, or taken out
+// of the config): deleted by its labels (jobbackend.DeleteOrphaned), for at most CancelTimeout.
+// Nothing else would: it would hold its node, unpaid, to its activeDeadlineSeconds. A failure
+// (an older install's role without deletecollection, say) is logged, and the Job left so.
+func (r *VideoTaskReconciler) deleteOrphanedJob(ctx context.Context, w generation.Work, st videogenv1alpha1.StageStatus) {
+	if st.Server != jobbackend.ServerKind || st.Handle == "" || r.Client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cancelTimeout())
+	defer cancel()
+	if err := jobbackend.DeleteOrphaned(ctx, r.Client, w, st.Handle); err != nil {
+		logf.FromContext(ctx).Error(err, "deleting the Job of a stage whose Job backend is no longer configured", "stage", w.Stage, "handle", st.Handle)
+	}
 }
 
 // finishedAt is the backend st ran at before the routes changed (its status names it), when

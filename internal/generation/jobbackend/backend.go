@@ -202,7 +202,28 @@ func jsonLen(v any) int {
 // failure (an older install's role without deletecollection, say) leaves the Job to its
 // deadline, as before.
 func (b *Backend) deleteMoved(ctx context.Context, w generation.Work, moved types.NamespacedName) {
-	_ = b.client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(moved.Namespace), client.MatchingLabels{
+	_ = deleteStageJobs(ctx, b.client, w, moved.Namespace)
+}
+
+// DeleteOrphaned stops w's Job that h, a handle a Job backend gave, names, for a caller that has
+// no Job backend to do it: the one that made it is no longer configured under the stage's name
+// (taken out of the config, or replaced by an http backend under it). As for a moved handle
+// (deleteMoved), only the Jobs in the namespace h names that carry w's own labels are deleted,
+// never the Job h names; c needs deletecollection on Jobs there.
+func DeleteOrphaned(ctx context.Context, c client.Client, w generation.Work, h string) error {
+	key, err := parseHandle(h)
+	if err != nil {
+		return err
+	}
+	return deleteStageJobs(ctx, c, w, key.Namespace)
+}
+
+// deleteStageJobs deletes, in namespace, the Jobs this backend made for w's task and stage.
+func deleteStageJobs(ctx context.Context, c client.Client, w generation.Work, namespace string) error {
+	if w.TaskUID == "" || w.Stage == "" {
+		return fmt.Errorf("work for task %s/%s lacks its UID or stage", w.Namespace, w.Task)
+	}
+	return c.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(namespace), client.MatchingLabels{
 		LabelManagedBy: managedBy, LabelComponent: component, LabelTaskUID: w.TaskUID, LabelStage: string(w.Stage),
 	}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
