@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -13,6 +14,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
 	"github.com/videogen-dev/videogen-operator/internal/jobtest"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
 // Adversarial round 25: what round 24 left open of the stages' reroutes.
@@ -196,5 +198,90 @@ var _ = Describe("Adversarial round 25: backends and reroutes", func() {
 		done := taskOf(ns, task.Name)
 		Expect(done.Status.Result).NotTo(BeNil(), "%+v", done.Status)
 		Expect(done.Status.Result.URL).To(Equal("https://media.example/"+task.Name+".mp4"), "the task was given another task's video")
+	})
+})
+
+// Round 25, the Job backend's stages once no Job backend is configured under their name.
+var _ = Describe("Adversarial round 25: a Job stage whose Job backend is gone", func() {
+	var (
+		ns   string
+		l    *ledger.Ledger
+		jobs *jobbackend.Backend
+	)
+	BeforeEach(func() {
+		ns = accountWithoutController(100)
+		var stop func()
+		l, stop = startLedger()
+		DeferCleanup(stop)
+		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
+		Expect(err).NotTo(HaveOccurred())
+		jobs, err = jobbackend.New(k8sClient, cfg)
+		Expect(err).NotTo(HaveOccurred())
+	})
+	stageJobs := func(task *videogenv1alpha1.VideoTask) []batchv1.Job {
+		var list batchv1.JobList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{jobbackend.LabelTaskUID: string(task.UID)})).To(Succeed())
+		return list.Items
+	}
+	startAt := func(name string) *videogenv1alpha1.VideoTask {
+		before := directReconciler(k8sClient, l, jobs)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: name, Backend: jobs}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(stageOf(now, videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
+			g.Expect(now.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		}).Should(Succeed())
+		Expect(stageJobs(task)).To(HaveLen(1))
+		return task
+	}
+
+	// Found by the twenty-fifth adversarial review (with the finding above). Interleaving: as
+	// above, "gpu" turns from a Job backend into an http one under its name and the manager
+	// restarts; the task's owner deletes it before the new manager reconciled it (a restart
+	// takes seconds to minutes; a delete meanwhile is any user's). finalize (cancelUnended)
+	// asks the http server to stop the stage by its key, and nothing stops the Job: it holds
+	// its GPU node, unpaid, to its activeDeadlineSeconds for a task that is gone. The fix:
+	// finalize deletes it by its labels as a reroute does. Failed before the fix with "the
+	// deleted task's Job runs on".
+	It("deletes the Job of a task deleted after its Job backend became an http one", func() {
+		task := startAt("gpu")
+		worker := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageAnalyze: "running"})
+		DeferCleanup(worker.Close)
+		hb, err := httpbackend.New(httpbackend.Config{BaseURL: worker.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
+
+		after := directReconciler(k8sClient, l, hb)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: hb}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "still there: %v", err)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(stageJobs(task)).To(BeEmpty(), "the deleted task's Job runs on")
+	})
+
+	// Checked, holds (a guard on the fix above): a Job backend renamed, "gpu" to "gpu-jobs"
+	// (same Jobs namespace), reroutes its stages without a cancel (no backend is configured
+	// under the old name) and submits them under the same key: the Job backend meets the Job
+	// it made (same name) and follows it. Deleting orphaned Jobs must not take it for one: the
+	// analyze would start over or, with the delete still under way when the Submit meets the
+	// Job, be "deleted before the stage finished" and fail the task.
+	It("keeps the Job of a Job backend only renamed", func() {
+		task := startAt("gpu")
+		uid := stageJobs(task)[0].UID
+		after := directReconciler(k8sClient, l, jobs)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-jobs", Backend: jobs}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Backend).To(Equal("gpu-jobs"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		now := stageJobs(task)
+		Expect(now).To(HaveLen(1))
+		Expect(now[0].UID).To(Equal(uid), "the Job was deleted and made again")
+		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
 	})
 })
