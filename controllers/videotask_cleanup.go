@@ -145,6 +145,10 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 				continue
 			}
 			at, handle = r.stageAt(st, backend, b) // a handle only at the backend that issued it
+			if at == b && handle == "" {
+				// Its own backend is not configured: a Job backend's Job is deleted by its labels.
+				r.deleteOrphanedJob(ctx, r.work(task, catalog.Template{}, name), st, b)
+			}
 			if at != b && handle != "" {
 				// Recorded at another backend, still configured: a reroute to b may have been
 				// under way, its cancel there and its Submit at b landed, its status write lost
@@ -168,7 +172,7 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 // configured under the name (and server) the stage records, to stop it, each for at most
 // CancelTimeout, and returns the last error. Without it the task's work would run on there,
 // unpaid, to its deadline once the task goes. A stage whose backend is no longer configured
-// runs to its deadline: nothing here can reach it.
+// runs to its deadline: nothing here can reach it, but a Job backend's Job (deleteOrphanedJob).
 func (r *VideoTaskReconciler) cancelRecorded(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
 	var failed error
 	for _, st := range task.Status.Stages {
@@ -179,6 +183,8 @@ func (r *VideoTaskReconciler) cancelRecorded(ctx context.Context, task *videogen
 			if err := r.cancelWork(ctx, at, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
 				failed = err
 			}
+		} else {
+			r.deleteOrphanedJob(ctx, r.work(task, catalog.Template{}, st.Name), st, nil)
 		}
 	}
 	return failed

@@ -306,7 +306,7 @@ func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1
 		r.cancelWork(ctx, old, w, st.Handle)
 		st.Reroutes++ // whether the cancel was answered or not: it may have landed
 	} else {
-		r.deleteOrphanedJob(ctx, w, *st)
+		r.deleteOrphanedJob(ctx, w, *st, b)
 	}
 	base := generation.WorkKey(task.Namespace, task.Name, string(task.UID), st.Name)
 	for n := int32(0); n < st.Reroutes; n++ {
@@ -323,9 +323,11 @@ func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1
 // configured under its name to stop it (replaced by an http backend under the name, or taken out
 // of the config): deleted by its labels (jobbackend.DeleteOrphaned), for at most CancelTimeout.
 // Nothing else would: it would hold its node, unpaid, to its activeDeadlineSeconds. A failure
-// (an older install's role without deletecollection, say) is logged, and the Job left so.
-func (r *VideoTaskReconciler) deleteOrphanedJob(ctx context.Context, w generation.Work, st videogenv1alpha1.StageStatus) {
-	if st.Server != jobbackend.ServerKind || st.Handle == "" || r.Client == nil {
+// (an older install's role without deletecollection, say) is logged, and the Job left so. b,
+// the backend the stage goes to now (nil: none), when a Job backend (one renamed, say), meets
+// the Job itself: under the same key it follows it (same name), and stops it when asked by key.
+func (r *VideoTaskReconciler) deleteOrphanedJob(ctx context.Context, w generation.Work, st videogenv1alpha1.StageStatus, b generation.Backend) {
+	if st.Server != jobbackend.ServerKind || st.Handle == "" || r.Client == nil || (b != nil && generation.ServerOf(b) == jobbackend.ServerKind) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cancelTimeout())
