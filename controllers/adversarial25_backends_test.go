@@ -285,3 +285,65 @@ var _ = Describe("Adversarial round 25: a Job stage whose Job backend is gone", 
 		Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
 	})
 })
+
+// Found by the twenty-fifth adversarial review (with the server fix above, bdeb3b6). A stage
+// recorded without a server now records it at its next look; a succeeded analyze is never
+// looked at again, so one that succeeded before the upgrade keeps no server for good, which
+// analyzedElsewhere takes for "whatever is configured under the name now". Interleaving: 1.
+// an older manager runs task X at "worker" (url A, the reference worker): its analyze
+// succeeded there (outputs in A's format), its render runs there; no server in the status. 2.
+// The manager is upgraded; its first look at the render records url A. 3. A later rollout
+// points "worker" at server B, another implementation (a third-party model server replacing
+// the reference worker under the same name, as round 24 has it) whose render needs its own
+// analyze's previous.face_track. 4. The render is rerouted to B (its server differs), and
+// handed A's analyze outputs, since the analyze is taken for B's. What the user sees: B
+// refuses (422) and the task fails "the render stage was refused: previous.face_track is
+// required…", refunded, blaming an input the caller never sent (a server that does not
+// check renders from outputs it cannot read: a wrong video, charged). The fix: a stage whose
+// server is recorded so records it on the other stages of its task recorded under the same
+// name without one (the analyze whose outputs it was handed ran at the same server, as
+// sameServer assumed when it handed them). Failed before the fix with the task failed "the
+// render stage was refused".
+var _ = Describe("Adversarial round 25: an analyze recorded without a server", func() {
+	It("is analyzed again at the render's new server after a url change", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
+		DeferCleanup(workerA.Close)
+		workerB := newRefusingWorker()
+		DeferCleanup(workerB.Close)
+		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+
+		before := directReconciler(k8sClient, l, clientA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) { // step 1: as an older manager wrote it
+			old := taskOf(ns, task.Name)
+			for i := range old.Status.Stages {
+				old.Status.Stages[i].Server = ""
+			}
+			g.Expect(k8sClient.Status().Update(ctx, old)).To(Succeed())
+		}).Should(Succeed())
+		reconcileOnce(Default, before, task) // step 2
+		Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Server).To(Equal(clientA.Server()))
+
+		after := directReconciler(k8sClient, l, clientB) // step 3
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientB}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+})
