@@ -156,6 +156,7 @@ stages:
 			at := metav1.NewTime(now)
 			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, runningMessage(st, "")
 			st.Server = generation.ServerOf(backend)
+			recordServer(task, name, st.Server) // an analyze whose outputs it was handed
 			task.Status.Phase = videogenv1alpha1.TaskRunning
 			if task.Status.StartedAt == nil {
 				task.Status.StartedAt = &at
@@ -201,7 +202,7 @@ stages:
 			// Recorded before stages recorded their server: the one that answered for its handle,
 			// configured under its name, is taken for the one that issued it (sameServer), and
 			// recorded as such, so that a url changed in a later rollout is seen (rerouted).
-			st.Server = generation.ServerOf(where)
+			recordServer(task, name, generation.ServerOf(where))
 		}
 		if backendUnavailable(task) {
 			// It answers again: the outage is over (and a next one is reported anew).
@@ -257,6 +258,20 @@ stages:
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: until(now, deadline, r.Config.PollInterval)}, nil
+}
+
+// recordServer records server, the one configured under name now, on every stage of task
+// recorded under name without a server (a status written before stages recorded theirs),
+// which sameServer took for it: a running stage answered by it, or an analyze succeeded there
+// whose outputs a render submitted to it was handed. A succeeded analyze is never looked at
+// again: without this it would be taken for whatever server is configured under its name
+// after a url change, and its outputs handed to that server's render (see analyzedElsewhere).
+func recordServer(task *videogenv1alpha1.VideoTask, name, server string) {
+	for i := range task.Status.Stages {
+		if st := &task.Status.Stages[i]; st.Backend == name && st.Server == "" {
+			st.Server = server
+		}
+	}
 }
 
 // maxResubmissions bounds how often a stage is submitted again because its backend lost it.
