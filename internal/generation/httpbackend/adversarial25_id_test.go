@@ -82,3 +82,56 @@ func TestAStageIDAtTheBoundIsTaken(t *testing.T) {
 		t.Fatalf("Submit = %d bytes, %v", len(got), err)
 	}
 }
+
+// Found by the twenty-fifth adversarial review. Input: a backend answers POST /v1/stages with
+// 201 and JSON whose fields have the wrong type ({"id":12345,"state":"running"}: a numeric id,
+// as a server built on an auto-increment column sends it). Round 24c made such an answer to GET
+// permanent; to POST it stayed an ordinary error, so the controller took each Submit for an
+// outage ("backend unavailable", a Warning) and submitted again at every retry, answered the
+// same way (idempotent by key), until the task's timeout, hours later: then TimedOut,
+// refunded, the stage stopped by its key only then. The fix: Submit takes such an answer as
+// broken (permanent, saying so) after stopping the stage by its key, as for an id too long.
+// An answer that is not JSON at all (a proxy's page) stays an outage. Failed before the fix
+// with IsPermanent false and no cancel sent.
+func TestASubmitAnswerOfTheWrongTypeIsPermanent(t *testing.T) {
+	for name, tc := range map[string]struct {
+		body string
+		want bool
+	}{
+		"numeric id":   {`{"id":12345,"state":"running"}`, true},
+		"html (holds)": {`<html>maintenance</html>`, false},
+	} {
+		var (
+			mu        sync.Mutex
+			cancelled bool
+		)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == protocol.CancelByKeyPath {
+				mu.Lock()
+				cancelled = true
+				mu.Unlock()
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(tc.body))
+		}))
+		_, err := newClient(t, srv.URL, nil).Submit(context.Background(), work())
+		srv.Close()
+		if err == nil {
+			t.Errorf("%s: Submit succeeded", name)
+			continue
+		}
+		if got := generation.IsPermanent(err); got != tc.want {
+			t.Errorf("%s: IsPermanent(%v) = %v, want %v", name, err, got, tc.want)
+		}
+		mu.Lock()
+		if cancelled != tc.want {
+			t.Errorf("%s: cancelled by key %v, want %v", name, cancelled, tc.want)
+		}
+		mu.Unlock()
+		if tc.want && !strings.Contains(generation.RefusalOf(err), "protocol") {
+			t.Errorf("%s: the caller is told %q", name, generation.RefusalOf(err))
+		}
+	}
+}
