@@ -102,6 +102,16 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 	if errors.As(err, &se) && se.Refused() {
 		return "", generation.Refused(err, se.Message)
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		// JSON, but a field of the wrong type (a numeric id, say): every Submit under the key
+		// is answered so, as an outage would be retried until the task's timeout. The stage
+		// the backend may have started is stopped by its key (see too long an id, below).
+		_ = c.cancelByKey(ctx, w.Key)
+		field := te.Field[strings.LastIndex(te.Field, ".")+1:]
+		return "", generation.Refused(err,
+			fmt.Sprintf("the backend's answer does not follow the protocol: its %s holds a JSON %s where the protocol has another type", field, te.Value))
+	}
 	if err != nil {
 		return "", err
 	}
@@ -377,7 +387,8 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, out
 			// JSON, but a field of the wrong type (outputs that are not strings, say): the
 			// same stage answers the same way at every poll, so the stage fails now, not as
 			// an outage at its task's timeout. (Not JSON at all, a proxy's page, say, stays
-			// an outage; a Submit's answer is not made permanent, as above.)
+			// an outage; a Submit's answer is made permanent by Submit, which stops its stage
+			// by key first.)
 			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
 			return &decodeError{generation.Refused(fmt.Errorf("backend %s %s: the answer does not follow the protocol: %w", method, path, err),
 				fmt.Sprintf("the backend's answer does not follow the protocol: its %s holds a JSON %s where the protocol has another type", field, te.Value))}
