@@ -123,11 +123,18 @@ func (f File) CacheByObject() map[client.Object]cache.ByObject {
 // Routes builds a backend per entry and routes each capability to it.
 func (f File) Routes(c client.Client) (generation.Routes, error) {
 	routes := generation.Routes{}
+	named := map[string]int{}
 	for i, e := range f.Backends {
 		where := fmt.Sprintf("backends[%d] (%q)", i, e.Name)
 		if e.Name == "" {
 			return nil, fmt.Errorf("%s: name is required", where)
 		}
+		if first, taken := named[e.Name]; taken {
+			// Stages record their backend by name, and are looked for by it (Routes.Named):
+			// two of one name would each be taken for the other, at random.
+			return nil, fmt.Errorf("%s: backends[%d] has the same name; give each backend a name of its own", where, first)
+		}
+		named[e.Name] = i
 		if len(e.Capabilities) == 0 {
 			return nil, fmt.Errorf("%s: list the capabilities it serves", where)
 		}
