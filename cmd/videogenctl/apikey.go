@@ -104,15 +104,7 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 	if err != nil {
 		return err
 	}
-	// Newest first, as task list and account show's top-ups: the kube-apiserver lists them by
-	// Secret name, that is by their random ids, an order that means nothing. Keys created
-	// within one second (creationTimestamp is kept to the second) by id, descending.
-	slices.SortFunc(keys, func(a, b apikeys.Key) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
+	newestKeysFirst(keys)
 	if len(keys) == 0 && (o.output == "" || o.output == "table") {
 		// As task list's note, on stderr; where it looked, for an operator installed elsewhere.
 		of := ""
@@ -123,6 +115,25 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 		return nil
 	}
 	return o.print(keys, func(w io.Writer) { keysTable(w, keys) })
+}
+
+// newestKeysFirst orders keys newest first, as task list and account show's top-ups: the
+// kube-apiserver lists them by Secret name, that is by their random ids, an order that means
+// nothing. It keeps creationTimestamp to the second: the keys of one second by the millisecond
+// they were issued in (apikeys.AnnotationIssuedAt, the issuer's clock, which only orders keys
+// the kube-apiserver's clock put in one second), then by id, descending, so that the order is
+// total (a key issued before the annotation was written comes after those of its second that
+// have it).
+func newestKeysFirst(keys []apikeys.Key) {
+	slices.SortFunc(keys, func(a, b apikeys.Key) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		if c := b.IssuedAt.Compare(a.IssuedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
 }
 
 // keysTable is apikey list's table. A description is whatever the Secret's annotation says,

@@ -37,6 +37,10 @@ const (
 	LabelKeyID = "videogen.dev/api-key-id"
 	// AnnotationDescription says what a key is for.
 	AnnotationDescription = "videogen.dev/description"
+	// AnnotationIssuedAt is when Issue made the key, to the millisecond (RFC 3339, UTC): the
+	// kube-apiserver keeps creationTimestamp to the second, and the keys of one second are
+	// listed newest first by it.
+	AnnotationIssuedAt = "videogen.dev/issued-at"
 
 	dataHash   = "sha256"
 	namePrefix = "apikey-"
@@ -77,6 +81,9 @@ type Key struct {
 	Account     string    `json:"account"`
 	Description string    `json:"description"`
 	CreatedAt   time.Time `json:"createdAt"`
+	// IssuedAt is AnnotationIssuedAt, the issuer's clock to the millisecond; zero for a key
+	// issued before it was written, or whose annotation does not parse.
+	IssuedAt time.Time `json:"-"`
 }
 
 // SecretName is the name of the Secret holding key id's hash.
@@ -100,7 +107,7 @@ func Issue(ctx context.Context, c client.Client, keyNamespace, account, descript
 			Name:        SecretName(id),
 			Namespace:   keyNamespace,
 			Labels:      map[string]string{LabelAPIKey: "true", LabelAccount: account, LabelKeyID: id},
-			Annotations: map[string]string{AnnotationDescription: description},
+			Annotations: map[string]string{AnnotationDescription: description, AnnotationIssuedAt: time.Now().UTC().Format(issuedAtFormat)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{dataHash: []byte(hex.EncodeToString(sum[:]))},
@@ -157,9 +164,13 @@ func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([
 	return keys, nil
 }
 
+// issuedAtFormat is AnnotationIssuedAt's: RFC 3339 with milliseconds, always three digits.
+const issuedAtFormat = "2006-01-02T15:04:05.000Z07:00"
+
 func keyOf(s *corev1.Secret) Key {
+	issued, _ := time.Parse(time.RFC3339Nano, s.Annotations[AnnotationIssuedAt])
 	return Key{ID: s.Labels[LabelKeyID], Account: s.Labels[LabelAccount],
-		Description: s.Annotations[AnnotationDescription], CreatedAt: s.CreationTimestamp.Time}
+		Description: s.Annotations[AnnotationDescription], CreatedAt: s.CreationTimestamp.Time, IssuedAt: issued}
 }
 
 // Authenticator checks presented keys against the Secrets visible through Reader (an informer
