@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"strings"
@@ -9,9 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
@@ -94,5 +97,64 @@ func TestAdversarial25APIKeysOfOneSecondAreNewestFirst(t *testing.T) {
 	if err != nil || len(listed) != 1 || listed[0].IssuedAt.Before(before) || listed[0].IssuedAt.After(after) {
 		t.Fatalf("apikey create wrote %s=%q, read back as %+v (%v); want a time in [%s, %s]",
 			apikeys.AnnotationIssuedAt, s.Annotations[apikeys.AnnotationIssuedAt], listed, err, before, after)
+	}
+}
+
+// -o jsonpath prints integers as integers, for every command. Input: a billing script reads a
+// balance with `videogenctl account show demo -o jsonpath='{.balance}'` (or the balance after a
+// credit, `topup demo 1000000 --reference INV-9 -o jsonpath='{.balanceAfter}'`, or a task's
+// price, `task get vt-1 -n demo -o jsonpath='{.status.cost}'`) and compares it with a number
+// or feeds it to `expr`/`bc`. kubectl's jsonpath printer reads the JSON of an object that is not
+// Unstructured (a view of ours, a typed VideoTask) with encoding/json, whose numbers are
+// float64, and printed a balance of 1000000 as "1e+06", 1500000 as "1.5e+06", and a number
+// beyond 2^53 rounded (jsonpath-as-json too): `[ "$(…)" -ge 500000 ]` fails with "integer
+// expression expected", and a script that parses it as a float compares a rounded balance.
+// kubectl itself prints its own objects' integers as integers (they are Unstructured, read
+// with int64s), as its go-template printer does for any JSON. Now the jsonpath formats get the
+// JSON with its integers as int64. go-template is checked too (it held: a pin).
+func TestAdversarial25JSONPathPrintsIntegersAsIntegers(t *testing.T) {
+	const huge = int64(1)<<53 + 1 // 9007199254740993: a float64 rounds it to ...992
+	view := accountView{Account: "demo", Balance: 1000000, Frozen: 1500000, Spent: huge, Holds: []holdView{}, RecentTop: []topUpView{}}
+	for format, want := range map[string]string{
+		"jsonpath={.balance}":                     "1000000",
+		"jsonpath={.frozen}":                      "1500000",
+		"jsonpath={.spent}":                       "9007199254740993",
+		"jsonpath-as-json={.spent}":               "[\n    9007199254740993\n]\n",
+		"jsonpath={.balance} {.frozen}":           "1000000 1500000",
+		"go-template={{.balance}} {{.frozen}}":    "1000000 1500000",
+		"go-template={{.spent}}":                  "9007199254740993",
+		"jsonpath={range .holds[*]}{.task}{end}x": "x",
+	} {
+		var out bytes.Buffer
+		o := &options{output: format, out: &out}
+		if err := o.print(view, nil); err != nil || out.String() != want {
+			t.Errorf("account show -o %s printed %q, %v; want %q", format, out.String(), err, want)
+		}
+	}
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "vt-1"},
+		Status: videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskSucceeded, Progress: 100, Cost: ptr.To(int64(2500000))}}
+	for format, want := range map[string]string{
+		"jsonpath={.status.cost}":              "2500000",
+		"jsonpath={.kind} {.status.progress}":  "VideoTask 100",
+		"go-template={{.status.cost}}":         "2500000",
+		"jsonpath-as-json={.status.cost}":      "[\n    2500000\n]\n",
+		"jsonpath={.items[0].status.cost}":     "", // a task, not a list: nothing (missing keys allowed, as kubectl)
+		"jsonpath={.metadata.name}={.kind}end": "vt-1=VideoTaskend",
+	} {
+		var out bytes.Buffer
+		o := &options{output: format, out: &out}
+		p, err := o.objectPrinter()
+		if err == nil {
+			err = p.PrintObj(task.DeepCopy(), &out)
+		}
+		if err != nil || out.String() != want {
+			t.Errorf("task get -o %s printed %q, %v; want %q", format, out.String(), err, want)
+		}
+	}
+	list := &videogenv1alpha1.VideoTaskList{Items: []videogenv1alpha1.VideoTask{*task}}
+	var out bytes.Buffer
+	o := &options{output: "jsonpath={.items[0].status.cost}", out: &out}
+	if p, err := o.objectPrinter(); err != nil || p.PrintObj(list, &out) != nil || out.String() != "2500000" {
+		t.Errorf("task list -o jsonpath={.items[0].status.cost} printed %q, %v; want 2500000", out.String(), err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,7 +72,7 @@ func (o *options) viewPrinter() (printers.ResourcePrinter, error) {
 	p, err := flags.TemplatePrinterFlags.ToPrinter(o.output)
 	switch {
 	case err == nil:
-		return p, nil
+		return o.intsAsIntegers(p), nil
 	case !genericclioptions.IsNoCompatiblePrinterError(err):
 		return nil, fmt.Errorf("-o %s: %w", o.output, err) // a template that does not parse
 	case o.output == "name":
@@ -122,6 +123,12 @@ func (o *options) objectPrinter() (printers.ResourcePrinter, error) {
 			return flags.TypeSetterPrinter.ToPrinter(omit), nil
 		}
 	}
+	// jsonpath=…: as kubectl's, but with its integers as integers (see jsonPathPrinter).
+	if p, err := flags.TemplatePrinterFlags.ToPrinter(o.output); err == nil {
+		if jp, ok := o.intsAsIntegers(p).(*jsonPathPrinter); ok {
+			return flags.TypeSetterPrinter.ToPrinter(jp), nil
+		}
+	}
 	p, err := flags.ToPrinter()
 	if err != nil && !genericclioptions.IsNoCompatiblePrinterError(err) {
 		return nil, fmt.Errorf("-o %s: %w", o.output, err) // a template that does not parse
@@ -130,6 +137,40 @@ func (o *options) objectPrinter() (printers.ResourcePrinter, error) {
 		return nil, fmt.Errorf("unknown output format %q: use table, %s", o.output, strings.Join(flags.AllowedFormats(), ", "))
 	}
 	return p, nil
+}
+
+// intsAsIntegers is p, kubectl's printer of a template format, but for jsonpath=… (and
+// jsonpath-file=…, jsonpath-as-json=…) jsonPathPrinter around it.
+func (o *options) intsAsIntegers(p printers.ResourcePrinter) printers.ResourcePrinter {
+	if jp, ok := p.(*printers.JSONPathPrinter); ok {
+		return &jsonPathPrinter{delegate: jp, format: o.output}
+	}
+	return p
+}
+
+// jsonPathPrinter is kubectl's jsonpath printer given the object's JSON read with its integers
+// as int64: kubectl's reads the JSON of any object that is not Unstructured (ours: a view, a
+// VideoTask) with encoding/json, whose numbers are float64, and prints a balance of 1000000 as
+// 1e+06 and 1500000 as 1.5e+06 (kubectl's own objects are Unstructured, read with int64s, as
+// its go-template printer reads any JSON). Beyond 2^53 a float64 also loses the number.
+type jsonPathPrinter struct {
+	delegate *printers.JSONPathPrinter
+	format   string // -o, for the error
+}
+
+func (p *jsonPathPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var data any
+	if err := utiljson.Unmarshal(raw, &data); err != nil {
+		return err
+	}
+	if err := p.delegate.JSONPath.Execute(w, data); err != nil {
+		return fmt.Errorf("-o %s: %w", p.format, err)
+	}
+	return nil
 }
 
 // escapedJSONPrinter prints an object as its JSON through escapeRawJSON: a task's messages and
