@@ -32,7 +32,12 @@ func newAccountCommand(o *options) *cobra.Command {
 			if err := o.checkViewFormat(); err != nil {
 				return err
 			}
-			return accountCreate(cmd.Context(), o, args[0], description)
+			// -n naming another account is refused, as for account show.
+			name, err := listNamespace(o, args[0])
+			if err != nil {
+				return err
+			}
+			return accountCreate(cmd.Context(), o, name, description)
 		},
 	}
 	create.Flags().StringVar(&description, "description", "", "whose account this is")

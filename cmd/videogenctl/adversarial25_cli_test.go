@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
@@ -156,5 +159,69 @@ func TestAdversarial25JSONPathPrintsIntegersAsIntegers(t *testing.T) {
 	o := &options{output: "jsonpath={.items[0].status.cost}", out: &out}
 	if p, err := o.objectPrinter(); err != nil || p.PrintObj(list, &out) != nil || out.String() != "2500000" {
 		t.Errorf("task list -o jsonpath={.items[0].status.cost} printed %q, %v; want 2500000", out.String(), err)
+	}
+}
+
+// An account named twice, differently, is refused by every command that takes one, before
+// anything is changed; round 24 refused it for --account and account show's NAME, not for
+// topup's ACCOUNT, account create's NAME and apikey revoke under -n. Input: an administrator
+// whose shell alias (or the line copied from above: `task list -n globex`) adds `-n globex`
+// runs `topup acme 500 --reference INV-7 -n globex`, `account create acme -n globex`, or,
+// after `apikey list -n globex`, `apikey revoke <id> -n globex` with the id of a key that is
+// acme's (copied from the wrong terminal). Before the fix -n was ignored: acme was credited
+// 500 points the command line says went to globex (globex's customer paid and got nothing,
+// and the credit to acme is spendable at once), the account acme was created, and acme's
+// key was revoked: acme's production requests got 401 for a command that named globex. Now
+// each says the two name different accounts (or whose key it is), exit status 1, nothing
+// changed; the same account twice, or ACCOUNT without -n, still works (a pin).
+func TestAdversarial25AnAccountNamedTwiceDifferentlyIsRefused(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	for _, ns := range []string{"acme", "globex"} {
+		mustCreateNamespace(t, ctx, c, ns)
+		if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: videogenv1alpha1.PointAccountName}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, key, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	for _, args := range [][]string{
+		{"topup", "acme", "500", "--reference", "INV-7", "--no-wait", "-n", "globex"},
+		{"topup", "acme", "50", "--debit", "--note", "correction", "--reference", "CORR-7", "--no-wait", "-n", "globex"},
+		{"account", "create", "initech", "-n", "globex"},
+	} {
+		if out, err := cli(args...); err == nil || !strings.Contains(err.Error(), "different accounts") {
+			t.Errorf("%v: %v\n%s; want refused: ACCOUNT and -n name different accounts", args, err, out)
+		}
+	}
+	if out, err := cli("apikey", "revoke", key.ID, "-n", "globex"); err == nil || !strings.Contains(err.Error(), `account "acme"'s, not "globex"'s`) {
+		t.Errorf("apikey revoke of acme's key -n globex: %v\n%s; want refused: the key is acme's", err, out)
+	}
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps); err != nil || len(topUps.Items) != 0 {
+		t.Errorf("a top-up was created (%d, %v): %+v", len(topUps.Items), err, topUps.Items)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "initech"}, &corev1.Namespace{}); err == nil {
+		t.Errorf("account create initech -n globex created the namespace initech")
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "videogen-system", Name: apikeys.SecretName(key.ID)}, &corev1.Secret{}); err != nil {
+		t.Errorf("acme's key was revoked: %v", err)
+	}
+	// Checked, holds: the same account twice, or one only, is one account.
+	if _, err := cli("topup", "acme", "5", "--reference", "INV-8", "--no-wait", "-n", "acme"); err != nil {
+		t.Errorf("topup acme -n acme: %v", err)
+	}
+	if _, err := cli("apikey", "revoke", key.ID, "-n", "acme"); err != nil {
+		t.Errorf("apikey revoke of acme's key -n acme: %v", err)
 	}
 }

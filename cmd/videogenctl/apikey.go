@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
@@ -145,9 +148,34 @@ func keysTable(w io.Writer, keys []apikeys.Key) {
 	}
 }
 
+// keyOfNamedAccount refuses to revoke a key of another account than -n names, when it names
+// one: apikey list -n limits the keys to that account, and a revoke under -n acme that revoked
+// globex's key would stop another customer's requests. Without -n any key is revoked.
+func keyOfNamedAccount(ctx context.Context, o *options, c client.Reader, given string) error {
+	ns, explicit, err := o.namespace()
+	id, ok := apikeys.IDOf(given)
+	if err != nil || !explicit || !ok {
+		return err // not an id: Revoke says so
+	}
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: o.keyNamespace, Name: apikeys.SecretName(id)}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // Revoke says so
+		}
+		return err
+	}
+	if account := s.Labels[apikeys.LabelAccount]; account != ns {
+		return fmt.Errorf("API key %s is account %q's, not %q's (-n): nothing revoked; revoke it without -n, or with -n %s", id, account, ns, account)
+	}
+	return nil
+}
+
 func apiKeyRevoke(ctx context.Context, o *options, id string) error {
 	c, err := o.client()
 	if err != nil {
+		return err
+	}
+	if err := keyOfNamedAccount(ctx, o, c, id); err != nil {
 		return err
 	}
 	if err := apikeys.Revoke(ctx, c, o.keyNamespace, id); err != nil {

@@ -51,7 +51,13 @@ nothing is created.`,
 			if err != nil {
 				return err
 			}
-			return topUp(cmd.Context(), o, args[0], amount, reference, note, noWait)
+			// -n naming another account is refused, as for the other commands: either may be
+			// the one meant, and the points go to one of them.
+			account, err := listNamespace(o, args[0])
+			if err != nil {
+				return err
+			}
+			return topUp(cmd.Context(), o, account, amount, reference, note, noWait)
 		},
 	}
 	cmd.Flags().StringVar(&reference, "reference", "", "paperwork reference, e.g. an invoice number (required)")
