@@ -225,3 +225,40 @@ func TestAdversarial25AnAccountNamedTwiceDifferentlyIsRefused(t *testing.T) {
 		t.Errorf("apikey revoke of acme's key -n acme: %v", err)
 	}
 }
+
+// -o go-template prints the views that are lists (apikey list, connectors), as jsonpath does.
+// Input: a rotation script runs `videogenctl apikey list -n acme -o go-template='{{range
+// .}}{{.id}}{{"\n"}}{{end}}'` to revoke the old keys, or a health check `connectors -o
+// go-template='{{range .}}{{.connector}}={{.ready}} {{end}}'`; the help and the README say
+// every command takes go-template=… (round 24's 32705e1). Before the fix both failed: "json:
+// cannot unmarshal array into Go value of type map[string]interface {}", exit status 1:
+// kubectl's go-template printer reads what it prints into a map, and these views are JSON
+// lists (as -o json prints them, and jsonpath takes them). An empty list prints what the
+// template says of it (its header, or nothing), not an error; the file formats too.
+func TestAdversarial25GoTemplatePrintsListViews(t *testing.T) {
+	keys := []apikeys.Key{{ID: "000000000002", Account: "acme", Description: "new"}, {ID: "000000000001", Account: "acme", Description: "old"}}
+	file := t.TempDir() + "/keys.tmpl"
+	if err := os.WriteFile(file, []byte(`{{range .}}{{.id}} {{end}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		format string
+		view   any
+		want   string
+	}{
+		{`go-template={{range .}}{{.id}}{{"\n"}}{{end}}`, keys, "000000000002\n000000000001\n"},
+		{`go-template={{len .}} keys, the newest {{(index . 0).description}}`, keys, "2 keys, the newest new"},
+		{`template={{range .}}{{.account}}{{end}}`, keys, "acmeacme"},
+		{"go-template-file=" + file, keys, "000000000002 000000000001 "},
+		{`go-template=ID{{range .}} {{.id}}{{end}}`, []apikeys.Key{}, "ID"},
+		{`go-template={{range .}}{{.connector}}={{.ready}} {{end}}`, []connectorRow{{Connector: "stripe", Ready: true}}, "stripe=true "},
+		// Checked, holds: a view that is an object prints as before.
+		{`go-template={{.account}}`, map[string]string{"account": "acme"}, "acme"},
+	} {
+		var out bytes.Buffer
+		o := &options{output: c.format, out: &out}
+		if err := o.print(c.view, nil); err != nil || out.String() != c.want {
+			t.Errorf("-o %s printed %q, %v; want %q", c.format, out.String(), err, c.want)
+		}
+	}
+}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -105,7 +108,42 @@ func (o *options) print(v any, table func(w io.Writer)) error {
 	if _, ok := p.(*printers.YAMLPrinter); ok {
 		return printYAML(p, raw, o.out)
 	}
+	if _, ok := p.(*printers.GoTemplatePrinter); ok && bytes.HasPrefix(raw, []byte("[")) {
+		return o.printListWithGoTemplate(raw)
+	}
 	return p.PrintObj(&runtime.Unknown{Raw: raw}, o.out)
+}
+
+// printListWithGoTemplate prints a view that is a list (apikey list, connectors) with -o
+// go-template=…: kubectl's go-template printer reads the JSON it is given into a map, and
+// refused a list ("json: cannot unmarshal array into Go value of type map[string]interface
+// {}"), as jsonpath=… takes it. The template is run on the list as dot: kubectl's printer is
+// given {"items": [list]} and the template inside {{range .items}}…{{end}}, which runs it once
+// with dot the list, empty or not (the range is over the one-element wrapper); only $ is the
+// wrapper, not the list.
+func (o *options) printListWithGoTemplate(raw []byte) error {
+	var text string
+	for _, format := range []string{"go-template=", "template=", "go-template-file=", "templatefile="} {
+		value, ok := strings.CutPrefix(o.output, format)
+		if !ok {
+			continue
+		}
+		text = value
+		if strings.HasSuffix(format, "file=") {
+			data, err := os.ReadFile(value)
+			if err != nil {
+				return fmt.Errorf("-o %s: %w", o.output, err)
+			}
+			text = string(data)
+		}
+		break
+	}
+	p, err := printers.NewGoTemplatePrinter([]byte("{{range .items}}" + text + "{{end}}"))
+	if err != nil {
+		return fmt.Errorf("-o %s: for a list, the template is run inside {{range}}, where it cannot {{define}} templates: %w", o.output, err)
+	}
+	p.AllowMissingKeys(true) // as kubectl's default
+	return p.PrintObj(&runtime.Unknown{Raw: slices.Concat([]byte(`{"items":[`), raw, []byte(`]}`))}, o.out)
 }
 
 // objectPrinter prints VideoTasks as kubectl prints objects (json, yaml, name, jsonpath=…,
