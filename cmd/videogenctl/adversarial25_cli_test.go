@@ -3,15 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -260,5 +269,89 @@ func TestAdversarial25GoTemplatePrintsListViews(t *testing.T) {
 		if err := o.print(c.view, nil); err != nil || out.String() != c.want {
 			t.Errorf("-o %s printed %q, %v; want %q", c.format, out.String(), err, c.want)
 		}
+	}
+}
+
+// topup whose create landed but answered an error waits for it, instead of saying it failed.
+// Interleaving: 1. `videogenctl topup acme 300 --reference INV-11` sends the top-up's POST. 2.
+// The kube-apiserver stores it, but the answer is an error: its own 504 "Timeout: request did
+// not complete within requested timeout" (etcd slow: the write may land after the deadline),
+// a connection dropped by a load balancer, or --request-timeout cut in. 3. The operator
+// applies the top-up. Before the fix the CLI said "creating the top-up: Timeout: …", exit
+// status 1, of a top-up that exists and is credited: the administrator, told nothing was
+// made, tops up again; with the same reference it is refused (confusing, but safe), with a
+// new one ("INV-11 failed, use INV-11b") the customer is credited twice. Now a create that
+// the cluster did not refuse for sure is looked up by its name (ours alone): found, it is
+// waited for as any other ("credited 300 points"); not found, the error says it may have
+// been made all the same and how to check before topping up again. The proxy forwards the
+// POST, writes the status the ledger writes (Credited, balance 300) and answers 504; in the
+// second run it answers 504 without forwarding. No operator runs.
+func TestAdversarial25TopUpWhoseCreateLandedButFailedIsWaitedFor(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	mustCreateNamespace(t, ctx, c, "acme")
+	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}
+	if err := c.Create(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forward atomic.Bool
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups") {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		if forward.Load() { // step 2: stored
+			rec := httptest.NewRecorder()
+			proxy.ServeHTTP(rec, r)
+			var tu videogenv1alpha1.PointTopUp
+			if err := json.Unmarshal(rec.Body.Bytes(), &tu); err != nil || rec.Code != http.StatusCreated {
+				t.Errorf("the POST: %d %v", rec.Code, err)
+			} else { // step 3, as the ledger writes it
+				now := metav1.Now()
+				tu.Status = videogenv1alpha1.PointTopUpStatus{AppliedAt: &now, BalanceAfter: ptr.To(int64(300)), AccountUID: acct.UID}
+				meta.SetStatusCondition(&tu.Status.Conditions, metav1.Condition{Type: videogenv1alpha1.ConditionApplied, Status: metav1.ConditionTrue,
+					Reason: videogenv1alpha1.ReasonCredited, Message: "Credited 300 points"})
+				if err := c.Status().Update(context.Background(), &tu); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGatewayTimeout)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":504,"reason":"Timeout",` +
+			`"message":"Timeout: request did not complete within requested timeout - context deadline exceeded"}`))
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig), &out)
+		return out.String(), err
+	}
+	forward.Store(true)
+	if out, err := cli("topup", "acme", "300", "--reference", "INV-11"); err != nil || !strings.Contains(out, "credited 300 points to acme (reference INV-11); balance is now 300") {
+		t.Errorf("topup whose create landed but answered 504: %v\n%s; want it waited for: credited 300 points", err, out)
+	}
+	forward.Store(false)
+	if _, err := cli("topup", "acme", "300", "--reference", "INV-12"); err == nil || !strings.Contains(err.Error(), "may have been made all the same") {
+		t.Errorf("topup whose create answered 504: %v; want it said that it may have been made, and how to check", err)
+	}
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps, client.InNamespace("acme")); err != nil || len(topUps.Items) != 1 {
+		t.Errorf("top-ups in acme: %d (%v); want the one that landed", len(topUps.Items), err)
 	}
 }

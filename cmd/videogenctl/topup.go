@@ -130,7 +130,9 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 		Spec:       videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: reference, Note: note},
 	}
 	if err := c.Create(ctx, t); err != nil {
-		return fmt.Errorf("creating the top-up: %w", err)
+		if err := createdAllTheSame(ctx, c, t, err); err != nil {
+			return err
+		}
 	}
 	if noWait {
 		view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference}
@@ -212,6 +214,38 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	return o.print(view, func(w io.Writer) {
 		fmt.Fprintf(w, "%sed %d points %s %s (reference %s); balance is now %d\n", verb, max(amount, -amount), to, account, reference, *t.Status.BalanceAfter)
 	})
+}
+
+// createdAllTheSame is nil when the top-up whose create failed with err exists all the same: a
+// write that lands but reports an error (the kube-apiserver's 504 "request did not complete
+// within requested timeout", which may still be processing it; a connection dropped, or
+// --request-timeout, after the request was sent). Its name is ours alone, so a top-up of that
+// name is this one, and is waited for as any other. Otherwise the error, saying whether the
+// top-up may have been made: the cluster refused it (invalid, forbidden, ...), or did not say.
+func createdAllTheSame(ctx context.Context, c client.Reader, t *videogenv1alpha1.PointTopUp, err error) error {
+	if refusedForSure(err) {
+		return fmt.Errorf("creating the top-up: %w", err)
+	}
+	readCtx, cancel := context.WithTimeout(ctx, topUpRead)
+	defer cancel()
+	if gerr := c.Get(readCtx, client.ObjectKeyFromObject(t), t); gerr == nil {
+		return nil
+	}
+	return fmt.Errorf("creating top-up %s: %w; the cluster did not say that it refused it, so it may have been made all the same: see kubectl get pointtopup %s -n %s "+
+		"before you top up again (again with --reference %s: a second top-up of a reference applied already is refused, never applied twice)",
+		t.Name, err, t.Name, t.Namespace, t.Spec.Reference)
+}
+
+// refusedForSure says that the kube-apiserver answered err to a request it did not carry out.
+func refusedForSure(err error) bool {
+	for _, refused := range []func(error) bool{apierrors.IsInvalid, apierrors.IsBadRequest, apierrors.IsForbidden, apierrors.IsUnauthorized,
+		apierrors.IsNotFound, apierrors.IsAlreadyExists, apierrors.IsConflict, apierrors.IsTooManyRequests, apierrors.IsMethodNotSupported,
+		apierrors.IsNotAcceptable, apierrors.IsUnsupportedMediaType, apierrors.IsRequestEntityTooLargeError} {
+		if refused(err) {
+			return true
+		}
+	}
+	return false
 }
 
 // topUpWait is how long topup waits for the operator to apply a top-up (tests shorten it).
