@@ -355,3 +355,25 @@ func TestAdversarial25TopUpWhoseCreateLandedButFailedIsWaitedFor(t *testing.T) {
 		t.Errorf("top-ups in acme: %d (%v); want the one that landed", len(topUps.Items), err)
 	}
 }
+
+// task watch exits 2, not 1, for a command line it cannot parse. Input: a CI job runs
+// `videogenctl task watch $TASK -n acme --timeout 10m` (kubectl wait's flag), or passes two
+// names, or `--kubeconfig` with its value lost to an empty variable, and reads the exit status
+// as the help says: 0 succeeded, 1 the task did not succeed, 2 it could not be followed.
+// Before the fix a flag or argument error was exit status 1: the job reported "generation
+// failed" (and a pipeline re-submitted, paying again) for a task it never looked at, which may
+// well succeed. Round 24 made every error of task watch 2 (d9a2468), but cobra's flag and
+// argument errors come before RunE. Now they are 2 as well. No cluster is needed: the command
+// line is refused first.
+func TestAdversarial25TaskWatchExits2ForACommandLineItCannotParse(t *testing.T) {
+	for _, args := range [][]string{
+		{"task", "watch", "vt-1", "-n", "acme", "--timeout", "10m"},
+		{"task", "watch", "vt-1", "vt-2"},
+		{"task", "watch", "vt-1", "--kubeconfig"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out); err == nil || exitCode(err) != exitWatchFailed {
+			t.Errorf("%v: %v, exit status %d; want %d (an error, not the answer that the task did not succeed)", args, err, exitCode(err), exitWatchFailed)
+		}
+	}
+}

@@ -39,7 +39,6 @@ func newTaskCommands(o *options) []*cobra.Command {
 	watchCmd := &cobra.Command{
 		Use:   "watch [NAME] [-n ACCOUNT]",
 		Short: "Print tasks as they change; with NAME, until it ends (exit status 1 if it did not succeed, 2 on an error)",
-		Args:  cobra.MaximumNArgs(1),
 		Long: `Print a line (or, with -o, the object) each time a task changes; a task deleted before it
 ended shows as deleting while the operator stops its work. With NAME, watch that
 task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise (failed, canceled, or
@@ -71,6 +70,15 @@ does not exist).`,
 			return taskCancel(cmd.Context(), o, args[0])
 		},
 	}
+	// A command line it cannot parse is an error too, not the answer 1 (a script's "the task
+	// failed" for `task watch vt-1 --timeout 10m`, a flag kubectl wait has).
+	watchCmd.Args = func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
+			return &exitError{code: exitWatchFailed, err: err}
+		}
+		return nil
+	}
+	watchCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: exitWatchFailed, err: err} })
 	task.AddCommand(newTaskListCommand(o, "list"), get, watchCmd, cancel)
 	tasks := newTaskListCommand(o, "tasks")
 	tasks.Short = "List tasks, newest first (task list)"
