@@ -103,9 +103,36 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 		return fmt.Errorf("creating the PointAccount: %w", err)
 	}
 	view := map[string]any{"account": name, "description": description, "balance": 0}
+	waiting, points := waitingTopUps(ctx, c, name)
+	if waiting > 0 {
+		view["waitingTopUps"], view["waitingPoints"] = waiting, points
+	}
 	return o.print(view, func(w io.Writer) {
+		if waiting > 0 {
+			fmt.Fprintf(w, "account %q created with 0 points; %d top-ups made before it (%+d points: a payment, or a credit made while the account before it was closed) are applied to it now: %s account show %s\n",
+				name, waiting, points, displayName(), name)
+			return
+		}
 		fmt.Fprintf(w, "account %q created with 0 points; top it up with: %s topup %s AMOUNT --reference REF\n", name, displayName(), name)
 	})
+}
+
+// waitingTopUps counts the top-ups of namespace that no account has applied and that are not
+// refused for good, and their points: made while it had no account (AccountNotFound) or while
+// the account before was being closed (AccountClosing), they go to the account created now.
+// Nothing when they cannot be read.
+func waitingTopUps(ctx context.Context, c client.Reader, namespace string) (n int, points int64) {
+	var list videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return 0, 0
+	}
+	for _, t := range list.Items {
+		if t.Status.AppliedAt == nil && !t.RefusedForGood() {
+			n++
+			points += t.Spec.Amount
+		}
+	}
+	return n, points
 }
 
 // accountNamespaceAllowed refuses a namespace that is not a tenant's: Kubernetes' own (kube-*)

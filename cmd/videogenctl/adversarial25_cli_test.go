@@ -377,3 +377,67 @@ func TestAdversarial25TaskWatchExits2ForACommandLineItCannotParse(t *testing.T) 
 		}
 	}
 }
+
+// account create says that top-ups made before it wait to be applied to it. Interleaving: 1. A
+// customer's account acme is closed (debited to 0, deleted), or was never created yet. 2. A
+// credit arrives meanwhile: the customer's payment, through a payment connector's webhook (a
+// PaymentEvent's top-up, reference pi_…), or a GitOps PointTopUp; the ledger applies it to no
+// account (AccountNotFound, or AccountClosing while the account closed) but keeps it for the
+// account created next (docs/ledger.md). 3. Support re-creates the account: `account create
+// acme`. Before the fix the CLI answered "account "acme" created with 0 points; top it up
+// with: videogenctl topup acme AMOUNT --reference REF", and nothing else: support, told the
+// account is empty, credits the customer's 300 points by hand under the invoice number
+// (another reference, so not refused as a duplicate), and the waiting 300 land as well: 600
+// points for one payment. Now it says how many top-ups wait for it and their points (-o json:
+// waitingTopUps, waitingPoints); those refused for good and those applied to the account
+// before are not counted. The statuses are what the ledger writes; no ledger runs.
+func TestAdversarial25AccountCreateSaysWhatTopUpsWaitForIt(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	now := metav1.Now()
+	for _, tu := range []struct {
+		name, reference, reason string
+		amount                  int64
+		applied                 bool
+	}{
+		{"topup-payment", "pi_3Nx", videogenv1alpha1.ReasonAccountNotFound, 300, false},
+		{"topup-while-closing", "INV-3", videogenv1alpha1.ReasonAccountClosing, 50, false},
+		{"topup-refused", "INV-1", videogenv1alpha1.ReasonDuplicateReference, 70, false},
+		{"topup-earlier", "INV-0", videogenv1alpha1.ReasonCredited, 1000, true},
+	} {
+		obj := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: tu.name},
+			Spec: videogenv1alpha1.PointTopUpSpec{Amount: tu.amount, Reference: tu.reference}}
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		cond := metav1.Condition{Type: videogenv1alpha1.ConditionApplied, Status: metav1.ConditionFalse, Reason: tu.reason, Message: tu.reason}
+		if tu.applied {
+			cond.Status = metav1.ConditionTrue
+			obj.Status.AppliedAt, obj.Status.BalanceAfter, obj.Status.AccountUID = &now, ptr.To(tu.amount), "uid-of-the-account-before"
+		}
+		meta.SetStatusCondition(&obj.Status.Conditions, cond)
+		if err := c.Status().Update(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	var out bytes.Buffer
+	if err := run(ctx, []string{"account", "create", "acme", "--kubeconfig", kubeconfig}, &out); err != nil ||
+		!strings.Contains(out.String(), "2 top-ups made before it (+350 points") || strings.Contains(out.String(), "top it up with") {
+		t.Errorf("account create acme with two top-ups waiting: %v\n%s; want it said that 2 top-ups (+350 points) are applied to it", err, out.String())
+	}
+	// -o json says it too; a namespace without waiting top-ups is told how to top it up (a pin).
+	mustCreateNamespace(t, ctx, c, "globex")
+	for account, want := range map[string]string{"acme": `"waitingPoints": 350`, "globex": `"balance": 0`} {
+		if account == "acme" {
+			if err := c.Delete(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out.Reset()
+		if err := run(ctx, []string{"account", "create", account, "-o", "json", "--kubeconfig", kubeconfig}, &out); err != nil || !strings.Contains(out.String(), want) ||
+			(account == "globex" && strings.Contains(out.String(), "waiting")) {
+			t.Errorf("account create %s -o json: %v\n%s; want %s", account, err, out.String(), want)
+		}
+	}
+}
