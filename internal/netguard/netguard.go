@@ -77,7 +77,11 @@ var nonPublic = []netip.Prefix{
 
 // AllowedAddr reports whether a connection to addr is allowed.
 func (p Policy) AllowedAddr(addr netip.Addr) bool {
-	addr = addr.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	// ::ffff:127.0.0.1 is 127.0.0.1; and a zone (fe80::1%eth0) names an interface, not another
+	// address: netip.Prefix.Contains is false for any zoned address, so without this
+	// [64:ff9b::a9fe:a9fe%251] would pass the nonPublic list (Linux ignores the scope id of an
+	// address that is not link-local, and connects).
+	addr = addr.WithZone("").Unmap()
 	for _, a := range p.Allow {
 		if a.Contains(addr) {
 			return true
