@@ -72,6 +72,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 
 	tmpl, price, err := s.quote(ctx, p.Account, &in)
 	if err != nil {
+		// The template may have gone, or its terms changed, since the key's task was created:
+		// a retry whose task the cache has not seen yet is its replay all the same (the ledger,
+		// which would say the task exists, is not asked), never a 400 saying nothing was made.
+		if key != "" && s.replay(ctx, w, r, p.Account, name, hash, false) {
+			return
+		}
 		if !writeRequestError(w, r, err) {
 			s.internalError(w, r, err)
 		}
