@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -142,12 +143,12 @@ func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreFull(b *testing.B) {
 	f := newReviewLimiter(clk)
 	for i := range maxLimitedHosts {
 		for range failedReviewBurst {
-			f.allow(fmt.Sprintf("fd00::%x", i), "random")
+			f.allow(fmt.Sprintf("fd00::%x", i), "", false)
 		}
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if f.allow(fmt.Sprintf("fd01::%x", i), "random") {
+		if f.allow(fmt.Sprintf("fd01::%x", i), "", false) {
 			b.Fatal("a new address was reviewed while every limiter is busy")
 		}
 	}
@@ -161,7 +162,7 @@ func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreNotFull(b *testing.B) {
 		if i%maxLimitedHosts == 0 {
 			f.hosts = map[string]*bucket{}
 		}
-		f.allow(fmt.Sprintf("fd01::%x", i), "random")
+		f.allow(fmt.Sprintf("fd01::%x", i), "", false)
 	}
 }
 
@@ -190,4 +191,63 @@ func TestAdversarial25AFullUserTableDoesNotLockOutTheReplica(t *testing.T) {
 	if ok, _, _ := d.allow(theReplica); !ok {
 		t.Fatal("the replica, allowed: not reviewed")
 	}
+}
+
+// Open item 3 of round 24 (proved by round 25 wave 1; fixed in wave 2 as proposed below: tokenKeys).
+// A token the ledger has not accepted yet spends a review from its address's bucket, and a
+// flooder sharing that address takes every review as it refills. The REST replica's token is
+// new not only when a replica starts: its projected service account token is rotated by the
+// kubelet about every 48 minutes (80% of an hour), and the new one is not in reviewLimiter.good;
+// and after a manager failover every replica's token is new to the manager just elected.
+// Interleaving, on a fake clock: 1. the replica's token is accepted and in use from the mesh's
+// address (Istio delivers every inbound connection from 127.0.0.6; or a NAT, or hostNetwork
+// pods sharing a node's address); 2. anyone in the mesh floods the port with made-up tokens
+// (cheap: each is a 503 or a 401), draining the address's reviews; 3. the kubelet rotates the
+// replica's token; 4. every second the flooder, sending more often than the replica, takes the
+// one review that refilled before the replica's retry arrives; the replica's requests with
+// the new token are 503 not_ready busy, retried until its 15 s deadline, then given up:
+// customers' POST /v1/tasks and GET /v1/balance fail for as long as the flood lasts (a
+// customer who can pay is refused). Want: the replica's new token served within its retries.
+// The replica's new token is a real one: validly signed by the cluster's issuer key (served here
+// as the kube-apiserver's /openid/v1/jwks). Fix (was proposed): check a bearer token's signature locally against the cluster's
+// service account issuer keys (its OIDC discovery, /openid/v1/jwks, readable by every
+// authenticated caller by default), and spend the address's reviews only on tokens that are not
+// a validly signed, unexpired service account token: a flooder cannot forge one, and each real
+// one it holds costs it a TokenRequest. A token's unverified claims (its sub, its audience)
+// would not do: the flooder can write the replica's. Nor would favouring a token sent again
+// after a 503: the flooder can send each made-up token twice.
+func TestAdversarial25ARotatedTokenIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	cluster := newTestSigner(t, "k1")
+	rotated := cluster.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour))
+	kube := &issuerKube{reviewCounter: &reviewCounter{also: map[string]string{rotated: theReplica}}, keys: []jose.JSONWebKey{cluster.public()}}
+	srv := httptest.NewServer(kube)
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	const path, mesh = "/ledger/v1/namespaces/team/balance", "127.0.0.6"
+	if code := ledgerCall(h, mesh+":2", path, goodToken); code != http.StatusOK {
+		t.Fatalf("the replica's token: %d, want 200", code)
+	}
+	for i := range failedReviewBurst + 5 {
+		ledgerCall(h, mesh+":1", path, fmt.Sprintf("random-%d", i))
+	}
+	// The replica's client retries a 503 about once a second for 15 s; the flooder sends
+	// between its retries.
+	for s := range 15 {
+		clk.SetTime(clk.Now().Add(failedReviewEvery))
+		ledgerCall(h, mesh+":1", path, fmt.Sprintf("random-again-%d", s))
+		if code := ledgerCall(h, mesh+":2", path, rotated); code == http.StatusOK {
+			return
+		}
+	}
+	t.Errorf("the replica's rotated token, retried for 15 s from the mesh's address under a flood: never served (503 each time)")
 }

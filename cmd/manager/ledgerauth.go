@@ -42,9 +42,10 @@ import (
 // Retry-After: nothing was done, and the REST apiserver's ledger Client retries it within its
 // deadline, as it does a manager that is not ready (a 500 is an answer it gives up on at once).
 // Refusals are in the ledger's error shape, {"error":{"code","message"}}. Reviews are limited:
-// per caller address for tokens not accepted before (reviewLimiter), per user for callers it
-// has not allowed lately (denialLimiter), so that neither made-up tokens nor new paths cost a
-// review each.
+// for tokens not accepted before (reviewLimiter) per account if validly signed by the cluster's
+// service account issuer (tokenKeys), else per caller address; per user for callers it has not
+// allowed lately (denialLimiter), so that neither made-up tokens nor new paths cost a review
+// each.
 func ledgerAuth(cfg *rest.Config, hc *http.Client, log logr.Logger) (func(http.Handler) http.Handler, error) {
 	return ledgerAuthWithClock(cfg, hc, log, clock.RealClock{})
 }
@@ -73,6 +74,7 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 		return nil, err
 	}
 	limit, denials := newReviewLimiter(clk), newDenialLimiter(clk)
+	keys := newTokenKeys(context.Background(), authnClient.RESTClient(), clk, log)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, ok, repeated := bearer.FromHeader(r.Header)
@@ -86,14 +88,23 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				refuse(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <service account token>")
 				return
 			}
-			host := remoteHost(r)
-			if !limit.allow(host, token) {
-				// Too many tokens from this address were not accepted: a new one is not sent
-				// for review (each made-up token would be a TokenReview). Retried by the REST
-				// apiserver's client, as a manager not ready; a token accepted before passes.
-				log.V(1).Info("a ledger caller's token was not reviewed: too many not accepted from its address", "remote", r.RemoteAddr)
-				refuse(w, http.StatusServiceUnavailable, "not_ready", "too many tokens from this address were not accepted; retry later")
-				return
+			if !limit.acceptedLately(token) {
+				// A new token: a validly signed service account token spends its subject's
+				// reviews, any other its address's (tokenKeys).
+				subject, signed := keys.subject(r.Context(), token)
+				if !limit.allow(remoteHost(r), subject, signed) {
+					// Too many new tokens from this address (or of this account) were not
+					// accepted: this one is not sent for review (each made-up token would be a
+					// TokenReview). Retried by the REST apiserver's client, as a manager not
+					// ready; a token accepted before passes.
+					log.V(1).Info("a ledger caller's token was not reviewed: too many not accepted", "remote", r.RemoteAddr, "subject", subject)
+					from := "from this address"
+					if signed {
+						from = "of " + subject
+					}
+					refuse(w, http.StatusServiceUnavailable, "not_ready", "too many new tokens "+from+" were not accepted; retry later")
+					return
+				}
 			}
 			res, ok, err := tokens.AuthenticateToken(r.Context(), token)
 			if err != nil {
@@ -234,28 +245,44 @@ const (
 	maxLimitedHosts = 4096
 )
 
-// reviewLimiter limits, per caller address, the reviews of tokens not accepted before.
+// reviewLimiter limits the reviews of tokens not accepted before: per verified subject for a
+// validly signed service account token, else per caller address.
 type reviewLimiter struct {
-	clock clock.PassiveClock
-	mu    sync.Mutex
-	hosts map[string]*bucket
-	swept time.Time                       // when hosts was last searched for idle limiters
-	good  map[[sha256.Size]byte]time.Time // tokens accepted, until when they pass
+	clock         clock.PassiveClock
+	mu            sync.Mutex
+	hosts         map[string]*bucket
+	swept         time.Time // when hosts was last searched for idle limiters
+	subjects      map[string]*bucket
+	subjectsSwept time.Time
+	good          map[[sha256.Size]byte]time.Time // tokens accepted, until when they pass
 }
 
 func newReviewLimiter(clk clock.PassiveClock) *reviewLimiter {
-	return &reviewLimiter{clock: clk, hosts: map[string]*bucket{}, good: map[[sha256.Size]byte]time.Time{}}
+	return &reviewLimiter{clock: clk, hosts: map[string]*bucket{}, subjects: map[string]*bucket{},
+		good: map[[sha256.Size]byte]time.Time{}}
 }
 
-// allow says whether token, sent from host, may be looked up and reviewed: a token accepted
-// lately always; another if host has reviews left (it spends one, before the review, so that
-// concurrent requests do not all pass).
-func (f *reviewLimiter) allow(host, token string) bool {
+// acceptedLately says whether token was accepted lately: it passes the limit.
+func (f *reviewLimiter) acceptedLately(token string) bool {
 	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if until, ok := f.good[sha256.Sum256([]byte(token))]; ok && now.Before(until) {
-		return true
+	until, ok := f.good[sha256.Sum256([]byte(token))]
+	return ok && now.Before(until)
+}
+
+// allow says whether a token not accepted lately may be looked up and reviewed, and spends one
+// review (before it, so that concurrent requests do not all pass): of subject if the token is
+// signed (a validly signed service account token of subject), else of host, the address it
+// came from. A subject that finds no room (so many accounts reviewing new tokens at once) is
+// reviewed: it was not forged.
+func (f *reviewLimiter) allow(host, subject string, signed bool) bool {
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if signed {
+		l := limiterFor(f.subjects, subject, now, &f.subjectsSwept)
+		return l == nil || l.AllowN(now, 1)
 	}
 	l := limiterFor(f.hosts, host, now, &f.swept)
 	if l == nil {
