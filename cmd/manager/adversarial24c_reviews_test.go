@@ -92,13 +92,13 @@ func TestAdversarial24cTheAddressLimitersAreBounded(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	f := newReviewLimiter(clk)
 	for i := range 5000 {
-		f.allow(fmt.Sprintf("fd00::%x", i), "", false)
+		f.allow(fmt.Sprintf("fd00::%x", i), "", false, "")
 	}
 	if n := len(f.hosts); n > maxLimitedHosts {
 		t.Errorf("%d address limiters after 5000 addresses, want at most %d", n, maxLimitedHosts)
 	}
 	clk.SetTime(clk.Now().Add(failedReviewBurst * failedReviewEvery))
-	if !f.allow("10.0.1.5", "", false) {
+	if !f.allow("10.0.1.5", "", false, "") {
 		t.Error("a new address, once the flood's limiters are idle: refused, want reviewed")
 	}
 	if n := len(f.hosts); n > maxLimitedHosts {

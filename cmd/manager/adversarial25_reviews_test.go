@@ -143,12 +143,12 @@ func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreFull(b *testing.B) {
 	f := newReviewLimiter(clk)
 	for i := range maxLimitedHosts {
 		for range failedReviewBurst {
-			f.allow(fmt.Sprintf("fd00::%x", i), "", false)
+			f.allow(fmt.Sprintf("fd00::%x", i), "", false, "")
 		}
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if f.allow(fmt.Sprintf("fd01::%x", i), "", false) {
+		if f.allow(fmt.Sprintf("fd01::%x", i), "", false, "") {
 			b.Fatal("a new address was reviewed while every limiter is busy")
 		}
 	}
@@ -162,7 +162,7 @@ func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreNotFull(b *testing.B) {
 		if i%maxLimitedHosts == 0 {
 			f.hosts = map[string]*bucket{}
 		}
-		f.allow(fmt.Sprintf("fd01::%x", i), "", false)
+		f.allow(fmt.Sprintf("fd01::%x", i), "", false, "")
 	}
 }
 

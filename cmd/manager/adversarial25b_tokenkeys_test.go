@@ -375,3 +375,42 @@ func TestAdversarial25BARealRotatedTokenIsServedUnderAFlood(t *testing.T) {
 		t.Errorf("another account's token over its burst, from a new address: %d, want 503 (not reviewed)", code)
 	}
 }
+
+// Found reviewing the fix above (a regression it would have brought; fixed: a signed token
+// spends its account's review once, not once per request while its review is on its way or
+// its result is cached). The REST replicas share one service account; without a mesh each
+// pod has its own address, and before the fix each replica's new token spent its own
+// address's reviews. With the fix, all replicas' new tokens spend the account's 20. Interleaving:
+// a manager is elected; every one of 20 replicas has 10 customer requests in flight, all with
+// its token new to this manager, all arriving before the first TokenReview comes back (the
+// token cache makes one review per token of them; the others wait for it). Had each request
+// spent one: the first two replicas' 20 requests take the burst, the other 18 replicas' are
+// 503, retried every second, one replica's token reviewed per second: 3 replicas still not
+// served after the client's 15 s, and their customers' requests (POST /v1/tasks, GET
+// /v1/balance) fail after every failover. Want: each token spends one review; all 20 served.
+func TestAdversarial25BReplicasSharingAnAccountAreNotLockedOutAfterAFailover(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	f := newReviewLimiter(clk)
+	const replicas, inFlight = 20, 10
+	served := map[int]bool{}
+	for s := 0; s <= 15 && len(served) < replicas; s++ {
+		for r := range replicas {
+			if served[r] {
+				continue
+			}
+			token := fmt.Sprintf("replica-%d-token", r)
+			for range inFlight {
+				if f.allow(fmt.Sprintf("10.0.0.%d", r+1), theReplica, true, token) {
+					served[r] = true
+				}
+			}
+		}
+		for r := range served { // reviewed: accepted, in use from now on
+			f.accepted(fmt.Sprintf("replica-%d-token", r))
+		}
+		clk.SetTime(clk.Now().Add(failedReviewEvery))
+	}
+	if len(served) < replicas {
+		t.Errorf("%d of %d replicas' new tokens reviewed within 15 s after a failover, want all", len(served), replicas)
+	}
+}

@@ -63,7 +63,7 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 	// The backoff is controller-runtime's (k8s.io/apiserver's DefaultAuthWebhookRetryBackoff).
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 	reviews := tokenReviews{client: authnClient, backoff: backoff}
-	tokens := cache.New(reviews, false, time.Minute, time.Minute)
+	tokens := cache.New(reviews, false, tokenCacheTTL, tokenCacheTTL)
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: authzClient,
 		AllowCacheTTL:             5 * time.Minute,
@@ -92,7 +92,7 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				// A new token: a validly signed service account token spends its subject's
 				// reviews, any other its address's (tokenKeys).
 				subject, signed := keys.subject(r.Context(), token)
-				if !limit.allow(remoteHost(r), subject, signed) {
+				if !limit.allow(remoteHost(r), subject, signed, token) {
 					// Too many new tokens from this address (or of this account) were not
 					// accepted: this one is not sent for review (each made-up token would be a
 					// TokenReview). Retried by the REST apiserver's client, as a manager not
@@ -108,6 +108,7 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 			}
 			res, ok, err := tokens.AuthenticateToken(r.Context(), token)
 			if err != nil {
+				limit.notReviewed(token) // no result cached: a retry is a review again
 				log.Error(err, "Authentication failed")
 				refuse(w, http.StatusServiceUnavailable, "not_ready", "the token could not be reviewed; retry")
 				return
@@ -243,6 +244,8 @@ const (
 	acceptedTokenTTL = 10 * time.Minute
 	// maxLimitedHosts bounds the addresses tracked; idle ones (a full bucket) are dropped first.
 	maxLimitedHosts = 4096
+	// tokenCacheTTL is how long the token cache keeps a review's result.
+	tokenCacheTTL = time.Minute
 )
 
 // reviewLimiter limits the reviews of tokens not accepted before: per verified subject for a
@@ -255,11 +258,15 @@ type reviewLimiter struct {
 	subjects      map[string]*bucket
 	subjectsSwept time.Time
 	good          map[[sha256.Size]byte]time.Time // tokens accepted, until when they pass
+	// signed tokens that spent their account's review, until when that review's result is
+	// cached: their other requests meanwhile wait for it or read it, and spend none.
+	reviewing      map[[sha256.Size]byte]time.Time
+	reviewingSwept time.Time
 }
 
 func newReviewLimiter(clk clock.PassiveClock) *reviewLimiter {
 	return &reviewLimiter{clock: clk, hosts: map[string]*bucket{}, subjects: map[string]*bucket{},
-		good: map[[sha256.Size]byte]time.Time{}}
+		good: map[[sha256.Size]byte]time.Time{}, reviewing: map[[sha256.Size]byte]time.Time{}}
 }
 
 // acceptedLately says whether token was accepted lately: it passes the limit.
@@ -273,22 +280,45 @@ func (f *reviewLimiter) acceptedLately(token string) bool {
 
 // allow says whether a token not accepted lately may be looked up and reviewed, and spends one
 // review (before it, so that concurrent requests do not all pass): of subject if the token is
-// signed (a validly signed service account token of subject), else of host, the address it
-// came from. A subject that finds no room (so many accounts reviewing new tokens at once) is
-// reviewed: it was not forged.
-func (f *reviewLimiter) allow(host, subject string, signed bool) bool {
+// signed (a validly signed service account token of subject), once per token (several REST
+// replicas share an account, each with many requests in flight with its token when a manager
+// is elected), else of host, the address it came from, once per request. A subject that finds
+// no room (so many accounts reviewing new tokens at once) is reviewed: it was not forged.
+func (f *reviewLimiter) allow(host, subject string, signed bool, token string) bool {
 	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if signed {
-		l := limiterFor(f.subjects, subject, now, &f.subjectsSwept)
-		return l == nil || l.AllowN(now, 1)
+		key := sha256.Sum256([]byte(token))
+		if until, ok := f.reviewing[key]; ok && now.Before(until) {
+			return true
+		}
+		if l := limiterFor(f.subjects, subject, now, &f.subjectsSwept); l != nil && !l.AllowN(now, 1) {
+			return false
+		}
+		if !now.Before(f.reviewingSwept.Add(failedReviewEvery)) { // a search at most once a second
+			f.reviewingSwept = now
+			for k, until := range f.reviewing {
+				if !now.Before(until) {
+					delete(f.reviewing, k)
+				}
+			}
+		}
+		f.reviewing[key] = now.Add(tokenCacheTTL)
+		return true
 	}
 	l := limiterFor(f.hosts, host, now, &f.swept)
 	if l == nil {
 		return false // so many addresses reviewing tokens at once: none more
 	}
 	return l.AllowN(now, 1)
+}
+
+// notReviewed forgets that token spent its review: the review could not be made.
+func (f *reviewLimiter) notReviewed(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.reviewing, sha256.Sum256([]byte(token)))
 }
 
 // accepted remembers a token the kube-apiserver accepted, for acceptedTokenTTL from now: a
