@@ -414,3 +414,66 @@ func TestAdversarial25BReplicasSharingAnAccountAreNotLockedOutAfterAFailover(t *
 		t.Errorf("%d of %d replicas' new tokens reviewed within 15 s after a failover, want all", len(served), replicas)
 	}
 }
+
+// downKube is issuerKube whose TokenReviews fail (403: the manager may not create them, as
+// while an admin's RBAC change is being put right) while down is set.
+type downKube struct {
+	*issuerKube
+	down bool
+	mu   sync.Mutex
+}
+
+func (k *downKube) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k.mu.Lock()
+	down := k.down
+	k.mu.Unlock()
+	if down && r.URL.Path == "/apis/authentication.k8s.io/v1/tokenreviews" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`)
+		return
+	}
+	k.issuerKube.ServeHTTP(w, r)
+}
+
+// Found reviewing the fix above (fixed: a signed token whose review could not be made keeps its
+// spent review): 20 REST replicas (one account) send their new tokens (a failover) while the
+// manager's TokenReviews fail for 30 s; each replica retries every second. Had a failed review
+// given the token's spent review back to be spent again, their retries would drain the
+// account's 20 in a second, and once the reviews work again the replicas' tokens would be
+// reviewed one a second: the last one 20 s after the outage, past its client's 15 s, its
+// customers refused for longer than the outage. Before the fix each replica (its own address,
+// no mesh) had its own 20. Want: every replica served within 2 s of the reviews working again.
+func TestAdversarial25BReplicasAreServedAtOnceWhenReviewsWorkAgain(t *testing.T) {
+	cluster := newTestSigner(t, "k1")
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	const replicas = 20
+	tokens := map[int]string{}
+	kube := &downKube{issuerKube: &issuerKube{reviewCounter: &reviewCounter{also: map[string]string{}}, keys: []jose.JSONWebKey{cluster.public()}}, down: true}
+	for r := range replicas {
+		tokens[r] = cluster.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour+time.Duration(r)*time.Second))
+		kube.also[tokens[r]] = theReplica
+	}
+	h := issuerLedger(t, kube, clk)
+	served := map[int]bool{}
+	round := func() {
+		for r := range replicas {
+			if !served[r] && ledgerCall(h, fmt.Sprintf("10.0.0.%d:1", r+1), meshPath, tokens[r]) == http.StatusOK {
+				served[r] = true
+			}
+		}
+		clk.SetTime(clk.Now().Add(failedReviewEvery))
+	}
+	for range 30 {
+		round()
+	}
+	kube.mu.Lock()
+	kube.down = false
+	kube.mu.Unlock()
+	for range 2 {
+		round()
+	}
+	if len(served) != replicas {
+		t.Errorf("%d of %d replicas served 2 s after a 30 s outage of the reviews, want all", len(served), replicas)
+	}
+}

@@ -108,7 +108,6 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 			}
 			res, ok, err := tokens.AuthenticateToken(r.Context(), token)
 			if err != nil {
-				limit.notReviewed(token) // no result cached: a retry is a review again
 				log.Error(err, "Authentication failed")
 				refuse(w, http.StatusServiceUnavailable, "not_ready", "the token could not be reviewed; retry")
 				return
@@ -259,7 +258,10 @@ type reviewLimiter struct {
 	subjectsSwept time.Time
 	good          map[[sha256.Size]byte]time.Time // tokens accepted, until when they pass
 	// signed tokens that spent their account's review, until when that review's result is
-	// cached: their other requests meanwhile wait for it or read it, and spend none.
+	// cached: their other requests meanwhile wait for it or read it, and spend none. A review
+	// that could not be made keeps it too (as a token accepted before, its retries are
+	// reviewed again): else the REST replicas' retries during an outage of the reviews drain
+	// their account's reviews, and its tokens are reviewed one a second once they work.
 	reviewing      map[[sha256.Size]byte]time.Time
 	reviewingSwept time.Time
 }
@@ -312,13 +314,6 @@ func (f *reviewLimiter) allow(host, subject string, signed bool, token string) b
 		return false // so many addresses reviewing tokens at once: none more
 	}
 	return l.AllowN(now, 1)
-}
-
-// notReviewed forgets that token spent its review: the review could not be made.
-func (f *reviewLimiter) notReviewed(token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.reviewing, sha256.Sum256([]byte(token)))
 }
 
 // accepted remembers a token the kube-apiserver accepted, for acceptedTokenTTL from now: a
