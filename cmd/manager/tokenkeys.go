@@ -31,6 +31,7 @@ type tokenKeys struct {
 	issuer  string
 	keys    jose.JSONWebKeySet
 	fetched time.Time // when the keys were last asked for; zero: never
+	failed  bool      // the last fetch failed (and was logged)
 }
 
 const (
@@ -127,7 +128,16 @@ func (k *tokenKeys) fetch(ctx context.Context) {
 		err = json.Unmarshal(raw, &set)
 	}
 	if err != nil || discovery.Issuer == "" {
-		k.log.Info("the service account issuer's keys could not be fetched: every new token to the ledger spends its address's reviews", "error", err)
+		// Said once (then at debug level until they are fetched): anyone can make them be
+		// asked for again every keysRefetchEvery.
+		k.mu.Lock()
+		log := k.log
+		if k.failed {
+			log = log.V(1)
+		}
+		k.failed = true
+		k.mu.Unlock()
+		log.Info("the service account issuer's keys could not be fetched: a new token to the ledger spends its address's reviews (RBAC: get /.well-known/openid-configuration and /openid/v1/jwks)", "error", err)
 		return
 	}
 	var keys jose.JSONWebKeySet
@@ -139,5 +149,5 @@ func (k *tokenKeys) fetch(ctx context.Context) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.issuer, k.keys = discovery.Issuer, keys
+	k.issuer, k.keys, k.failed = discovery.Issuer, keys, false
 }
