@@ -1,0 +1,89 @@
+package httpbackend
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
+)
+
+// Found by the twenty-fifth adversarial review, wave 2 (suspected by wave 1). Input: a backend
+// answers POST /v1/stages with 201 and a stage id that is not one safe URL path segment:
+// "cancel" (the cancel-by-key endpoint's own segment, which the protocol says is never an id),
+// "." or "..". Submit took it: the controller stored it as the stage's handle, and every look
+// at it asked another path (GET /v1/stages/cancel, a request line the client or a proxy cleans
+// to /v1/stages or /v1), answered 404 or 405: the stage was taken for lost, submitted again
+// under its key (answered with the same id, idempotent by key), twice, and the task failed
+// "the backend lost the render stage 3 times (it may have restarted)": a message that lies
+// (nothing restarted: the answer broke the protocol), after three submissions whose stage ran
+// on at the backend, never stopped (a cancel by id "." names no stage either). The fix: Submit
+// refuses such an id as a broken answer, as it refuses one over protocol.MaxIDBytes, after
+// stopping by its key the stage the backend started. Failed before the fix with Submit
+// returning the id and no cancel by key sent.
+func TestAStageIDThatIsNotAPathSegmentIsRefusedAtSubmit(t *testing.T) {
+	for _, id := range []string{"cancel", ".", ".."} {
+		var (
+			mu   sync.Mutex
+			seen []string
+		)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			seen = append(seen, r.Method+" "+r.URL.Path+" "+string(body))
+			mu.Unlock()
+			switch {
+			case r.Method == http.MethodPost && r.URL.Path == protocol.StagesPath:
+				writeJSON(w, http.StatusCreated, protocol.StageStatus{ID: id, State: protocol.StateRunning})
+			case r.Method == http.MethodPost && r.URL.Path == protocol.CancelByKeyPath:
+				w.WriteHeader(http.StatusNoContent)
+			default:
+				w.WriteHeader(http.StatusNotFound)
+			}
+		}))
+		w := work()
+		got, err := newClient(t, srv.URL, nil).Submit(context.Background(), w)
+		srv.Close()
+		if err == nil {
+			t.Errorf("id %q: Submit took it (%q)", id, got)
+			continue
+		}
+		if !generation.IsPermanent(err) || generation.IsLost(err) {
+			t.Errorf("id %q: Submit error %v: permanent %v, lost %v; want permanent, not lost", id, err, generation.IsPermanent(err), generation.IsLost(err))
+		}
+		if refusal := generation.RefusalOf(err); !strings.Contains(refusal, "protocol") || !strings.Contains(refusal, "stage id") {
+			t.Errorf("id %q: the caller is told %q", id, refusal)
+		}
+		mu.Lock()
+		cancelled := false
+		for _, s := range seen {
+			if strings.HasPrefix(s, "POST "+protocol.CancelByKeyPath+" ") && strings.Contains(s, w.Key) {
+				cancelled = true
+			}
+		}
+		mu.Unlock()
+		if !cancelled {
+			t.Errorf("id %q: the stage the backend started was not stopped by its key", id)
+		}
+	}
+}
+
+// Checked, holds: ids that only look close to the refused ones ("...", ".cancel", "cancel2",
+// one with a "/" or a space, which the client escapes into one segment) are taken as they are.
+func TestStageIDsThatAreOnePathSegmentAreTaken(t *testing.T) {
+	for _, id := range []string{"...", ".cancel", "cancel2", "a/b", "stg 1", "Cancel"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusCreated, protocol.StageStatus{ID: id, State: protocol.StateRunning})
+		}))
+		got, err := newClient(t, srv.URL, nil).Submit(context.Background(), work())
+		srv.Close()
+		if err != nil || got != id {
+			t.Errorf("id %q: Submit = %q, %v", id, got, err)
+		}
+	}
+}
