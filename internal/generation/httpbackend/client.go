@@ -126,6 +126,13 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 		return "", generation.Refused(fmt.Errorf("backend answered POST %s with a stage id of %d bytes (at most %d)", protocol.StagesPath, len(st.ID), protocol.MaxIDBytes),
 			fmt.Sprintf("the backend's answer does not follow the protocol: the stage id it gave is %d bytes long (at most %d)", len(st.ID), protocol.MaxIDBytes))
 	}
+	if why := protocol.ReservedID(st.ID); why != "" {
+		// Every look would ask another path (read as a lost stage, submitted again and answered
+		// with the same id), and a cancel by it would name no stage: stopped by its key.
+		_ = c.cancelByKey(ctx, w.Key)
+		return "", generation.Refused(fmt.Errorf("backend answered POST %s with the stage id %q, %s", protocol.StagesPath, st.ID, why),
+			fmt.Sprintf("the backend's answer does not follow the protocol: the stage id it gave, %q, is %s", st.ID, why))
+	}
 	return st.ID, nil
 }
 

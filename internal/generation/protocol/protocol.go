@@ -28,6 +28,20 @@ const MaxKeyBytes = 1024
 // with a longer id breaks the protocol: the operator stops the stage by its key and fails it.
 const MaxIDBytes = 1024
 
+// ReservedID says why id cannot be a stage id ("" if it can): it must be one URL path segment
+// of its own, which "." and ".." are not (a client or a proxy cleans them away), nor "cancel",
+// the segment of CancelByKeyPath. An answer with such an id breaks the protocol, as a longer
+// one does.
+func ReservedID(id string) string {
+	switch id {
+	case ".", "..":
+		return "a dot segment, which names another path"
+	case "cancel":
+		return "the segment of " + CancelByKeyPath
+	}
+	return ""
+}
+
 // StageRequest is the body of POST /v1/stages.
 type StageRequest struct {
 	// Key makes the submission idempotent: the same key always names the same stage.
