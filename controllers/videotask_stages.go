@@ -323,11 +323,15 @@ func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1
 	} else {
 		r.deleteOrphanedJob(ctx, w, *st, b)
 	}
+	// One CancelTimeout for them all: a b that hangs would otherwise hold this reconcile for
+	// a CancelTimeout per reroute, before its Submit. Those not sent in it run to their deadline.
+	earlierCtx, cancel := context.WithTimeout(ctx, r.cancelTimeout())
+	defer cancel()
 	base := generation.WorkKey(task.Namespace, task.Name, string(task.UID), st.Name)
-	for n := int32(0); n < st.Reroutes; n++ {
+	for n := int32(0); n < st.Reroutes && earlierCtx.Err() == nil; n++ {
 		earlier := w
 		earlier.Key = generation.ReroutedKey(base, n)
-		r.cancelWork(ctx, b, earlier, "")
+		r.cancelWork(earlierCtx, b, earlier, "")
 	}
 	logf.FromContext(ctx).Info("the stage's backend no longer serves its capability; submitting it to the new one",
 		"stage", st.Name, "from", st.Backend, "handle", st.Handle, "to", name)
