@@ -1,0 +1,175 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
+	"github.com/videogen-dev/videogen-operator/internal/jobtest"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+)
+
+// Adversarial round 25, wave 2: what wave 1 left open of the stages' reroutes.
+var _ = Describe("Adversarial round 25b: a Job stage whose Job backend and capability are gone", func() {
+	var (
+		ns   string
+		l    *ledger.Ledger
+		jobs *jobbackend.Backend
+	)
+	BeforeEach(func() {
+		ns = accountWithoutController(100)
+		var stop func()
+		l, stop = startLedger()
+		DeferCleanup(stop)
+		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
+		Expect(err).NotTo(HaveOccurred())
+		jobs, err = jobbackend.New(k8sClient, cfg)
+		Expect(err).NotTo(HaveOccurred())
+	})
+	stageJobs := func(task *videogenv1alpha1.VideoTask) []batchv1.Job {
+		var list batchv1.JobList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{jobbackend.LabelTaskUID: string(task.UID)})).To(Succeed())
+		return list.Items
+	}
+
+	// Found by the twenty-fifth adversarial review, wave 2 (suspected by wave 1). Interleaving:
+	// 1. the Job backend "gpu" serves video.short; a task's analyze runs in a Job. 2. The
+	// platform team takes "gpu" out of the backends config and video.short with it (a
+	// capability withdrawn for a while: no backend serves it; a ConfigMap edit and a restart,
+	// as rounds 23-25 have them). 3. The task's owner cancels it (POST /v1/tasks/{id}/cancel),
+	// or it times out. advance finds no route, and cancelRunningStages finds no backend to
+	// stop the analyze at (stageAt: none under its name): the stage is only marked Canceled,
+	// the task ends Canceled and is refunded. Nothing deletes the Job (cancelRecorded and
+	// rerouteStage do, by its labels, since wave 1; this path was left): it holds its GPU node,
+	// unpaid, for the rest of the task's timeout plus a minute (activeDeadlineSeconds), for a
+	// task its user was told is cancelled and refunded. The fix: cancelRunningStages deletes
+	// the Job of a stage its Job backend no longer stops, by its labels (deleteOrphanedJob), as
+	// the other paths do. Failed before the fix with the Job still there.
+	It("deletes the Job of a task cancelled after its Job backend and its capability were taken out of the config", func() {
+		before := directReconciler(k8sClient, l, jobs)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: jobs}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		Expect(stageJobs(task)).To(HaveLen(1))
+
+		other := newRouteBackend("gpu-eraser", nil, "")
+		after := directReconciler(k8sClient, l, other)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-eraser", Backend: other}}
+		requestCancel(task)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		ended := taskOf(ns, task.Name)
+		Expect(ended.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+		Expect(ended.Status.Error).NotTo(BeNil())
+		Expect(ended.Status.Error.Code).To(Equal("canceled"))
+		suite.ExpectBalanced(ns, 100, 0, 0)
+		var left []string
+		for _, j := range stageJobs(task) {
+			left = append(left, j.Name)
+		}
+		Expect(left).To(BeEmpty(), "the cancelled task's Job runs on, unpaid, to its deadline")
+	})
+})
+
+// flakyRoute is a routeBackend that, while down, answers no look and no cancel (a transient
+// outage: a rollout of its server, a network blip).
+type flakyRoute struct {
+	*routeBackend
+	mu   sync.Mutex
+	down bool
+}
+
+func (f *flakyRoute) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+}
+
+func (f *flakyRoute) isDown() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+func (f *flakyRoute) Observe(ctx context.Context, w generation.Work, h string) (generation.Observation, error) {
+	if f.isDown() {
+		return generation.Observation{}, errors.New(f.name + ": connection refused")
+	}
+	return f.routeBackend.Observe(ctx, w, h)
+}
+
+func (f *flakyRoute) Cancel(ctx context.Context, w generation.Work, h string) error {
+	if f.isDown() {
+		return errors.New(f.name + ": connection refused")
+	}
+	return f.routeBackend.Cancel(ctx, w, h)
+}
+
+var _ = Describe("Adversarial round 25b: a reroute while the old backend is out", func() {
+	// Checked, holds (suspected by wave 1): charged once. Interleaving: 1. video.short is
+	// routed to gpu-a; a task's render runs there and finishes (succeeded at gpu-a, not yet
+	// looked at). 2. video.short is moved to gpu-b (gpu-a kept for video.eraser) and the
+	// manager restarted, while gpu-a is out for a moment (its own rollout). 3. The reroute's
+	// look at gpu-a (finishedAt) fails, so the render is taken for unfinished: its cancel at
+	// gpu-a fails too (counted as a reroute, it may have landed), and it is submitted to gpu-b
+	// under K-r1, where it runs again. What the user sees: the task succeeds with gpu-b's video,
+	// charged once (20 points); the render gpu-a finished is wasted work, the service's cost,
+	// as any reroute of a running render is. Not fixed: telling an outage of gpu-a from gpu-a
+	// gone for good needs a wait of some length before every reroute whose look fails (state
+	// the status does not keep), and a task whose old backend is gone for good would wait for
+	// it instead of running at the backend that serves it now.
+	It("runs again at the new backend a render finished at the old one it could not look at, charged once", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		a := &flakyRoute{routeBackend: newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")}
+		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		a.setRender(generation.Running)
+		first := directReconciler(k8sClient, l, a)
+		first.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: a}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, first, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		renderKey := generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender)
+
+		a.setRender(generation.Succeeded) // step 1: finished, not looked at
+		a.setDown(true)                   // step 2
+		after := directReconciler(k8sClient, l, b)
+		after.Backends = generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: b},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: a},
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded), "%+v", done.Status.Error)
+		Expect(done.Status.Result.URL).To(Equal("https://media.example/gpu-b/" + task.Name + ".mp4"))
+		Expect(b.submitsOf(generation.ReroutedKey(renderKey, 1))).To(Equal(1), "run again at gpu-b")
+		suite.ExpectBalanced(ns, 80, 0, 20)
+		a.setDown(false)
+		for range 3 { // later reconciles (a resync, a late event) charge nothing more
+			reconcileOnce(Default, after, task)
+		}
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+})
