@@ -592,7 +592,8 @@ func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1a
 }
 
 // cancelRunningStages cancels every stage of task that runs at a backend, as far as its status
-// knows, and marks it canceled.
+// knows, and marks it canceled. A stage whose Job backend is no longer configured under its
+// name has its Job deleted by its labels (deleteOrphanedJob), as a reroute's or a deletion's.
 func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *videogenv1alpha1.VideoTask) {
 	name, b, _ := r.Backends.Route(task.Spec.Capability)
 	for i := range task.Status.Stages {
@@ -600,8 +601,14 @@ func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *vid
 		if st.State != videogenv1alpha1.StageRunning {
 			continue
 		}
-		if at, handle := r.stageAt(*st, name, b); at != nil {
-			r.cancelWork(ctx, at, r.work(task, catalog.Template{}, st.Name), handle)
+		w := r.work(task, catalog.Template{}, st.Name)
+		where, handle := r.stageAt(*st, name, b)
+		if where == b && handle == "" {
+			// Its own backend is not configured: a Job backend's Job is deleted by its labels.
+			r.deleteOrphanedJob(ctx, w, *st, b)
+		}
+		if where != nil {
+			r.cancelWork(ctx, where, w, handle)
 		}
 		at := metav1.NewTime(r.Clock.Now())
 		st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
