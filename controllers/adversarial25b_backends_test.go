@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -19,7 +21,7 @@ import (
 )
 
 // Adversarial round 25, wave 2: what wave 1 left open of the stages' reroutes.
-var _ = Describe("Adversarial round 25b: a Job stage whose Job backend and capability are gone", func() {
+var _ = Describe("Adversarial round 25b: Job stages whose Job backend is gone", func() {
 	var (
 		ns   string
 		l    *ledger.Ledger
@@ -83,6 +85,80 @@ var _ = Describe("Adversarial round 25b: a Job stage whose Job backend and capab
 			left = append(left, j.Name)
 		}
 		Expect(left).To(BeEmpty(), "the cancelled task's Job runs on, unpaid, to its deadline")
+	})
+
+	// Found by the twenty-fifth adversarial review, wave 2, in what wave 1 added. Interleaving:
+	// 1. the Job backend "gpu-a100" (its Jobs in each task's namespace) serves video.short; a
+	// task's analyze runs in a Job there. 2. The platform team moves the capability to another
+	// Job backend, "gpu-h100", whose Jobs run in a namespace of their own (its own configFile,
+	// namespace: videogen-jobs), and takes gpu-a100 out of the config (a node pool replaced: one
+	// ConfigMap edit, a restart). 3. The analyze is rerouted: no backend under its name can stop
+	// it, and deleteOrphanedJob leaves it to the new backend because that is a Job backend
+	// ("one renamed follows its Job by name"); but gpu-h100 makes its Jobs in videogen-jobs and
+	// never meets the one in the task's namespace: the analyze runs twice. What the user sees:
+	// nothing wrong (the task goes on at gpu-h100, charged once); the gpu-a100 Job holds its
+	// node, unpaid, to its activeDeadlineSeconds (the task's timeout plus a minute). The fix:
+	// the Job is left only to a Job backend that would make that very Job (same namespace and
+	// name: jobbackend's Follows), and deleted by its labels otherwise. Failed before the fix
+	// with the gpu-a100 Job still there.
+	It("deletes the Job of a stage moved to a Job backend that runs its Jobs in another namespace", func() {
+		jobsNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "videogen-jobs-"}}
+		Expect(k8sClient.Create(ctx, jobsNS)).To(Succeed())
+		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config + "namespace: " + jobsNS.Name + "\n"))
+		Expect(err).NotTo(HaveOccurred())
+		h100, err := jobbackend.New(k8sClient, cfg)
+		Expect(err).NotTo(HaveOccurred())
+
+		before := directReconciler(k8sClient, l, jobs)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a100", Backend: jobs}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		Expect(stageJobs(task)).To(HaveLen(1))
+
+		after := directReconciler(k8sClient, l, h100)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-h100", Backend: h100}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			an := stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze)
+			g.Expect(an.Backend).To(Equal("gpu-h100"))
+			g.Expect(an.Handle).To(HavePrefix(jobsNS.Name + "/"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		var left []string
+		for _, j := range stageJobs(task) {
+			left = append(left, j.Name)
+		}
+		Expect(left).To(BeEmpty(), "the gpu-a100 Job runs on beside the gpu-h100 one, unpaid, to its deadline")
+	})
+
+	// Checked, holds (a guard on the fix above): a Job backend only renamed, its Jobs in the
+	// same namespace, still meets the Job it made under the stage's key and follows it.
+	It("keeps the Job of a Job backend renamed with the same namespace", func() {
+		before := directReconciler(k8sClient, l, jobs)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a100", Backend: jobs}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		uid := stageJobs(task)[0].UID
+		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
+		Expect(err).NotTo(HaveOccurred())
+		renamed, err := jobbackend.New(k8sClient, cfg) // another Backend value, same config
+		Expect(err).NotTo(HaveOccurred())
+		after := directReconciler(k8sClient, l, renamed)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-jobs", Backend: renamed}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Backend).To(Equal("gpu-jobs"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		now := stageJobs(task)
+		Expect(now).To(HaveLen(1))
+		Expect(now[0].UID).To(Equal(uid), "the Job was deleted and made again")
 	})
 })
 
