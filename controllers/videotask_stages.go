@@ -343,10 +343,16 @@ func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1
 // of the config): deleted by its labels (jobbackend.DeleteOrphaned), for at most CancelTimeout.
 // Nothing else would: it would hold its node, unpaid, to its activeDeadlineSeconds. A failure
 // (an older install's role without deletecollection, say) is logged, and the Job left so. b,
-// the backend the stage goes to now (nil: none), when a Job backend (one renamed, say), meets
-// the Job itself: under the same key it follows it (same name), and stops it when asked by key.
+// the backend the stage goes to now (nil: none), when a Job backend that makes that very Job
+// under w's key (one renamed, its Jobs in the same namespace), meets the Job itself: it follows
+// it, and stops it when asked by key. One whose Jobs run in another namespace never meets it.
 func (r *VideoTaskReconciler) deleteOrphanedJob(ctx context.Context, w generation.Work, st videogenv1alpha1.StageStatus, b generation.Backend) {
-	if st.Server != jobbackend.ServerKind || st.Handle == "" || r.Client == nil || (b != nil && generation.ServerOf(b) == jobbackend.ServerKind) {
+	if st.Server != jobbackend.ServerKind || st.Handle == "" || r.Client == nil {
+		return
+	}
+	if follower, ok := b.(interface {
+		Follows(generation.Work, string) bool
+	}); ok && follower.Follows(w, st.Handle) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cancelTimeout())

@@ -218,6 +218,14 @@ func DeleteOrphaned(ctx context.Context, c client.Client, w generation.Work, h s
 	return deleteStageJobs(ctx, c, w, key.Namespace)
 }
 
+// Follows says whether h, a handle a Job backend gave for w, names the very Job this backend
+// makes for w (same namespace, same name from w's key): a Submit of w here meets that Job and
+// follows it. A Job elsewhere (another Job backend's namespace) it never meets.
+func (b *Backend) Follows(w generation.Work, h string) bool {
+	_, err := b.cfg.workHandle(w, h)
+	return err == nil
+}
+
 // deleteStageJobs deletes, in namespace, the Jobs this backend made for w's task and stage.
 func deleteStageJobs(ctx context.Context, c client.Client, w generation.Work, namespace string) error {
 	if w.TaskUID == "" || w.Stage == "" {
