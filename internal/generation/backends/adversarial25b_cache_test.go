@@ -61,9 +61,9 @@ func TestCacheByObjectWatchesTheNamespacesOfEveryJobBackend(t *testing.T) {
 		a, b string
 		want []string // nil: every namespace
 	}{
-		"two namespaces of their own":      {"jobs-a100", "jobs-h100", []string{"jobs-a100", "jobs-h100"}},
+		"two namespaces of their own":       {"jobs-a100", "jobs-h100", []string{"jobs-a100", "jobs-h100"}},
 		"the tasks' own and one of its own": {"", "jobs-h100", nil},
-		"one namespace for both":           {"jobs", "jobs", []string{"jobs"}},
+		"one namespace for both":            {"jobs", "jobs", []string{"jobs"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -19,6 +19,7 @@ package backends
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -107,14 +108,32 @@ func Read(path string) (File, error) {
 }
 
 // CacheByObject is what the manager's cache must watch for these backends: the Jobs and
-// Pods that Job backends create, and only those.
+// Pods that Job backends create, and only those. One entry per type, in every namespace a Job
+// backend runs Jobs in (all, when one runs them in its tasks' own): the cache keeps one entry
+// per type, so an entry per Job backend would leave all but one of them unable to read theirs.
 func (f File) CacheByObject() map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
+	byType := map[string]client.Object{}
 	for _, e := range f.Backends {
-		if e.Job != nil && e.Job.config != nil {
-			for obj, by := range e.Job.config.CacheByObject() {
+		if e.Job == nil || e.Job.config == nil {
+			continue
+		}
+		for obj, by := range e.Job.config.CacheByObject() {
+			kind := fmt.Sprintf("%T", obj)
+			first, seen := byType[kind]
+			if !seen {
+				byType[kind] = obj
 				out[obj] = by
+				continue
 			}
+			merged := out[first] // the same label selector: every Job backend labels its Jobs alike
+			if merged.Namespaces != nil && by.Namespaces != nil {
+				merged.Namespaces = maps.Clone(merged.Namespaces)
+				maps.Copy(merged.Namespaces, by.Namespaces)
+			} else {
+				merged.Namespaces = nil // one backend runs Jobs in its tasks' namespaces: all
+			}
+			out[first] = merged
 		}
 	}
 	return out
