@@ -87,3 +87,63 @@ func TestStageIDsThatAreOnePathSegmentAreTaken(t *testing.T) {
 		}
 	}
 }
+
+// Found by the twenty-fifth adversarial review, wave 2. Input: a backend answers POST
+// /v1/stages with the stage of another key (its idempotency broken: keys cut to a column's
+// width, so two long task names in one namespace share one; or a cache keyed wrongly), its
+// key echoed in the answer. Submit took its id: the controller's first look (the same
+// reconcile) found the other key, took the stage for lost, submitted it again (answered the
+// same way) twice, and failed the task "the backend lost the render stage 3 times (it may have
+// restarted)": nothing restarted, and the caller, told so, submits again to the same end. The
+// fix: Submit refuses an answer carrying another key as a broken answer, saying so, after
+// stopping by its key whatever the backend started for ours. Failed before the fix with Submit
+// returning the other stage's id.
+func TestASubmitAnsweredWithAnotherKeysStageIsRefused(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		cancelled []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == protocol.StagesPath:
+			writeJSON(w, http.StatusOK, protocol.StageStatus{ID: "stg_7", Key: "other-ns/other-task/other-uid/render", State: protocol.StateSucceeded})
+		case r.Method == http.MethodPost && r.URL.Path == protocol.CancelByKeyPath:
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			cancelled = append(cancelled, string(body))
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	w := work()
+	got, err := newClient(t, srv.URL, nil).Submit(context.Background(), w)
+	if err == nil {
+		t.Fatalf("Submit took %q, the stage of another key", got)
+	}
+	if !generation.IsPermanent(err) || generation.IsLost(err) || !strings.Contains(generation.RefusalOf(err), "protocol") {
+		t.Errorf("Submit error %v: permanent %v, lost %v, refusal %q", err, generation.IsPermanent(err), generation.IsLost(err), generation.RefusalOf(err))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(cancelled) != 1 || !strings.Contains(cancelled[0], w.Key) {
+		t.Errorf("cancels by key: %q, want one for %s (never the other key's)", cancelled, w.Key)
+	}
+}
+
+// Checked, holds: an answer without a key (the protocol makes it optional) or with ours is taken.
+func TestASubmitAnswerWithOurKeyOrNoneIsTaken(t *testing.T) {
+	w := work()
+	for _, key := range []string{"", w.Key} {
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			writeJSON(rw, http.StatusCreated, protocol.StageStatus{ID: "stg_1", Key: key, State: protocol.StateRunning})
+		}))
+		got, err := newClient(t, srv.URL, nil).Submit(context.Background(), w)
+		srv.Close()
+		if err != nil || got != "stg_1" {
+			t.Errorf("key %q: Submit = %q, %v", key, got, err)
+		}
+	}
+}
