@@ -126,6 +126,14 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 		return "", generation.Refused(fmt.Errorf("backend answered POST %s with a stage id of %d bytes (at most %d)", protocol.StagesPath, len(st.ID), protocol.MaxIDBytes),
 			fmt.Sprintf("the backend's answer does not follow the protocol: the stage id it gave is %d bytes long (at most %d)", len(st.ID), protocol.MaxIDBytes))
 	}
+	if st.Key != "" && st.Key != w.Key {
+		// The same key always names the same stage: an answer with another key's stage breaks
+		// the idempotency Submit rests on (its first look would find the other key, lost, and
+		// every submission again the same). Whatever it started for ours is stopped by our key.
+		_ = c.cancelByKey(ctx, w.Key)
+		return "", generation.Refused(fmt.Errorf("backend answered POST %s with the stage %q of another key", protocol.StagesPath, st.ID),
+			"the backend's answer does not follow the protocol: it answered the stage's submission with the stage of another key")
+	}
 	if why := protocol.ReservedID(st.ID); why != "" {
 		// Every look would ask another path (read as a lost stage, submitted again and answered
 		// with the same id), and a cancel by it would name no stage: stopped by its key.
