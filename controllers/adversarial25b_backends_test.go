@@ -249,3 +249,72 @@ var _ = Describe("Adversarial round 25b: a reroute while the old backend is out"
 		suite.ExpectBalanced(ns, 80, 0, 20)
 	})
 })
+
+// restart makes b forget every stage it runs, as a worker that keeps them in memory does when
+// it restarts: a look at one is answered lost.
+func restart(b *routeBackend) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.submits = map[string]int{}
+}
+
+var _ = Describe("Adversarial round 25b: a stage lost before its reroute", func() {
+	// Found by the twenty-fifth adversarial review, wave 2. Interleaving: 1. video.short is
+	// routed to gpu-a; a task's analyze runs there. 2. gpu-a restarts twice while it runs (two
+	// rollouts of the worker, or a crash loop that ends): the analyze is lost and submitted
+	// again each time (resubmissions 2 of 2). 3. video.short is moved to gpu-b (gpu-a kept for
+	// video.eraser) and the manager restarted: the analyze is stopped at gpu-a and rerouted to
+	// gpu-b, which runs it. 4. gpu-b restarts once (its own rollout) and loses it. The reroute
+	// kept the count gpu-a ran up, so gpu-b's first loss is over maxResubmissions: the task
+	// fails "the backend lost the analyze stage 3 times (it may have restarted)", refunded, at a
+	// backend that lost it once, and would have run it again as gpu-a did. maxResubmissions
+	// bounds a backend that keeps losing a stage; rerouteStage says a reroute is not a loss,
+	// and a new backend has lost nothing yet. The fix: a reroute starts the stage's
+	// resubmissions afresh. Failed before the fix with the task failed "lost 3 times".
+	It("gives a stage rerouted to another backend its resubmissions afresh", func() {
+		ns := accountWithoutController(100)
+		l, stop := startLedger()
+		DeferCleanup(stop)
+		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		a.setAnalyze(generation.Running)
+		b.setAnalyze(generation.Running)
+		first := directReconciler(k8sClient, l, a)
+		first.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: a}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, first, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
+		}).Should(Succeed())
+		for n := int32(1); n <= 2; n++ { // step 2
+			restart(a)
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, first, task)
+				g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Resubmissions).To(Equal(n))
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+		}
+
+		after := directReconciler(k8sClient, l, b) // step 3
+		after.Backends = generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: b},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: a},
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			an := stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze)
+			g.Expect(an.Backend).To(Equal("gpu-b"))
+			g.Expect(an.Handle).NotTo(BeEmpty())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		restart(b) // step 4
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(now.Status.Phase == videogenv1alpha1.TaskFailed || stageOf(now, videogenv1alpha1.StageAnalyze).Resubmissions == 1).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		now := taskOf(ns, task.Name)
+		Expect(now.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "%+v", now.Status.Error)
+		Expect(b.submitsOf(generation.ReroutedKey(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze), 1))).To(Equal(1))
+	})
+})
