@@ -311,7 +311,8 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // that stopped it would answer its old key with the stopped stage, should the routes come back
 // to it. A stage not stopped keeps its key: Submit is idempotent by the work key, so a backend
 // that was only renamed (or whose URL only changed) finds the stage it runs. The stage was not
-// lost: it does not count against maxResubmissions. b, name's backend, may itself run the stage
+// lost: it does not count against maxResubmissions, and its count starts afresh (the losses
+// were the old backend's). b, name's backend, may itself run the stage
 // under a key it had before (its plain key, say): b was configured for the capability once and
 // taken out of the config (then nothing could stop the stage there), and is back. Submitted to
 // b under a key b has never seen, the stage would run there twice: those keys are stopped at b.
@@ -335,7 +336,9 @@ func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1
 	}
 	logf.FromContext(ctx).Info("the stage's backend no longer serves its capability; submitting it to the new one",
 		"stage", st.Name, "from", st.Backend, "handle", st.Handle, "to", name)
-	st.Handle, st.Message = "", fmt.Sprintf("%s no longer serves %s; submitting the stage to %s", st.Backend, task.Spec.Capability, name)
+	// The new backend has lost nothing yet: maxResubmissions bounds one that keeps losing it.
+	st.Handle, st.Resubmissions = "", 0
+	st.Message = fmt.Sprintf("%s no longer serves %s; submitting the stage to %s", st.Backend, task.Spec.Capability, name)
 }
 
 // deleteOrphanedJob stops st's Job, when st ran at a Job backend (server "job") that is no longer
