@@ -42,28 +42,47 @@ import (
 // nil: not counted as failed), so a worker is free, B's webhook is delivered while A's
 // receiver still hangs, and once A's receiver answers A's held-back tasks are delivered too
 // (at least once: nothing dropped).
+//
+// The second case is the same account with a receiver per task (one host name each, as a
+// wildcard DNS name gives for free): a bound per host alone would not hold it, so an account
+// gets a bounded share too (with the host bound only, this case failed as before the fix:
+// "all 16 webhook workers wait").
 func TestAdversarial25OneAccountsHangingReceiverDoesNotHoldEveryWebhookWorker(t *testing.T) {
+	t.Run("one receiver", func(t *testing.T) { adv25HangingReceivers(t, 1) })
+	t.Run("a receiver per task", func(t *testing.T) { adv25HangingReceivers(t, DefaultWebhookConcurrency) })
+}
+
+func adv25HangingReceivers(t *testing.T, receivers int) {
 	now := time.Now().Truncate(time.Second)
 	release := make(chan struct{})
 	var reached atomic.Int32
-	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached.Add(1)
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 		w.WriteHeader(http.StatusNoContent)
-	}))
+	})
+	var hanging []*httptest.Server
+	for range receivers {
+		hanging = append(hanging, httptest.NewServer(hang))
+	}
 	var once sync.Once
 	unhang := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(func() { unhang(); hanging.Close() })
+	t.Cleanup(func() {
+		unhang()
+		for _, srv := range hanging {
+			srv.Close()
+		}
+	})
 	fastURL, fastIDs := adv21Receiver(t, http.StatusNoContent)
 
 	const workers = DefaultWebhookConcurrency
 	var objs []client.Object
 	var aTasks []*videogenv1alpha1.VideoTask
 	for i := range workers {
-		task := adv21FinishedTask(now, hanging.URL+"/hook", 0)
+		task := adv21FinishedTask(now, hanging[i%receivers].URL+"/hook", 0)
 		task.Namespace, task.Name, task.UID = "acct-a", fmt.Sprintf("task-a-%02d", i), types.UID(fmt.Sprintf("uid-a-%04d", i))
 		aTasks = append(aTasks, task)
 		objs = append(objs, task)
@@ -153,5 +172,8 @@ func TestAdversarial25OneAccountsHangingReceiverDoesNotHoldEveryWebhookWorker(t 
 		if w := got.Status.Webhook; w == nil || w.State != videogenv1alpha1.WebhookDelivered || w.Attempts != 1 {
 			t.Fatalf("%s: webhook %+v, want delivered at attempt 1", task.Name, w)
 		}
+	}
+	if n := len(r.inFlight.count); n != 0 {
+		t.Fatalf("the limiter still counts %v with nothing in flight, want its map empty (bounded by the deliveries in flight)", r.inFlight.count)
 	}
 }

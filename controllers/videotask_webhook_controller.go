@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -40,9 +43,9 @@ type WebhookConfig struct {
 	Client *http.Client
 	// SecretNamespace holds the accounts' signing Secrets.
 	SecretNamespace string
-	// Concurrency bounds parallel deliveries (default DefaultWebhookConcurrency). A delivery
-	// mostly waits on its receiver, up to the sender's timeout, so a few slow receivers must not
-	// hold up the others.
+	// Concurrency bounds parallel deliveries (default DefaultWebhookConcurrency), a quarter of
+	// them per receiver host and per account. A delivery mostly waits on its receiver, up to
+	// the sender's timeout, so a few slow receivers must not hold up the others.
 	Concurrency int
 }
 
@@ -59,6 +62,8 @@ type VideoTaskWebhookReconciler struct {
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
 	Config    WebhookConfig
+
+	inFlight deliveryLimiter
 }
 
 // +kubebuilder:rbac:groups="",namespace=videogen-system,resources=secrets,verbs=get;create;update
@@ -73,6 +78,16 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if next := cached.Status.Webhook; next != nil && next.NextAttemptAt != nil && now.Before(next.NextAttemptAt.Time) {
 		return ctrl.Result{RequeueAfter: next.NextAttemptAt.Sub(now)}, nil
 	}
+	// The workers are shared by every account, and a receiver that never answers holds one for
+	// the whole timeout: one account's many tasks to a hanging receiver would take them all and
+	// every other webhook would wait behind their timeouts. So a receiver's host, and an
+	// account, get a quarter of the workers at most; a delivery over that waits its turn,
+	// requeued without taking a worker or counting as an attempt.
+	keys := []string{"account/" + cached.Namespace, "host/" + webhookHost(cached.Spec.WebhookURL)}
+	if !r.inFlight.acquire(max(1, r.concurrency()/4), keys...) {
+		return ctrl.Result{RequeueAfter: wait.Jitter(time.Second, 1)}, nil
+	}
+	defer r.inFlight.release(keys...)
 	// Decide on a fresh read: the cache may not show our last attempt yet, and sending again
 	// for nothing is what this controller must avoid.
 	task := &videogenv1alpha1.VideoTask{}
@@ -194,6 +209,53 @@ func (r *VideoTaskWebhookReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	return ctrl.Result{}, nil
 }
 
+func (r *VideoTaskWebhookReconciler) concurrency() int {
+	return cmp.Or(max(r.Config.Concurrency, 0), DefaultWebhookConcurrency)
+}
+
+// deliveryLimiter counts the deliveries in flight per key (a receiver's host, an account). It
+// holds only the keys with a delivery in flight: two per worker at most.
+type deliveryLimiter struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+// acquire takes a slot under every key, or none if one of them has bound in flight already.
+func (l *deliveryLimiter) acquire(bound int, keys ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if l.count[k] >= bound {
+			return false
+		}
+	}
+	if l.count == nil {
+		l.count = map[string]int{}
+	}
+	for _, k := range keys {
+		l.count[k]++
+	}
+	return true
+}
+
+func (l *deliveryLimiter) release(keys ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if l.count[k]--; l.count[k] <= 0 {
+			delete(l.count, k)
+		}
+	}
+}
+
+// webhookHost is the host (and port) a webhook URL is sent to, as the limiter counts it.
+func webhookHost(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")) + ":" + u.Port()
+	}
+	return raw
+}
+
 func (r *VideoTaskWebhookReconciler) schedule() outbound.Steps {
 	if len(r.Config.Schedule) > 0 {
 		return r.Config.Schedule
@@ -235,7 +297,7 @@ func (r *VideoTaskWebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&videogenv1alpha1.VideoTask{}, builder.WithPredicates(due)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(r.Config.Concurrency, 0), DefaultWebhookConcurrency)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency()}).
 		Named("videotask-webhook").
 		Complete(r)
 }

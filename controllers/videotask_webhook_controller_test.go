@@ -307,7 +307,7 @@ var _ = Describe("Completion webhooks", func() {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		inFlight, most := 0, 0
-		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hold := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			mu.Lock()
 			inFlight++
 			most = max(most, inFlight)
@@ -319,14 +319,19 @@ var _ = Describe("Completion webhooks", func() {
 			mu.Lock()
 			inFlight--
 			mu.Unlock()
-		}))
-		DeferCleanup(slow.Close)
-		DeferCleanup(func() { close(release) })
+		})
 
-		ns := suite.NewAccount(100)
-		for range 6 {
-			taskWithWebhook(ns, slow.URL, testbackend.Script{}, backend)
+		// Three accounts, each with its own receiver: a receiver's host, and an account, get a
+		// quarter of the workers at most (see adversarial25_webhookfair_internal_test.go).
+		for range 3 {
+			slow := httptest.NewServer(hold)
+			DeferCleanup(slow.Close)
+			ns := suite.NewAccount(100)
+			for range 2 {
+				taskWithWebhook(ns, slow.URL, testbackend.Script{}, backend)
+			}
 		}
+		DeferCleanup(func() { close(release) }) // before the servers close (cleanups run last first)
 		Eventually(func() int {
 			mu.Lock()
 			defer mu.Unlock()

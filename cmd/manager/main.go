@@ -82,7 +82,7 @@ func main() {
 		"Waits before each retry of a failed completion webhook (the first attempt is immediate); jittered by ±10%.")
 	flag.DurationVar(&webhookTimeout, "webhook-timeout", 10*time.Second, "Timeout of one completion webhook attempt.")
 	flag.IntVar(&opts.Webhooks.Concurrency, "webhook-concurrency", opts.Webhooks.Concurrency,
-		"Completion webhooks delivered in parallel (each waits on its receiver, up to --webhook-timeout).")
+		"Completion webhooks delivered in parallel (each waits on its receiver, up to --webhook-timeout); one receiver host, or one account, gets a quarter of them at most.")
 	flag.StringVar(&allowPrivate, "allow-private-urls", "",
 		"Comma-separated CIDRs that completion webhooks may be delivered into (private, loopback and link-local addresses are refused otherwise).")
 	flag.StringVar(&opts.Webhooks.SecretNamespace, "webhook-secret-namespace", envOr("POD_NAMESPACE", opts.Webhooks.SecretNamespace),
