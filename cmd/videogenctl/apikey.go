@@ -89,13 +89,35 @@ func apiKeyCreate(ctx context.Context, o *options, account, description string) 
 	}
 	key, info, err := apikeys.Issue(ctx, c, o.keyNamespace, account, description)
 	if err != nil {
-		return err
+		if info, err = keyStoredAllTheSame(ctx, o, c, account, key, info, err); err != nil {
+			return err
+		}
 	}
 	view := map[string]string{"id": info.ID, "account": account, "key": key}
 	return o.print(view, func(w io.Writer) {
 		fmt.Fprintf(w, "API key %s for account %q (shown once; store it now):\n\n  %s\n\nRevoke with: %s apikey revoke %s\n",
 			info.ID, account, key, displayName(), info.ID)
 	})
+}
+
+// keyStoredAllTheSame is the Key of key, whose Secret's create failed with err, when it was
+// stored all the same: a write that lands but answers an error (the kube-apiserver's 504
+// "request did not complete within requested timeout", a connection dropped after the request
+// was sent). That key works, and only this command has it: it is shown as issued, or it would
+// be a working key nobody holds. Otherwise the error, saying whether the key may have been
+// stored, and then its id (never the key: an error goes to logs) to revoke it by.
+func keyStoredAllTheSame(ctx context.Context, o *options, c client.Reader, account, key string, info apikeys.Key, err error) (apikeys.Key, error) {
+	if key == "" || refusedForSure(err) {
+		return apikeys.Key{}, err
+	}
+	readCtx, cancel := context.WithTimeout(ctx, topUpRead)
+	defer cancel()
+	if stored, found, gerr := apikeys.Stored(readCtx, c, o.keyNamespace, key); gerr == nil && found {
+		return stored, nil
+	}
+	return apikeys.Key{}, fmt.Errorf("%w; the cluster did not say that it refused it, so API key %s may have been stored all the same, and nobody holds it: "+
+		"if %s apikey list --account %s shows it, revoke it (%s apikey revoke %s) before you create another",
+		err, info.ID, displayName(), account, displayName(), info.ID)
 }
 
 func apiKeyList(ctx context.Context, o *options, account string) error {

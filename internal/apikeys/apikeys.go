@@ -89,7 +89,10 @@ type Key struct {
 // SecretName is the name of the Secret holding key id's hash.
 func SecretName(id string) string { return namePrefix + id }
 
-// Issue creates a key for account and returns it; it is shown once and never stored.
+// Issue creates a key for account and returns it; it is shown once and never stored. When the
+// Secret's create fails, the key and its Key are returned with the error all the same: a create
+// can land and answer an error (a 504 timeout, a dropped connection), and then that key works,
+// which Stored tells.
 func Issue(ctx context.Context, c client.Client, keyNamespace, account, description string) (string, Key, error) {
 	var idb [6]byte
 	var secret [32]byte
@@ -113,9 +116,31 @@ func Issue(ctx context.Context, c client.Client, keyNamespace, account, descript
 		Data: map[string][]byte{dataHash: []byte(hex.EncodeToString(sum[:]))},
 	}
 	if err := c.Create(ctx, s); err != nil {
-		return "", Key{}, fmt.Errorf("storing API key for account %q: %w", account, err)
+		return key, keyOf(s), fmt.Errorf("storing API key for account %q: %w", account, err)
 	}
 	return key, keyOf(s), nil
+}
+
+// Stored returns the Key of key when its Secret is in keyNamespace with key's hash (found is
+// false when it is not): a key whose Issue answered an error may have been stored all the same.
+func Stored(ctx context.Context, c client.Reader, keyNamespace, key string) (k Key, found bool, err error) {
+	m := keyFormat.FindStringSubmatch(key)
+	if m == nil {
+		return Key{}, false, nil
+	}
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: keyNamespace, Name: SecretName(m[1])}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Key{}, false, nil
+		}
+		return Key{}, false, err
+	}
+	sum := sha256.Sum256([]byte(key))
+	if s.Labels[LabelAPIKey] != "true" || !s.DeletionTimestamp.IsZero() ||
+		subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), s.Data[dataHash]) != 1 {
+		return Key{}, false, nil
+	}
+	return keyOf(&s), true, nil
 }
 
 // Revoke deletes key id (or the key named as IDOf reads it). Revoking an unknown id is an
