@@ -89,18 +89,33 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %q: %w", name, err)
 	}
+	// Read first, so that an account found after a create that answered an error is known to
+	// be the one created (it was not there before).
+	if existing, err := getAccount(ctx, c, name); err == nil {
+		return accountExists(existing)
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading the PointAccount: %w", err)
+	}
 	acct := &videogenv1alpha1.PointAccount{
 		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: videogenv1alpha1.PointAccountName},
 		Spec:       videogenv1alpha1.PointAccountSpec{Description: description},
 	}
 	if err := c.Create(ctx, acct); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			if existing, gerr := getAccount(ctx, c, name); gerr == nil && !existing.DeletionTimestamp.IsZero() {
-				return closingError(name, "create it again once it is gone")
-			}
-			return fmt.Errorf("account %q already exists", name)
+		// A create can land and answer an error (the kube-apiserver's 504 "request did not
+		// complete within requested timeout", a connection dropped after the request was
+		// sent): the account found now, with this description, is the one created.
+		existing, gerr := getAccount(ctx, c, name)
+		switch {
+		case gerr == nil && (apierrors.IsAlreadyExists(err) || refusedForSure(err) || !existing.DeletionTimestamp.IsZero() ||
+			existing.Spec.Description != description):
+			return accountExists(existing)
+		case gerr == nil:
+		case refusedForSure(err):
+			return fmt.Errorf("creating the PointAccount: %w", err)
+		default:
+			return fmt.Errorf("creating the PointAccount: %w; the cluster did not say that it refused it, so it may have been created all the same: "+
+				"see %s account show %s before you create it again", err, displayName(), name)
 		}
-		return fmt.Errorf("creating the PointAccount: %w", err)
 	}
 	view := map[string]any{"account": name, "description": description, "balance": 0}
 	waiting, points := waitingTopUps(ctx, c, name)
@@ -115,6 +130,16 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 		}
 		fmt.Fprintf(w, "account %q created with 0 points; top it up with: %s topup %s AMOUNT --reference REF\n", name, displayName(), name)
 	})
+}
+
+// accountExists is account create's error for an account that is there: being closed, or
+// open, with what it holds and how to see it (a create that failed may have made it).
+func accountExists(acct *videogenv1alpha1.PointAccount) error {
+	if !acct.DeletionTimestamp.IsZero() {
+		return closingError(acct.Namespace, "create it again once it is gone")
+	}
+	return fmt.Errorf("account %q already exists (created %s, balance %d): %s account show %s",
+		acct.Namespace, acct.CreationTimestamp.UTC().Format(time.RFC3339), acct.Status.Balance, displayName(), acct.Namespace)
 }
 
 // waitingTopUps counts the top-ups of namespace that no account has applied and that are not
