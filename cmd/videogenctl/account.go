@@ -11,14 +11,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
 func newAccountCommand(o *options) *cobra.Command {
@@ -84,6 +87,10 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 	c, err := o.client()
 	if err != nil {
 		return err
+	}
+	if what := operatorsNamespace(ctx, c, name); what != "" {
+		return fmt.Errorf("%q cannot be an account: it is the operator's namespace (it holds %s), where the API key Secrets are; "+
+			"give the account a namespace of its own, and name the operator's with --key-namespace %s", name, what, name)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"videogen.dev/account": "true"}}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -170,6 +177,35 @@ func accountNamespaceAllowed(o *options, name string) error {
 		return fmt.Errorf("%q cannot be an account: it is the operator's namespace (--key-namespace), which holds the API key Secrets; give the account a namespace of its own", name)
 	}
 	return nil
+}
+
+// operatorsNamespace says what shows that namespace is the operator's, installed elsewhere than
+// --key-namespace: "" when nothing does. An account there would have its tenant's key, and the
+// RBAC made for its users, act where every API key's and payment connector's Secret is. Told
+// by what the installs make and an administrator may read: the namespace's own labels (the
+// kustomize install labels it), API key Secrets (a platform administrator may list them in
+// the operator's namespace) and the operator's Deployment (a cluster administrator may read
+// it; the chart's and the kustomize install's labels). A read that is refused says nothing.
+func operatorsNamespace(ctx context.Context, c client.Reader, namespace string) string {
+	operator := client.MatchingLabels{"app.kubernetes.io/name": "videogen-operator", "control-plane": "controller-manager"}
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+		return "" // not there (it is created), or not readable
+	}
+	if labels.SelectorFromSet(labels.Set(operator)).Matches(labels.Set(ns.Labels)) {
+		return "the operator's labels"
+	}
+	var secrets metav1.PartialObjectMetadataList
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabels{apikeys.LabelAPIKey: "true"}, client.Limit(1)); err == nil && len(secrets.Items) > 0 {
+		return "API key Secrets"
+	}
+	var deployments metav1.PartialObjectMetadataList
+	deployments.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
+	if err := c.List(ctx, &deployments, client.InNamespace(namespace), operator, client.Limit(1)); err == nil && len(deployments.Items) > 0 {
+		return "the operator's Deployment " + deployments.Items[0].Name
+	}
+	return ""
 }
 
 // requireAccount says how to create the account when it does not exist, so that nothing is made
