@@ -117,6 +117,7 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 			existing.Spec.Description != description):
 			return accountExists(existing)
 		case gerr == nil:
+			acct = existing
 		case refusedForSure(err):
 			return fmt.Errorf("creating the PointAccount: %w", err)
 		default:
@@ -125,7 +126,7 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 		}
 	}
 	view := map[string]any{"account": name, "description": description, "balance": 0}
-	waiting, points := waitingTopUps(ctx, c, name)
+	waiting, points := waitingTopUps(ctx, c, acct)
 	if waiting > 0 {
 		view["waitingTopUps"], view["waitingPoints"] = waiting, points
 	}
@@ -149,17 +150,18 @@ func accountExists(acct *videogenv1alpha1.PointAccount) error {
 		acct.Namespace, acct.CreationTimestamp.UTC().Format(time.RFC3339), acct.Status.Balance, displayName(), acct.Namespace)
 }
 
-// waitingTopUps counts the top-ups of namespace that no account has applied and that are not
-// refused for good, and their points: made while it had no account (AccountNotFound) or while
-// the account before was being closed (AccountClosing), they go to the account created now.
-// Nothing when they cannot be read.
-func waitingTopUps(ctx context.Context, c client.Reader, namespace string) (n int, points int64) {
+// waitingTopUps counts the top-ups of acct's namespace that go to acct, the account just
+// created, and their points: those no account has applied and that are not refused for good
+// (made while it had no account, AccountNotFound, or while the account before was being
+// closed, AccountClosing), and those applied to it already: the ledger applies them as soon
+// as the account is there, often before this list. Nothing when they cannot be read.
+func waitingTopUps(ctx context.Context, c client.Reader, acct *videogenv1alpha1.PointAccount) (n int, points int64) {
 	var list videogenv1alpha1.PointTopUpList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(acct.Namespace)); err != nil {
 		return 0, 0
 	}
 	for _, t := range list.Items {
-		if t.Status.AppliedAt == nil && !t.RefusedForGood() {
+		if (t.Status.AppliedAt == nil && !t.RefusedForGood()) || (t.Status.AppliedAt != nil && t.Status.AccountUID == acct.UID) {
 			n++
 			points += t.Spec.Amount
 		}
