@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -84,6 +85,11 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 	if err := accountNamespaceAllowed(o, name); err != nil {
 		return err
 	}
+	// Checked before the namespace is made: the PointAccount's refusal of it came after, and
+	// left the namespace of a command that failed.
+	if n := utf8.RuneCountInString(description); n > maxDescription {
+		return fmt.Errorf("--description is %d characters long; an account's is at most %d", n, maxDescription)
+	}
 	c, err := o.client()
 	if err != nil {
 		return err
@@ -149,6 +155,10 @@ func accountExists(acct *videogenv1alpha1.PointAccount) error {
 	return fmt.Errorf("account %q already exists (created %s, balance %d): %s account show %s",
 		acct.Namespace, acct.CreationTimestamp.UTC().Format(time.RFC3339), acct.Status.Balance, displayName(), acct.Namespace)
 }
+
+// maxDescription is the most characters (not bytes) a PointAccount's description has, as its
+// CRD's maxLength says (kubebuilder:validation:MaxLength on PointAccountSpec.Description).
+const maxDescription = 256
 
 // waitingTopUps counts the top-ups of acct's namespace that go to acct, the account just
 // created, and their points: those no account has applied and that are not refused for good

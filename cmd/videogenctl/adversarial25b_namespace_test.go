@@ -84,3 +84,28 @@ func TestAdversarial25bAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *
 		}
 	}
 }
+
+// account create with a description the PointAccount refuses creates nothing. Input: `account
+// create acme --description "$(cat contract-summary.txt)"`, a description longer than the 256
+// characters the CRD takes. Before the fix the CLI created the namespace acme (labelled
+// videogen.dev/account=true) and then failed on the PointAccount ("spec.description: Too long"),
+// exit status 1: a namespace made by a command that was refused, left behind. Now the
+// description is checked (256 characters, as the CRD counts them: not bytes) before anything is
+// created. 256 characters of a script three bytes each is no more than 256 (a pin).
+func TestAdversarial25bAccountCreateWithATooLongDescriptionCreatesNothing(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	var out bytes.Buffer
+	err := run(ctx, []string{"account", "create", "acme", "--description", strings.Repeat("x", 257), "--kubeconfig", kubeconfig}, &out)
+	if err == nil || !strings.Contains(err.Error(), "256") {
+		t.Errorf("account create with a 257-character description: %v; want refused: at most 256 characters", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "acme"}, &corev1.Namespace{}); err == nil {
+		t.Errorf("account create refused for its description created the namespace acme")
+	}
+	if err := run(ctx, []string{"account", "create", "globex", "--description", strings.Repeat("日", 256), "--kubeconfig", kubeconfig}, &out); err != nil {
+		t.Errorf("account create with 256 characters of three bytes: %v", err)
+	}
+}
