@@ -38,6 +38,13 @@ import (
 // request is forwarded. It returns the flags that point the CLI at it.
 func landsThen504(t *testing.T, env *envtest.Environment, suffix string, forward *atomic.Bool) []string {
 	t.Helper()
+	return methodLandsThen504(t, env, http.MethodPost, suffix, forward)
+}
+
+// methodLandsThen504 is landsThen504 for the requests of method (a DELETE's path ends with the
+// object's name).
+func methodLandsThen504(t *testing.T, env *envtest.Environment, method, suffix string, forward *atomic.Bool) []string {
+	t.Helper()
 	target, err := url.Parse(env.Config.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -49,14 +56,14 @@ func landsThen504(t *testing.T, env *envtest.Environment, suffix string, forward
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.Transport = transport
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, suffix) {
+		if r.Method != method || !strings.HasSuffix(r.URL.Path, suffix) {
 			proxy.ServeHTTP(w, r)
 			return
 		}
 		if forward.Load() {
 			rec := httptest.NewRecorder()
 			proxy.ServeHTTP(rec, r)
-			if rec.Code != http.StatusCreated { // refused: its answer as it is
+			if rec.Code >= http.StatusMultipleChoices { // refused: its answer as it is
 				for k, v := range rec.Header() {
 					w.Header()[k] = v
 				}
@@ -131,5 +138,53 @@ func TestAdversarial25bAPIKeyWhoseSecretLandedButFailedIsShown(t *testing.T) {
 	keys, err := apikeys.List(ctx, c, "videogen-system", "acme")
 	if err != nil || len(keys) != 1 {
 		t.Errorf("keys of acme: %d (%v); want the one that landed", len(keys), err)
+	}
+}
+
+// apikey revoke whose delete landed but answered an error says the key is revoked. Interleaving:
+// 1. An administrator revokes a leaked key: `videogenctl apikey revoke 3f2a…`. 2. The
+// kube-apiserver deletes its Secret, but the answer is its 504 (etcd slow) or the connection
+// drops. Before the fix the CLI said "Timeout: request did not complete within requested
+// timeout", exit status 1: in the middle of an incident the administrator is told the leaked
+// key may still work, and the retry said "no API key with id …: it was never issued, or is
+// revoked already", exit status 1 again, which a rotation script reads as a failure too. Now
+// the key is read before the delete, and after an error the cluster did not refuse the delete
+// with it is read again: there before and gone (or being deleted) now, it is revoked, and said
+// so. A delete that did not land says the key may still work and to check apikey list (the
+// Secret is still there: a pin that nothing is called revoked that is not).
+func TestAdversarial25bAPIKeyRevokeWhoseDeleteLandedButFailedSaysRevoked(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	_, leaked, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "leaked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forward atomic.Bool
+	flags := methodLandsThen504(t, env, http.MethodDelete, "", &forward)
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, flags...), &out)
+		return out.String(), err
+	}
+	forward.Store(true)
+	if out, err := cli("apikey", "revoke", leaked.ID); err != nil || !strings.Contains(out, "API key "+leaked.ID+" revoked") {
+		t.Errorf("apikey revoke whose delete landed but answered 504: %v\n%s; want it said to be revoked", err, out)
+	}
+	forward.Store(false)
+	if out, err := cli("apikey", "revoke", other.ID); err == nil || !strings.Contains(err.Error(), "may not be revoked") || strings.Contains(out, "revoked;") {
+		t.Errorf("apikey revoke whose delete answered 504 and did not land: %v\n%s; want it said that the key may still work", err, out)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "videogen-system", Name: apikeys.SecretName(other.ID)}, &corev1.Secret{}); err != nil {
+		t.Errorf("the key whose delete did not land: %v", err)
+	}
+	// Checked, holds: what is no id is said to be none, nothing more.
+	if _, err := cli("apikey", "revoke", "vg_"+other.ID+"_short"); err == nil || !strings.Contains(err.Error(), "not a whole API key") || strings.Contains(err.Error(), "may still work") {
+		t.Errorf("apikey revoke of a cut key: %v; want: not a whole API key", err)
 	}
 }

@@ -192,6 +192,26 @@ func keyOfNamedAccount(ctx context.Context, o *options, c client.Reader, given s
 	return nil
 }
 
+// keyThere reads the Secret of key id (as IDOf reads it): nil when it is there and not being
+// deleted, a NotFound error when it is not (gone, or being deleted: revoked), or why it could not
+// be read (not an id, a failed read).
+func keyThere(ctx context.Context, o *options, c client.Reader, given string) error {
+	id, ok := apikeys.IDOf(given)
+	if !ok {
+		return fmt.Errorf("not an API key id")
+	}
+	readCtx, cancel := context.WithTimeout(ctx, topUpRead)
+	defer cancel()
+	var s corev1.Secret
+	if err := c.Get(readCtx, client.ObjectKey{Namespace: o.keyNamespace, Name: apikeys.SecretName(id)}, &s); err != nil {
+		return err
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), s.Name)
+	}
+	return nil
+}
+
 func apiKeyRevoke(ctx context.Context, o *options, id string) error {
 	c, err := o.client()
 	if err != nil {
@@ -200,11 +220,22 @@ func apiKeyRevoke(ctx context.Context, o *options, id string) error {
 	if err := keyOfNamedAccount(ctx, o, c, id); err != nil {
 		return err
 	}
+	// Read before the delete, so that a key gone after a delete that answered an error is
+	// known to be revoked, not a typo.
+	existed := keyThere(ctx, o, c, id) == nil
 	if err := apikeys.Revoke(ctx, c, o.keyNamespace, id); err != nil {
 		if errors.Is(err, apikeys.ErrUnknownKey) {
 			return fmt.Errorf("%w; if the operator runs in another namespace, name it with --key-namespace", err)
 		}
-		return err
+		// A delete can land and answer an error (the kube-apiserver's 504 "request did not
+		// complete within requested timeout", a connection dropped after the request was
+		// sent): a key that was there and is gone (or being deleted) now is revoked.
+		if _, isID := apikeys.IDOf(id); !isID || refusedForSure(err) || !existed || !apierrors.IsNotFound(keyThere(ctx, o, c, id)) {
+			if isID && !refusedForSure(err) {
+				err = fmt.Errorf("%w; the key may not be revoked, and may still work: %s apikey list shows it if it does; revoke it again", err, displayName())
+			}
+			return err
+		}
 	}
 	id, _ = apikeys.IDOf(id) // revoked: its id, also when given the key itself
 	return o.print(map[string]any{"id": id, "revoked": true}, func(w io.Writer) {
