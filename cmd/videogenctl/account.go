@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
@@ -196,7 +197,7 @@ func accountNamespaceAllowed(o *options, name string) error {
 // RBAC made for its users, act where every API key's and payment connector's Secret is. Told
 // by what the installs make and an administrator may read: the namespace's own labels (the
 // kustomize install labels it), API key Secrets (a platform administrator may list them in
-// the operator's namespace) and the operator's Deployment (a cluster administrator may read
+// the operator's namespace), payment connectors' Secrets (likewise) and the operator's Deployment (a cluster administrator may read
 // it; the chart's and the kustomize install's labels). A read that is refused says nothing.
 func operatorsNamespace(ctx context.Context, c client.Reader, namespace string) string {
 	operator := client.MatchingLabels{"app.kubernetes.io/name": "videogen-operator", "control-plane": "controller-manager"}
@@ -211,6 +212,9 @@ func operatorsNamespace(ctx context.Context, c client.Reader, namespace string) 
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabels{apikeys.LabelAPIKey: "true"}, client.Limit(1)); err == nil && len(secrets.Items) > 0 {
 		return "API key Secrets"
+	}
+	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.HasLabels{connectorsecrets.LabelConnector}, client.Limit(1)); err == nil && len(secrets.Items) > 0 {
+		return "payment connector Secrets"
 	}
 	var deployments metav1.PartialObjectMetadataList
 	deployments.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
@@ -28,11 +29,11 @@ import (
 // them. Now a namespace with the operator's Deployment (app.kubernetes.io/name=
 // videogen-operator, control-plane=controller-manager: the chart's and the kustomize
 // install's labels; a cluster administrator may read it), a namespace labelled so (the
-// kustomize install labels its own) or one with API key Secrets (a platform administrator may
-// list them in the operator's namespace) is refused as the operator's, saying to pass
+// kustomize install labels its own) or one with API key or payment connector Secrets (a
+// platform administrator may list them in the operator's namespace) is refused as the operator's, saying to pass
 // --key-namespace; nothing is created. A namespace of another app is no operator's, and a new
-// one is created as before (pins). Not told: a helm install with no key issued yet, to a
-// platform administrator, whose roles read neither its Deployment nor its namespace's Secrets.
+// one is created as before (pins). Not told: a helm install with no key issued and no
+// connector Secret yet, to a platform administrator, whose roles do not read Deployments.
 func TestAdversarial25bAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
@@ -56,6 +57,12 @@ func TestAdversarial25bAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *
 	if _, _, err := apikeys.Issue(ctx, c, "payments", "acme", "production"); err != nil {
 		t.Fatal(err)
 	}
+	// hooks: a helm install's namespace with a payment connector's Secret and no key issued yet.
+	mustCreateNamespace(t, ctx, c, "hooks")
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hooks", Name: "stripe-webhook",
+		Labels: map[string]string{connectorsecrets.LabelConnector: "stripe"}}, StringData: map[string]string{connectorsecrets.KeySecret: "whsec_x"}}); err != nil {
+		t.Fatal(err)
+	}
 	// vg: a kustomize install's namespace, which it labels as the operator's.
 	if err := c.Create(ctx, namespace(&metav1.ObjectMeta{Name: "vg", Labels: map[string]string{
 		"app.kubernetes.io/name": "videogen-operator", "control-plane": "controller-manager"}})); err != nil {
@@ -66,7 +73,7 @@ func TestAdversarial25bAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *
 	// namespace only, and Deployments nowhere: the Deployment is for a cluster administrator.
 	bindAdminRoles(t, ctx, c, "platform-admin", "payments")
 	admin := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
-	for _, tc := range []struct{ ns, kubeconfig string }{{"videogen", root}, {"payments", root}, {"vg", root}, {"payments", admin}, {"vg", admin}} {
+	for _, tc := range []struct{ ns, kubeconfig string }{{"videogen", root}, {"payments", root}, {"vg", root}, {"hooks", root}, {"payments", admin}, {"vg", admin}} {
 		var out bytes.Buffer
 		err := run(ctx, []string{"account", "create", tc.ns, "--kubeconfig", tc.kubeconfig}, &out)
 		if err == nil || !strings.Contains(err.Error(), "operator's namespace") || !strings.Contains(err.Error(), "--key-namespace") {
