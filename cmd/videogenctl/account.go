@@ -139,7 +139,11 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 	}
 	return o.print(view, func(w io.Writer) {
 		if waiting > 0 {
-			fmt.Fprintf(w, "account %q created with 0 points; %d top-ups made before it (%+d points: a payment, or a credit made while the account before it was closed) are applied to it now: %s account show %s\n",
+			topUps := "top-ups made before it (%+d points: a payment, or a credit made while the account before it was closed) are"
+			if waiting == 1 {
+				topUps = "top-up made before it (%+d points: a payment, or a credit made while the account before it was closed) is"
+			}
+			fmt.Fprintf(w, "account %q created with 0 points; %d "+topUps+" applied to it now: %s account show %s\n",
 				name, waiting, points, displayName(), name)
 			return
 		}
