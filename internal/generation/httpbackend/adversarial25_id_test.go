@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,28 +27,8 @@ import (
 // of it will ever reach the status). Failed before the fix with Submit returning the 4,000-byte
 // id and no cancel sent.
 func TestAStageIDTooLongIsRefusedAtSubmit(t *testing.T) {
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
 	long := "stg_" + strings.Repeat("x", 3996)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		seen = append(seen, r.Method+" "+r.URL.Path+" "+string(body))
-		mu.Unlock()
-		switch {
-		case r.Method == http.MethodPost && r.URL.Path == protocol.StagesPath:
-			writeJSON(w, http.StatusCreated, protocol.StageStatus{ID: long, State: protocol.StateRunning})
-		case r.Method == http.MethodPost && r.URL.Path == protocol.CancelByKeyPath:
-			w.WriteHeader(http.StatusNoContent)
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	defer srv.Close()
-	w := work()
-	id, err := newClient(t, srv.URL, nil).Submit(context.Background(), w)
+	w, id, cancels, err := submitAnswering(t, protocol.StageStatus{ID: long, State: protocol.StateRunning})
 	if err == nil {
 		t.Fatalf("Submit took an id of %d bytes", len(id))
 	}
@@ -57,17 +38,36 @@ func TestAStageIDTooLongIsRefusedAtSubmit(t *testing.T) {
 	if refusal := generation.RefusalOf(err); !strings.Contains(refusal, "protocol") || len(refusal) > 300 {
 		t.Errorf("the caller is told %q", refusal)
 	}
+	if !slices.ContainsFunc(cancels, func(body string) bool { return strings.Contains(body, w.Key) }) {
+		t.Errorf("the stage the backend started was not stopped by its key: cancels by key %q", cancels)
+	}
+}
+
+// submitAnswering submits work() to a backend that answers POST /v1/stages with answer, and
+// returns the work, Submit's answer and the bodies of the cancels by key the backend received.
+func submitAnswering(t *testing.T, answer protocol.StageStatus) (w generation.Work, id string, cancels []string, err error) {
+	t.Helper()
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == protocol.StagesPath:
+			writeJSON(rw, http.StatusCreated, answer)
+		case r.Method == http.MethodPost && r.URL.Path == protocol.CancelByKeyPath:
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			cancels = append(cancels, string(body))
+			mu.Unlock()
+			rw.WriteHeader(http.StatusNoContent)
+		default:
+			rw.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	w = work()
+	id, err = newClient(t, srv.URL, nil).Submit(context.Background(), w)
 	mu.Lock()
 	defer mu.Unlock()
-	cancelled := false
-	for _, s := range seen {
-		if strings.HasPrefix(s, "POST "+protocol.CancelByKeyPath+" ") && strings.Contains(s, w.Key) {
-			cancelled = true
-		}
-	}
-	if !cancelled {
-		t.Errorf("the stage the backend started was not stopped by its key: requests %d, first %.80q", len(seen), seen[0])
-	}
+	return w, id, slices.Clone(cancels), err
 }
 
 // Checked, holds: an id of protocol.MaxIDBytes is taken as it is.

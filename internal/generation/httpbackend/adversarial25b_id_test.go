@@ -2,11 +2,10 @@ package httpbackend
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/videogen-dev/videogen-operator/internal/generation"
@@ -28,27 +27,7 @@ import (
 // returning the id and no cancel by key sent.
 func TestAStageIDThatIsNotAPathSegmentIsRefusedAtSubmit(t *testing.T) {
 	for _, id := range []string{"cancel", ".", ".."} {
-		var (
-			mu   sync.Mutex
-			seen []string
-		)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			mu.Lock()
-			seen = append(seen, r.Method+" "+r.URL.Path+" "+string(body))
-			mu.Unlock()
-			switch {
-			case r.Method == http.MethodPost && r.URL.Path == protocol.StagesPath:
-				writeJSON(w, http.StatusCreated, protocol.StageStatus{ID: id, State: protocol.StateRunning})
-			case r.Method == http.MethodPost && r.URL.Path == protocol.CancelByKeyPath:
-				w.WriteHeader(http.StatusNoContent)
-			default:
-				w.WriteHeader(http.StatusNotFound)
-			}
-		}))
-		w := work()
-		got, err := newClient(t, srv.URL, nil).Submit(context.Background(), w)
-		srv.Close()
+		w, got, cancels, err := submitAnswering(t, protocol.StageStatus{ID: id, State: protocol.StateRunning})
 		if err == nil {
 			t.Errorf("id %q: Submit took it (%q)", id, got)
 			continue
@@ -59,15 +38,7 @@ func TestAStageIDThatIsNotAPathSegmentIsRefusedAtSubmit(t *testing.T) {
 		if refusal := generation.RefusalOf(err); !strings.Contains(refusal, "protocol") || !strings.Contains(refusal, "stage id") {
 			t.Errorf("id %q: the caller is told %q", id, refusal)
 		}
-		mu.Lock()
-		cancelled := false
-		for _, s := range seen {
-			if strings.HasPrefix(s, "POST "+protocol.CancelByKeyPath+" ") && strings.Contains(s, w.Key) {
-				cancelled = true
-			}
-		}
-		mu.Unlock()
-		if !cancelled {
+		if !slices.ContainsFunc(cancels, func(body string) bool { return strings.Contains(body, w.Key) }) {
 			t.Errorf("id %q: the stage the backend started was not stopped by its key", id)
 		}
 	}
@@ -99,35 +70,13 @@ func TestStageIDsThatAreOnePathSegmentAreTaken(t *testing.T) {
 // stopping by its key whatever the backend started for ours. Failed before the fix with Submit
 // returning the other stage's id.
 func TestASubmitAnsweredWithAnotherKeysStageIsRefused(t *testing.T) {
-	var (
-		mu        sync.Mutex
-		cancelled []string
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodPost && r.URL.Path == protocol.StagesPath:
-			writeJSON(w, http.StatusOK, protocol.StageStatus{ID: "stg_7", Key: "other-ns/other-task/other-uid/render", State: protocol.StateSucceeded})
-		case r.Method == http.MethodPost && r.URL.Path == protocol.CancelByKeyPath:
-			body, _ := io.ReadAll(r.Body)
-			mu.Lock()
-			cancelled = append(cancelled, string(body))
-			mu.Unlock()
-			w.WriteHeader(http.StatusNoContent)
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	defer srv.Close()
-	w := work()
-	got, err := newClient(t, srv.URL, nil).Submit(context.Background(), w)
+	w, got, cancelled, err := submitAnswering(t, protocol.StageStatus{ID: "stg_7", Key: "other-ns/other-task/other-uid/render", State: protocol.StateSucceeded})
 	if err == nil {
 		t.Fatalf("Submit took %q, the stage of another key", got)
 	}
 	if !generation.IsPermanent(err) || generation.IsLost(err) || !strings.Contains(generation.RefusalOf(err), "protocol") {
 		t.Errorf("Submit error %v: permanent %v, lost %v, refusal %q", err, generation.IsPermanent(err), generation.IsLost(err), generation.RefusalOf(err))
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if len(cancelled) != 1 || !strings.Contains(cancelled[0], w.Key) {
 		t.Errorf("cancels by key: %q, want one for %s (never the other key's)", cancelled, w.Key)
 	}
