@@ -135,6 +135,8 @@ func (r *PointTopUpReconciler) reconcile(ctx context.Context, req ctrl.Request) 
 		// another reason (both say nothing moved), and the CRD keeps a refusal's reason, so
 		// writing the ledger's over it would fail at every retry, for good.
 		if !topUp.RefusedForGood() {
+			// The account that refused it: one re-created later does not list it as its own.
+			topUp.Status.AccountUID = types.UID(out.AccountUID)
 			r.setApplied(topUp, metav1.ConditionFalse, out.Reason, out.Message)
 			if !equality.Semantic.DeepEqual(before, &topUp.Status) {
 				if err := r.Status().Update(ctx, topUp); err != nil {

@@ -56,6 +56,8 @@ var _ = Describe("PointTopUp", func() {
 		Expect(k8sClient.Create(ctx, dup)).To(Succeed())
 		Eventually(appliedReason(dup)).Should(Equal(videogenv1alpha1.ReasonDuplicateReference))
 		Expect(topUpOf(dup).Status.AppliedAt).To(BeNil())
+		// The account that refused it: one created again later does not show it as its own.
+		Expect(topUpOf(dup).Status.AccountUID).To(Equal(suite.AccountOf(ns).UID))
 		Consistently(func() int64 { return suite.AccountOf(ns).Status.Credited }, "500ms").Should(Equal(int64(100)))
 		// Refused for good, it credited nothing: it may go.
 		Expect(k8sClient.Delete(ctx, topUpOf(dup))).To(Succeed())
@@ -78,6 +80,7 @@ var _ = Describe("PointTopUp", func() {
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -150, Reference: "CORR-1", Note: "refund of a double invoice"}}
 		Expect(k8sClient.Create(ctx, tooMuch)).To(Succeed())
 		Eventually(appliedReason(tooMuch)).Should(Equal(videogenv1alpha1.ReasonDebitExceedsBalance))
+		Expect(topUpOf(tooMuch).Status.AccountUID).To(Equal(suite.AccountOf(ns).UID))
 
 		debit := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "debit"},
 			Spec: videogenv1alpha1.PointTopUpSpec{Amount: -40, Reference: "CORR-2", Note: "refund of a double invoice"}}

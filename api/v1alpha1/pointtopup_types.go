@@ -80,8 +80,8 @@ type PointTopUpStatus struct {
 	// +optional
 	BalanceAfter *int64 `json:"balanceAfter,omitempty"`
 
-	// AccountUID is the PointAccount the top-up was applied to (a re-created account is
-	// another account).
+	// AccountUID is the PointAccount the top-up was applied to, or that refused it (a
+	// re-created account is another account).
 	// +optional
 	AccountUID types.UID `json:"accountUID,omitempty"`
 

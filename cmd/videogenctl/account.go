@@ -269,6 +269,8 @@ type accountView struct {
 	// EarlierAccountTopUps counts the top-ups applied to earlier accounts of the namespace
 	// (deleted since): they are not in credited, and their references stay used.
 	EarlierAccountTopUps int `json:"earlierAccountTopUps"`
+	// EarlierAccountRefusals counts the top-ups earlier accounts of the namespace refused.
+	EarlierAccountRefusals int `json:"earlierAccountRefusals"`
 }
 
 // recentTopUps is how many top-ups `account show` lists.
@@ -353,13 +355,18 @@ func accountShow(ctx context.Context, o *options, name string) error {
 		v.Ready = fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
 	}
 	// Only this account's: a re-created account is another account, and the top-ups applied to
-	// the earlier one (which cannot be deleted) are not in its credited.
+	// the earlier one (which cannot be deleted) are not in its credited, nor are its refusals
+	// this one's. A refusal without accountUID (an older operator's) stays listed.
 	topUps.Items = slices.DeleteFunc(topUps.Items, func(t videogenv1alpha1.PointTopUp) bool {
-		earlier := t.Status.AppliedAt != nil && t.Status.AccountUID != acct.UID
-		if earlier {
+		switch {
+		case t.Status.AppliedAt != nil && t.Status.AccountUID != acct.UID:
 			v.EarlierAccountTopUps++
+		case t.Status.AppliedAt == nil && t.RefusedForGood() && t.Status.AccountUID != "" && t.Status.AccountUID != acct.UID:
+			v.EarlierAccountRefusals++
+		default:
+			return false
 		}
-		return earlier
+		return true
 	})
 	// Newest first, and only the latest few: an account topped up monthly for years would
 	// otherwise bury its balance under its history (kubectl get pointtopups has it all).
@@ -447,12 +454,19 @@ func (v accountView) topUpsTable(w io.Writer) {
 	v.earlierTopUpsLine(w, "")
 }
 
-// earlierTopUpsLine says how many top-ups went to earlier accounts of the namespace, which the
-// list and credited leave out.
+// earlierTopUpsLine says how many top-ups earlier accounts of the namespace applied or refused,
+// which the list and credited leave out.
 func (v accountView) earlierTopUpsLine(w io.Writer, before string) {
-	if v.EarlierAccountTopUps == 0 {
+	var which []string
+	if v.EarlierAccountTopUps > 0 {
+		which = append(which, fmt.Sprintf("%d applied to", v.EarlierAccountTopUps))
+	}
+	if v.EarlierAccountRefusals > 0 {
+		which = append(which, fmt.Sprintf("%d refused by", v.EarlierAccountRefusals))
+	}
+	if len(which) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%s(%d applied to earlier accounts of namespace %s, not in credited: kubectl get pointtopups -n %s)\n",
-		before, v.EarlierAccountTopUps, v.Account, v.Account)
+	fmt.Fprintf(w, "%s(%s earlier accounts of namespace %s, not in credited: kubectl get pointtopups -n %s)\n",
+		before, strings.Join(which, " and "), v.Account, v.Account)
 }

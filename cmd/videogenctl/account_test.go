@@ -80,6 +80,10 @@ func TestAReCreatedAccountShowsOnlyItsOwnTopUps(t *testing.T) {
 
 	mustCLI(`account "team2" created`, "account", "create", "team2")
 	mustCLI("balance is now 100", "topup", "team2", "100", "--reference", "INV-T2")
+	// Refused by the first account: not the re-created one's refusal.
+	if _, err := cli("topup", "team2", "500", "--debit", "--reference", "OVER-1", "--note", "too much"); err == nil || !strings.Contains(err.Error(), "exceeds the 100 points available") {
+		t.Fatalf("a debit beyond the balance: %v, want refused", err)
+	}
 	mustCLI("balance is now 0", "topup", "team2", "100", "--debit", "--reference", "CLOSE-1", "--note", "account closed")
 	// Closed as the finalizer would let it go: once its journal is empty.
 	key := client.ObjectKey{Namespace: "team2", Name: videogenv1alpha1.PointAccountName}
@@ -120,7 +124,8 @@ func TestAReCreatedAccountShowsOnlyItsOwnTopUps(t *testing.T) {
 			AppliedAt *time.Time `json:"appliedAt"`
 			Refused   string     `json:"refused"`
 		} `json:"recentTopUps"`
-		EarlierAccountTopUps int `json:"earlierAccountTopUps"`
+		EarlierAccountTopUps   int `json:"earlierAccountTopUps"`
+		EarlierAccountRefusals int `json:"earlierAccountRefusals"`
 	}
 	if err != nil || json.Unmarshal([]byte(out), &shown) != nil {
 		t.Fatalf("account show -o json: %v\n%s", err, out)
@@ -134,11 +139,12 @@ func TestAReCreatedAccountShowsOnlyItsOwnTopUps(t *testing.T) {
 		}
 	}
 	slices.Sort(listed)
-	if want := []string{"INV-T2 DuplicateReference", "INV-T3 "}; !slices.Equal(listed, want) || shown.EarlierAccountTopUps != 2 {
-		t.Errorf("account show lists %q and %d of earlier accounts; want %q and 2", listed, shown.EarlierAccountTopUps, want)
+	if want := []string{"INV-T2 DuplicateReference", "INV-T3 "}; !slices.Equal(listed, want) || shown.EarlierAccountTopUps != 2 || shown.EarlierAccountRefusals != 1 {
+		t.Errorf("account show lists %q, %d applied to and %d refused by earlier accounts; want %q, 2 and 1",
+			listed, shown.EarlierAccountTopUps, shown.EarlierAccountRefusals, want)
 	}
 	if shown.Credited != 40 || applied != shown.Credited {
 		t.Errorf("account show: credited %d, the top-ups listed applied sum to %d; want both 40", shown.Credited, applied)
 	}
-	mustCLI("(2 applied to earlier accounts of namespace team2, not in credited: kubectl get pointtopups -n team2)", "account", "show", "team2")
+	mustCLI("(2 applied to and 1 refused by earlier accounts of namespace team2, not in credited: kubectl get pointtopups -n team2)", "account", "show", "team2")
 }

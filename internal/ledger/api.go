@@ -799,7 +799,9 @@ type TopUpOutcome struct {
 	// Applied: the journal has it; the controller records BalanceAfter and AccountUID.
 	Applied      bool
 	BalanceAfter int64
-	AccountUID   string
+	// AccountUID is the account it was applied to, or that refused it (empty for a refusal
+	// the top-up's status already shows).
+	AccountUID string
 	// Queued: it waits for the account's next write; the ledger requeues it after.
 	Queued bool
 	// AlreadyApplied: its status says so on the kube-apiserver; the copy asked about is older.
@@ -866,7 +868,7 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 		if _, queued := b.queued[t.UID]; queued {
 			return TopUpOutcome{Queued: true}, nil // the refusal waits for the account's write
 		}
-		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDebitExceedsBalance, Message: msg}, nil
+		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDebitExceedsBalance, Message: msg, AccountUID: string(b.account.UID)}, nil
 	}
 	if j, ok := b.journalEntry(t.UID); ok {
 		out := TopUpOutcome{Applied: true, AccountUID: string(b.account.UID)}
@@ -908,7 +910,7 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 			// administrator sees why two spellings are one reference.
 			ref = fmt.Sprintf("reference %q (the same as %q)", t.Spec.Reference, other.reference)
 		}
-		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference,
+		return TopUpOutcome{Refused: true, Reason: videogenv1alpha1.ReasonDuplicateReference, AccountUID: string(b.account.UID),
 			Message: fmt.Sprintf("Refused: %s was %s; %s", ref, where, nothing)}, nil
 	}
 	switch {
