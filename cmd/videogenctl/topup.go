@@ -144,6 +144,7 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	}
 	spin := newSpinner(stderr, fmt.Sprintf("waiting for the operator to %s %d points", verb, max(amount, -amount)))
 	var refusal, closing string
+	var gone bool // the account was deleted after the check above
 	// lastErr is the last read that failed: one that fails (a 500 while etcd changes leader, a
 	// dropped connection) does not end the wait, or the CLI would say "not applied" of a
 	// top-up the operator credits a moment later, and the administrator credit it again.
@@ -176,12 +177,28 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 			closing = cond.Message
 			return true, nil
 		}
+		if cond := meta.FindStatusCondition(t.Status.Conditions, videogenv1alpha1.ConditionApplied); cond != nil && t.Status.AppliedAt == nil &&
+			cond.Status == metav1.ConditionFalse && cond.Reason == videogenv1alpha1.ReasonAccountNotFound {
+			// Either the account went after the check above (the top-up waits for the account
+			// created next, which no wait of ours sees) or the ledger has not seen it yet (it
+			// was created a moment ago, and the top-up is applied shortly): the kube-apiserver
+			// says which.
+			err := c.Get(readCtx, client.ObjectKeyFromObject(acct), &videogenv1alpha1.PointAccount{})
+			if apierrors.IsNotFound(err) {
+				gone = true
+				return true, nil
+			}
+		}
 		return t.Status.AppliedAt != nil, nil
 	})
 	spin.done()
 	if refusal != "" {
 		// The ledger's message starts "Refused: " for kubectl describe; ours says it already.
 		return fmt.Errorf("top-up %s refused: %s", t.Name, strings.TrimPrefix(refusal, "Refused: "))
+	}
+	if gone {
+		return fmt.Errorf("top-up %s not %sed: account %s was deleted after it was made; it waits, and is applied to the account created next in the namespace (kubectl get pointtopup %s -n %s)",
+			t.Name, verb, account, t.Name, account)
 	}
 	if closing != "" {
 		return fmt.Errorf("top-up %s not %sed to %s, which is being closed: %s (kubectl get pointtopup %s -n %s)", t.Name, verb, account, closing, t.Name, account)
