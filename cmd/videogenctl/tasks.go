@@ -362,7 +362,11 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	// A merge patch of the annotation, as the REST API cancels: no read-modify-write race.
 	patch := []byte(`{"metadata":{"annotations":{"` + videogenv1alpha1.AnnotationCancelRequested + `":"true"}}}`)
 	if err := c.Patch(ctx, t, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		return fmt.Errorf("canceling task %s: %w", t.Name, err)
+		landed, lerr := cancelLanded(ctx, c, t, err)
+		if lerr != nil {
+			return lerr
+		}
+		t = landed
 	}
 	// t is now the patch's answer: a task that ended since the read above (a success charged)
 	// took the annotation, but nothing cancels or refunds a finished task.
@@ -375,6 +379,26 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	fmt.Fprintf(o.out, "cancel requested for task %s; its points are refunded when it stops (%s task watch %s -n %s)\n",
 		t.Name, displayName(), t.Name, t.Namespace)
 	return nil
+}
+
+// cancelLanded is the task as stored when the cancel patch that failed with err landed all the
+// same (a 504 "request did not complete within requested timeout", a connection dropped after
+// the request was sent): its annotation says so, and the cancel is done as asked. Otherwise the
+// error, saying whether the cancel may have been recorded.
+func cancelLanded(ctx context.Context, c client.Reader, t *videogenv1alpha1.VideoTask, err error) (*videogenv1alpha1.VideoTask, error) {
+	if refusedForSure(err) {
+		return nil, fmt.Errorf("canceling task %s: %w", t.Name, err)
+	}
+	readCtx, cancel := context.WithTimeout(ctx, topUpRead)
+	defer cancel()
+	stored := &videogenv1alpha1.VideoTask{}
+	if gerr := c.Get(readCtx, client.ObjectKeyFromObject(t), stored); gerr == nil && stored.UID == t.UID {
+		if _, asked := stored.Annotations[videogenv1alpha1.AnnotationCancelRequested]; asked { // any value, as the controller reads it
+			return stored, nil
+		}
+	}
+	return nil, fmt.Errorf("canceling task %s: %w; the cluster did not say that it refused it, so the cancel may have been recorded all the same: "+
+		"see %s task get %s -n %s, or cancel it again (a cancel asked for twice is no error)", t.Name, err, displayName(), t.Name, t.Namespace)
 }
 
 // errTaskDidNotSucceed makes `task watch NAME` exit non-zero for a task that failed.
