@@ -169,8 +169,12 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(task.Name))
 			return
 		}
-		s.internalError(w, r, err)
-		return
+		landed, ok := s.cancelLanded(r.Context(), task)
+		if !ok {
+			s.internalError(w, r, err)
+			return
+		}
+		task = landed
 	}
 	// The patch answers with the task as stored: a cache that lagged may have shown a task
 	// that had ended already, and then the cancel changed nothing.
@@ -179,6 +183,18 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusAccepted, taskview.Of(task))
+}
+
+// cancelLanded is task as stored when its cancel annotation is there: a patch that failed
+// (a 504 "request did not complete within requested timeout", a connection dropped after the
+// request was sent) may have landed, and then the cancel is done as asked, not a 500.
+func (s *Server) cancelLanded(ctx context.Context, task *videogenv1alpha1.VideoTask) (*videogenv1alpha1.VideoTask, bool) {
+	stored := &videogenv1alpha1.VideoTask{}
+	if err := s.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(task), stored); err != nil || stored.UID != task.UID {
+		return nil, false
+	}
+	_, asked := stored.Annotations[videogenv1alpha1.AnnotationCancelRequested] // any value, as the controller reads it
+	return stored, asked
 }
 
 // answerEnded answers a cancel of a task that has ended: 200 with the task if it ended

@@ -9,11 +9,13 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -210,6 +212,39 @@ var _ = Describe("Generation endpoints", func() {
 		Expect(third.Status).To(Equal(http.StatusOK), "a cancel of a canceled task: "+string(third.Body))
 		Expect(third.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("status", "canceled")))
 		Expect(keysOf(third.JSON())).To(Equal(keysOf(first.JSON())))
+		suite.ExpectBalanced(a.ns, 100, 0, 0)
+	})
+
+	It("answers 202 to a cancel whose patch landed but answered an error, and 500 to one that did not land", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](40), nil)
+		backend.ScriptTemplate(tmpl, testbackend.Script{Analyze: testbackend.Hang})
+		id := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/f.jpg"}).JSON()["id"].(string)
+		waitTask(a, id, "running")
+		var land atomic.Bool
+		// A replica whose patches answer the kube-apiserver's 504 (etcd slow), after landing or
+		// without.
+		timingOut := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if land.Load() {
+						if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+							return err
+						}
+					}
+					return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+				},
+			})
+		})
+		lost := timingOut.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(lost.Status).To(Equal(http.StatusInternalServerError), string(lost.Body))
+		Consistently(func() any { return api.get("/v1/tasks/"+id, a.key).JSON()["status"] }, 300*time.Millisecond).Should(Equal("running"))
+
+		land.Store(true)
+		landed := timingOut.post("/v1/tasks/"+id+"/cancel", a.key, nil)
+		Expect(landed.Status).To(Equal(http.StatusAccepted), string(landed.Body))
+		Expect(landed.JSON()).To(HaveKeyWithValue("id", id))
+		waitTask(a, id, "canceled")
 		suite.ExpectBalanced(a.ns, 100, 0, 0)
 	})
 
