@@ -18,7 +18,9 @@ type DeliveryAttempts struct {
 	// LastAttemptAt is when the last attempt was made.
 	// +optional
 	LastAttemptAt *metav1.Time `json:"lastAttemptAt,omitempty"`
-	// NextAttemptAt is when the next attempt is due.
+	// NextAttemptAt is when the next attempt is due. One due while its share of the delivery
+	// workers (its receiver's, account's or sink's) is taken waits for a free one, this time
+	// unchanged.
 	// +optional
 	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
 	// DeliveredAt is when the receiver accepted it.
