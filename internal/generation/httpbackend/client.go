@@ -107,10 +107,8 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 		// JSON, but a field of the wrong type (a numeric id, say): every Submit under the key
 		// is answered so, as an outage would be retried until the task's timeout. The stage
 		// the backend may have started is stopped by its key (see too long an id, below).
-		_ = c.cancelByKey(ctx, w.Key)
 		field := te.Field[strings.LastIndex(te.Field, ".")+1:]
-		return "", generation.Refused(err,
-			fmt.Sprintf("the backend's answer does not follow the protocol: its %s holds a JSON %s where the protocol has another type", field, te.Value))
+		return c.brokenAnswer(ctx, w.Key, err, fmt.Sprintf("its %s holds a JSON %s where the protocol has another type", field, te.Value))
 	}
 	if err != nil {
 		return "", err
@@ -122,26 +120,31 @@ func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) 
 		// Every look would name it (a proxy's 414, a Go server's 431) and the task's status
 		// would store it: the answer breaks the protocol. The stage the backend started is
 		// stopped by its key, since no handle of it will reach the status.
-		_ = c.cancelByKey(ctx, w.Key)
-		return "", generation.Refused(fmt.Errorf("backend answered POST %s with a stage id of %d bytes (at most %d)", protocol.StagesPath, len(st.ID), protocol.MaxIDBytes),
-			fmt.Sprintf("the backend's answer does not follow the protocol: the stage id it gave is %d bytes long (at most %d)", len(st.ID), protocol.MaxIDBytes))
+		return c.brokenAnswer(ctx, w.Key, fmt.Errorf("backend answered POST %s with a stage id of %d bytes (at most %d)", protocol.StagesPath, len(st.ID), protocol.MaxIDBytes),
+			fmt.Sprintf("the stage id it gave is %d bytes long (at most %d)", len(st.ID), protocol.MaxIDBytes))
 	}
 	if st.Key != "" && st.Key != w.Key {
 		// The same key always names the same stage: an answer with another key's stage breaks
 		// the idempotency Submit rests on (its first look would find the other key, lost, and
 		// every submission again the same). Whatever it started for ours is stopped by our key.
-		_ = c.cancelByKey(ctx, w.Key)
-		return "", generation.Refused(fmt.Errorf("backend answered POST %s with the stage %q of another key", protocol.StagesPath, st.ID),
-			"the backend's answer does not follow the protocol: it answered the stage's submission with the stage of another key")
+		return c.brokenAnswer(ctx, w.Key, fmt.Errorf("backend answered POST %s with the stage %q of another key", protocol.StagesPath, st.ID),
+			"it answered the stage's submission with the stage of another key")
 	}
 	if why := protocol.ReservedID(st.ID); why != "" {
 		// Every look would ask another path (read as a lost stage, submitted again and answered
 		// with the same id), and a cancel by it would name no stage: stopped by its key.
-		_ = c.cancelByKey(ctx, w.Key)
-		return "", generation.Refused(fmt.Errorf("backend answered POST %s with the stage id %q, %s", protocol.StagesPath, st.ID, why),
-			fmt.Sprintf("the backend's answer does not follow the protocol: the stage id it gave, %q, is %s", st.ID, why))
+		return c.brokenAnswer(ctx, w.Key, fmt.Errorf("backend answered POST %s with the stage id %q, %s", protocol.StagesPath, st.ID, why),
+			fmt.Sprintf("the stage id it gave, %q, is %s", st.ID, why))
 	}
 	return st.ID, nil
+}
+
+// brokenAnswer refuses for good a Submit answer that breaks the protocol (every Submit under
+// the key would be answered so), saying why, after stopping by its key whatever the backend
+// started for it: no handle of it will reach the task's status.
+func (c *Client) brokenAnswer(ctx context.Context, key string, err error, why string) (string, error) {
+	_ = c.cancelByKey(ctx, key)
+	return "", generation.Refused(err, "the backend's answer does not follow the protocol: "+why)
 }
 
 // Observe implements generation.Backend. A stage the backend does not know (404) will never
