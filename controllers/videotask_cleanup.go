@@ -144,11 +144,7 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 			if st.State != videogenv1alpha1.StageRunning && st.State != videogenv1alpha1.StagePending {
 				continue
 			}
-			at, handle = r.stageAt(st, backend, b) // a handle only at the backend that issued it
-			if at == b && handle == "" {
-				// Its own backend is not configured: a Job backend's Job is deleted by its labels.
-				r.deleteOrphanedJob(ctx, r.work(task, catalog.Template{}, name), st, b)
-			}
+			at, handle = r.stopWhere(ctx, r.work(task, catalog.Template{}, name), st, backend, b) // a handle only at the backend that issued it
 			if at != b && handle != "" {
 				// Recorded at another backend, still configured: a reroute to b may have been
 				// under way, its cancel there and its Submit at b landed, its status write lost

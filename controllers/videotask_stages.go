@@ -611,11 +611,7 @@ func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *vid
 			continue
 		}
 		w := r.work(task, catalog.Template{}, st.Name)
-		where, handle := r.stageAt(*st, name, b)
-		if where == b && handle == "" {
-			// Its own backend is not configured: a Job backend's Job is deleted by its labels.
-			r.deleteOrphanedJob(ctx, w, *st, b)
-		}
+		where, handle := r.stopWhere(ctx, w, *st, name, b)
 		if where != nil {
 			r.cancelWork(ctx, where, w, handle)
 		}
@@ -637,6 +633,16 @@ func (r *VideoTaskReconciler) stageAt(st videogenv1alpha1.StageStatus, name stri
 		return old, st.Handle
 	}
 	return b, ""
+}
+
+// stopWhere is stageAt for stopping st's work: when st's own backend is not configured (stageAt
+// answers b, without a handle), a Job backend's Job is deleted by its labels first.
+func (r *VideoTaskReconciler) stopWhere(ctx context.Context, w generation.Work, st videogenv1alpha1.StageStatus, name string, b generation.Backend) (generation.Backend, string) {
+	at, handle := r.stageAt(st, name, b)
+	if at == b && handle == "" {
+		r.deleteOrphanedJob(ctx, w, st, b)
+	}
+	return at, handle
 }
 
 // sameServer says whether st's handle was issued by b, configured under name: st records
