@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -406,3 +407,84 @@ func shortTemplateSpec(ns, id string) videogenv1alpha1.ShortTemplateSpec {
 	Expect(l.Items).To(HaveLen(1))
 	return l.Items[0].Spec
 }
+
+var _ = Describe("A short template write that landed but answered an error", func() {
+	// timingOut is a replica whose creates and deletes of short templates answer the
+	// kube-apiserver's 504 (etcd slow), after landing when land is set, or without.
+	timingOut := func(land *atomic.Bool) *apiClient {
+		timeout := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+		return startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
+			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*videogenv1alpha1.ShortTemplate); !ok {
+						return c.Create(ctx, obj, opts...)
+					}
+					if land.Load() {
+						if err := c.Create(ctx, obj, opts...); err != nil {
+							return err
+						}
+					}
+					return timeout
+				},
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					if _, ok := obj.(*videogenv1alpha1.ShortTemplate); !ok {
+						return c.Delete(ctx, obj, opts...)
+					}
+					if land.Load() {
+						if err := c.Delete(ctx, obj, opts...); err != nil {
+							return err
+						}
+					}
+					return timeout
+				},
+			})
+		})
+	}
+	stored := func(ns string) []videogenv1alpha1.ShortTemplate {
+		GinkgoHelper()
+		var l videogenv1alpha1.ShortTemplateList
+		Expect(k8sClient.List(ctx, &l, client.InNamespace(ns))).To(Succeed())
+		return l.Items
+	}
+	body := map[string]any{"name": "Intro", "target_url": "https://cdn.example.com/intro.mp4"}
+
+	It("answers 201 with the template a create without Idempotency-Key made, and 500 to one that did not land", func() {
+		a := newAccount(0)
+		var land atomic.Bool
+		replica := timingOut(&land)
+		lost := replica.post("/v1/short-templates", a.key, body)
+		Expect(lost.Status).To(Equal(http.StatusInternalServerError), string(lost.Body))
+		Expect(stored(a.ns)).To(BeEmpty())
+
+		// Its name is random and known only to the request: a 500 would make the client's
+		// retry a second template.
+		land.Store(true)
+		landed := replica.post("/v1/short-templates", a.key, body)
+		Expect(landed.Status).To(Equal(http.StatusCreated), string(landed.Body))
+		Expect(landed.JSON()).To(And(HaveKeyWithValue("id", HavePrefix("ushort_")), HaveKeyWithValue("name", "Intro"),
+			HaveKeyWithValue("object", "short_template")))
+		Expect(keysOf(landed.JSON())).To(Equal(keysOf(api.post("/v1/short-templates", newAccount(0).key, body).JSON())))
+		items := stored(a.ns)
+		Expect(items).To(HaveLen(1))
+		Expect(items[0].Labels).To(HaveKeyWithValue(videogenv1alpha1.LabelShortTemplateID, landed.JSON()["id"]))
+	})
+
+	It("replays a keyed create whose template landed but answered an error", func() {
+		a := newAccount(0)
+		var land atomic.Bool
+		land.Store(true)
+		replica := timingOut(&land)
+		first := replica.post("/v1/short-templates", a.key, body, "Idempotency-Key", "landed-1")
+		// The client's retry, through this replica or another, meets the template and replays it.
+		for _, r := range []*apiClient{replica, api} {
+			again := r.post("/v1/short-templates", a.key, body, "Idempotency-Key", "landed-1")
+			Expect(again.Status).To(Equal(http.StatusOK), string(again.Body))
+			Expect(again.Header.Get("Idempotent-Replayed")).To(Equal("true"))
+			Expect(again.JSON()).To(HaveKeyWithValue("name", "Intro"))
+		}
+		Expect(stored(a.ns)).To(HaveLen(1))
+		// The request whose create landed answers as the create would have.
+		Expect(first.Status).To(Equal(http.StatusCreated), string(first.Body))
+		Expect(first.JSON()["id"]).To(Equal(api.post("/v1/short-templates", a.key, body, "Idempotency-Key", "landed-1").JSON()["id"]))
+	})
+})

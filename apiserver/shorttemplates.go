@@ -154,10 +154,27 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 			shortTemplateForbidden(w, r, "create", err)
 			return
 		}
-		s.internalError(w, r, err)
-		return
+		landed, ok := s.createLanded(r.Context(), st)
+		if !ok {
+			s.internalError(w, r, err)
+			return
+		}
+		st = landed
 	}
 	httpjson.WriteJSON(w, http.StatusCreated, viewShortTemplate(st))
+}
+
+// createLanded is st as stored when a create that failed (a 504 "request did not complete
+// within requested timeout", a connection dropped after the request was sent) landed all the
+// same: without an Idempotency-Key its name is known only to this request, so a 500 would make
+// the client's retry a second template.
+func (s *Server) createLanded(ctx context.Context, st *videogenv1alpha1.ShortTemplate) (*videogenv1alpha1.ShortTemplate, bool) {
+	stored := &videogenv1alpha1.ShortTemplate{}
+	if err := s.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(st), stored); err != nil ||
+		stored.Annotations[AnnotationRequestHash] != st.Annotations[AnnotationRequestHash] {
+		return nil, false
+	}
+	return stored, true
 }
 
 // shortTemplateField names the request field stored at path of a ShortTemplate: fieldLimits
