@@ -487,4 +487,24 @@ var _ = Describe("A short template write that landed but answered an error", fun
 		Expect(first.Status).To(Equal(http.StatusCreated), string(first.Body))
 		Expect(first.JSON()["id"]).To(Equal(api.post("/v1/short-templates", a.key, body, "Idempotency-Key", "landed-1").JSON()["id"]))
 	})
+
+	It("answers 204 to a delete that landed but answered an error, and 500 to one that did not land", func() {
+		a := newAccount(0)
+		created := api.post("/v1/short-templates", a.key, body)
+		Expect(created.Status).To(Equal(http.StatusCreated), string(created.Body))
+		id := created.JSON()["id"].(string)
+		var land atomic.Bool
+		replica := timingOut(&land)
+		Eventually(func() int { return replica.get("/v1/short-templates/"+id, a.key).Status }).Should(Equal(http.StatusOK))
+
+		lost := replica.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key})
+		Expect(lost.Status).To(Equal(http.StatusInternalServerError), string(lost.Body))
+		Expect(stored(a.ns)).To(HaveLen(1))
+
+		// A 500 here would make the client's retry a 404 for the delete it asked for.
+		land.Store(true)
+		landed := replica.do(call{method: "DELETE", path: "/v1/short-templates/" + id, key: a.key})
+		Expect(landed.Status).To(Equal(http.StatusNoContent), string(landed.Body))
+		Eventually(func() []videogenv1alpha1.ShortTemplate { return stored(a.ns) }).Should(BeEmpty())
+	})
 })

@@ -356,11 +356,23 @@ func (s *Server) deleteShortTemplate(w http.ResponseWriter, r *http.Request, p a
 		// Gone already (a DELETE a moment ago, which the cache has not seen): the answer a
 		// DELETE gets once the cache has, not a second 204.
 		httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+httpjson.Echo(r.PathValue("id")))
-	case err != nil:
+	case err != nil && !s.deleteLanded(r.Context(), st):
 		s.internalError(w, r, err)
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// deleteLanded reports whether a delete that failed (a 504, a connection dropped after the
+// request was sent) landed all the same: st is gone (a template of its name made since has
+// another UID) or being deleted. A 500 would make the client's retry a 404.
+func (s *Server) deleteLanded(ctx context.Context, st *videogenv1alpha1.ShortTemplate) bool {
+	stored := &videogenv1alpha1.ShortTemplate{}
+	err := s.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(st), stored)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	return err == nil && (stored.UID != st.UID || !stored.DeletionTimestamp.IsZero())
 }
 
 // findShortTemplate finds the caller's template by id; another account's id is 404, never 403.
