@@ -99,6 +99,12 @@ func TestParseMapping(t *testing.T) {
 				AmountMinor: 1000, Currency: "USD", Status: "needs_response", Reason: "fraudulent", CreatedAt: time.Unix(1680651737, 0).UTC()}},
 		{name: "charge.dispute.updated under_review", body: envelope("charge.dispute.updated", fmt.Sprintf(disputeObject, "under_review")), want: connectors.DisputeChallenged},
 		{name: "charge.dispute.updated needs_response", body: envelope("charge.dispute.updated", fmt.Sprintf(disputeObject, "needs_response")), want: connectors.EventTypeUnsupported},
+		{name: "charge.dispute.funds_withdrawn", body: envelope("charge.dispute.funds_withdrawn", fmt.Sprintf(disputeObject, "needs_response")),
+			want: connectors.DisputeCreated,
+			dispute: &connectors.DisputeDetails{DisputeID: "du_1MtJUT2eZvKYlo2CNaw2HvEv", PaymentID: "pi_expanded", ConnectorTransactionID: "ch_1AZtxr2eZvKYlo2CJDX8whov",
+				AmountMinor: 1000, Currency: "USD", Status: "needs_response", Reason: "fraudulent", CreatedAt: time.Unix(1680651737, 0).UTC()}},
+		// Sent when a dispute is won; charge.dispute.closed won already says so.
+		{name: "charge.dispute.funds_reinstated", body: envelope("charge.dispute.funds_reinstated", fmt.Sprintf(disputeObject, "won")), want: connectors.EventTypeUnsupported},
 		{name: "charge.dispute.closed won", body: envelope("charge.dispute.closed", fmt.Sprintf(disputeObject, "won")), want: connectors.DisputeWon},
 		{name: "charge.dispute.closed lost", body: envelope("charge.dispute.closed", fmt.Sprintf(disputeObject, "lost")), want: connectors.DisputeLost},
 		{name: "charge.dispute.closed warning_closed", body: envelope("charge.dispute.closed", fmt.Sprintf(disputeObject, "warning_closed")), want: connectors.DisputeClosed},
