@@ -331,10 +331,10 @@ func (r *PaymentEventReconciler) warnDisputeOpened(ctx context.Context, pe *vide
 // the same stage (inquiry or chargeback), was recorded before pe (Processed earlier, or in the
 // same second under a smaller name): then that one warns, and pe need not. An inquiry does not
 // count for the chargeback that follows it under the same id (Adyen's REQUEST_FOR_INFORMATION,
-// then NOTIFICATION_OF_CHARGEBACK): that one is the news that money is taken back. Recorded
-// before, not merely recorded: an opening whose telling waits for its next reconcile (a status
-// write that landed but answered an error) must not be silenced by one recorded meanwhile, so
-// the first one always warns. Openings recorded at once may each see the other unrecorded and
+// then NOTIFICATION_OF_CHARGEBACK; Stripe's warning_ dispute, then its funds_withdrawn): that
+// one is the news that money is taken back. Recorded before, not merely recorded: an opening
+// whose telling waits for its next reconcile (a status write that landed but answered an
+// error) must not be silenced by one recorded meanwhile, so the first one always warns. Openings recorded at once may each see the other unrecorded and
 // both warn, never neither. A list that fails warns again rather than not at all; the cache may
 // lag, which can only warn again.
 func (r *PaymentEventReconciler) disputeOpenedBefore(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) bool {
@@ -377,13 +377,16 @@ func recordedBefore(other, pe *videogenv1alpha1.PaymentEvent) bool {
 // inquiry says whether a DISPUTE_CREATED opens an inquiry, which moves no funds and may be
 // followed by a chargeback under the same dispute id: Adyen's REQUEST_FOR_INFORMATION, Square's
 // dispute in an INQUIRY_ state (its chargeback comes on the same Dispute object, state
-// EVIDENCE_REQUIRED).
+// EVIDENCE_REQUIRED), Stripe's in a warning_ status (its chargeback too: needs_response, with
+// charge.dispute.funds_withdrawn).
 func inquiry(spec *videogenv1alpha1.PaymentEventSpec) bool {
 	switch spec.Connector {
 	case "adyen":
 		return spec.ConnectorEventType == "REQUEST_FOR_INFORMATION"
 	case "square":
 		return spec.Dispute != nil && strings.HasPrefix(spec.Dispute.Status, "INQUIRY_")
+	case "stripe":
+		return spec.Dispute != nil && strings.HasPrefix(spec.Dispute.Status, "warning_")
 	}
 	return false
 }
