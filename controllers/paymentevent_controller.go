@@ -334,8 +334,8 @@ func (r *PaymentEventReconciler) warnDisputeOpened(ctx context.Context, pe *vide
 // then NOTIFICATION_OF_CHARGEBACK; Stripe's warning_ dispute, then its funds_withdrawn): that
 // one is the news that money is taken back. Recorded before, not merely recorded: an opening
 // whose telling waits for its next reconcile (a status write that landed but answered an
-// error) must not be silenced by one recorded meanwhile, so the first one always warns. Openings recorded at once may each see the other unrecorded and
-// both warn, never neither. A list that fails warns again rather than not at all; the cache may
+// error) must not be silenced by one recorded meanwhile, so the first one always warns.
+// Openings recorded at once may each see the other unrecorded and both warn, never neither. A list that fails warns again rather than not at all; the cache may
 // lag, which can only warn again.
 func (r *PaymentEventReconciler) disputeOpenedBefore(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) bool {
 	id := pe.Spec.Dispute.DisputeID
