@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -21,7 +17,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -232,19 +227,9 @@ func TestAdversarial23TaskWatchEndsWhenTheTaskWentBetweenWatches(t *testing.T) {
 	if err := c.Create(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var watches atomic.Int32
 	rewatched := make(chan struct{})
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.URL.Query().Get("watch") == "true" && strings.Contains(r.URL.Path, "/namespaces/acme/videotasks") {
 			switch watches.Add(1) {
 			case 1: // steps 2 and 3: the task deleted (no finalizer: gone at once), the watch ended
@@ -261,19 +246,13 @@ func TestAdversarial23TaskWatchEndsWhenTheTaskWentBetweenWatches(t *testing.T) {
 			}
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	watchCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
 		var out bytes.Buffer
-		done <- run(watchCtx, []string{"task", "watch", "vt-1", "-n", "acme", "--server", srv.URL, "--insecure-skip-tls-verify",
-			"--kubeconfig", kubeconfig}, &out)
+		done <- run(watchCtx, append([]string{"task", "watch", "vt-1", "-n", "acme"}, flags...), &out)
 	}()
 	select {
 	case err := <-done:

@@ -8,9 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -237,17 +233,7 @@ func TestAdversarial24TaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
 	if err := c.Status().Update(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/namespaces/acme/videotasks/vt-1") {
 			// Step 2: the task succeeds, charged, before the cancel lands.
 			task.Status.Phase, task.Status.Progress, task.Status.Charge = videogenv1alpha1.TaskSucceeded, 100, videogenv1alpha1.ChargeDeducted
@@ -256,14 +242,9 @@ func TestAdversarial24TaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
 			}
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var out bytes.Buffer
-	err = run(ctx, []string{"task", "cancel", "vt-1", "-n", "acme", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+	err := run(ctx, append([]string{"task", "cancel", "vt-1", "-n", "acme"}, flags...), &out)
 	if err == nil || !strings.Contains(err.Error(), "already succeeded") || strings.Contains(out.String(), "refunded") {
 		t.Errorf("task cancel of a task that succeeded before the cancel landed: %v (exit status %d)\n%s; want \"task vt-1 already succeeded and cannot be canceled\"", err, exitCode(err), out.String())
 	}
@@ -295,19 +276,9 @@ func TestAdversarial24TaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) 
 	if err := c.Status().Update(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var watches atomic.Int32
 	rewatched := make(chan struct{})
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.URL.Query().Get("watch") == "true" && strings.Contains(r.URL.Path, "/namespaces/acme/videotasks") {
 			switch watches.Add(1) {
 			case 1: // steps 2 and 3
@@ -335,20 +306,15 @@ func TestAdversarial24TaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) 
 			}
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	watchCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	var out bytes.Buffer
 	go func() {
-		done <- run(watchCtx, []string{"task", "watch", "render-42", "-n", "acme", "--server", srv.URL, "--insecure-skip-tls-verify",
-			"--kubeconfig", kubeconfig}, &out)
+		done <- run(watchCtx, append([]string{"task", "watch", "render-42", "-n", "acme"}, flags...), &out)
 	}()
+	var err error
 	select {
 	case err = <-done:
 	case <-rewatched:

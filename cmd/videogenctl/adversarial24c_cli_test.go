@@ -8,11 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +17,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -302,18 +297,8 @@ func TestAdversarial24cTopUpToAnAccountClosedMeanwhileEndsItsWait(t *testing.T) 
 	if err := c.Create(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var reads atomic.Int32
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		bg := context.Background()
 		switch {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups"): // step 2
@@ -333,14 +318,9 @@ func TestAdversarial24cTopUpToAnAccountClosedMeanwhileEndsItsWait(t *testing.T) 
 			}
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var out bytes.Buffer
-	err = run(ctx, []string{"topup", "acme", "300", "--reference", "INV-9", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+	err := run(ctx, append([]string{"topup", "acme", "300", "--reference", "INV-9"}, flags...), &out)
 	if err == nil || !strings.Contains(err.Error(), "being closed") || !strings.Contains(err.Error(), "account created after it") || reads.Load() > 2 {
 		t.Errorf("topup to an account closed meanwhile: %v after %d reads of the top-up; want it to end at the first read of its AccountClosing status, saying so", err, reads.Load())
 	}
@@ -370,19 +350,9 @@ func TestAdversarial24cTopUpTimedOutBlamesNoReadItsDeadlineCut(t *testing.T) {
 	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var created atomic.Int64
 	var reads atomic.Int32
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		switch {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups"):
 			created.Store(time.Now().UnixNano())
@@ -395,14 +365,9 @@ func TestAdversarial24cTopUpTimedOutBlamesNoReadItsDeadlineCut(t *testing.T) {
 			return
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var out bytes.Buffer
-	err = run(ctx, []string{"topup", "acme", "300", "--reference", "INV-10", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+	err := run(ctx, append([]string{"topup", "acme", "300", "--reference", "INV-10"}, flags...), &out)
 	if err == nil || !strings.Contains(err.Error(), "is the operator running?") || strings.Contains(err.Error(), "read failed") {
 		t.Errorf("topup not applied within its wait: %v; want \"not applied yet: is the operator running?\", not a failed read", err)
 	}

@@ -8,10 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -295,18 +291,8 @@ func TestAdversarial25TopUpWhoseCreateLandedButFailedIsWaitedFor(t *testing.T) {
 	if err := c.Create(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var forward atomic.Bool
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups") {
 			proxy.ServeHTTP(w, r)
 			return
@@ -331,15 +317,10 @@ func TestAdversarial25TopUpWhoseCreateLandedButFailedIsWaitedFor(t *testing.T) {
 		w.WriteHeader(http.StatusGatewayTimeout)
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":504,"reason":"Timeout",` +
 			`"message":"Timeout: request did not complete within requested timeout - context deadline exceeded"}`))
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	cli := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := run(ctx, append(args, "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig), &out)
+		err := run(ctx, append(args, flags...), &out)
 		return out.String(), err
 	}
 	forward.Store(true)

@@ -5,18 +5,13 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,18 +94,8 @@ func TestAdversarial25bAccountCreateCountsTopUpsAppliedBeforeItLooked(t *testing
 		}
 		waiting = append(waiting, obj)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
 	var applied atomic.Bool
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups") && !applied.Swap(true) {
 			// Step 3, before the list: the ledger applies both to the account just created.
 			acct := &videogenv1alpha1.PointAccount{}
@@ -130,14 +115,9 @@ func TestAdversarial25bAccountCreateCountsTopUpsAppliedBeforeItLooked(t *testing
 			}
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var out bytes.Buffer
-	err = run(ctx, []string{"account", "create", "acme", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+	err := run(ctx, append([]string{"account", "create", "acme"}, flags...), &out)
 	if !applied.Load() {
 		t.Fatalf("the CLI did not list the top-ups: %v\n%s", err, out.String())
 	}

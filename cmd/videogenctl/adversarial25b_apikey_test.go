@@ -8,10 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -19,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -45,17 +41,7 @@ func landsThen504(t *testing.T, env *envtest.Environment, suffix string, forward
 // object's name).
 func methodLandsThen504(t *testing.T, env *envtest.Environment, method, suffix string, forward *atomic.Bool) []string {
 	t.Helper()
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.Method != method || !strings.HasSuffix(r.URL.Path, suffix) {
 			proxy.ServeHTTP(w, r)
 			return
@@ -76,13 +62,7 @@ func methodLandsThen504(t *testing.T, env *envtest.Environment, method, suffix s
 		w.WriteHeader(http.StatusGatewayTimeout)
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":504,"reason":"Timeout",` +
 			`"message":"Timeout: request did not complete within requested timeout - context deadline exceeded"}`))
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}
+	})
 }
 
 // apikey create whose Secret landed but answered an error prints the key, which works.

@@ -6,11 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -194,18 +189,8 @@ func TestAdversarialTopUpWaitSurvivesAFailedRead(t *testing.T) {
 	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var failed atomic.Int32
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/namespaces/acme/pointtopups/topup-") && failed.Add(1) == 1 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusInternalServerError)
@@ -213,16 +198,9 @@ func TestAdversarialTopUpWaitSurvivesAFailedRead(t *testing.T) {
 			return
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var out bytes.Buffer
-	err = run(ctx, []string{"topup", "acme", "500", "--reference", "INV-1", "--server", srv.URL, "--insecure-skip-tls-verify",
-		"--kubeconfig", kubeconfig}, &out)
+	err := run(ctx, append([]string{"topup", "acme", "500", "--reference", "INV-1"}, flags...), &out)
 	if failed.Load() == 0 {
 		t.Fatalf("the proxy failed no read: the test did not test anything (%v)", err)
 	}

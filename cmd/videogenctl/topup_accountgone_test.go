@@ -5,11 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +13,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -37,14 +32,6 @@ func TestTopUpToAnAccountDeletedMeanwhileEndsItsWait(t *testing.T) {
 	t.Cleanup(func() { stderr = os.Stderr })
 	topUpWait = 2 * time.Second
 	t.Cleanup(func() { topUpWait = time.Minute })
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		account         string
 		deleted         bool
@@ -61,9 +48,7 @@ func TestTopUpToAnAccountDeletedMeanwhileEndsItsWait(t *testing.T) {
 				t.Fatal(err)
 			}
 			var reads atomic.Int32
-			proxy := httputil.NewSingleHostReverseProxy(target)
-			proxy.Transport = transport
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 				bg := context.Background()
 				switch {
 				case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/"+tc.account+"/pointtopups") && tc.deleted:
@@ -84,14 +69,9 @@ func TestTopUpToAnAccountDeletedMeanwhileEndsItsWait(t *testing.T) {
 					}
 				}
 				proxy.ServeHTTP(w, r)
-			}))
-			t.Cleanup(srv.Close)
-			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-			if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			})
 			var out bytes.Buffer
-			err := run(ctx, []string{"topup", tc.account, "300", "--reference", "INV-1", "--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}, &out)
+			err := run(ctx, append([]string{"topup", tc.account, "300", "--reference", "INV-1"}, flags...), &out)
 			if n := reads.Load(); err == nil || !strings.Contains(err.Error(), tc.want) || n < tc.minReads || n > tc.reads {
 				t.Errorf("topup: %v after %d reads of the top-up; want %q after %d to %d reads", err, n, tc.want, tc.minReads, tc.reads)
 			}
