@@ -306,7 +306,10 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // restart, or the server configured under the name did): its handle is the old server's and
 // means nothing to the new one, which would take it for a lost stage, refuse it and fail the
 // task, or give another task's stage under it. Its work at the old backend, when that is still
-// configured, is stopped; it runs to its deadline otherwise. A stage stopped so counts one
+// configured (see backendOf: a renamed one is found by its url), is stopped; it runs to its
+// deadline otherwise. Found by its url, the old server is not asked when b talks to it (the
+// backend only renamed to name): the stage runs on there, and b finds it by its key. A stage
+// stopped so counts one
 // reroute more, and is submitted under a key of its own (generation.ReroutedKey): the backend
 // that stopped it would answer its old key with the stopped stage, should the routes come back
 // to it. A stage not stopped keeps its key: Submit is idempotent by the work key, so a backend
@@ -318,7 +321,11 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // b under a key b has never seen, the stage would run there twice: those keys are stopped at b.
 func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
 	st *videogenv1alpha1.StageStatus, name string, b generation.Backend) {
-	if old, ok := r.backendOf(*st); ok {
+	old, ok := r.backendOf(*st)
+	if _, named := r.namedBackend(*st); ok && !named && generation.ServerOf(b) == st.Server {
+		ok = false // only renamed (to name, or b shares the url): b's Submit under w.Key finds the stage
+	}
+	if ok {
 		r.cancelWork(ctx, old, w, st.Handle)
 		st.Reroutes++ // whether the cancel was answered or not: it may have landed
 	} else {
@@ -622,7 +629,7 @@ func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *vid
 
 // stageAt is where st's work is stopped, and with which handle, when name's backend b serves
 // its capability now (b nil: none does). A handle is the server's that issued it, which the
-// stage records: while that server is configured, under its name, it is asked; another backend
+// stage records: while that server is configured (see backendOf), it is asked; another backend
 // is asked by the stage's key alone (an empty handle), since the old id may name another key's
 // stage there (the routes changed across a restart, see rerouteStage).
 func (r *VideoTaskReconciler) stageAt(st videogenv1alpha1.StageStatus, name string, b generation.Backend) (generation.Backend, string) {
@@ -648,13 +655,36 @@ func (r *VideoTaskReconciler) stopWhere(ctx context.Context, w generation.Work, 
 // sameServer says whether st's handle was issued by b, configured under name: st records
 // name, and the server b talks to (generation.ServerOf) or none (a status written before
 // stages recorded their server, or a backend whose handles name their place themselves).
+// A backend renamed, or st's server configured under another name, is found by backendOf.
 func sameServer(st videogenv1alpha1.StageStatus, name string, b generation.Backend) bool {
 	return st.Backend == name && (st.Server == "" || st.Server == generation.ServerOf(b))
 }
 
-// backendOf is the backend configured under the name st's status records, if the routes know
-// it and it talks to the server st records (see sameServer): the one that issued st's handle.
+// backendOf is the backend configured now that can stop st's work by its handle: the one
+// under the name st records, if it talks to the server st records (namedBackend); else, for a
+// stage of an http server, one configured under another name that talks to that server (the
+// backend was renamed, or its url given to another entry). An http server's ids are its own,
+// whoever asks: entries of one url may send other credentials (tokenFile, or user information
+// in the url, which st.Server leaves out), but the protocol never gives an id to two stages,
+// and Cancel names the stage by its key (the task's UID in it) before its id, and sends the
+// id only when a look at it answers no other key. The whole url must match: the same host
+// with another path or port may be another server. A Job stage (server "job") is matched by
+// name only: its handle names a namespace that another Job backend may not use (see
+// deleteOrphanedJob).
 func (r *VideoTaskReconciler) backendOf(st videogenv1alpha1.StageStatus) (generation.Backend, bool) {
+	if b, ok := r.namedBackend(st); ok {
+		return b, true
+	}
+	routes, ok := r.Backends.(generation.Routes)
+	if !ok || st.Server == "" || st.Server == jobbackend.ServerKind {
+		return nil, false
+	}
+	return routes.AtServer(st.Server)
+}
+
+// namedBackend is the backend configured under the name st's status records, if the routes
+// know it and it talks to the server st records (see sameServer): the one that issued st's handle.
+func (r *VideoTaskReconciler) namedBackend(st videogenv1alpha1.StageStatus) (generation.Backend, bool) {
 	routes, ok := r.Backends.(generation.Routes)
 	if !ok {
 		return nil, false

@@ -113,6 +113,19 @@ func (r Routes) Named(name string) (Backend, bool) {
 	return nil, false
 }
 
+// AtServer returns a backend configured to talk to server (see ServerOf), or ok=false; of
+// several, the one under the least name, so that every call makes the same choice.
+func (r Routes) AtServer(server string) (Backend, bool) {
+	var name string
+	var found Backend
+	for _, n := range r {
+		if n.Backend != nil && ServerOf(n.Backend) == server && (found == nil || n.Name < name) {
+			name, found = n.Name, n.Backend
+		}
+	}
+	return found, found != nil
+}
+
 // PermanentError marks a backend error that retrying cannot fix (a rejected input): the stage
 // fails at once. Any other error from Submit or Observe is retried with backoff.
 type PermanentError struct {

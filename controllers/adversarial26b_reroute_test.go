@@ -1,0 +1,124 @@
+package controllers_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
+)
+
+// Found by the twenty-sixth review (round 26b). A stage's status records its backend's name,
+// server (the http url) and handle, and its work was stopped by handle only at a backend
+// configured under that same name. Interleaving: 1. video.short runs at "gpu-a"
+// (http://gpu-a…); a task's render runs there as stg-2. 2. In one ConfigMap change the operator
+// renames "gpu-a" to "gpu-east" (same url) and moves video.short to "gpu-b" (or leaves it to
+// no backend), and restarts the manager. 3. The new manager reroutes the render to gpu-b (or,
+// on deletion, cancels its recorded stages): no backend is named "gpu-a", so nothing asks
+// the server, still configured as gpu-east, to stop stg-2. What the user sees: nothing (the
+// task runs at gpu-b, or is gone and refunded); the old server runs the render on, unpaid, to
+// its deadline: work done twice, a slot taken from paying tasks. The servers here answer 404
+// to a cancel by key (an older server's), so the only way to stop the render is by its id.
+// The fix: with no backend under the stage's name that talks to its server, one configured
+// under another name that talks to the same http server is asked, by the stage's handle.
+var _ = Describe("Adversarial round 26b: a backend renamed as its capability moves", func() {
+	var (
+		l          *ledger.Ledger
+		stopLedger func()
+		ns         string
+		oldServer  *numberingWorker
+		newServer  *numberingWorker
+		renamed    generation.Backend // gpu-a's server, configured as gpu-east after the restart
+		newB       generation.Backend // gpu-b
+		task       *videogenv1alpha1.VideoTask
+	)
+	BeforeEach(func() {
+		ns = accountWithoutController(100)
+		l, stopLedger = startLedger()
+		DeferCleanup(stopLedger)
+		running := map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"}
+		oldServer, newServer = newNumberingWorker(running), newNumberingWorker(running)
+		oldServer.noCancelByKey, newServer.noCancelByKey = true, true
+		DeferCleanup(oldServer.Close)
+		DeferCleanup(newServer.Close)
+		gpuA, err := httpbackend.New(httpbackend.Config{BaseURL: oldServer.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		// Another client value for the same url, as a restart builds one from the config.
+		renamed, err = httpbackend.New(httpbackend.Config{BaseURL: oldServer.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		newB, err = httpbackend.New(httpbackend.Config{BaseURL: newServer.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task = aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(stageOf(now, videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
+			g.Expect(now.Finalizers).To(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+		}).Should(Succeed())
+	})
+
+	deleteWith := func(after generation.Routes) {
+		r := directReconciler(k8sClient, l, newB)
+		r.Backends = after
+		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "still there: %v", err)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+
+	It("stops the render at its old server when it is rerouted", func() {
+		after := directReconciler(k8sClient, l, newB)
+		after.Backends = generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-b"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(oldServer.canceledIDs()).To(ContainElement("stg-2"), "the render runs on at gpu-a's server, unpaid")
+		Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Reroutes).To(Equal(int32(1)),
+			"stopped there, the render must run under a key of its own")
+	})
+
+	It("stops the render at its old server when the task is deleted after the reroute's restart", func() {
+		deleteWith(generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
+		})
+		Expect(oldServer.canceledIDs()).To(ContainElement("stg-2"), "the render runs on at gpu-a's server, unpaid")
+		Expect(newServer.canceledIDs()).NotTo(ContainElement("stg-2"), "gpu-a's id was sent to another server")
+	})
+
+	It("stops the render at its old server when the task is deleted and no backend serves its capability", func() {
+		deleteWith(generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}})
+		Expect(oldServer.canceledIDs()).To(ContainElement("stg-2"), "the render runs on at gpu-a's server, unpaid")
+	})
+
+	// Checked, holds (a guard on the fix above): renamed only, gpu-east serving video.short
+	// itself, the render is not stopped: gpu-east's Submit under the stage's key finds it.
+	It("keeps the render of a backend only renamed", func() {
+		after := directReconciler(k8sClient, l, renamed)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-east", Backend: renamed}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-east"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		st := stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender)
+		Expect(oldServer.canceledIDs()).To(BeEmpty(), "the render was stopped and run again at the same server")
+		Expect(st.Handle).To(Equal("stg-2"))
+		Expect(st.Reroutes).To(BeZero())
+	})
+})
