@@ -166,10 +166,10 @@ func (r *VideoTaskReconciler) cancelUnended(ctx context.Context, task *videogenv
 // cancelRecorded asks, when no backend serves task's capability any more (it was withdrawn
 // across a restart), the backend each running stage of task was submitted to, if it is still
 // configured (backendOf: under the name and server the stage records, or at its http server
-// under another name), to stop it, each for at most
-// CancelTimeout, and returns the last error. Without it the task's work would run on there,
-// unpaid, to its deadline once the task goes. A stage whose backend is no longer configured
-// runs to its deadline: nothing here can reach it, but a Job backend's Job (deleteOrphanedJob).
+// under another name), to stop it, each for at most CancelTimeout, and returns the last error.
+// Without it the task's work would run on there, unpaid, to its deadline once the task goes. A
+// stage whose backend is no longer configured runs to its deadline: nothing here can reach it,
+// but a Job backend's Job (deleteOrphanedJob).
 func (r *VideoTaskReconciler) cancelRecorded(ctx context.Context, task *videogenv1alpha1.VideoTask) error {
 	var failed error
 	for _, st := range task.Status.Stages {

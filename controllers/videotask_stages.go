@@ -309,16 +309,16 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // configured (see backendOf: a renamed one is found by its url), is stopped; it runs to its
 // deadline otherwise. Found by its url, the old server is not asked when b talks to it (the
 // backend only renamed to name): the stage runs on there, and b finds it by its key. A stage
-// stopped so counts one
-// reroute more, and is submitted under a key of its own (generation.ReroutedKey): the backend
-// that stopped it would answer its old key with the stopped stage, should the routes come back
-// to it. A stage not stopped keeps its key: Submit is idempotent by the work key, so a backend
-// that was only renamed (or whose URL only changed) finds the stage it runs. The stage was not
-// lost: it does not count against maxResubmissions, and its count starts afresh (the losses
-// were the old backend's). b, name's backend, may itself run the stage
-// under a key it had before (its plain key, say): b was configured for the capability once and
-// taken out of the config (then nothing could stop the stage there), and is back. Submitted to
-// b under a key b has never seen, the stage would run there twice: those keys are stopped at b.
+// stopped so counts one reroute more, and is submitted under a key of its own
+// (generation.ReroutedKey): the backend that stopped it would answer its old key with the
+// stopped stage, should the routes come back to it. A stage not stopped keeps its key: Submit
+// is idempotent by the work key, so a backend that was only renamed (or whose URL only
+// changed) finds the stage it runs. The stage was not lost: it does not count against
+// maxResubmissions, and its count starts afresh (the losses were the old backend's). b, name's
+// backend, may itself run the stage under a key it had before (its plain key, say): b was
+// configured for the capability once and taken out of the config (then nothing could stop the
+// stage there), and is back. Submitted to b under a key b has never seen, the stage would run
+// there twice: those keys are stopped at b.
 func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
 	st *videogenv1alpha1.StageStatus, name string, b generation.Backend) {
 	old, ok := r.backendOf(*st)
