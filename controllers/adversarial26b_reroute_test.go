@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -106,6 +107,53 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		deleteWith(generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}})
 		Expect(oldServer.canceledIDs()).To(ContainElement("stg-2"), "the render runs on at gpu-a's server, unpaid")
 	})
+
+	// Checked, holds (round 26d: regression specs, they passed before any change). The task's
+	// other two ends after the same restart: a cancel request (videogen.dev/cancel-requested)
+	// and its timeout. With video.short at gpu-b, the render is rerouted first (rerouteStage
+	// stops it at its old server) and the task then ends with nothing submitted at gpu-b; with
+	// no backend for video.short, cancelRunningStages stops it where stageAt finds it (backendOf,
+	// by the url). Either way the old server must be asked to stop stg-2, and no other server
+	// given its id.
+	DescribeTable("stops the render at its old server when the task ends after the restart",
+		func(after func() generation.Routes, timeout bool, reason string) {
+			r := directReconciler(k8sClient, l, newB)
+			r.Backends = after()
+			if timeout {
+				r.Clock = clocktesting.NewFakePassiveClock(timeNow().Add(time.Hour + time.Minute)) // past its timeout
+			} else {
+				requestCancel(task)
+			}
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, r, task)
+				g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+			done := taskOf(ns, task.Name)
+			Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+			Expect(done.Status.Conditions).To(ContainElement(HaveField("Reason", reason)))
+			Expect(oldServer.canceledIDs()).To(ContainElement("stg-2"), "the render runs on at gpu-a's server, unpaid")
+			Expect(newServer.canceledIDs()).NotTo(ContainElement("stg-2"), "gpu-a's id was sent to another server")
+			suite.ExpectBalanced(ns, 100, 0, 0)
+		},
+		Entry("cancelled on request, video.short at gpu-b", func() generation.Routes {
+			return generation.Routes{
+				videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
+				videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
+			}
+		}, false, videogenv1alpha1.ReasonCanceled),
+		Entry("timed out, video.short at gpu-b", func() generation.Routes {
+			return generation.Routes{
+				videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
+				videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
+			}
+		}, true, videogenv1alpha1.ReasonTimedOut),
+		Entry("cancelled on request, no backend for video.short", func() generation.Routes {
+			return generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}}
+		}, false, videogenv1alpha1.ReasonCanceled),
+		Entry("timed out, no backend for video.short", func() generation.Routes {
+			return generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}}
+		}, true, videogenv1alpha1.ReasonTimedOut),
+	)
 
 	// Checked, holds (a guard on the fix above): renamed only, gpu-east serving video.short
 	// itself, the render is not stopped: gpu-east's Submit under the stage's key finds it.
