@@ -231,6 +231,15 @@ type numberingWorker struct {
 	// noCancelByKey: POST /v1/stages/cancel answers 404, as an older server's does.
 	noCancelByKey bool
 	canceled      []string // ids cancelled by POST /v1/stages/{id}/cancel
+	// bare: every stage has succeeded, a render without its result (set with setBare).
+	bare bool
+}
+
+// setBare makes every stage of w answer succeeded, a render without its result.
+func (w *numberingWorker) setBare() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bare = true
 }
 
 func (w *numberingWorker) canceledIDs() []string {
@@ -273,10 +282,10 @@ func newNumberingWorker(states map[videogenv1alpha1.StageName]string) *numbering
 			return
 		}
 		st := protocol.StageStatus{ID: id, State: protocol.StateSucceeded, Progress: 100, Outputs: map[string]string{}}
-		if s := states[videogenv1alpha1.StageName(in.Stage)]; s != "" {
+		if s := states[videogenv1alpha1.StageName(in.Stage)]; s != "" && !w.bare {
 			st.State, st.Progress = s, 50
 		}
-		if st.State == protocol.StateSucceeded && in.Stage == string(videogenv1alpha1.StageRender) {
+		if st.State == protocol.StateSucceeded && in.Stage == string(videogenv1alpha1.StageRender) && !w.bare {
 			st.Result = &protocol.Result{URL: "https://media.example/" + in.Task.Name + ".mp4", MediaType: "video/mp4"}
 		}
 		_ = json.NewEncoder(rw).Encode(st)

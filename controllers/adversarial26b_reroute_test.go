@@ -155,6 +155,37 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		}, true, videogenv1alpha1.ReasonTimedOut),
 	)
 
+	// Found by round 26d. A render taken as ended at the server it ran at, found under another
+	// name (finishedAt, backendOf by url), was told under the name its status recorded, which no
+	// longer names any backend: the task's error read "gpu-a reported success without a
+	// result", and on-call found no gpu-a in the config to look at. It names gpu-east now, the
+	// backend configured for that server. Failed before the fix with
+	// `Expected "gpu-a reported success without a result" to contain substring "gpu-east"`.
+	DescribeTable("names the backend it found the render at when the render ends there",
+		func(after func() generation.Routes) {
+			r := directReconciler(k8sClient, l, newB)
+			r.Backends = after()
+			oldServer.setBare()
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, r, task)
+				g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+			done := taskOf(ns, task.Name)
+			Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
+			Expect(done.Status.Error.Message).To(ContainSubstring("gpu-east"))
+			Expect(stageOf(done, videogenv1alpha1.StageRender).Message).To(Equal("gpu-east reported success without a result"))
+		},
+		Entry("video.short at gpu-b", func() generation.Routes {
+			return generation.Routes{
+				videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
+				videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
+			}
+		}),
+		Entry("no backend for video.short", func() generation.Routes {
+			return generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}}
+		}),
+	)
+
 	// Checked, holds (a guard on the fix above): renamed only, gpu-east serving video.short
 	// itself, the render is not stopped: gpu-east's Submit under the stage's key finds it.
 	It("keeps the render of a backend only renamed", func() {

@@ -176,7 +176,7 @@ func (r *VideoTaskReconciler) cancelRecorded(ctx context.Context, task *videogen
 		if st.State != videogenv1alpha1.StageRunning || st.Handle == "" {
 			continue
 		}
-		if at, ok := r.backendOf(st); ok {
+		if _, at, ok := r.backendOf(st); ok {
 			if err := r.cancelWork(ctx, at, r.work(task, catalog.Template{}, st.Name), st.Handle); err != nil {
 				failed = err
 			}

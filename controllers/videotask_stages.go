@@ -68,14 +68,16 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	deadline := r.deadline(task)
 
 	name, backend, ok := r.Backends.Route(task.Spec.Capability)
+	shown := name // what the status calls backend: one found by its url (finishedAt) has a name of its own
 	if !ok {
 		// No backend serves the capability any more (it was withdrawn across a restart), but a
-		// render may run at the backend it was submitted to, still configured under its name
+		// render may run at the backend it was submitted to, still configured (see backendOf)
 		// for other capabilities: one that succeeded there is the task's result, as after a
 		// reroute (finishedAt), asked before the task waits, times out or stops.
 		if render := stageStatus(task, videogenv1alpha1.StageRender); render.State == videogenv1alpha1.StageRunning && render.Handle != "" {
-			if old, done := r.finishedAt(ctx, task, r.work(task, tmpl, videogenv1alpha1.StageRender), render, now, deadline, gone); done {
+			if oldName, old, done := r.finishedAt(ctx, task, r.work(task, tmpl, videogenv1alpha1.StageRender), render, now, deadline, gone); done {
 				name, backend, ok = render.Backend, old, true // observed there once more, below, and taken
+				shown = oldName
 				now = r.Clock.Now()
 			}
 		}
@@ -115,10 +117,10 @@ stages:
 		w := r.work(task, tmpl, stageName)
 		// where, under whereName, is where the stage is looked at: the backend that serves
 		// its capability, or the one it finished at before the routes changed.
-		where, whereName := backend, name
+		where, whereName := backend, shown
 		if st.State == videogenv1alpha1.StageRunning && st.Handle != "" && st.Backend != "" && !sameServer(*st, name, backend) {
-			if old, ok := r.finishedAt(calls, task, w, st, now, deadline, gone); ok {
-				where, whereName = old, st.Backend
+			if oldName, old, ok := r.finishedAt(calls, task, w, st, now, deadline, gone); ok {
+				where, whereName = old, oldName
 			} else {
 				r.rerouteStage(ctx, task, w, st, name, backend)
 				w = r.work(task, tmpl, stageName) // under the key its reroutes give it now
@@ -321,7 +323,7 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // there twice: those keys are stopped at b.
 func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
 	st *videogenv1alpha1.StageStatus, name string, b generation.Backend) {
-	old, ok := r.backendOf(*st)
+	_, old, ok := r.backendOf(*st)
 	if _, named := r.namedBackend(*st); ok && !named && generation.ServerOf(b) == st.Server {
 		ok = false // only renamed (to name, or b shares the url): b's Submit under w.Key finds the stage
 	}
@@ -372,24 +374,25 @@ func (r *VideoTaskReconciler) deleteOrphanedJob(ctx context.Context, w generatio
 	}
 }
 
-// finishedAt is the backend st ran at before the routes changed (its status names it), when
-// that backend is still configured and says st's render succeeded there: the render is the
-// task's, made from its own analyze, and is taken rather than run again at the backend that
-// serves the capability now (see rerouteStage). Only a render: an analyze's outputs are its
-// backend's own (see analyzedElsewhere). The look is bounded as any look at a stage is.
+// finishedAt is the backend st ran at before the routes changed (its status names it), and the
+// name it is configured under now (see backendOf), when that backend is still configured and
+// says st's render succeeded there: the render is the task's, made from its own analyze, and
+// is taken rather than run again at the backend that serves the capability now (see
+// rerouteStage). Only a render: an analyze's outputs are its backend's own (see
+// analyzedElsewhere). The look is bounded as any look at a stage is.
 func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
-	st *videogenv1alpha1.StageStatus, now, deadline time.Time, gone *outcome) (generation.Backend, bool) {
+	st *videogenv1alpha1.StageStatus, now, deadline time.Time, gone *outcome) (string, generation.Backend, bool) {
 	if st.Name != videogenv1alpha1.StageRender {
-		return nil, false
+		return "", nil, false
 	}
-	old, ok := r.backendOf(*st)
+	name, old, ok := r.backendOf(*st)
 	if !ok {
-		return nil, false
+		return "", nil, false
 	}
 	callCtx, done := r.callContext(ctx, task, now, deadline, gone)
 	obs, err := old.Observe(callCtx, w, st.Handle)
 	done()
-	return old, err == nil && obs.State == generation.Succeeded
+	return name, old, err == nil && obs.State == generation.Succeeded
 }
 
 // analyzedElsewhere readies the task's analyze to run again at name, the backend render is
@@ -636,7 +639,7 @@ func (r *VideoTaskReconciler) stageAt(st videogenv1alpha1.StageStatus, name stri
 	if st.Backend == "" || st.Handle == "" || (b != nil && sameServer(st, name, b)) {
 		return b, st.Handle
 	}
-	if old, ok := r.backendOf(st); ok {
+	if _, old, ok := r.backendOf(st); ok {
 		return old, st.Handle
 	}
 	return b, ""
@@ -670,14 +673,15 @@ func sameServer(st videogenv1alpha1.StageStatus, name string, b generation.Backe
 // id only when a look at it answers no other key. The whole url must match: the same host
 // with another path or port may be another server. A Job stage (server "job") is matched by
 // name only: its handle names a namespace that another Job backend may not use (see
-// deleteOrphanedJob).
-func (r *VideoTaskReconciler) backendOf(st videogenv1alpha1.StageStatus) (generation.Backend, bool) {
+// deleteOrphanedJob). It returns the name that backend is configured under, for what the
+// task's status says of it: st's own name may no longer be configured.
+func (r *VideoTaskReconciler) backendOf(st videogenv1alpha1.StageStatus) (string, generation.Backend, bool) {
 	if b, ok := r.namedBackend(st); ok {
-		return b, true
+		return st.Backend, b, true
 	}
 	routes, ok := r.Backends.(generation.Routes)
 	if !ok || st.Server == "" || st.Server == jobbackend.ServerKind {
-		return nil, false
+		return "", nil, false
 	}
 	return routes.AtServer(st.Server)
 }

@@ -113,9 +113,9 @@ func (r Routes) Named(name string) (Backend, bool) {
 	return nil, false
 }
 
-// AtServer returns a backend configured to talk to server (see ServerOf), or ok=false; of
-// several, the one under the least name, so that every call makes the same choice.
-func (r Routes) AtServer(server string) (Backend, bool) {
+// AtServer returns a backend configured to talk to server (see ServerOf), and its name, or
+// ok=false; of several, the one under the least name, so that every call makes the same choice.
+func (r Routes) AtServer(server string) (string, Backend, bool) {
 	var name string
 	var found Backend
 	for _, n := range r {
@@ -123,7 +123,7 @@ func (r Routes) AtServer(server string) (Backend, bool) {
 			name, found = n.Name, n.Backend
 		}
 	}
-	return found, found != nil
+	return name, found, found != nil
 }
 
 // PermanentError marks a backend error that retrying cannot fix (a rejected input): the stage

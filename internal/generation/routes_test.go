@@ -25,14 +25,14 @@ func TestRoutesAtServer(t *testing.T) {
 		videogenv1alpha1.CapabilityTemplate: generation.Named{Name: "gpu-other", Backend: other},
 	}
 	for range 20 {
-		if b, ok := routes.AtServer("http://gpu:8080"); !ok || b != east {
-			t.Fatalf("AtServer(http://gpu:8080) = %v, %v; want gpu-east's backend", b, ok)
+		if name, b, ok := routes.AtServer("http://gpu:8080"); !ok || b != east || name != "gpu-east" {
+			t.Fatalf("AtServer(http://gpu:8080) = %q, %v, %v; want gpu-east's backend", name, b, ok)
 		}
 	}
-	if b, ok := routes.AtServer("http://gpu:8080/other"); !ok || b != other {
-		t.Fatalf("AtServer(http://gpu:8080/other) = %v, %v; want gpu-other's backend", b, ok)
+	if name, b, ok := routes.AtServer("http://gpu:8080/other"); !ok || b != other || name != "gpu-other" {
+		t.Fatalf("AtServer(http://gpu:8080/other) = %q, %v, %v; want gpu-other's backend", name, b, ok)
 	}
-	if _, ok := routes.AtServer("http://gpu:9090"); ok {
+	if _, _, ok := routes.AtServer("http://gpu:9090"); ok {
 		t.Fatal("AtServer found a backend for a server none talks to")
 	}
 }
