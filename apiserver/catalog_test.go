@@ -409,7 +409,7 @@ func shortTemplateSpec(ns, id string) videogenv1alpha1.ShortTemplateSpec {
 }
 
 var _ = Describe("A short template write that landed but answered an error", func() {
-	// timingOut is a replica whose creates and deletes of short templates answer the
+	// timingOut is a replica whose creates, updates and deletes of short templates answer the
 	// kube-apiserver's 504 (etcd slow), after landing when land is set, or without.
 	timingOut := func(land *atomic.Bool) *apiClient {
 		timeout := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
@@ -421,6 +421,17 @@ var _ = Describe("A short template write that landed but answered an error", fun
 					}
 					if land.Load() {
 						if err := c.Create(ctx, obj, opts...); err != nil {
+							return err
+						}
+					}
+					return timeout
+				},
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if _, ok := obj.(*videogenv1alpha1.ShortTemplate); !ok {
+						return c.Update(ctx, obj, opts...)
+					}
+					if land.Load() {
+						if err := c.Update(ctx, obj, opts...); err != nil {
 							return err
 						}
 					}
@@ -486,6 +497,27 @@ var _ = Describe("A short template write that landed but answered an error", fun
 		// The request whose create landed answers as the create would have.
 		Expect(first.Status).To(Equal(http.StatusCreated), string(first.Body))
 		Expect(first.JSON()["id"]).To(Equal(api.post("/v1/short-templates", a.key, body, "Idempotency-Key", "landed-1").JSON()["id"]))
+	})
+
+	It("answers 200 to a PATCH that landed but answered an error, and 500 to one that did not land", func() {
+		a := newAccount(0)
+		created := api.post("/v1/short-templates", a.key, body)
+		Expect(created.Status).To(Equal(http.StatusCreated), string(created.Body))
+		id := created.JSON()["id"].(string)
+		var land atomic.Bool
+		replica := timingOut(&land)
+		Eventually(func() int { return replica.get("/v1/short-templates/"+id, a.key).Status }).Should(Equal(http.StatusOK))
+		rename := call{method: "PATCH", path: "/v1/short-templates/" + id, key: a.key, body: map[string]any{"name": "Outro"}}
+
+		lost := replica.do(rename)
+		Expect(lost.Status).To(Equal(http.StatusInternalServerError), string(lost.Body))
+		Expect(stored(a.ns)[0].Spec.DisplayName).To(Equal("Intro"))
+
+		land.Store(true)
+		landed := replica.do(rename)
+		Expect(landed.Status).To(Equal(http.StatusOK), string(landed.Body))
+		Expect(landed.JSON()).To(And(HaveKeyWithValue("id", id), HaveKeyWithValue("name", "Outro")))
+		Expect(stored(a.ns)[0].Spec.DisplayName).To(Equal("Outro"))
 	})
 
 	It("answers 204 to a delete that landed but answered an error, and 500 to one that did not land", func() {

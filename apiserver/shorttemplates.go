@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -331,11 +332,31 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 		case apierrors.IsConflict(err):
 			httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict, "the template kept changing while this request ran; retry")
 		default:
-			s.internalError(w, r, err)
+			landed, ok := s.patchLanded(r.Context(), st, &req, nulls)
+			if !ok {
+				s.internalError(w, r, err)
+				return
+			}
+			httpjson.WriteJSON(w, http.StatusOK, viewShortTemplate(landed))
 		}
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusOK, viewShortTemplate(st))
+}
+
+// patchLanded is st as stored when it already holds what the PATCH asks: an update that failed
+// (a 504, a connection dropped after the request was sent) landed all the same, as createLanded
+// and deleteLanded answer for the create and the delete, not a 500.
+func (s *Server) patchLanded(ctx context.Context, st *videogenv1alpha1.ShortTemplate, req *shortTemplateRequest, nulls map[string]bool) (*videogenv1alpha1.ShortTemplate, bool) {
+	stored := &videogenv1alpha1.ShortTemplate{}
+	if err := s.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(st), stored); err != nil || stored.UID != st.UID || !stored.DeletionTimestamp.IsZero() {
+		return nil, false
+	}
+	asked := stored.Spec.DeepCopy()
+	if err := s.patchSpec(asked, req, nulls); err != nil || !equality.Semantic.DeepEqual(*asked, stored.Spec) {
+		return nil, false
+	}
+	return stored, true
 }
 
 func (s *Server) getShortTemplate(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
