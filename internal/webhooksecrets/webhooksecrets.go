@@ -163,9 +163,27 @@ func (s *Store) Rotate(ctx context.Context, account string, overlap time.Duratio
 		if apierrors.IsConflict(err) {
 			return Secrets{}, fmt.Errorf("account %q: %w", account, ErrConcurrentRotation)
 		}
+		if landed, ok := s.rotationLanded(ctx, sec); ok {
+			return landed, nil
+		}
 		return Secrets{}, fmt.Errorf("rotating the webhook secret of account %q: %w", account, err)
 	}
 	return decode(sec)
+}
+
+// rotationLanded is the secrets as stored when the rotation of sec that failed (a 504 "request
+// did not complete within requested timeout", a connection dropped after the request was sent)
+// landed all the same: the stored current secret is the one this rotation made (random, so no
+// other rotation's). Told an error instead, the caller would not learn the secret now signing,
+// and its retry would rotate once more.
+func (s *Store) rotationLanded(ctx context.Context, sec *corev1.Secret) (Secrets, bool) {
+	stored := &corev1.Secret{}
+	if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(sec), stored); err != nil ||
+		string(stored.Data[keyCurrent]) != string(sec.Data[keyCurrent]) {
+		return Secrets{}, false
+	}
+	out, err := decode(stored)
+	return out, err == nil
 }
 
 func decode(sec *corev1.Secret) (Secrets, error) {

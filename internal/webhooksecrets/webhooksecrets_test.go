@@ -135,3 +135,43 @@ func TestARotationThatLosesTheRaceIsRefusedNotRetried(t *testing.T) {
 		t.Fatalf("the secret changed: %+v (%v), want %+v", after, err, before)
 	}
 }
+
+// A rotation whose write landed but answered an error (the kube-apiserver's 504, a connection
+// dropped after the request was sent) returns the secret it stored: told an error, the caller
+// would not learn the secret now signing, and its retry would rotate once more. One that did
+// not land is an error, and the secret is unchanged.
+func TestARotationThatLandedButAnsweredAnErrorReturnsItsSecret(t *testing.T) {
+	ctx := context.Background()
+	base := fake.NewClientBuilder().Build()
+	land := false
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if land {
+				if err := c.Update(ctx, obj, opts...); err != nil {
+					return err
+				}
+			}
+			return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+		},
+	})
+	s := &Store{Client: c, Reader: base, Namespace: "videogen-system"}
+	before, err := s.Ensure(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rotate(ctx, "acme", time.Hour); err == nil {
+		t.Fatal("Rotate whose write did not land returned no error")
+	}
+	if now, err := s.Ensure(ctx, "acme"); err != nil || now.Current != before.Current {
+		t.Fatalf("the secret changed though the rotation did not land: %+v (%v)", now, err)
+	}
+	land = true
+	rotated, err := s.Rotate(ctx, "acme", time.Hour)
+	if err != nil {
+		t.Fatalf("Rotate whose write landed: %v, want the secret it stored", err)
+	}
+	stored, err := s.Ensure(ctx, "acme")
+	if err != nil || rotated.Current != stored.Current || rotated.Current == before.Current || rotated.Previous != before.Current {
+		t.Fatalf("Rotate returned %+v; stored %+v (%v); want the stored rotation, the one before as previous", rotated, stored, err)
+	}
+}
