@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/videogen-dev/videogen-operator/internal/httpserver"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
@@ -95,4 +96,59 @@ func TestTheChartRefusesADefaultPriceInExtraArgs(t *testing.T) {
 			t.Errorf("--set %s: the refusal does not name the value to use: %s", set, stderr.String())
 		}
 	}
+}
+
+// chartRefusal runs `helm template` with --set values that the chart must refuse, and returns
+// helm's error output ("" and a test error when it rendered).
+func chartRefusal(t *testing.T, set ...string) string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"template", "videogen", filepath.Join(root, "charts", "videogen-operator")}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(filepath.Join(root, "bin", "helm"), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if _, err := cmd.Output(); err == nil {
+		t.Errorf("--set %v rendered; the chart must refuse it", set)
+		return ""
+	}
+	return stderr.String()
+}
+
+// values.yaml and docs/deploy.md say a second manager replica needs the apiserver's S3 blob
+// store: with the default (an emptyDir per pod) an image uploaded to one replica is fetched by
+// the worker through the API Service from either, and half of the tasks with an uploaded face
+// failed on a 404. The chart rendered `--set manager.replicas=2` alone without a word; it now
+// refuses it unless the last --blob-store of apiserver.extraArgs is s3.
+func TestTheChartRefusesManagerReplicasWithoutTheS3BlobStore(t *testing.T) {
+	for _, set := range [][]string{
+		{"manager.replicas=2"},
+		{"manager.replicas=2", "apiserver.extraArgs={--blob-store=s3,--blob-store=dir}"},
+	} {
+		if stderr := chartRefusal(t, set...); stderr != "" && !strings.Contains(stderr, "--blob-store=s3") {
+			t.Errorf("--set %v: the refusal does not say what is missing: %s", set, stderr)
+		}
+	}
+	for _, extra := range []string{"{--blob-store=s3,--s3-bucket=uploads}", "{--blob-store,s3}", "{-blob-store=s3}"} {
+		objs := renderChart(t, "videogen-system", "manager.replicas=2", "apiserver.extraArgs="+extra)
+		if d := managerDeployment(t, objs); d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+			t.Errorf("apiserver.extraArgs=%s: replicas %v, want 2", extra, d.Spec.Replicas)
+		}
+	}
+}
+
+func managerDeployment(t *testing.T, objs []*unstructured.Unstructured) appsv1.Deployment {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == "Deployment" && strings.HasSuffix(u.GetName(), "-controller-manager") {
+			return as[appsv1.Deployment](t, u)
+		}
+	}
+	t.Fatal("no manager Deployment")
+	return appsv1.Deployment{}
 }

@@ -66,6 +66,22 @@ http://{{ include "videogen.prefix" .root }}-{{ .name }}.{{ .root.Release.Namesp
 {{ .Values.worker.publicURL | default (printf "%s:8080" (include "videogen.serviceURL" (dict "root" . "name" "worker"))) }}
 {{- end }}
 
+{{/* The apiserver's blob store: the last --blob-store of apiserver.extraArgs (Go's flag package
+takes -x or --x, =value or the next argument), dir without one. */}}
+{{- define "videogen.apiserverBlobStore" -}}
+{{- $args := .Values.apiserver.extraArgs }}
+{{- $kind := "dir" }}
+{{- range $i, $a := $args }}
+{{- $a = toString $a }}
+{{- if regexMatch "^--?blob-store=" $a }}
+{{- $kind = regexReplaceAll "^--?blob-store=" $a "" }}
+{{- else if and (regexMatch "^--?blob-store$" $a) (lt (add1 $i) (len $args)) }}
+{{- $kind = toString (index $args (add1 $i)) }}
+{{- end }}
+{{- end }}
+{{- $kind -}}
+{{- end }}
+
 {{- define "videogen.webhookNamespace" -}}
 {{ .Values.apiserver.webhookNamespace | default .Release.Namespace }}
 {{- end }}
