@@ -9,7 +9,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/videogen-dev/videogen-operator/internal/httpserver"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
@@ -151,4 +154,42 @@ func managerDeployment(t *testing.T, objs []*unstructured.Unstructured) appsv1.D
 	}
 	t.Fatal("no manager Deployment")
 	return appsv1.Deployment{}
+}
+
+// Several manager replicas are there so that the REST API, the payment webhooks and the ledger
+// outlive one pod; the chart rendered them with nothing keeping them apart: both could land on
+// one node, and a drain evicted them together (no PodDisruptionBudget), every webhook and task
+// creation answered 503 until one came back. With more than one replica the chart now renders a
+// PodDisruptionBudget (one pod out at a time) and prefers spreading the pods over nodes.
+func TestTheChartKeepsManagerReplicasApart(t *testing.T) {
+	objs := renderChart(t, "videogen-system", "manager.replicas=2", "apiserver.extraArgs={--blob-store=s3}")
+	pod := managerDeployment(t, objs).Spec.Template
+	var pdbs int
+	for _, u := range objs {
+		if u.GetKind() != "PodDisruptionBudget" {
+			continue
+		}
+		pdbs++
+		pdb := as[policyv1.PodDisruptionBudget](t, u)
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			t.Errorf("PodDisruptionBudget %s selects %v, not the manager pods %v", pdb.Name, pdb.Spec.Selector, pod.Labels)
+		}
+		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+			t.Errorf("PodDisruptionBudget %s: maxUnavailable %v, want 1", pdb.Name, pdb.Spec.MaxUnavailable)
+		}
+	}
+	if pdbs != 1 {
+		t.Errorf("%d PodDisruptionBudgets with manager.replicas=2, want 1", pdbs)
+	}
+	spread := false
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			sel, err := metav1.LabelSelectorAsSelector(w.PodAffinityTerm.LabelSelector)
+			spread = spread || (err == nil && w.PodAffinityTerm.TopologyKey == "kubernetes.io/hostname" && sel.Matches(labels.Set(pod.Labels)))
+		}
+	}
+	if !spread {
+		t.Errorf("manager pods with replicas=2: no anti-affinity spreading them over nodes: %+v", pod.Spec.Affinity)
+	}
 }
