@@ -193,3 +193,32 @@ func TestTheChartKeepsManagerReplicasApart(t *testing.T) {
 		t.Errorf("manager pods with replicas=2: no anti-affinity spreading them over nodes: %+v", pod.Spec.Affinity)
 	}
 }
+
+// A flag in extraArgs wins over the chart's own (values.yaml: "a later flag wins"), but some of
+// the chart's flags are wiring that other objects of the chart follow, and an override left
+// those behind without a word: --webhook-namespace=payments in apiserver.extraArgs moved where
+// the apiserver reads connector Secrets and creates PaymentEvents while the chart's Role stayed
+// in the release namespace (every payment webhook failed, forbidden, until the processor gave
+// up); --bind-address moved the apiserver off the port its Services and NetworkPolicy name
+// (the pod stayed Ready, its probes on their own port, while every request was refused); the
+// ledger's address and Service name are what the other container and the ledger NetworkPolicy
+// are pointed at. The chart refuses these, naming the value to use where there is one.
+func TestTheChartRefusesExtraArgsThatUnwireIt(t *testing.T) {
+	for set, want := range map[string]string{
+		"apiserver.extraArgs={--webhook-namespace=payments}":        "apiserver.webhookNamespace",
+		"apiserver.extraArgs={-webhook-namespace,payments}":         "apiserver.webhookNamespace",
+		"apiserver.extraArgs={--bind-address=:9000}":                "--bind-address",
+		"apiserver.extraArgs={--ledger-url=http://x:8084}":          "--ledger-url",
+		"manager.extraArgs={--ledger-bind-address=:9084}":           "--ledger-bind-address",
+		"manager.extraArgs={--ledger-service=other}":                "--ledger-service",
+		"manager.extraArgs={-default-price=20}":                     "defaultPrice",
+		"apiserver.extraArgs={--rate-limit=5,--shutdown-delay,60s}": "apiserver.shutdownDelaySeconds",
+	} {
+		if stderr := chartRefusal(t, set); stderr != "" && !strings.Contains(stderr, want) {
+			t.Errorf("--set %s: the refusal does not name %s: %s", set, want, stderr)
+		}
+	}
+	// Flags the chart leaves to extraArgs still pass.
+	renderChart(t, "videogen-system", "apiserver.extraArgs={--rate-limit=5,--square-notification-url=https://h/v1/webhooks/square}",
+		"manager.extraArgs={--max-concurrent-tasks=20}")
+}

@@ -66,6 +66,21 @@ http://{{ include "videogen.prefix" .root }}-{{ .name }}.{{ .root.Release.Namesp
 {{ .Values.worker.publicURL | default (printf "%s:8080" (include "videogen.serviceURL" (dict "root" . "name" "worker"))) }}
 {{- end }}
 
+{{/* Fails on a flag of args (-x or --x, with =value or not) that flags names: a flag the chart
+sets itself and that other objects follow, which a later copy in extraArgs would leave behind.
+Arguments: where (the value's name), args, flags (flag name: what to do instead). */}}
+{{- define "videogen.refuseFlags" -}}
+{{- range .args }}
+{{- $a := toString . }}
+{{- if hasPrefix "-" $a }}
+{{- $name := regexReplaceAll "^--?([^=]*).*$" $a "${1}" }}
+{{- if hasKey $.flags $name }}
+{{- fail (printf "--%s in %s: %s" $name $.where (get $.flags $name)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The apiserver's blob store: the last --blob-store of apiserver.extraArgs (Go's flag package
 takes -x or --x, =value or the next argument), dir without one. */}}
 {{- define "videogen.apiserverBlobStore" -}}
