@@ -409,47 +409,13 @@ func shortTemplateSpec(ns, id string) videogenv1alpha1.ShortTemplateSpec {
 }
 
 var _ = Describe("A short template write that landed but answered an error", func() {
-	// timingOut is a replica whose creates, updates and deletes of short templates answer the
-	// kube-apiserver's 504 (etcd slow), after landing when land is set, or without.
+	// timingOut is a replica whose writes of short templates answer the kube-apiserver's 504
+	// (etcd slow), after landing when land is set, or without.
 	timingOut := func(land *atomic.Bool) *apiClient {
-		timeout := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
-		return startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
-			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
-				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					if _, ok := obj.(*videogenv1alpha1.ShortTemplate); !ok {
-						return c.Create(ctx, obj, opts...)
-					}
-					if land.Load() {
-						if err := c.Create(ctx, obj, opts...); err != nil {
-							return err
-						}
-					}
-					return timeout
-				},
-				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-					if _, ok := obj.(*videogenv1alpha1.ShortTemplate); !ok {
-						return c.Update(ctx, obj, opts...)
-					}
-					if land.Load() {
-						if err := c.Update(ctx, obj, opts...); err != nil {
-							return err
-						}
-					}
-					return timeout
-				},
-				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-					if _, ok := obj.(*videogenv1alpha1.ShortTemplate); !ok {
-						return c.Delete(ctx, obj, opts...)
-					}
-					if land.Load() {
-						if err := c.Delete(ctx, obj, opts...); err != nil {
-							return err
-						}
-					}
-					return timeout
-				},
-			})
-		})
+		return startAPIServer(rate.Inf, 1, nil, landsThenTimesOut(land, func(obj client.Object) bool {
+			_, ok := obj.(*videogenv1alpha1.ShortTemplate)
+			return ok
+		}))
 	}
 	stored := func(ns string) []videogenv1alpha1.ShortTemplate {
 		GinkgoHelper()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -382,4 +384,38 @@ func waitTask(a account, id, status string) map[string]any {
 		return task["status"]
 	}).Should(Equal(status))
 	return task
+}
+
+// landsThenTimesOut wraps a replica's client so that its creates, updates, patches and deletes
+// of the objects write matches answer the kube-apiserver's 504 (etcd slow): after the write
+// landed when land is set, without it otherwise. Other requests go through.
+func landsThenTimesOut(land *atomic.Bool, write func(client.Object) bool) func(client.Client) client.Client {
+	timeout := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+	answer := func(obj client.Object, do func() error) error {
+		if !write(obj) {
+			return do()
+		}
+		if land.Load() {
+			if err := do(); err != nil {
+				return err
+			}
+		}
+		return timeout
+	}
+	return func(c client.Client) client.Client {
+		return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				return answer(obj, func() error { return c.Create(ctx, obj, opts...) })
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				return answer(obj, func() error { return c.Update(ctx, obj, opts...) })
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				return answer(obj, func() error { return c.Patch(ctx, obj, patch, opts...) })
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				return answer(obj, func() error { return c.Delete(ctx, obj, opts...) })
+			},
+		})
+	}
 }

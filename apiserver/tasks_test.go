@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/time/rate"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -224,18 +223,10 @@ var _ = Describe("Generation endpoints", func() {
 		var land atomic.Bool
 		// A replica whose patches answer the kube-apiserver's 504 (etcd slow), after landing or
 		// without.
-		timingOut := startAPIServer(rate.Inf, 1, nil, func(c client.Client) client.Client {
-			return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
-				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-					if land.Load() {
-						if err := c.Patch(ctx, obj, patch, opts...); err != nil {
-							return err
-						}
-					}
-					return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
-				},
-			})
-		})
+		timingOut := startAPIServer(rate.Inf, 1, nil, landsThenTimesOut(&land, func(obj client.Object) bool {
+			_, ok := obj.(*videogenv1alpha1.VideoTask)
+			return ok
+		}))
 		lost := timingOut.post("/v1/tasks/"+id+"/cancel", a.key, nil)
 		Expect(lost.Status).To(Equal(http.StatusInternalServerError), string(lost.Body))
 		Consistently(func() any { return api.get("/v1/tasks/"+id, a.key).JSON()["status"] }, 300*time.Millisecond).Should(Equal("running"))
