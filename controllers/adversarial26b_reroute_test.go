@@ -68,6 +68,18 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		}).Should(Succeed())
 	})
 
+	// The routes after the restart: gpu-a renamed gpu-east (its url, eraser only), and video.short
+	// moved to gpu-b, or served by no backend.
+	movedToB := func() generation.Routes {
+		return generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
+		}
+	}
+	noShortBackend := func() generation.Routes {
+		return generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}}
+	}
+
 	deleteWith := func(after generation.Routes) {
 		r := directReconciler(k8sClient, l, newB)
 		r.Backends = after
@@ -81,10 +93,7 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 
 	It("stops the render at its old server when it is rerouted", func() {
 		after := directReconciler(k8sClient, l, newB)
-		after.Backends = generation.Routes{
-			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
-			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
-		}
+		after.Backends = movedToB()
 		Eventually(func(g Gomega) {
 			reconcileOnce(g, after, task)
 			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-b"))
@@ -95,16 +104,13 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 	})
 
 	It("stops the render at its old server when the task is deleted after the reroute's restart", func() {
-		deleteWith(generation.Routes{
-			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
-			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
-		})
+		deleteWith(movedToB())
 		Expect(oldServer.canceledIDs()).To(ContainElement("stg-2"), "the render runs on at gpu-a's server, unpaid")
 		Expect(newServer.canceledIDs()).NotTo(ContainElement("stg-2"), "gpu-a's id was sent to another server")
 	})
 
 	It("stops the render at its old server when the task is deleted and no backend serves its capability", func() {
-		deleteWith(generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}})
+		deleteWith(noShortBackend())
 		Expect(oldServer.canceledIDs()).To(ContainElement("stg-2"), "the render runs on at gpu-a's server, unpaid")
 	})
 
@@ -135,24 +141,10 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 			Expect(newServer.canceledIDs()).NotTo(ContainElement("stg-2"), "gpu-a's id was sent to another server")
 			suite.ExpectBalanced(ns, 100, 0, 0)
 		},
-		Entry("cancelled on request, video.short at gpu-b", func() generation.Routes {
-			return generation.Routes{
-				videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
-				videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
-			}
-		}, false, videogenv1alpha1.ReasonCanceled),
-		Entry("timed out, video.short at gpu-b", func() generation.Routes {
-			return generation.Routes{
-				videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
-				videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
-			}
-		}, true, videogenv1alpha1.ReasonTimedOut),
-		Entry("cancelled on request, no backend for video.short", func() generation.Routes {
-			return generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}}
-		}, false, videogenv1alpha1.ReasonCanceled),
-		Entry("timed out, no backend for video.short", func() generation.Routes {
-			return generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}}
-		}, true, videogenv1alpha1.ReasonTimedOut),
+		Entry("cancelled on request, video.short at gpu-b", movedToB, false, videogenv1alpha1.ReasonCanceled),
+		Entry("timed out, video.short at gpu-b", movedToB, true, videogenv1alpha1.ReasonTimedOut),
+		Entry("cancelled on request, no backend for video.short", noShortBackend, false, videogenv1alpha1.ReasonCanceled),
+		Entry("timed out, no backend for video.short", noShortBackend, true, videogenv1alpha1.ReasonTimedOut),
 	)
 
 	// Found by round 26d. A render taken as ended at the server it ran at, found under another
@@ -175,15 +167,8 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 			Expect(done.Status.Error.Message).To(ContainSubstring("gpu-east"))
 			Expect(stageOf(done, videogenv1alpha1.StageRender).Message).To(Equal("gpu-east reported success without a result"))
 		},
-		Entry("video.short at gpu-b", func() generation.Routes {
-			return generation.Routes{
-				videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-b", Backend: newB},
-				videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed},
-			}
-		}),
-		Entry("no backend for video.short", func() generation.Routes {
-			return generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-east", Backend: renamed}}
-		}),
+		Entry("video.short at gpu-b", movedToB),
+		Entry("no backend for video.short", noShortBackend),
 	)
 
 	// Checked, holds (a guard on the fix above): renamed only, gpu-east serving video.short
