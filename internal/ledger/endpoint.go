@@ -19,7 +19,7 @@ import (
 )
 
 // Endpoint points the ledger's Service at the elected manager: the REST apiserver replicas ask
-// the Service (config/manager/ledger_service.yaml), and each manager that is elected writes its
+// the Service (config/default/ledger_service.yaml), and each manager that is elected writes its
 // own pod address into the Service's one EndpointSlice, replacing its predecessor's. A replica
 // that reaches a manager no longer elected gets not_ready and asks again.
 type Endpoint struct {
