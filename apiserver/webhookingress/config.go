@@ -36,7 +36,7 @@ type Config struct {
 // BindFlags registers the ingress flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Namespace, "webhook-namespace", c.Namespace,
-		"Namespace of the PaymentEvents and of the connector Secrets (labelled "+connectorsecrets.LabelConnector+").")
+		"Namespace of the PaymentEvents and of the connector Secrets (labelled "+connectorsecrets.LabelConnector+"); $POD_NAMESPACE, the pod's namespace, when set (as cmd/apiserver reads it).")
 	fs.Int64Var(&c.MaxBodyBytes, "webhook-max-body-bytes", DefaultMaxBodyBytes, "Largest webhook body accepted; larger ones get 413.")
 	fs.StringVar(&c.SquareNotificationURL, "square-notification-url", c.SquareNotificationURL,
 		"Notification URL of the Square webhook subscription, which Square signs (default: the URL of the request).")
