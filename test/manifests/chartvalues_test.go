@@ -2,6 +2,8 @@ package manifests
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -105,19 +107,35 @@ func TestTheChartRefusesADefaultPriceInExtraArgs(t *testing.T) {
 // helm's error output ("" and a test error when it rendered).
 func chartRefusal(t *testing.T, set ...string) string {
 	t.Helper()
+	var args []string
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return helmRefusal(t, fmt.Sprintf("--set %v", set), args...)
+}
+
+// chartRefusalFile is chartRefusal with a values file's text.
+func chartRefusalFile(t *testing.T, values string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return helmRefusal(t, "values\n"+values, "-f", path)
+}
+
+func helmRefusal(t *testing.T, what string, args ...string) string {
+	t.Helper()
 	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"template", "videogen", filepath.Join(root, "charts", "videogen-operator")}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
+	args = append([]string{"template", "videogen", filepath.Join(root, "charts", "videogen-operator")}, args...)
 	cmd := exec.Command(filepath.Join(root, "bin", "helm"), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if _, err := cmd.Output(); err == nil {
-		t.Errorf("--set %v rendered; the chart must refuse it", set)
+		t.Errorf("%s rendered; the chart must refuse it", what)
 		return ""
 	}
 	return stderr.String()

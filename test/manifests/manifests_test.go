@@ -342,20 +342,7 @@ func TestTheManagerSendsTheTokenTheWorkerRequires(t *testing.T) {
 			if files["backends.yaml"] == "" || manager == nil || worker == nil {
 				t.Fatal("the render lacks the backends ConfigMap, the manager or the worker")
 			}
-			// The ConfigMap's files as the manager sees them at its mount path, so that files
-			// the config names there (a Job backend's configFile) are read and checked too.
-			const mountPath = "/etc/videogen/backends/"
-			tmp := t.TempDir() + "/"
-			for name, content := range files {
-				content = strings.ReplaceAll(content, mountPath, tmp)
-				if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			file, err := backends.Read(filepath.Join(tmp, "backends.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			file := readBackendsFiles(t, files)
 			workerCtr := container(t, worker, "worker")
 			for _, a := range workerCtr.Args {
 				if strings.HasPrefix(a, "--insecure-no-auth") {
@@ -392,6 +379,26 @@ func TestTheManagerSendsTheTokenTheWorkerRequires(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readBackendsFiles reads the backends ConfigMap's files as the manager sees them at its mount
+// path, so that files the config names there (a Job backend's configFile) are read and checked
+// too.
+func readBackendsFiles(t *testing.T, files map[string]string) backends.File {
+	t.Helper()
+	const mountPath = "/etc/videogen/backends/"
+	tmp := t.TempDir() + "/"
+	for name, content := range files {
+		content = strings.ReplaceAll(content, mountPath, tmp)
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file, err := backends.Read(filepath.Join(tmp, "backends.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 func container(t *testing.T, d *appsv1.Deployment, name string) corev1.Container {

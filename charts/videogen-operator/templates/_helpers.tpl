@@ -120,6 +120,30 @@ backends:
 {{- end }}
 {{- end }}
 
+{{/* The backends ConfigMap's data: backends.yaml and the Job backend configs of jobConfigs,
+each a file of its own (a map as YAML, a string, e.g. from --set-file, as it is). Fails on a
+Job backend whose configFile is not one of these files: the manager would stop at start. */}}
+{{- define "videogen.backendsData" -}}
+{{- $dir := "/etc/videogen/backends/" }}
+{{- if hasKey .Values.jobConfigs "backends.yaml" }}
+{{- fail "jobConfigs may not hold backends.yaml: the chart writes the backends list there (set backends instead)" }}
+{{- end }}
+{{- range .Values.backends }}
+{{- with .job }}
+{{- $key := trimPrefix $dir (toString .configFile) }}
+{{- if or (not (hasPrefix $dir (toString .configFile))) (not (hasKey $.Values.jobConfigs $key)) }}
+{{- fail (printf "job.configFile %s is not mounted in the manager: put the Job backend config in jobConfigs (key %s) and name it %s%s" .configFile (base (toString .configFile)) $dir (base (toString .configFile))) }}
+{{- end }}
+{{- end }}
+{{- end -}}
+backends.yaml: |
+  {{- include "videogen.backends" . | nindent 2 }}
+{{- range $name, $config := .Values.jobConfigs }}
+{{ $name }}: |
+  {{- (kindIs "string" $config | ternary $config (toYaml $config)) | nindent 2 }}
+{{- end }}
+{{- end }}
+
 {{/* An object of config/ (a copy in files/) as this release installs it: what kustomize's
 namePrefix and namespace do to config/default (names prefixed, references to other objects of
 the release included, the release namespace for namespaced objects) and this release's labels.

@@ -1,0 +1,135 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// renderChartValues renders the chart with a values file's text.
+func renderChartValues(t *testing.T, values string) []*unstructured.Unstructured {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return renderChartFile(t, "videogen-system", path)
+}
+
+// backendsConfigMap returns the data of the render's backends ConfigMap.
+func backendsConfigMap(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" && strings.HasSuffix(u.GetName(), "-backends") {
+			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			return data
+		}
+	}
+	t.Fatal("no backends ConfigMap in the render")
+	return nil
+}
+
+const jobBackendValues = `
+worker:
+  enabled: false
+backends:
+- name: gpu-jobs
+  capabilities: [video.short]
+  job:
+    configFile: /etc/videogen/backends/gpu.yaml
+jobConfigs:
+  gpu.yaml:
+    capabilities:
+      video.short:
+        template:
+          spec:
+            containers:
+            - name: faceswap
+              image: registry.example.com/faceswap:1.4
+`
+
+// A platform team that runs its own backends could route a capability to Kubernetes Jobs only
+// with a kustomize overlay: a `job:` entry of backends names a configFile in the manager's
+// container, and the chart had no way to put one there (Helm dropped any such value, and the
+// manager stopped at start on "no such file or directory"). jobConfigs now puts each config
+// beside backends.yaml in the backends ConfigMap (a map, or its text from --set-file), the
+// manager restarts when one changes, and the chart refuses a configFile it does not mount.
+func TestTheChartConfiguresAJobBackend(t *testing.T) {
+	asText := strings.Replace(jobBackendValues, "  gpu.yaml:\n", "  gpu.yaml: |\n", 1)
+	for name, values := range map[string]string{"map": jobBackendValues, "text": asText} {
+		t.Run(name, func(t *testing.T) {
+			objs := renderChartValues(t, values)
+			file := readBackendsFiles(t, backendsConfigMap(t, objs))
+			if len(file.Backends) != 1 || file.Backends[0].Job == nil || len(file.CacheByObject()) == 0 {
+				t.Fatalf("the manager reads no Job backend config: %+v", file.Backends)
+			}
+		})
+	}
+
+	// The manager reads its backends at start only.
+	before := managerDeployment(t, renderChartValues(t, jobBackendValues)).Spec.Template.Annotations["checksum/backends"]
+	changed := strings.Replace(jobBackendValues, "faceswap:1.4", "faceswap:1.5", 1)
+	if after := managerDeployment(t, renderChartValues(t, changed)).Spec.Template.Annotations["checksum/backends"]; after == before {
+		t.Errorf("a new jobConfigs leaves the manager pod's checksum/backends at %q: the running manager keeps the old one", before)
+	}
+
+	// Jobs run in the tasks' namespaces (or the config's own): the manager creates and
+	// deletes them and reads their pods cluster-wide.
+	objs := renderChartValues(t, jobBackendValues)
+	for _, want := range []struct{ group, resource, verbs string }{
+		{"batch", "jobs", "create,delete,deletecollection,get,list,watch"},
+		{"", "pods", "get,list,watch"},
+	} {
+		if !clusterRoleAllows(t, objs, "videogen-system", "videogen-controller-manager", want.group, want.resource, strings.Split(want.verbs, ",")...) {
+			t.Errorf("the manager may not %s %s cluster-wide", want.verbs, want.resource)
+		}
+	}
+
+	for _, c := range []struct{ name, values, want string }{
+		{"a configFile with no jobConfigs entry",
+			strings.Replace(jobBackendValues, "gpu.yaml\n", "other.yaml\n", 1), "jobConfigs"},
+		{"a configFile the manager does not mount",
+			strings.Replace(jobBackendValues, "/etc/videogen/backends/gpu.yaml", "/etc/videogen/jobs.yaml", 1), "jobConfigs"},
+		{"a jobConfigs entry in place of backends.yaml",
+			strings.ReplaceAll(jobBackendValues, "gpu.yaml", "backends.yaml"), "backends.yaml"},
+	} {
+		if stderr := chartRefusalFile(t, c.values); stderr != "" && !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: the refusal does not mention %s: %s", c.name, c.want, stderr)
+		}
+	}
+}
+
+// clusterRoleAllows says whether a ClusterRoleBinding of the render binds service account ns/sa
+// to a ClusterRole of the render with a rule granting verbs on group/resource.
+func clusterRoleAllows(t *testing.T, objs []*unstructured.Unstructured, ns, sa, group, resource string, verbs ...string) bool {
+	t.Helper()
+	roles := map[string]rbacv1.ClusterRole{}
+	var bindings []rbacv1.ClusterRoleBinding
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "ClusterRole":
+			roles[u.GetName()] = as[rbacv1.ClusterRole](t, u)
+		case "ClusterRoleBinding":
+			bindings = append(bindings, as[rbacv1.ClusterRoleBinding](t, u))
+		}
+	}
+	for _, b := range bindings {
+		if b.RoleRef.Kind != "ClusterRole" || !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == ns && s.Name == sa
+		}) {
+			continue
+		}
+		for _, rule := range roles[b.RoleRef.Name].Rules {
+			if slices.Contains(rule.APIGroups, group) && slices.Contains(rule.Resources, resource) &&
+				!slices.ContainsFunc(verbs, func(v string) bool { return !slices.Contains(rule.Verbs, v) }) {
+				return true
+			}
+		}
+	}
+	return false
+}
