@@ -2,13 +2,17 @@ package manifests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 // renderChartValues renders the chart with a values file's text.
@@ -132,4 +136,66 @@ func clusterRoleAllows(t *testing.T, objs []*unstructured.Unstructured, ns, sa, 
 		}
 	}
 	return false
+}
+
+// chartNotes returns what `helm install` prints after installing with a values file's text
+// (NOTES.txt), rendered without a cluster.
+func chartNotes(t *testing.T, values string) string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(root, "bin", "helm"), "install", "videogen",
+		filepath.Join(root, "charts", "videogen-operator"), "-n", "videogen-system", "--dry-run=client", "-f", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm install --dry-run=client: %v\n%s", err, out)
+	}
+	_, notes, ok := strings.Cut(string(out), "\nNOTES:\n")
+	if !ok {
+		t.Fatalf("helm install printed no NOTES:\n%s", out)
+	}
+	return notes
+}
+
+// With worker.enabled=false and backends of its own that send no worker token, the manager
+// still mounted the Secret videogen-worker-token, so its pod stayed in ContainerCreating until
+// someone made a Secret nothing reads (and NOTES.txt asked for it). The manager now mounts it
+// only when a backend's tokenFile is in it: the reference worker's, by default.
+func TestTheManagerMountsTheWorkerTokenOnlyWhenABackendSendsIt(t *testing.T) {
+	const ownBackend = `
+worker:
+  enabled: false
+backends:
+- name: gpu
+  capabilities: [video.short, video.eraser, video.template, image.pose]
+  http:
+    url: http://gpu-server.models.svc:8080
+`
+	withToken := strings.Replace(ownBackend, "svc:8080\n", "svc:8080\n    tokenFile: /etc/videogen/worker/token\n", 1)
+	for _, c := range []struct {
+		name, values string
+		mounted      bool
+	}{
+		{"the reference worker", "{}", true},
+		{"a backend of its own without a token", ownBackend, false},
+		{"a backend of its own with the worker token", withToken, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pod, _, _ := managerPod(t, renderChartValues(t, c.values))
+			mounted := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == "videogen-worker-token"
+			})
+			if mounted != c.mounted {
+				t.Errorf("the manager mounts videogen-worker-token: %v, want %v", mounted, c.mounted)
+			}
+			if asked := strings.Contains(chartNotes(t, c.values), "create secret generic videogen-worker-token"); asked != c.mounted {
+				t.Errorf("NOTES.txt asks to create videogen-worker-token: %v, want %v", asked, c.mounted)
+			}
+		})
+	}
 }

@@ -120,6 +120,19 @@ backends:
 {{- end }}
 {{- end }}
 
+{{/* "true" when a backend of the manager sends the worker token (a tokenFile in the
+<prefix>-worker-token Secret's mount): the reference worker's entry, by default. Otherwise the
+manager does not mount that Secret, and its pod does not wait for one nothing reads. */}}
+{{- define "videogen.managerUsesWorkerToken" -}}
+{{- $uses := and (not .Values.backends) .Values.worker.enabled }}
+{{- range .Values.backends }}
+{{- if and .http (hasPrefix "/etc/videogen/worker/" (toString .http.tokenFile)) }}
+{{- $uses = true }}
+{{- end }}
+{{- end }}
+{{- if $uses }}true{{ end }}
+{{- end }}
+
 {{/* The backends ConfigMap's data: backends.yaml and the Job backend configs of jobConfigs,
 each a file of its own (a map as YAML, a string, e.g. from --set-file, as it is). Fails on a
 Job backend whose configFile is not one of these files: the manager would stop at start. */}}
