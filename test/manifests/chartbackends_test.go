@@ -199,3 +199,28 @@ backends:
 		})
 	}
 }
+
+// manager.replicas=0 rendered without a word: the REST API, the payment webhooks and the
+// ledger stop with it, and nothing said so. A pause may be meant, so the chart renders it, and
+// NOTES.txt says what stops and how to resume; a negative or fractional count, which the
+// kube-apiserver would refuse only at install, is refused at render.
+func TestTheChartSaysWhatManagerReplicasZeroStops(t *testing.T) {
+	const paused = "manager:\n  replicas: 0\n"
+	if d := managerDeployment(t, renderChartValues(t, paused)); d.Spec.Replicas == nil || *d.Spec.Replicas != 0 {
+		t.Errorf("manager.replicas=0 renders replicas %v, want 0", d.Spec.Replicas)
+	}
+	notes := chartNotes(t, paused)
+	for _, want := range []string{"manager.replicas is 0", "the REST API and the payment webhooks", "--set manager.replicas=1"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("with manager.replicas=0 NOTES.txt does not say %q:\n%s", want, notes)
+		}
+	}
+	if notes := chartNotes(t, "{}"); strings.Contains(notes, "manager.replicas is 0") {
+		t.Errorf("with one replica NOTES.txt says the manager is paused:\n%s", notes)
+	}
+	for _, n := range []string{"-1", "1.5"} {
+		if stderr := chartRefusalFile(t, "manager:\n  replicas: "+n+"\n"); stderr != "" && !strings.Contains(stderr, "manager.replicas") {
+			t.Errorf("manager.replicas=%s: the refusal does not name the value: %s", n, stderr)
+		}
+	}
+}

@@ -97,6 +97,16 @@ takes -x or --x, =value or the next argument), dir without one. */}}
 {{- $kind -}}
 {{- end }}
 
+{{/* manager.replicas as a whole number (0 is a pause: NOTES.txt says what stops); fails on
+anything else, which int64 would quietly read as 0 or 1. */}}
+{{- define "videogen.managerReplicas" -}}
+{{- $n := include "videogen.integer" (dict "name" "manager.replicas" "value" .Values.manager.replicas) }}
+{{- if not (regexMatch "^[0-9]+$" $n) }}
+{{- fail (printf "manager.replicas must be a whole number, 0 or more, not %s" $n) }}
+{{- end }}
+{{- $n -}}
+{{- end }}
+
 {{- define "videogen.webhookNamespace" -}}
 {{ .Values.apiserver.webhookNamespace | default .Release.Namespace }}
 {{- end }}
