@@ -224,3 +224,56 @@ func TestTheChartSaysWhatManagerReplicasZeroStops(t *testing.T) {
 		}
 	}
 }
+
+// A backend of the platform team's own that wants a bearer token (http.tokenFile) had no
+// Secret of its own to read it from: the chart mounted only the worker's, and took no other
+// volume. manager.extraVolumes and manager.extraVolumeMounts now mount any, a tokenFile or a
+// job.configFile may name a file there, and the chart refuses one that no volume holds (the
+// manager would stop at start).
+func TestTheChartMountsAnOwnBackendsToken(t *testing.T) {
+	const values = `
+worker:
+  enabled: false
+backends:
+- name: gpu
+  capabilities: [video.short, video.eraser, video.template, image.pose]
+  http:
+    url: http://gpu-server.models.svc:8080
+    tokenFile: /etc/videogen/gpu/token
+manager:
+  extraVolumes:
+  - name: gpu-token
+    secret: {secretName: gpu-server-token}
+  extraVolumeMounts:
+  - name: gpu-token
+    mountPath: /etc/videogen/gpu
+    readOnly: true
+`
+	objs := renderChartValues(t, values)
+	pod, _, _ := managerPod(t, objs)
+	var manager corev1.Container
+	for _, c := range pod.Containers {
+		if c.Name == "manager" {
+			manager = c
+		}
+	}
+	if vol := volumeAt(pod, manager, "/etc/videogen/gpu"); vol == nil || vol.Secret == nil || vol.Secret.SecretName != "gpu-server-token" {
+		t.Errorf("the manager mounts %+v at /etc/videogen/gpu, not the Secret gpu-server-token", vol)
+	}
+
+	jobInVolume := strings.Replace(strings.Replace(values, "secret: {secretName: gpu-server-token}", "configMap: {name: gpu-jobs}", 1),
+		"  http:\n    url: http://gpu-server.models.svc:8080\n    tokenFile: /etc/videogen/gpu/token\n",
+		"  job: {configFile: /etc/videogen/gpu/jobs.yaml}\n", 1)
+	if got := backendsConfigMap(t, renderChartValues(t, jobInVolume))["backends.yaml"]; !strings.Contains(got, "/etc/videogen/gpu/jobs.yaml") {
+		t.Errorf("a job.configFile in manager.extraVolumeMounts is not rendered: %s", got)
+	}
+
+	for _, c := range []struct{ name, values string }{
+		{"a tokenFile no volume holds", strings.Replace(values, "/etc/videogen/gpu/token", "/etc/videogen/other/token", 1)},
+		{"a tokenFile without extraVolumeMounts", values[:strings.Index(values, "manager:\n")]},
+	} {
+		if stderr := chartRefusalFile(t, c.values); stderr != "" && !strings.Contains(stderr, "extraVolumeMounts") {
+			t.Errorf("%s: the refusal does not mention manager.extraVolumeMounts: %s", c.name, stderr)
+		}
+	}
+}

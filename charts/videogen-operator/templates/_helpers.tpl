@@ -143,19 +143,36 @@ manager does not mount that Secret, and its pod does not wait for one nothing re
 {{- if $uses }}true{{ end }}
 {{- end }}
 
+{{/* "true" when path is in a volume of manager.extraVolumeMounts. Arguments: root, path. */}}
+{{- define "videogen.inExtraMount" -}}
+{{- range .root.Values.manager.extraVolumeMounts }}
+{{- if hasPrefix (printf "%s/" (trimSuffix "/" (toString .mountPath))) $.path }}true{{ end }}
+{{- end }}
+{{- end }}
+
 {{/* The backends ConfigMap's data: backends.yaml and the Job backend configs of jobConfigs,
 each a file of its own (a map as YAML, a string, e.g. from --set-file, as it is). Fails on a
-Job backend whose configFile is not one of these files: the manager would stop at start. */}}
+backend whose job.configFile or http.tokenFile the manager does not mount: it would stop at
+start. */}}
 {{- define "videogen.backendsData" -}}
 {{- $dir := "/etc/videogen/backends/" }}
+{{- $extra := "or mount it with manager.extraVolumes and manager.extraVolumeMounts" }}
 {{- if hasKey .Values.jobConfigs "backends.yaml" }}
 {{- fail "jobConfigs may not hold backends.yaml: the chart writes the backends list there (set backends instead)" }}
 {{- end }}
 {{- range .Values.backends }}
+{{- $name := .name }}
 {{- with .job }}
-{{- $key := trimPrefix $dir (toString .configFile) }}
-{{- if or (not (hasPrefix $dir (toString .configFile))) (not (hasKey $.Values.jobConfigs $key)) }}
-{{- fail (printf "job.configFile %s is not mounted in the manager: put the Job backend config in jobConfigs (key %s) and name it %s%s" .configFile (base (toString .configFile)) $dir (base (toString .configFile))) }}
+{{- $f := toString .configFile }}
+{{- $key := trimPrefix $dir $f }}
+{{- if not (or (and (hasPrefix $dir $f) (hasKey $.Values.jobConfigs $key)) (include "videogen.inExtraMount" (dict "root" $ "path" $f))) }}
+{{- fail (printf "backend %s: job.configFile %s is not mounted in the manager: put the Job backend config in jobConfigs (key %s) and name it %s%s, %s" $name $f (base $f) $dir (base $f) $extra) }}
+{{- end }}
+{{- end }}
+{{- with .http }}
+{{- $f := toString .tokenFile }}
+{{- if and .tokenFile (not (hasPrefix "/etc/videogen/worker/" $f)) (not (include "videogen.inExtraMount" (dict "root" $ "path" $f))) }}
+{{- fail (printf "backend %s: http.tokenFile %s is not mounted in the manager: mount its Secret with manager.extraVolumes and manager.extraVolumeMounts (or name the worker token, /etc/videogen/worker/token)" $name $f) }}
 {{- end }}
 {{- end }}
 {{- end -}}
