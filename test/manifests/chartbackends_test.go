@@ -277,3 +277,36 @@ manager:
 		}
 	}
 }
+
+// docs/deploy.md's Secrets section has the apiserver read the Event Service's tokens from a
+// mounted Secret (--event-service-tokens-file), but the chart gave the apiserver container no
+// volume of the platform team's: through the chart the EventService.Handle RPC could not be
+// turned on. apiserver.extraVolumeMounts now mounts a volume of manager.extraVolumes there.
+func TestTheChartMountsTheEventServiceTokensInTheAPIServer(t *testing.T) {
+	const values = `
+manager:
+  extraVolumes:
+  - name: event-service-tokens
+    secret: {secretName: videogen-event-service-tokens}
+apiserver:
+  extraVolumeMounts:
+  - name: event-service-tokens
+    mountPath: /etc/videogen/event-service
+    readOnly: true
+  extraArgs: [--event-service-tokens-file=/etc/videogen/event-service/tokens]
+`
+	pod, _, _ := managerPod(t, renderChartValues(t, values))
+	for _, c := range pod.Containers {
+		if c.Name != "apiserver" {
+			continue
+		}
+		if vol := volumeAt(pod, c, "/etc/videogen/event-service"); vol == nil || vol.Secret == nil || vol.Secret.SecretName != "videogen-event-service-tokens" {
+			t.Errorf("the apiserver mounts %+v at /etc/videogen/event-service, not the Secret videogen-event-service-tokens", vol)
+		}
+		if !slices.Contains(c.Args, "--event-service-tokens-file=/etc/videogen/event-service/tokens") {
+			t.Errorf("the apiserver's args %q lack --event-service-tokens-file", c.Args)
+		}
+		return
+	}
+	t.Fatal("no apiserver container in the manager pod")
+}
