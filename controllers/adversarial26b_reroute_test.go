@@ -38,12 +38,13 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		renamed    generation.Backend // gpu-a's server, configured as gpu-east after the restart
 		newB       generation.Backend // gpu-b
 		task       *videogenv1alpha1.VideoTask
+		running    map[videogenv1alpha1.StageName]string // the old server's stages that run (read under its lock)
 	)
 	BeforeEach(func() {
 		ns = accountWithoutController(100)
 		l, stopLedger = startLedger()
 		DeferCleanup(stopLedger)
-		running := map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"}
+		running = map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"}
 		oldServer, newServer = newNumberingWorker(running), newNumberingWorker(running)
 		oldServer.noCancelByKey, newServer.noCancelByKey = true, true
 		DeferCleanup(oldServer.Close)
@@ -172,7 +173,7 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 	)
 
 	// Checked, holds (a guard on the fix above): renamed only, gpu-east serving video.short
-	// itself, the render is not stopped: gpu-east's Submit under the stage's key finds it.
+	// itself, the render is not stopped: it is gpu-east's (round 27a: recorded under that name).
 	It("keeps the render of a backend only renamed", func() {
 		after := directReconciler(k8sClient, l, renamed)
 		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-east", Backend: renamed}}
@@ -184,5 +185,66 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		Expect(oldServer.canceledIDs()).To(BeEmpty(), "the render was stopped and run again at the same server")
 		Expect(st.Handle).To(Equal("stg-2"))
 		Expect(st.Reroutes).To(BeZero())
+	})
+
+	// Found by round 27a. A stage records the name of its backend, and a backend renamed (same
+	// url) was found by its url (backendOf) but never recorded under its name: with video.short
+	// at no backend, or at gpu-b, kubectl get -o yaml, videogenctl task show and GET /v1/tasks
+	// showed the render at "gpu-a", which no longer exists in the config, while it ran and for
+	// good once it succeeded there. Failed before the fix with
+	// `Expected <string>: gpu-a to equal <string>: gpu-east`.
+	DescribeTable("records the stages under the name their server is configured under now",
+		func(after func() generation.Routes, renderEnds bool) {
+			r := directReconciler(k8sClient, l, newB)
+			r.Backends = after()
+			if renderEnds {
+				oldServer.mu.Lock()
+				delete(running, videogenv1alpha1.StageRender)
+				oldServer.mu.Unlock()
+			}
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, r, task)
+				now := taskOf(ns, task.Name)
+				if renderEnds {
+					g.Expect(now.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+				}
+				g.Expect(stageOf(now, videogenv1alpha1.StageRender).Backend).To(Equal("gpu-east"))
+				g.Expect(stageOf(now, videogenv1alpha1.StageAnalyze).Backend).To(Equal("gpu-east"))
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+			Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
+			Expect(oldServer.canceledIDs()).To(BeEmpty())
+		},
+		Entry("no backend for video.short, the render running", noShortBackend, false),
+		Entry("no backend for video.short, the render succeeded", noShortBackend, true),
+		Entry("video.short at gpu-b, the render succeeded", movedToB, true),
+	)
+
+	// Found by round 27a. Only renamed (gpu-east serving video.short), the succeeded analyze,
+	// recorded at "gpu-a", was taken for one made at another backend (analyzedElsewhere) and
+	// submitted again under its key while the render ran on: a server that had forgotten it
+	// (its --result-ttl passed while the render ran) ran the analyze again, work repeated, and
+	// the task's progress fell back to the analyze's. Failed before the fix with
+	// `Expected <string>: stg-3 to equal <string>: stg-1`.
+	It("does not analyze again at a backend only renamed", func() {
+		oldServer.mu.Lock()
+		for key, id := range oldServer.ids {
+			if id == "stg-1" {
+				// Forgotten after its TTL; the placeholder keeps the numbering: no id given twice.
+				delete(oldServer.ids, key)
+				oldServer.ids["forgotten"] = ""
+			}
+		}
+		oldServer.mu.Unlock()
+		after := directReconciler(k8sClient, l, renamed)
+		after.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-east", Backend: renamed}}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Backend).To(Equal("gpu-east"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		now := taskOf(ns, task.Name)
+		Expect(stageOf(now, videogenv1alpha1.StageAnalyze).Handle).To(Equal("stg-1"))
+		Expect(stageOf(now, videogenv1alpha1.StageAnalyze).State).To(Equal(videogenv1alpha1.StageSucceeded))
+		Expect(stageOf(now, videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
+		Expect(stageOf(now, videogenv1alpha1.StageRender).Backend).To(Equal("gpu-east"))
 	})
 })

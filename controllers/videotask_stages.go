@@ -68,6 +68,7 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	deadline := r.deadline(task)
 
 	name, backend, ok := r.Backends.Route(task.Spec.Capability)
+	r.followRenames(task, name, backend)
 	shown := name // what the status calls backend: one found by its url (finishedAt) has a name of its own
 	if !ok {
 		// No backend serves the capability any more (it was withdrawn across a restart), but a
@@ -262,6 +263,34 @@ stages:
 	return ctrl.Result{RequeueAfter: until(now, deadline, r.Config.PollInterval)}, nil
 }
 
+// followRenames records each http stage of task whose name no longer talks to its server
+// (namedBackend: the backend was renamed, its url kept) under the name that server is
+// configured under now: name, the capability's backend b (nil: none), if b talks to it, else
+// the one backendOf finds by its url. The status then names a backend of the config (kubectl,
+// videogenctl, the REST API), messages name it, and a stage of a backend only renamed is b's
+// own (sameServer): neither stopped and run again nor analyzed again. The old name, if still
+// configured elsewhere, talks to another server: it could stop nothing of the stage's. A Job
+// stage, or one without a server, is matched by name only (see backendOf) and keeps its name.
+func (r *VideoTaskReconciler) followRenames(task *videogenv1alpha1.VideoTask, name string, b generation.Backend) {
+	if _, ok := r.Backends.(generation.Routes); !ok {
+		return // namedBackend cannot tell whether a stage's own name still talks to its server
+	}
+	for i := range task.Status.Stages {
+		st := &task.Status.Stages[i]
+		if st.Backend == "" || st.Server == "" || st.Server == jobbackend.ServerKind {
+			continue
+		}
+		if _, ok := r.namedBackend(*st); ok {
+			continue
+		}
+		if b != nil && generation.ServerOf(b) == st.Server {
+			st.Backend = name
+		} else if now, _, ok := r.backendOf(*st); ok {
+			st.Backend = now
+		}
+	}
+}
+
 // recordServer records server, the one configured under name now, on every stage of task
 // recorded under name without a server (a status written before stages recorded theirs),
 // which sameServer took for it: a running stage answered by it, or an analyze succeeded there
@@ -309,25 +338,20 @@ func (r *VideoTaskReconciler) resubmitLost(ctx context.Context, task *videogenv1
 // means nothing to the new one, which would take it for a lost stage, refuse it and fail the
 // task, or give another task's stage under it. Its work at the old backend, when that is still
 // configured (see backendOf: a renamed one is found by its url), is stopped; it runs to its
-// deadline otherwise. Found by its url, the old server is not asked when b talks to it (the
-// backend only renamed to name): the stage runs on there, and b finds it by its key. A stage
-// stopped so counts one reroute more, and is submitted under a key of its own
-// (generation.ReroutedKey): the backend that stopped it would answer its old key with the
-// stopped stage, should the routes come back to it. A stage not stopped keeps its key: Submit
-// is idempotent by the work key, so a backend that was only renamed (or whose URL only
-// changed) finds the stage it runs. The stage was not lost: it does not count against
-// maxResubmissions, and its count starts afresh (the losses were the old backend's). b, name's
-// backend, may itself run the stage under a key it had before (its plain key, say): b was
-// configured for the capability once and taken out of the config (then nothing could stop the
-// stage there), and is back. Submitted to b under a key b has never seen, the stage would run
-// there twice: those keys are stopped at b.
+// deadline otherwise. A backend only renamed to name never comes here: followRenames records
+// the stage under name, b's server is the stage's own (sameServer). A stage stopped so counts
+// one reroute more, and is submitted under a key of its own (generation.ReroutedKey): the
+// backend that stopped it would answer its old key with the stopped stage, should the routes
+// come back to it. A stage not stopped keeps its key: Submit is idempotent by the work key, so
+// a Job backend only renamed (or a server whose URL only changed) finds the stage it runs. The
+// stage was not lost: it does not count against maxResubmissions, and its count starts afresh
+// (the losses were the old backend's). b, name's backend, may itself run the stage under a key
+// it had before (its plain key, say): b was configured for the capability once and taken out of
+// the config (then nothing could stop the stage there), and is back. Submitted to b under a key
+// b has never seen, the stage would run there twice: those keys are stopped at b.
 func (r *VideoTaskReconciler) rerouteStage(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
 	st *videogenv1alpha1.StageStatus, name string, b generation.Backend) {
-	_, old, ok := r.backendOf(*st)
-	if _, named := r.namedBackend(*st); ok && !named && generation.ServerOf(b) == st.Server {
-		ok = false // only renamed (to name, or b shares the url): b's Submit under w.Key finds the stage
-	}
-	if ok {
+	if _, old, ok := r.backendOf(*st); ok {
 		r.cancelWork(ctx, old, w, st.Handle)
 		st.Reroutes++ // whether the cancel was answered or not: it may have landed
 	} else {
@@ -400,8 +424,8 @@ func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1al
 // succeeded at another backend (the routes changed across a restart): its outputs are that
 // backend's own, in its own keys and format, which another's render may refuse ("previous
 // lacks what render needs", blamed on the caller) or misread. It reports whether it did.
-// Submit is idempotent by the work key, so a backend that was only renamed answers with the
-// analyze it ran. The render stage is Pending again, as it was before its analyze. Both keep
+// Submit is idempotent by the work key, so a Job backend only renamed answers with the
+// analyze it ran (an http one's stages follow its new name: followRenames). The render stage is Pending again, as it was before its analyze. Both keep
 // their reroutes, and so their keys: a key a backend stopped is never submitted again.
 func (r *VideoTaskReconciler) analyzedElsewhere(task *videogenv1alpha1.VideoTask, render *videogenv1alpha1.StageStatus,
 	name string, b generation.Backend) bool {
@@ -658,7 +682,8 @@ func (r *VideoTaskReconciler) stopWhere(ctx context.Context, w generation.Work, 
 // sameServer says whether st's handle was issued by b, configured under name: st records
 // name, and the server b talks to (generation.ServerOf) or none (a status written before
 // stages recorded their server, or a backend whose handles name their place themselves).
-// A backend renamed, or st's server configured under another name, is found by backendOf.
+// A backend renamed, or st's server configured under another name, is found by backendOf
+// (and recorded under that name by followRenames).
 func sameServer(st videogenv1alpha1.StageStatus, name string, b generation.Backend) bool {
 	return st.Backend == name && (st.Server == "" || st.Server == generation.ServerOf(b))
 }
