@@ -247,4 +247,32 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		Expect(stageOf(now, videogenv1alpha1.StageRender).Handle).To(Equal("stg-2"))
 		Expect(stageOf(now, videogenv1alpha1.StageRender).Backend).To(Equal("gpu-east"))
 	})
+
+	// Checked, pinned (round 27a). The old name still configured at the url of the capability's
+	// new backend (two entries of one server, say with two tokens): the render is stopped
+	// through its own name and run again under key-r1 at the new entry, not submitted there
+	// under its key. That repeats the render, but is right whatever the server does with keys:
+	// one that keeps them per token would not find the stage under the new entry's token and
+	// would run it twice, the old one unpaid and reachable only with the old name's token (see
+	// docs/backend-protocol.md, Routing).
+	It("stops the render through its name still configured when the capability moves to another entry of its server", func() {
+		sameURL, err := httpbackend.New(httpbackend.Config{BaseURL: oldServer.URL, MaxAttempts: 1, Token: "gpu-east-token-0123456789"})
+		Expect(err).NotTo(HaveOccurred())
+		after := directReconciler(k8sClient, l, sameURL)
+		after.Backends = generation.Routes{
+			videogenv1alpha1.CapabilityShort:  generation.Named{Name: "gpu-east", Backend: sameURL},
+			videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: renamed},
+		}
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, after, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-east"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		st := stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender)
+		Expect(oldServer.canceledIDs()).To(ConsistOf("stg-2"))
+		Expect(st.Reroutes).To(Equal(int32(1)))
+		Expect(st.Handle).NotTo(Equal("stg-2"))
+		oldServer.mu.Lock()
+		defer oldServer.mu.Unlock()
+		Expect(oldServer.stages[st.Handle].Key).To(HaveSuffix("/render-r1"))
+	})
 })
