@@ -142,8 +142,8 @@ func TestADeposedManagerDoesNotCloseAnAccountItsSuccessorCredited(t *testing.T) 
 
 	ls.take("ledger-B")
 	b := h.startWith(h.ctx, "ledger-B", func(cfg *Config) { cfg.Lease = ls.of("ledger-B") })
-	// Since round 24 (3374951, and 24c for a credit queued before the deletion reached the
-	// books) a credit to a closing account waits for the next account: B credits nothing, so
+	// Since round 24 (3374951; round 27: also one made after a deletion the books have not
+	// seen yet) a credit to a closing account waits for the next account: B credits nothing, so
 	// the interleaving above cannot be made any more, and A's closable is true of the account.
 	pay := h.topUp("pay", "LATE-PAYMENT", 50)
 	if _, err := b.ApplyTopUp(pay); !errors.Is(err, ErrAccountClosing) {

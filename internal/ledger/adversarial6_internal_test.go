@@ -359,8 +359,8 @@ func TestATopUpQueuedAsTheFinalizerGoesIsCreditedOnceToTheNextAccount(t *testing
 		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 50, Reference: "PAY-LATE", Note: "test"}}
 	must(t, k8s.Create(h.ctx, late))
 	// Since round 24 a credit to a closing account waits for the next one (nothing queued: the
-	// finalizer's removal cannot race a write of it; round 24c: nor one queued before the
-	// deletion reached the books, which the write leaves out).
+	// finalizer's removal cannot race a write of it; round 27: nor can one made after a
+	// deletion the books have not seen yet, as ApplyTopUp reads the account).
 	if out, err := l.ApplyTopUp(late); !errors.Is(err, ErrAccountClosing) {
 		t.Fatalf("a top-up of a closing account: %+v %v, want ErrAccountClosing (it waits for the next account)", out, err)
 	}

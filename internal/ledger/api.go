@@ -821,10 +821,12 @@ type TopUpOutcome struct {
 // ApplyTopUp credits (or debits) a PointTopUp once: queued for the account's next write, with a
 // journal entry. A top-up whose reference another top-up applied to an account of the namespace
 // has (this account or an earlier one) is refused, and so is a debit larger than the available
-// balance. ErrAccountNotFound: it waits for the account. It reads the top-up first: Gone if it
-// no longer exists. A new entry is queued only for a top-up that carries FinalizerLedger and is
-// not being deleted (NeedsFinalizer, Gone otherwise): one that cannot vanish before its status
-// shows the credit, so the top-up lists hold every reference the books used.
+// balance. ErrAccountNotFound: it waits for the account; ErrAccountClosing: a credit waits for
+// the account created after a closing one (read from the kube-apiserver, not only the books).
+// It reads the top-up first: Gone if it no longer exists. A new entry is queued only for a
+// top-up that carries FinalizerLedger and is not being deleted (NeedsFinalizer, Gone
+// otherwise): one that cannot vanish before its status shows the credit, so the top-up lists
+// hold every reference the books used.
 func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error) {
 	if !l.ready.Load() {
 		return TopUpOutcome{}, ErrNotReady
@@ -845,6 +847,18 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	t = fresh
 	if t.Status.AppliedAt != nil {
 		return TopUpOutcome{AlreadyApplied: true}, nil
+	}
+	// A credit's account is read too: the books' copy comes with the account's events, which
+	// may lag its deletion for as long as the informer does; queued meanwhile, the credit
+	// would be written to the closing account.
+	var acct *videogenv1alpha1.PointAccount
+	if t.Spec.Amount > 0 {
+		acct = &videogenv1alpha1.PointAccount{}
+		if err := l.cfg.Reader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: videogenv1alpha1.PointAccountName}, acct); apierrors.IsNotFound(err) {
+			acct = nil
+		} else if err != nil {
+			return TopUpOutcome{}, fmt.Errorf("reading the account: %w", err)
+		}
 	}
 	b, err := l.lockBook(t.Namespace)
 	if err != nil {
@@ -919,11 +933,16 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	case !controllerutil.ContainsFinalizer(t, videogenv1alpha1.FinalizerLedger):
 		return TopUpOutcome{NeedsFinalizer: true}, nil
 	}
-	if t.Spec.Amount > 0 && !b.account.DeletionTimestamp.IsZero() {
+	if t.Spec.Amount > 0 {
 		// A credit to a closing account would only keep it from closing (nothing can spend
 		// it: it takes no task) and use the reference on an account that is going: it waits,
 		// and is applied to the account created after it. A debit is what closes it.
-		return TopUpOutcome{}, ErrAccountClosing
+		switch {
+		case acct == nil || acct.UID != b.account.UID:
+			return TopUpOutcome{}, errAccountLags // gone or replaced since the books' copy: its events come
+		case !b.account.DeletionTimestamp.IsZero() || !acct.DeletionTimestamp.IsZero():
+			return TopUpOutcome{}, ErrAccountClosing
+		}
 	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {
