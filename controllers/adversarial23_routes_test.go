@@ -233,6 +233,22 @@ type numberingWorker struct {
 	canceled      []string // ids cancelled by POST /v1/stages/{id}/cancel
 	// bare: every stage has succeeded, a render without its result (set with setBare).
 	bare bool
+	// failed: the stages (by id) that answer failed, with this message (set with fail).
+	failed map[string]string
+}
+
+// fail makes the stage of id answer failed with msg, as a render that found no face does.
+func (w *numberingWorker) fail(id, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failed[id] = msg
+}
+
+// forget makes w answer 404 for the stage of id, as a worker restarted without it does.
+func (w *numberingWorker) forget(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.stages, id)
 }
 
 // setBare makes every stage of w answer succeeded, a render without its result.
@@ -249,7 +265,7 @@ func (w *numberingWorker) canceledIDs() []string {
 }
 
 func newNumberingWorker(states map[videogenv1alpha1.StageName]string) *numberingWorker {
-	w := &numberingWorker{ids: map[string]string{}, stages: map[string]protocol.StageRequest{}}
+	w := &numberingWorker{ids: map[string]string{}, stages: map[string]protocol.StageRequest{}, failed: map[string]string{}}
 	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -287,6 +303,9 @@ func newNumberingWorker(states map[videogenv1alpha1.StageName]string) *numbering
 		}
 		if st.State == protocol.StateSucceeded && in.Stage == string(videogenv1alpha1.StageRender) && !w.bare {
 			st.Result = &protocol.Result{URL: "https://media.example/" + in.Task.Name + ".mp4", MediaType: "video/mp4"}
+		}
+		if msg, ok := w.failed[id]; ok {
+			st = protocol.StageStatus{ID: id, State: protocol.StateFailed, Message: msg}
 		}
 		_ = json.NewEncoder(rw).Encode(st)
 	}))

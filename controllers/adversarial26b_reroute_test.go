@@ -275,4 +275,36 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		defer oldServer.mu.Unlock()
 		Expect(oldServer.stages[st.Handle].Key).To(HaveSuffix("/render-r1"))
 	})
+
+	// Found by round 27h. With no backend for video.short (withdrawn across a restart), the
+	// render's old server, still configured (gpu-east, found by its url), was asked only whether
+	// the render succeeded there: one that failed there (the backend's verdict on its input), or
+	// that the server no longer knew (it restarted), left the task Running with NoBackend and its
+	// points held until its timeout, an hour here, though no backend could run the render again.
+	// The task fails at once now, refunded once, and says why. Failed before the fix with
+	// `Expected <v1alpha1.TaskPhase>: Running to equal <v1alpha1.TaskPhase>: Failed` (NoBackend).
+	DescribeTable("fails the task at once when its render ends at its old server and no backend serves its capability",
+		func(end func(), says string) {
+			end()
+			r := directReconciler(k8sClient, l, newB)
+			r.Backends = noShortBackend()
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, r, task)
+				now := taskOf(ns, task.Name)
+				g.Expect(now.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed), "conditions: %v", now.Status.Conditions)
+			}).WithTimeout(5 * time.Second).Should(Succeed())
+			done := taskOf(ns, task.Name)
+			Expect(done.Status.Conditions).To(ContainElement(HaveField("Reason", videogenv1alpha1.ReasonStageFailed)))
+			Expect(done.Status.Error.Code).To(Equal("render_failed"))
+			Expect(done.Status.Error.Message).To(ContainSubstring(says))
+			Expect(done.Status.Error.Message).To(ContainSubstring("no generation backend serves video.short"))
+			Expect(stageOf(done, videogenv1alpha1.StageRender).State).To(Equal(videogenv1alpha1.StageFailed))
+			suite.ExpectBalanced(ns, 100, 0, 0)
+			oldServer.mu.Lock()
+			defer oldServer.mu.Unlock()
+			Expect(oldServer.ids).To(HaveLen(2), "a stage was submitted to a backend that no longer serves video.short")
+		},
+		Entry("failed there", func() { oldServer.fail("stg-2", "no face found in the template") }, "no face found in the template"),
+		Entry("lost there", func() { oldServer.forget("stg-2") }, "lost the render stage"),
+	)
 })

@@ -74,12 +74,19 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 		// No backend serves the capability any more (it was withdrawn across a restart), but a
 		// render may run at the backend it was submitted to, still configured (see backendOf)
 		// for other capabilities: one that succeeded there is the task's result, as after a
-		// reroute (finishedAt), asked before the task waits, times out or stops.
+		// reroute (finishedAt), asked before the task waits, times out or stops. One that failed
+		// there, or that backend lost, has no backend to run it again: the task fails now
+		// (stranded) rather than wait for its timeout.
 		if render := stageStatus(task, videogenv1alpha1.StageRender); render.State == videogenv1alpha1.StageRunning && render.Handle != "" {
-			if oldName, old, done := r.finishedAt(ctx, task, r.work(task, tmpl, videogenv1alpha1.StageRender), render, now, deadline, gone); done {
+			w := r.work(task, tmpl, videogenv1alpha1.StageRender)
+			oldName, old, obs, err, found := r.lookWhereItRan(ctx, task, w, render, now, deadline, gone)
+			switch {
+			case found && err == nil && obs.State == generation.Succeeded:
 				name, backend, ok = render.Backend, old, true // observed there once more, below, and taken
 				shown = oldName
 				now = r.Clock.Now()
+			case found && (err == nil && obs.State == generation.Failed || generation.IsPermanent(err)):
+				return r.stranded(ctx, task, before, view, oldName, old, w, render, obs, err)
 			}
 		}
 	}
@@ -409,14 +416,44 @@ func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1al
 	if st.Name != videogenv1alpha1.StageRender {
 		return "", nil, false
 	}
-	name, old, ok := r.backendOf(*st)
-	if !ok {
-		return "", nil, false
+	name, old, obs, err, found := r.lookWhereItRan(ctx, task, w, st, now, deadline, gone)
+	return name, old, found && err == nil && obs.State == generation.Succeeded
+}
+
+// lookWhereItRan looks at st at the backend it ran at before the routes changed, if that is
+// still configured (see backendOf; found false, and nothing asked, if not), under name. The
+// look is bounded as any look at a stage is.
+func (r *VideoTaskReconciler) lookWhereItRan(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
+	st *videogenv1alpha1.StageStatus, now, deadline time.Time, gone *outcome) (name string, old generation.Backend, obs generation.Observation, err error, found bool) {
+	name, old, found = r.backendOf(*st)
+	if !found {
+		return "", nil, generation.Observation{}, nil, false
 	}
 	callCtx, done := r.callContext(ctx, task, now, deadline, gone)
-	obs, err := old.Observe(callCtx, w, st.Handle)
+	obs, err = old.Observe(callCtx, w, st.Handle)
 	done()
-	return name, old, err == nil && obs.State == generation.Succeeded
+	return name, old, obs, err, true
+}
+
+// stranded ends task when st, its stage that ran at old (configured as name), ended there and
+// no backend serves the task's capability to run it again: old said it failed (obs), or lost
+// it or answered for it in a way no retry changes (err, permanent). The task fails now, its
+// points refunded as any failed task's, instead of waiting, with nothing to wait for, until
+// its timeout.
+func (r *VideoTaskReconciler) stranded(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
+	view ledger.View, name string, old generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus,
+	obs generation.Observation, err error) (ctrl.Result, error) {
+	said, why := backendText(obs.Message), fmt.Sprintf("the %s stage failed at %s: %s", st.Name, name, backendText(obs.Message))
+	if err != nil {
+		said, why = backendText(err.Error()), permanentErrorMessage(st, err)
+		if !generation.IsLost(err) {
+			r.cancelWork(ctx, old, w, st.Handle) // as backendError: old may run it still
+		}
+	}
+	at := metav1.NewTime(r.Clock.Now())
+	st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, said
+	return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonStageFailed, code: string(st.Name) + "_failed",
+		message: fmt.Sprintf("%s; no generation backend serves %s now", why, task.Spec.Capability)})
 }
 
 // analyzedElsewhere readies the task's analyze to run again at name, the backend render is
