@@ -307,4 +307,107 @@ var _ = Describe("Adversarial round 26b: a backend renamed as its capability mov
 		Entry("failed there", func() { oldServer.fail("stg-2", "no face found in the template") }, "no face found in the template"),
 		Entry("lost there", func() { oldServer.forget("stg-2") }, "lost the render stage"),
 	)
+
+	// Found by round 27h. A render that had failed at gpu-a (its verdict on the input: no face
+	// found) when video.short moved to gpu-b was seen only as "not succeeded" there, rerouted and
+	// run again at gpu-b: work repeated for the same verdict, and the task's end depended on
+	// whether the config changed before the controller's next look. A stage a backend failed
+	// ends its task without a reroute (only a lost one is submitted again: resubmitLost), and so
+	// it does now with one. Failed before the fix with
+	// `Expected <v1alpha1.TaskPhase>: Running to equal <v1alpha1.TaskPhase>: Failed` (running at gpu-b).
+	It("fails the task when its render had failed at its old backend, rather than run it again at the new one", func() {
+		oldServer.fail("stg-2", "no face found in the template")
+		r := directReconciler(k8sClient, l, newB)
+		r.Backends = movedToB()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			now := taskOf(ns, task.Name)
+			g.Expect(now.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed), "render: %+v", stageOf(now, videogenv1alpha1.StageRender))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+		done := taskOf(ns, task.Name)
+		Expect(done.Status.Error.Code).To(Equal("render_failed"))
+		Expect(done.Status.Error.Message).To(Equal("the render stage failed: no face found in the template"))
+		st := stageOf(done, videogenv1alpha1.StageRender)
+		Expect(st.State).To(Equal(videogenv1alpha1.StageFailed))
+		Expect(st.Reroutes).To(BeZero())
+		suite.ExpectBalanced(ns, 100, 0, 0)
+		newServer.mu.Lock()
+		defer newServer.mu.Unlock()
+		Expect(newServer.ids).To(BeEmpty(), "the failed render was run again at gpu-b")
+	})
+})
+
+// Found by round 27h, with the render's spec above: an analyze that had failed at gpu-a when
+// video.short moved to gpu-b was run again there, not taken for the verdict it is. Failed
+// before the fix with `Expected <v1alpha1.TaskPhase>: Running to equal <v1alpha1.TaskPhase>:
+// Failed` (gpu-b accepted the analyze stage).
+var _ = Describe("Adversarial round 27h: an analyze that ended at its old backend as its capability moves", func() {
+	var (
+		l          *ledger.Ledger
+		stopLedger func()
+		ns         string
+		oldServer  *numberingWorker
+		newServer  *numberingWorker
+		gpuA, newB generation.Backend
+		task       *videogenv1alpha1.VideoTask
+	)
+	BeforeEach(func() {
+		ns = accountWithoutController(100)
+		l, stopLedger = startLedger()
+		DeferCleanup(stopLedger)
+		oldServer = newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageAnalyze: "running"})
+		newServer = newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageAnalyze: "running"})
+		DeferCleanup(oldServer.Close)
+		DeferCleanup(newServer.Close)
+		var err error
+		gpuA, err = httpbackend.New(httpbackend.Config{BaseURL: oldServer.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		newB, err = httpbackend.New(httpbackend.Config{BaseURL: newServer.URL, MaxAttempts: 1})
+		Expect(err).NotTo(HaveOccurred())
+		before := directReconciler(k8sClient, l, gpuA)
+		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
+		task = aShortTask(ns, tmpl).Timeout(time.Hour).Create()
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, before, task)
+			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).To(Equal("stg-1"))
+		}).Should(Succeed())
+	})
+
+	// gpu-a keeps its name and url, for video.eraser only; video.short at gpu-b, or at none.
+	routes := func(toB bool) generation.Routes {
+		rs := generation.Routes{videogenv1alpha1.CapabilityEraser: generation.Named{Name: "gpu-a", Backend: gpuA}}
+		if toB {
+			rs[videogenv1alpha1.CapabilityShort] = generation.Named{Name: "gpu-b", Backend: newB}
+		}
+		return rs
+	}
+
+	DescribeTable("fails the task at once, refunded once, instead of running the analyze again or waiting for the timeout",
+		func(toB bool, end func(), says string) {
+			end()
+			r := directReconciler(k8sClient, l, newB)
+			r.Backends = routes(toB)
+			Eventually(func(g Gomega) {
+				reconcileOnce(g, r, task)
+				now := taskOf(ns, task.Name)
+				g.Expect(now.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed), "analyze: %+v; conditions: %v",
+					stageOf(now, videogenv1alpha1.StageAnalyze), now.Status.Conditions)
+			}).WithTimeout(5 * time.Second).Should(Succeed())
+			done := taskOf(ns, task.Name)
+			Expect(done.Status.Error.Code).To(Equal("analyze_failed"))
+			Expect(done.Status.Error.Message).To(ContainSubstring(says))
+			if !toB {
+				Expect(done.Status.Error.Message).To(ContainSubstring("no generation backend serves video.short"))
+			}
+			Expect(stageOf(done, videogenv1alpha1.StageAnalyze).State).To(Equal(videogenv1alpha1.StageFailed))
+			Expect(stageOf(done, videogenv1alpha1.StageAnalyze).Reroutes).To(BeZero())
+			suite.ExpectBalanced(ns, 100, 0, 0)
+			newServer.mu.Lock()
+			defer newServer.mu.Unlock()
+			Expect(newServer.ids).To(BeEmpty(), "the failed analyze was run again at gpu-b")
+		},
+		Entry("failed at gpu-a, video.short at gpu-b", true,
+			func() { oldServer.fail("stg-1", "no face found in the face image") }, "the analyze stage failed: no face found in the face image"),
+	)
 })

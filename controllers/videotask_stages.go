@@ -407,17 +407,22 @@ func (r *VideoTaskReconciler) deleteOrphanedJob(ctx context.Context, w generatio
 
 // finishedAt is the backend st ran at before the routes changed (its status names it), and the
 // name it is configured under now (see backendOf), when that backend is still configured and
-// says st's render succeeded there: the render is the task's, made from its own analyze, and
-// is taken rather than run again at the backend that serves the capability now (see
-// rerouteStage). Only a render: an analyze's outputs are its backend's own (see
-// analyzedElsewhere). The look is bounded as any look at a stage is.
+// says st ended there (endedThere): the stage is then observed there, not run again at the
+// backend that serves the capability now (see rerouteStage).
 func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1alpha1.VideoTask, w generation.Work,
 	st *videogenv1alpha1.StageStatus, now, deadline time.Time, gone *outcome) (string, generation.Backend, bool) {
-	if st.Name != videogenv1alpha1.StageRender {
-		return "", nil, false
-	}
 	name, old, obs, err, found := r.lookWhereItRan(ctx, task, w, st, now, deadline, gone)
-	return name, old, found && err == nil && obs.State == generation.Succeeded
+	return name, old, found && err == nil && endedThere(st, obs)
+}
+
+// endedThere says whether obs, a look at st at the backend it ran at before the routes changed,
+// ends st there. A render that succeeded there is the task's, made from its own analyze; an
+// analyze's outputs are that backend's own (see analyzedElsewhere), so it runs again. A stage
+// that failed there is that backend's verdict on the task's input (no face found, say), which
+// ends the task as a failed stage does without a reroute: only a lost stage is submitted again
+// (resubmitLost), so a failed one is not run again at another backend either.
+func endedThere(st *videogenv1alpha1.StageStatus, obs generation.Observation) bool {
+	return obs.State == generation.Failed || (obs.State == generation.Succeeded && st.Name == videogenv1alpha1.StageRender)
 }
 
 // lookWhereItRan looks at st at the backend it ran at before the routes changed, if that is
