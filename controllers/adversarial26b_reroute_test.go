@@ -409,5 +409,13 @@ var _ = Describe("Adversarial round 27h: an analyze that ended at its old backen
 		},
 		Entry("failed at gpu-a, video.short at gpu-b", true,
 			func() { oldServer.fail("stg-1", "no face found in the face image") }, "the analyze stage failed: no face found in the face image"),
+		// Found by round 27h, as the render's above: with no backend for video.short, an analyze
+		// that failed at gpu-a, or that gpu-a lost, left the task Running with NoBackend until its
+		// timeout. Failed before the fix with `Expected <v1alpha1.TaskPhase>: Running to equal
+		// <v1alpha1.TaskPhase>: Failed` (NoBackend).
+		Entry("failed at gpu-a, no backend for video.short", false,
+			func() { oldServer.fail("stg-1", "no face found in the face image") }, "no face found in the face image"),
+		Entry("lost at gpu-a, no backend for video.short", false,
+			func() { oldServer.forget("stg-1") }, "lost the analyze stage"),
 	)
 })

@@ -72,21 +72,25 @@ func (r *VideoTaskReconciler) advance(ctx context.Context, task *videogenv1alpha
 	shown := name // what the status calls backend: one found by its url (finishedAt) has a name of its own
 	if !ok {
 		// No backend serves the capability any more (it was withdrawn across a restart), but a
-		// render may run at the backend it was submitted to, still configured (see backendOf)
-		// for other capabilities: one that succeeded there is the task's result, as after a
-		// reroute (finishedAt), asked before the task waits, times out or stops. One that failed
-		// there, or that backend lost, has no backend to run it again: the task fails now
+		// stage may run at the backend it was submitted to, still configured (see backendOf)
+		// for other capabilities: a render that succeeded there is the task's result, as after
+		// a reroute (finishedAt), asked before the task waits, times out or stops. A stage that
+		// failed there, or that backend lost, has no backend to run it again: the task fails now
 		// (stranded) rather than wait for its timeout.
-		if render := stageStatus(task, videogenv1alpha1.StageRender); render.State == videogenv1alpha1.StageRunning && render.Handle != "" {
-			w := r.work(task, tmpl, videogenv1alpha1.StageRender)
-			oldName, old, obs, err, found := r.lookWhereItRan(ctx, task, w, render, now, deadline, gone)
+		for _, s := range videogenv1alpha1.Stages {
+			st := stageStatus(task, s)
+			if st.State != videogenv1alpha1.StageRunning || st.Handle == "" {
+				continue // stages run one after another: at most one runs
+			}
+			w := r.work(task, tmpl, s)
+			oldName, old, obs, err, found := r.lookWhereItRan(ctx, task, w, st, now, deadline, gone)
 			switch {
-			case found && err == nil && obs.State == generation.Succeeded:
-				name, backend, ok = render.Backend, old, true // observed there once more, below, and taken
+			case found && err == nil && obs.State == generation.Succeeded && st.Name == videogenv1alpha1.StageRender:
+				name, backend, ok = st.Backend, old, true // observed there once more, below, and taken
 				shown = oldName
 				now = r.Clock.Now()
-			case found && (err == nil && obs.State == generation.Failed || generation.IsPermanent(err)):
-				return r.stranded(ctx, task, before, view, oldName, old, w, render, obs, err)
+			case found && ((err == nil && obs.State == generation.Failed) || generation.IsPermanent(err)):
+				return r.stranded(ctx, task, before, view, oldName, old, w, st, obs, err)
 			}
 		}
 	}
@@ -417,7 +421,8 @@ func (r *VideoTaskReconciler) finishedAt(ctx context.Context, task *videogenv1al
 
 // endedThere says whether obs, a look at st at the backend it ran at before the routes changed,
 // ends st there. A render that succeeded there is the task's, made from its own analyze; an
-// analyze's outputs are that backend's own (see analyzedElsewhere), so it runs again. A stage
+// analyze that succeeded there runs again at the new backend, its outputs being the old one's
+// own (see analyzedElsewhere). A stage
 // that failed there is that backend's verdict on the task's input (no face found, say), which
 // ends the task as a failed stage does without a reroute: only a lost stage is submitted again
 // (resubmitLost), so a failed one is not run again at another backend either.
