@@ -47,7 +47,7 @@ func explainConnection(err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		why = "was refused"
 	case ue.Timeout():
-		why = "timed out"
+		why = "timed out (--request-timeout waits longer)"
 	default:
 		if _, isNet := errors.AsType[*net.OpError](err); !isNet {
 			if _, isDNS := errors.AsType[*net.DNSError](err); !isDNS {

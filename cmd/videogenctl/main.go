@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/ptr"
 )
 
 func main() {
@@ -67,6 +68,8 @@ tasks in the cluster of your kubeconfig, with kubectl's connection flags (--cont
 	}
 	root.SetOut(out)
 	flags := root.PersistentFlags()
+	o.flags = flags
+	o.config.Timeout = ptr.To(defaultRequestTimeout.String())
 	o.config.AddFlags(flags)
 	flags.StringVar(&o.keyNamespace, "key-namespace", "videogen-system", "the operator's namespace: API key and payment connector Secrets")
 	flags.StringVarP(&o.output, "output", "o", "", "output format: table (default), json, yaml, kyaml, jsonpath=…, go-template=… (as kubectl's); the task commands also take name")

@@ -8,8 +8,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -27,7 +29,14 @@ type options struct {
 	keyNamespace string
 	output       string
 	out          io.Writer
+	// flags are the root's persistent flags, to tell a --request-timeout given from its default.
+	flags *pflag.FlagSet
 }
+
+// defaultRequestTimeout is --request-timeout's default: kubectl's, 0, waits forever for a
+// cluster that takes the request and never answers (an overloaded kube-apiserver, a stuck
+// proxy), and every command hung with it (tests shorten it).
+var defaultRequestTimeout = 30 * time.Second
 
 // client connects as kubectl would with the same flags: --kubeconfig, $KUBECONFIG or
 // ~/.kube/config, --context, --as, --token, ...
@@ -35,6 +44,20 @@ func (o *options) client() (client.WithWatch, error) {
 	cfg, err := o.config.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+}
+
+// watchClient is client for a watch's stream, which is open for as long as it follows tasks:
+// the default --request-timeout would cut it (and every account's tasks be listed again each
+// time); one the user gave bounds it, as kubectl's bounds kubectl get -w.
+func (o *options) watchClient() (client.WithWatch, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	if !o.flags.Changed("request-timeout") {
+		cfg.Timeout = 0
 	}
 	return client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 }

@@ -415,6 +415,10 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 	if err != nil {
 		return err
 	}
+	wc, err := o.watchClient()
+	if err != nil {
+		return err
+	}
 	var opts []client.ListOption
 	// account is the one watched, "" for every account.
 	var account string
@@ -499,7 +503,7 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		if ended, err := show(listed...); err != nil || ended != nil {
 			return outcome(ended, err)
 		}
-		w, err := c.Watch(ctx, &videogenv1alpha1.VideoTaskList{},
+		w, err := wc.Watch(ctx, &videogenv1alpha1.VideoTaskList{},
 			append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})...)
 		if err != nil {
 			return err
