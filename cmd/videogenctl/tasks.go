@@ -222,8 +222,15 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 		}
 		return a.Name > b.Name
 	})
-	if limit > 0 && len(list.Items) > limit {
+	if older := len(list.Items) - limit; limit > 0 && older > 0 {
 		list.Items = list.Items[:limit]
+		// After the listing, on stderr as the empty listing's note (out of a script's -o
+		// output): a listing cut at --limit read as every task of the account.
+		tasks := "tasks"
+		if older == 1 {
+			tasks = "task"
+		}
+		defer fmt.Fprintf(stderr, "(%d older %s not shown: --limit 0 lists them all)\n", older, tasks)
 	}
 	if len(list.Items) == 0 && (printer == nil || o.output == "name") {
 		// As kubectl's "No resources found": a note on stderr for a person, exit status 0. For
