@@ -72,7 +72,7 @@ tasks in the cluster of your kubeconfig, with kubectl's connection flags (--cont
 	o.config.Timeout = ptr.To(defaultRequestTimeout.String())
 	o.config.AddFlags(flags)
 	flags.StringVar(&o.keyNamespace, "key-namespace", "videogen-system", "the operator's namespace: API key and payment connector Secrets")
-	flags.StringVarP(&o.output, "output", "o", "", "output format: table (default), json, yaml, kyaml, jsonpath=…, go-template=… (as kubectl's); the task commands also take name")
+	flags.StringVarP(&o.output, "output", "o", "", "output format: table (default), json, yaml, kyaml, jsonpath=…, go-template=…, name (the task commands only), as kubectl's")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml", "kyaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("namespace", o.completeAccounts)
 
