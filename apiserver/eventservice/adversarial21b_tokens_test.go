@@ -20,8 +20,9 @@ import (
 // short one in a few million. What the operator sees: nothing, the RPC works.
 //
 // The fix: a token shorter than minTokenBytes (16) is refused where tokens are loaded, at start
-// (NewTokenAuth, SetTokens, TokenFileAuth) and on a reload of the file (the previous tokens stay,
-// as for any unusable file), with an error that says how long a token must be and does not
+// (NewTokenAuth, SetTokens, TokenFileAuth) and on a reload of the file (since round 27 that line
+// alone is refused and logged, so the same edit's removals still revoke; see
+// adversarial27_tokens_test.go), with an error that says how long a token must be and does not
 // show the token.
 func TestShortServiceTokensAreRefusedAtLoad(t *testing.T) {
 	long := strings.Repeat("a", 16)

@@ -24,7 +24,7 @@ type TokenAuth struct {
 	// in constant time reveals neither the tokens nor their lengths.
 	digests atomic.Pointer[[][sha256.Size]byte]
 	// file, when the tokens come from one (TokenFileAuth), holds them instead.
-	file *filereload.File[[][sha256.Size]byte]
+	file *filereload.File[fileTokens]
 }
 
 var errNoToken = errors.New("eventservice: no service token configured")
@@ -65,21 +65,16 @@ var errTokensFromFile = errors.New("eventservice: the tokens come from a file; c
 // whoever reaches the port, and Handle credits points.
 const minTokenBytes = bearer.MinTokenBytes
 
-// digestsOf digests the non-empty tokens; at least one must remain, and none may be shorter
-// than minTokenBytes or longer than bearer.MaxTokenBytes.
+// digestsOf digests the non-empty tokens; at least one must remain, and each must pass
+// checkToken.
 func digestsOf(tokens []string) ([][sha256.Size]byte, error) {
 	digests := make([][sha256.Size]byte, 0, len(tokens))
 	for _, t := range tokens {
 		if t == "" {
 			continue
 		}
-		if len(t) < minTokenBytes {
-			// Not the token itself: this error is logged.
-			return nil, fmt.Errorf("eventservice: a service token of %d bytes; tokens must be at least %d bytes (e.g. openssl rand -hex 32)", len(t), minTokenBytes)
-		}
-		if len(t) > bearer.MaxTokenBytes {
-			// No request can carry it: the token check reads none longer (bearer.FromHeader).
-			return nil, fmt.Errorf("eventservice: a service token of %d bytes; tokens must be at most %d bytes", len(t), bearer.MaxTokenBytes)
+		if err := checkToken(t); err != nil {
+			return nil, err
 		}
 		digests = append(digests, sha256.Sum256([]byte(t)))
 	}
@@ -87,6 +82,19 @@ func digestsOf(tokens []string) ([][sha256.Size]byte, error) {
 		return nil, errNoToken
 	}
 	return digests, nil
+}
+
+// checkToken refuses a token shorter than minTokenBytes or longer than bearer.MaxTokenBytes.
+// The error gives its length, never the token: it is logged.
+func checkToken(t string) error {
+	if len(t) < minTokenBytes {
+		return fmt.Errorf("eventservice: a service token of %d bytes; tokens must be at least %d bytes (e.g. openssl rand -hex 32)", len(t), minTokenBytes)
+	}
+	if len(t) > bearer.MaxTokenBytes {
+		// No request can carry it: the token check reads none longer (bearer.FromHeader).
+		return fmt.Errorf("eventservice: a service token of %d bytes; tokens must be at most %d bytes", len(t), bearer.MaxTokenBytes)
+	}
+	return nil
 }
 
 // Wrap returns next behind the token check. It runs before the request body
@@ -136,7 +144,7 @@ func (a *TokenAuth) authenticate(h http.Header) *connect.Error {
 func (a *TokenAuth) accepts(token string) bool {
 	var digests [][sha256.Size]byte
 	if a.file != nil {
-		digests = a.file.Current()
+		digests = a.file.Current().digests
 	} else if d := a.digests.Load(); d != nil {
 		digests = *d
 	}
