@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
+	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 )
 
 var _ = Describe("Adversarial: a PaymentEvent create that lands, then answers 504 Timeout (adv27)", func() {
@@ -49,5 +51,44 @@ var _ = Describe("Adversarial: a PaymentEvent create that lands, then answers 50
 			Expect(retry.ack.MerchantEventID).To(Equal("evt_adv27_504"))
 		}
 		Expect(a.paymentEvents()).To(HaveLen(1))
+	})
+})
+
+var _ = Describe("Adversarial: a redelivery of an event whose PaymentEvent is being deleted (adv27)", func() {
+	// FAILED before the fix: 200 {"duplicate":true}, then the object was gone.
+	//
+	// Interleaving: (1) evt is stored. (2) It is deleted while something holds it (a finalizer
+	// of a backup or audit controller, `kubectl delete --cascade=foreground`): it stays, with a
+	// deletionTimestamp, until that lets go. (3) The processor resends evt (a retry, a resend
+	// from its dashboard). Create answers AlreadyExists and the stored event has the same
+	// content, so it was acknowledged as a duplicate; (4) the holder lets go and the object
+	// disappears: the processor was told the event is stored, and it is stored nowhere. A
+	// retry after the deletion completes stores it again (adv21); during it, it must not be
+	// acknowledged.
+	It("does not acknowledge a redelivery of an event whose PaymentEvent is being deleted", func() {
+		in := startIngress(newNamespace("adv27-terminating"), configured)
+		body := stripeEvent("evt_adv27_terminating")
+		Expect(in.postStripe(body, stripeSecret).status).To(Equal(http.StatusOK))
+
+		pe := &videogenv1alpha1.PaymentEvent{}
+		key := client.ObjectKey{Namespace: in.ns, Name: paymentevents.Name("stripe", "evt_adv27_terminating")}
+		Expect(k8sClient.Get(ctx, key, pe)).To(Succeed())
+		pe.Finalizers = append(pe.Finalizers, "example.com/audit-hold")
+		Expect(k8sClient.Update(ctx, pe)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, pe)).To(Succeed())
+
+		during := in.postStripe(body, stripeSecret)
+		Expect(during.status).To(Equal(http.StatusServiceUnavailable),
+			"a redelivery while the event is being deleted was answered %d %+v", during.status, during.ack)
+
+		Expect(k8sClient.Get(ctx, key, pe)).To(Succeed())
+		pe.Finalizers = nil
+		Expect(k8sClient.Update(ctx, pe)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, pe)) }).Should(BeTrue())
+
+		after := in.postStripe(body, stripeSecret)
+		Expect(after.status).To(Equal(http.StatusOK))
+		Expect(after.ack.Stored).To(Equal(1))
+		Expect(in.paymentEvents()).To(HaveLen(1))
 	})
 })

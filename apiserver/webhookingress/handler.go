@@ -352,6 +352,11 @@ func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) 
 			"name", pe.Name, "error", err)
 		return ItemAck{}, fmt.Errorf("payment event %s exists but could not be read back to compare: %w", pe.Name, err)
 	}
+	if !stored.DeletionTimestamp.IsZero() {
+		// Held by a finalizer, it will be gone: acknowledging it would leave the event stored
+		// nowhere. A retry once it is gone stores it again.
+		return ItemAck{}, fmt.Errorf("payment event %s is being deleted; retry once it is gone", pe.Name)
+	}
 	if !sameEvent(&stored.Spec, &pe.Spec) {
 		h.opts.Logger.WarnContext(ctx, "webhookingress: a different event with the same id is already stored",
 			"name", pe.Name, "merchant_event_id", pe.Spec.MerchantEventID,
