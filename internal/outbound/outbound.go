@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,17 +122,29 @@ func Send(ctx context.Context, hc *http.Client, m Message, now time.Time) Attemp
 	// Drain a little so the connection can be reused; the answer's content is not used.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
+	answered := answered(resp.StatusCode)
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return Attempt{Outcome: Delivered, Status: resp.StatusCode}
 	case resp.StatusCode == http.StatusGone:
-		return Attempt{Outcome: Gone, Status: resp.StatusCode, Err: errors.New("answered " + resp.Status)}
+		return Attempt{Outcome: Gone, Status: resp.StatusCode, Err: errors.New(answered)}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		// Said outright: a bare "answered 307" reads as a receiver fault that retrying may cure.
 		return Attempt{Outcome: Retry, Status: resp.StatusCode,
-			Err: errors.New("answered " + resp.Status + " (redirects are not followed: point the webhook at the final URL)")}
+			Err: errors.New(answered + " (redirects are not followed: point the webhook at the final URL)")}
 	}
-	return Attempt{Outcome: Retry, Status: resp.StatusCode, Err: errors.New("answered " + resp.Status)}
+	return Attempt{Outcome: Retry, Status: resp.StatusCode, Err: errors.New(answered)}
+}
+
+// answered words a receiver's status by its code and standard reason ("answered 503 Service
+// Unavailable"), never by the reason phrase it sent: those are the receiver's own bytes
+// (terminal escapes, invalid UTF-8), and the error goes to a status and Events that kubectl
+// prints as they are.
+func answered(code int) string {
+	if text := http.StatusText(code); text != "" {
+		return "answered " + strconv.Itoa(code) + " " + text
+	}
+	return "answered " + strconv.Itoa(code)
 }
 
 // DefaultSteps is the completion callbacks' schedule, as Svix does: the first attempt is
