@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -205,11 +207,28 @@ func Record(d *videogenv1alpha1.DeliveryAttempts, a Attempt, now time.Time) {
 	d.Attempts++
 	d.LastAttemptAt, d.LastStatus, d.LastError, d.NextAttemptAt = &at, int32(a.Status), "", nil
 	if a.Err != nil {
-		d.LastError = Truncate(a.Err.Error(), MaxErrorLength)
+		d.LastError = Truncate(printable(a.Err.Error()), MaxErrorLength)
 	}
 	if a.Outcome == Delivered {
 		d.DeliveredAt = &at
 	}
+}
+
+// printable is error text fit for a status (and the events that quote it), which kubectl
+// prints as it is: a receiver puts its own bytes in the error (the names of its TLS
+// certificate, say), so invalid UTF-8 and every character that is not graphic (control
+// characters, terminal escapes, bidirectional overrides) become U+FFFD; a line break or tab,
+// a space.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsGraphic(r):
+			return r
+		case unicode.IsSpace(r):
+			return ' '
+		}
+		return utf8.RuneError
+	}, s)
 }
 
 // Truncate cuts s to at most n bytes, marking the cut with "..." and never leaving half a
