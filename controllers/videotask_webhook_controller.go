@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -248,12 +249,18 @@ func (l *deliveryLimiter) release(keys ...string) {
 	}
 }
 
-// webhookHost is the host (and port) a webhook URL is sent to, as the limiter counts it.
+// webhookHost is the host and port a webhook URL is sent to, as the limiter counts it: the
+// scheme's port when none is written, so that one receiver is one key however its URL is spelt.
 func webhookHost(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")) + ":" + u.Port()
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
 	}
-	return raw
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port)
 }
 
 func (r *VideoTaskWebhookReconciler) schedule() outbound.Steps {
