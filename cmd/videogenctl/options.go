@@ -52,12 +52,28 @@ func (o *options) client() (client.WithWatch, error) {
 // the default --request-timeout would cut it (and every account's tasks be listed again each
 // time); one the user gave bounds it, as kubectl's bounds kubectl get -w.
 func (o *options) watchClient() (client.WithWatch, error) {
+	return o.clientWithDefaultTimeout(0)
+}
+
+// completionTimeout bounds shell completion's requests when --request-timeout is not given: a
+// TAB that waited the default 30s for a cluster that never answers hung the user's shell.
+var completionTimeout = 3 * time.Second
+
+// completionClient is client for shell completion, which gives up after completionTimeout (or
+// the --request-timeout the user gave) and then offers no names.
+func (o *options) completionClient() (client.WithWatch, error) {
+	return o.clientWithDefaultTimeout(completionTimeout)
+}
+
+// clientWithDefaultTimeout is client with d in place of --request-timeout's default; one the
+// user gave is kept.
+func (o *options) clientWithDefaultTimeout(d time.Duration) (client.WithWatch, error) {
 	cfg, err := o.config.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	if !o.flags.Changed("request-timeout") {
-		cfg.Timeout = 0
+		cfg.Timeout = d
 	}
 	return client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 }
@@ -257,7 +273,7 @@ func (p *escapedJSONPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 
 // completeAccounts completes account names: the namespaces that hold a PointAccount.
 func (o *options) completeAccounts(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	c, err := o.client()
+	c, err := o.completionClient()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -597,7 +597,7 @@ func sameRow(a, b taskRow) bool {
 // completeTasks completes the names of the tasks in the namespace the flags name.
 func (o *options) completeTasks(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	ns, _, err := o.namespace()
-	c, cerr := o.client()
+	c, cerr := o.completionClient()
 	if err != nil || cerr != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
