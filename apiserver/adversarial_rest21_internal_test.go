@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -179,7 +180,8 @@ func TestABodyOnAPOSTThatTakesNoneIsRefusedAndChangesNothing(t *testing.T) {
 			MediaURL: "https://cdn.example/studio.mp4"}}
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
 		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct", UID: "uid-acct"}}).Build()
 	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
 	if err != nil {
 		t.Fatal(err)

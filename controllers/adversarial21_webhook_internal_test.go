@@ -10,8 +10,10 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,6 +65,11 @@ func adv21FinishedTask(now time.Time, url string, attempts int32) *videogenv1alp
 	return task
 }
 
+// adv21Namespace is an account's namespace: its signing secret is made for its UID.
+func adv21Namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
+}
+
 func adv21WebhookReconciler(c client.Client, now time.Time) *VideoTaskWebhookReconciler {
 	return &VideoTaskWebhookReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100),
 		Clock:   clocktesting.NewFakePassiveClock(now),
@@ -102,7 +109,7 @@ func TestAdversarial21WebhookRecordSurvivesAConflictOnALaterAttempt(t *testing.T
 	task := adv21FinishedTask(now, url, 1)
 
 	conflicted := false
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task).WithStatusSubresource(task).
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task, adv21Namespace(task.Namespace)).WithStatusSubresource(task).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				if !conflicted {
@@ -179,7 +186,7 @@ func TestAdversarial21WebhookGiveUpWhoseWriteLandsButErrsIsTold(t *testing.T) {
 	task := adv21FinishedTask(now, url, 1)
 
 	erred := false
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task).WithStatusSubresource(task).
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task, adv21Namespace(task.Namespace)).WithStatusSubresource(task).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil || erred {
@@ -238,7 +245,7 @@ func TestAdversarial21WebhookToAPrivateLiteralWrittenOtherwiseStopsAtOnce(t *tes
 		t.Run(url, func(t *testing.T) {
 			now := time.Now().Truncate(time.Second)
 			task := adv21FinishedTask(now, url, 0)
-			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task).WithStatusSubresource(task).Build()
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task, adv21Namespace(task.Namespace)).WithStatusSubresource(task).Build()
 			r := adv21WebhookReconciler(c, now)
 			r.Config.Client = outbound.NewGuardedClient(netguard.Policy{}, 2*time.Second)
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)}

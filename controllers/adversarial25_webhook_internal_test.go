@@ -35,7 +35,7 @@ func TestAdversarial25WebhookToAZonedNonPublicLiteralStopsAtOnce(t *testing.T) {
 		t.Run(url, func(t *testing.T) {
 			now := time.Now().Truncate(time.Second)
 			task := adv21FinishedTask(now, url, 0)
-			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task).WithStatusSubresource(task).Build()
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(task, adv21Namespace(task.Namespace)).WithStatusSubresource(task).Build()
 			r := adv21WebhookReconciler(c, now)
 			r.Config.Client = outbound.NewGuardedClient(netguard.Policy{}, 500*time.Millisecond)
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)}

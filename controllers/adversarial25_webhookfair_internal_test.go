@@ -90,7 +90,8 @@ func adv25HangingReceivers(t *testing.T, receivers int) {
 	bTask := adv21FinishedTask(now, fastURL+"/hook", 0)
 	bTask.Namespace, bTask.Name, bTask.UID = "acct-b", "task-b", "uid-b"
 	objs = append(objs, bTask)
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append(objs, adv21Namespace("acct-a"), adv21Namespace("acct-b"))...).
+		WithStatusSubresource(objs...).Build()
 	r := adv21WebhookReconciler(c, now)
 	// No timeout within the test: the receiver hangs until released.
 	r.Config.Client = outbound.NewClient(nil, time.Minute)

@@ -1,6 +1,8 @@
 // Package webhooksecrets keeps each account's signing secret (whsec_…) for completion webhooks.
 // The secret lives in a Secret "webhook-signing-<account>" in the operator's namespace, so
-// neither the manager nor the apiserver needs access to Secrets in account namespaces. A
+// neither the manager nor the apiserver needs access to Secrets in account namespaces. It
+// belongs to the namespace, not the name: it records the namespace's UID, and a namespace of
+// the same name made later (another tenant) gets a new secret, none of the old ones. A
 // rotation keeps the replaced secret valid for an overlap period, and deliveries are signed
 // with every secret still valid (Standard Webhooks allows several signatures): a second
 // rotation, or a retry after a 409, does not cut the overlap of the one before short.
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +32,9 @@ const (
 	LabelAccount = "videogen.dev/account"
 	// AnnotationPreviousExpiresAt is when the previous secret stops being used.
 	AnnotationPreviousExpiresAt = "videogen.dev/previous-expires-at"
+	// AnnotationAccountUID is the UID of the namespace the secret was made for: a namespace
+	// of the same name made later (another tenant) is not given it.
+	AnnotationAccountUID = "videogen.dev/account-uid"
 
 	keyCurrent  = "current"
 	keyPrevious = "previous"
@@ -95,30 +101,93 @@ func (s *Store) now() time.Time {
 	return time.Now()
 }
 
-// Ensure returns account's secrets, creating a first secret if there is none.
+// Ensure returns account's secrets, creating a first secret if there is none. The Secret is
+// the namespace's, not the name's: one made for an earlier namespace of the name (another
+// tenant's, deleted since) is replaced by a fresh secret, keeping none of its secrets.
 func (s *Store) Ensure(ctx context.Context, account string) (Secrets, error) {
-	sec := &corev1.Secret{}
-	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: SecretName(account)}, sec)
-	if err == nil {
-		return decode(sec)
-	}
-	if !apierrors.IsNotFound(err) {
-		return Secrets{}, fmt.Errorf("reading the webhook secret of account %q: %w", account, err)
-	}
-	sec = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: SecretName(account),
-			Labels: map[string]string{LabelSigning: "true", LabelAccount: account}},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{keyCurrent: []byte(standardwebhooks.NewSecret())},
-	}
-	if err := s.Client.Create(ctx, sec); err != nil {
-		if apierrors.IsAlreadyExists(err) { // created concurrently: use that one
-			return s.Ensure(ctx, account)
-		}
-		return Secrets{}, fmt.Errorf("creating the webhook secret of account %q: %w", account, err)
+	sec, err := s.ensure(ctx, account)
+	if err != nil {
+		return Secrets{}, err
 	}
 	return decode(sec)
 }
+
+// ensure returns account's Secret as stored, made or replaced for its namespace if need be.
+// Every write is a compare-and-swap; after a conflict it reads again, so replicas ensuring at
+// once agree on one secret.
+func (s *Store) ensure(ctx context.Context, account string) (*corev1.Secret, error) {
+	ns := &corev1.Namespace{}
+	if err := s.Reader.Get(ctx, client.ObjectKey{Name: account}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("account %q: %w", account, ErrNoAccount)
+		}
+		return nil, fmt.Errorf("reading the namespace of account %q: %w", account, err)
+	}
+	uid := string(ns.UID)
+	key := client.ObjectKey{Namespace: s.Namespace, Name: SecretName(account)}
+	var out *corev1.Secret
+	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	err := retry.OnError(retry.DefaultRetry, retriable, func() error {
+		sec := &corev1.Secret{}
+		err := s.Reader.Get(ctx, key, sec)
+		switch {
+		case apierrors.IsNotFound(err):
+			sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: key.Name}, Type: corev1.SecretTypeOpaque}
+			fresh(sec, account, uid)
+			err = s.Client.Create(ctx, sec)
+		case err != nil:
+			return err
+		case sec.Annotations[AnnotationAccountUID] == uid:
+		case sec.Annotations[AnnotationAccountUID] == "" && !sec.CreationTimestamp.Before(&ns.CreationTimestamp):
+			// No UID: made before the annotation existed (every Secret made since has one).
+			// Made no earlier than the namespace, it is the namespace's: adopt it. Timestamps
+			// have whole seconds, so an old Secret made in the very second an earlier
+			// namespace of the name was deleted and this one made would be adopted wrongly;
+			// that is acceptable for the few Secrets left from before, and no new ones arise.
+			sec.Annotations = setAnnotation(sec.Annotations, AnnotationAccountUID, uid)
+			err = s.Client.Update(ctx, sec)
+		default:
+			// Made for an earlier namespace of the name: none of its secrets may sign for
+			// this one. Replaced in place, with the resourceVersion read.
+			fresh(sec, account, uid)
+			err = s.Client.Update(ctx, sec)
+		}
+		if err != nil && !retriable(err) {
+			// A write the cluster stored but answered an error for (a 504): what is stored
+			// for this namespace is used, and not replaced a second time.
+			stored := &corev1.Secret{}
+			if s.Reader.Get(ctx, key, stored) == nil && stored.Annotations[AnnotationAccountUID] == uid {
+				sec, err = stored, nil
+			}
+		}
+		out = sec
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensuring the webhook secret of account %q: %w", account, err)
+	}
+	return out, nil
+}
+
+// fresh makes sec a first secret of the namespace with UID uid: a new current one, nothing
+// replaced.
+func fresh(sec *corev1.Secret, account, uid string) {
+	sec.Labels = map[string]string{LabelSigning: "true", LabelAccount: account}
+	delete(sec.Annotations, AnnotationPreviousExpiresAt)
+	sec.Annotations = setAnnotation(sec.Annotations, AnnotationAccountUID, uid)
+	sec.Data = map[string][]byte{keyCurrent: []byte(standardwebhooks.NewSecret())}
+}
+
+func setAnnotation(a map[string]string, k, v string) map[string]string {
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[k] = v
+	return a
+}
+
+// ErrNoAccount means the account's namespace does not exist: it has no secret.
+var ErrNoAccount = errors.New("the account's namespace does not exist")
 
 // ErrConcurrentRotation means another rotation of the account's secret won: retrying would
 // replace the secret that one just handed out, so the caller is told instead.
@@ -129,12 +198,11 @@ var ErrConcurrentRotation = errors.New("the webhook secret was rotated by anothe
 // ErrConcurrentRotation, so every secret Rotate returns was in force when it returned and the
 // previous one is what callers had before.
 func (s *Store) Rotate(ctx context.Context, account string, overlap time.Duration) (Secrets, error) {
-	if _, err := s.Ensure(ctx, account); err != nil {
+	// The Secret as ensure read or wrote it: the namespace's (its UID annotation is kept),
+	// and the compare-and-swap below is against that version.
+	sec, err := s.ensure(ctx, account)
+	if err != nil {
 		return Secrets{}, err
-	}
-	sec := &corev1.Secret{}
-	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: SecretName(account)}, sec); err != nil {
-		return Secrets{}, fmt.Errorf("reading the webhook secret of account %q: %w", account, err)
 	}
 	before, err := decode(sec)
 	if err != nil {
@@ -155,10 +223,7 @@ func (s *Store) Rotate(ctx context.Context, account string, overlap time.Duratio
 	expires := now.Add(overlap).UTC().Truncate(time.Second)
 	sec.Data[keyPrevious] = sec.Data[keyCurrent]
 	sec.Data[keyCurrent] = []byte(standardwebhooks.NewSecret())
-	if sec.Annotations == nil {
-		sec.Annotations = map[string]string{}
-	}
-	sec.Annotations[AnnotationPreviousExpiresAt] = expires.Format(time.RFC3339)
+	sec.Annotations = setAnnotation(sec.Annotations, AnnotationPreviousExpiresAt, expires.Format(time.RFC3339))
 	if err := s.Client.Update(ctx, sec); err != nil {
 		if apierrors.IsConflict(err) {
 			return Secrets{}, fmt.Errorf("account %q: %w", account, ErrConcurrentRotation)
