@@ -26,9 +26,19 @@ func viewWebhookSecret(s webhooksecrets.Secrets) WebhookSecret {
 	return v
 }
 
+// noNamespace answers a key whose account has no namespace (not made yet, or deleted): it has
+// no signing secret, and none is made for a namespace of that name to find later.
+const noNamespace = "this API key's account has no namespace; contact your administrator"
+
 // getWebhookSecret returns the secret completion webhooks are signed with, making one if needed.
 func (s *Server) getWebhookSecret(w http.ResponseWriter, r *http.Request, p apikeys.Principal) {
 	sec, err := s.cfg.WebhookSecrets.Ensure(r.Context(), p.Account)
+	if errors.Is(err, webhooksecrets.ErrNoAccount) {
+		// 404 for the GET of what is not there, 403 on the rotation: as account_not_found
+		// for a missing points account.
+		httpjson.WriteError(w, r, http.StatusNotFound, "account_not_found", noNamespace)
+		return
+	}
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -42,6 +52,10 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p a
 		return
 	}
 	sec, err := s.cfg.WebhookSecrets.Rotate(r.Context(), p.Account, s.cfg.WebhookSecretOverlap)
+	if errors.Is(err, webhooksecrets.ErrNoAccount) {
+		httpjson.WriteError(w, r, http.StatusForbidden, "account_not_found", noNamespace)
+		return
+	}
 	if errors.Is(err, webhooksecrets.ErrConcurrentRotation) {
 		httpjson.WriteError(w, r, http.StatusConflict, httpjson.CodeConflict,
 			"another rotation of this account's webhook secret won the race; GET /v1/webhook-secret shows the secret in force")
