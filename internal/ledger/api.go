@@ -979,8 +979,10 @@ func (l *Ledger) ObserveTopUp(t *videogenv1alpha1.PointTopUp) {
 	case t.Status.AppliedAt != nil:
 		// Applied to an earlier account of the namespace, or so a status written by hand says:
 		// its reference is used for good, as the books built from the list (install) have it,
-		// so that no manager credits it again and another refuses it.
-		if _, used := b.references[referenceKey(t)]; !used {
+		// so that no manager credits it again and another refuses it. A copy no newer than that
+		// list says nothing it did not: it is a lagging cache's, maybe of a namespace of this
+		// name deleted before this one was made, whose references are not this one's.
+		if _, used := b.references[referenceKey(t)]; !used && newer(t.ResourceVersion, b.listRV) {
 			b.references[referenceKey(t)] = appliedTopUp{uid: t.UID, name: t.Name, reference: t.Spec.Reference, earlier: true}
 		}
 	case t.RefusedForGood() && !b.holdsCredit(t.UID):
