@@ -34,7 +34,7 @@ func keyedServer(t *testing.T, l Ledger) (http.Handler, string, client.Client) {
 			MediaURL: "https://cdn.example/studio.mp4"}}
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
 		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct"}}).Build()
 	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
 	if err != nil {
 		t.Fatal(err)

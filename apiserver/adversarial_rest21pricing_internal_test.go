@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -44,7 +45,7 @@ func (l *pricedLedger) Balance(context.Context, string) (ledger.Figures, error) 
 // and the templates given, with the default price 10.
 func pricingServer(t *testing.T, l Ledger, templates ...*videogenv1alpha1.Template) (http.Handler, string) {
 	t.Helper()
-	b := fake.NewClientBuilder().WithScheme(scheme.New())
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct"}})
 	for _, tmpl := range templates {
 		b = b.WithObjects(tmpl)
 	}

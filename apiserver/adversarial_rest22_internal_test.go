@@ -170,7 +170,7 @@ func unlimitedKeyedServer(t *testing.T, l Ledger) (http.Handler, string, client.
 			MediaURL: "https://cdn.example/studio.mp4"}}
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
 		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct"}}).Build()
 	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
 	if err != nil {
 		t.Fatal(err)
@@ -303,6 +303,9 @@ func TestARevokedKeyWhoseSecretAFinalizerHoldsIsRefused(t *testing.T) {
 func TestTwoAuthorizationHeadersAreRefusedNotChargedToTheFirst(t *testing.T) {
 	l := &accountLedger{available: 100}
 	h, keyA, c := unlimitedKeyedServer(t, l)
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct-b"}}); err != nil {
+		t.Fatal(err)
+	}
 	keyB, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct-b", "test")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -52,7 +54,7 @@ type ledgerFacing struct {
 
 func newLedgerFacing(t *testing.T, l apiserver.Ledger, reg prometheus.Registerer) *ledgerFacing {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct"}}).Build()
 	key, _, err := apikeys.Issue(context.Background(), c, "videogen-system", "acct", "test")
 	if err != nil {
 		t.Fatal(err)

@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
@@ -28,11 +31,22 @@ import (
 // informer (ReaderFailOnMissingInformer), so "ready with the kind not cached" shows as a
 // failed read right after the check passed.
 func TestAdversarialReadyMeansTheAPIsKindsAreCached(t *testing.T) {
-	env, cfg, _, err := testenv.Start()
+	env, cfg, direct, err := testenv.Start()
 	if err != nil {
 		t.Skipf("no control plane: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
+	// A key is checked against its namespace too (apikeys.Authenticator): that kind is cached.
+	bg := context.Background()
+	for _, ns := range []string{"videogen-system", "acme"} {
+		if err := direct.Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, _, err := apikeys.Issue(bg, direct, "videogen-system", "acme", "readiness")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := managerOptions("videogen-system", "0", "0")
 	opts.Cache.ReaderFailOnMissingInformer = true
 	mgr, err := ctrl.NewManager(cfg, opts)
@@ -65,5 +79,8 @@ func TestAdversarialReadyMeansTheAPIsKindsAreCached(t *testing.T) {
 		if err := mgr.GetClient().List(ctx, l.(client.ObjectList), client.InNamespace("videogen-system")); err != nil {
 			t.Errorf("/readyz passed, yet %T is not in the cache: %v", obj, err)
 		}
+	}
+	if _, err := (&apikeys.Authenticator{Reader: mgr.GetClient(), Namespace: "videogen-system"}).Authenticate(ctx, key); err != nil {
+		t.Errorf("/readyz passed, yet a key could not be checked from the cache: %v", err)
 	}
 }

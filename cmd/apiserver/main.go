@@ -235,9 +235,10 @@ func managerOptions(keyNamespace, metricsAddr, probeAddr string) ctrl.Options {
 }
 
 // cachedKinds are what the REST API reads through mgr's cache (Config.Client, Keys): API key
-// Secrets, tasks, templates, short templates and accounts.
+// Secrets and the namespaces they were issued for, tasks, templates, short templates and
+// accounts.
 func cachedKinds() []client.Object {
-	return []client.Object{&corev1.Secret{}, &videogenv1alpha1.VideoTask{}, &videogenv1alpha1.Template{},
+	return []client.Object{&corev1.Secret{}, &corev1.Namespace{}, &videogenv1alpha1.VideoTask{}, &videogenv1alpha1.Template{},
 		&videogenv1alpha1.ShortTemplate{}, &videogenv1alpha1.PointAccount{}}
 }
 

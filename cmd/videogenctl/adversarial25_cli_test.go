@@ -90,7 +90,7 @@ func TestAdversarial25APIKeysOfOneSecondAreNewestFirst(t *testing.T) {
 	}
 
 	// apikey create writes the annotation, and List reads it back as the time it issued the key.
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}).Build()
 	before := time.Now().Truncate(time.Millisecond)
 	_, issued, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "rotation")
 	after := time.Now()

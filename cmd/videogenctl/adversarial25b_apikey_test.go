@@ -137,6 +137,7 @@ func TestAdversarial25bAPIKeyRevokeWhoseDeleteLandedButFailedSaysRevoked(t *test
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
 	mustCreateNamespace(t, ctx, c, "videogen-system")
+	mustCreateNamespace(t, ctx, c, "acme")
 	_, leaked, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "leaked")
 	if err != nil {
 		t.Fatal(err)

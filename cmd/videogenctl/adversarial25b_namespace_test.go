@@ -38,7 +38,7 @@ func TestAdversarial25bAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
-	for _, ns := range []string{"videogen", "payments", "shop"} {
+	for _, ns := range []string{"videogen", "payments", "shop", "acme"} {
 		mustCreateNamespace(t, ctx, c, ns)
 	}
 	deployment := func(ns string, labels map[string]string) *appsv1.Deployment {

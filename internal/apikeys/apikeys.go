@@ -1,10 +1,12 @@
 // Package apikeys issues, revokes and checks the API keys of the /v1 REST API.
 //
-// A key maps to one account (a namespace). Only a SHA-256 of the key is stored, in a Secret in
-// the operator's own namespace (so the apiserver needs no access to Secrets elsewhere), labelled
-// so that the apiserver caches exactly these Secrets through an informer: checking a key costs
-// no apiserver round trip. Keys are 256-bit random, so a fast hash is enough; comparison is in
-// constant time.
+// A key maps to one account: the namespace it was issued for, by its UID (AnnotationAccountUID),
+// not its name, so a namespace deleted and later made again under that name, for whoever, does
+// not take the keys of the first. Only a SHA-256 of the key is stored, in a Secret in the
+// operator's own namespace (so the apiserver needs no access to Secrets elsewhere), labelled so
+// that the apiserver caches exactly these Secrets, and the namespaces, through informers:
+// checking a key costs no apiserver round trip. Keys are 256-bit random, so a fast hash is
+// enough; comparison is in constant time.
 //
 // Key format: vg_<id>_<secret>, where id (12 hex) names the Secret "apikey-<id>".
 package apikeys
@@ -41,6 +43,9 @@ const (
 	// kube-apiserver keeps creationTimestamp to the second, and the keys of one second are
 	// listed newest first by it.
 	AnnotationIssuedAt = "videogen.dev/issued-at"
+	// AnnotationAccountUID is the UID of the namespace a key was issued for: the key works only
+	// while the namespace named LabelAccount has it.
+	AnnotationAccountUID = "videogen.dev/account-uid"
 
 	dataHash   = "sha256"
 	namePrefix = "apikey-"
@@ -84,16 +89,27 @@ type Key struct {
 	// IssuedAt is AnnotationIssuedAt, the issuer's clock to the millisecond; zero for a key
 	// issued before it was written, or whose annotation does not parse.
 	IssuedAt time.Time `json:"-"`
+	// Orphaned, set by List, says why the key no longer works although it is not revoked: the
+	// namespace it was issued for is gone (deleted, maybe made again for someone else).
+	Orphaned string `json:"orphaned,omitempty"`
 }
 
 // SecretName is the name of the Secret holding key id's hash.
 func SecretName(id string) string { return namePrefix + id }
 
-// Issue creates a key for account and returns it; it is shown once and never stored. When the
+// Issue creates a key for account, the namespace of that name as it is now, and returns it; it
+// is shown once and never stored. When there is no such namespace, nothing is created. When the
 // Secret's create fails, the key and its Key are returned with the error all the same: a create
 // can land and answer an error (a 504 timeout, a dropped connection), and then that key works,
 // which Stored tells.
 func Issue(ctx context.Context, c client.Client, keyNamespace, account, description string) (string, Key, error) {
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: account}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", Key{}, fmt.Errorf("no namespace %q: an API key is issued for an existing namespace; nothing created", account)
+		}
+		return "", Key{}, fmt.Errorf("reading namespace %q: %w", account, err)
+	}
 	var idb [6]byte
 	var secret [32]byte
 	if _, err := rand.Read(idb[:]); err != nil {
@@ -107,10 +123,11 @@ func Issue(ctx context.Context, c client.Client, keyNamespace, account, descript
 	sum := sha256.Sum256([]byte(key))
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        SecretName(id),
-			Namespace:   keyNamespace,
-			Labels:      map[string]string{LabelAPIKey: "true", LabelAccount: account, LabelKeyID: id},
-			Annotations: map[string]string{AnnotationDescription: description, AnnotationIssuedAt: time.Now().UTC().Format(issuedAtFormat)},
+			Name:      SecretName(id),
+			Namespace: keyNamespace,
+			Labels:    map[string]string{LabelAPIKey: "true", LabelAccount: account, LabelKeyID: id},
+			Annotations: map[string]string{AnnotationDescription: description, AnnotationAccountUID: string(ns.UID),
+				AnnotationIssuedAt: time.Now().UTC().Format(issuedAtFormat)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{dataHash: []byte(hex.EncodeToString(sum[:]))},
@@ -168,7 +185,8 @@ func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error
 	return nil
 }
 
-// List returns the keys of account ("" for all accounts) that work: not those revoked.
+// List returns the keys of account ("" for all accounts) not revoked. Those whose namespace is
+// gone work no more, but are listed, with Orphaned saying so, to be found and revoked.
 func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([]Key, error) {
 	sel := client.MatchingLabels{LabelAPIKey: "true"}
 	if account != "" {
@@ -179,14 +197,62 @@ func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([
 		return nil, err
 	}
 	keys := make([]Key, 0, len(list.Items))
+	// Each account's namespace, read once, with a get: the platform admin may not list them.
+	namespaces := map[string]*corev1.Namespace{}
 	for i := range list.Items {
+		s := &list.Items[i]
 		// Being deleted is revoked (Authenticate refuses it), though a finalizer keeps it.
-		if !list.Items[i].DeletionTimestamp.IsZero() {
+		if !s.DeletionTimestamp.IsZero() {
 			continue
 		}
-		keys = append(keys, keyOf(&list.Items[i]))
+		acct := s.Labels[LabelAccount]
+		ns, read := namespaces[acct]
+		if !read {
+			var err error
+			if ns, err = namespaceOf(ctx, c, acct); err != nil {
+				return nil, err
+			}
+			namespaces[acct] = ns
+		}
+		k := keyOf(s)
+		switch {
+		case ns == nil:
+			k.Orphaned = fmt.Sprintf("namespace %q it was issued for is deleted: the key no longer works; revoke it", acct)
+		case !issuedFor(s, ns):
+			k.Orphaned = fmt.Sprintf("namespace %q it was issued for was deleted, and the one of that name now is another: the key no longer works; revoke it", acct)
+		}
+		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// namespaceOf is namespace name, or nil when there is none.
+func namespaceOf(ctx context.Context, c client.Reader, name string) (*corev1.Namespace, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading namespace %q: %w", name, err)
+	}
+	return &ns, nil
+}
+
+// issuedFor says whether key Secret s was issued for namespace ns, the namespace its
+// LabelAccount names now.
+func issuedFor(s *corev1.Secret, ns *corev1.Namespace) bool {
+	if uid, ok := s.Annotations[AnnotationAccountUID]; ok {
+		return uid == string(ns.UID)
+	}
+	// Only for a key issued before AnnotationAccountUID was written: it cannot have been issued
+	// for a namespace made after it. Whole seconds (creationTimestamp's) are enough here: the
+	// one mistake left is a key taken by a namespace re-created in the very second the key was
+	// made, so before this version, and its namespace deleted within that second, which takes
+	// longer (the namespace controller empties a namespace before it goes).
+	return !s.CreationTimestamp.Before(&ns.CreationTimestamp)
 }
 
 // issuedAtFormat is AnnotationIssuedAt's: RFC 3339 with milliseconds, always three digits.
@@ -198,8 +264,8 @@ func keyOf(s *corev1.Secret) Key {
 		Description: s.Annotations[AnnotationDescription], CreatedAt: s.CreationTimestamp.Time, IssuedAt: issued}
 }
 
-// Authenticator checks presented keys against the Secrets visible through Reader (an informer
-// cache restricted to the key namespace and LabelAPIKey).
+// Authenticator checks presented keys against the Secrets and Namespaces visible through Reader
+// (an informer cache: the Secrets of the key namespace with LabelAPIKey, and all Namespaces).
 type Authenticator struct {
 	Reader    client.Reader
 	Namespace string
@@ -225,6 +291,18 @@ func (a *Authenticator) Authenticate(ctx context.Context, presented string) (Pri
 	// it in the cache for a while.
 	if s.Labels[LabelAPIKey] != "true" || s.Labels[LabelAccount] == "" || !s.DeletionTimestamp.IsZero() ||
 		subtle.ConstantTimeCompare(got, want) != 1 {
+		return Principal{}, ErrInvalidKey
+	}
+	// Read after the hash check: an unknown key costs no more. A key whose namespace is gone,
+	// or is another of that name now, is no key of any account.
+	var ns corev1.Namespace
+	if err := a.Reader.Get(ctx, client.ObjectKey{Name: s.Labels[LabelAccount]}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Principal{}, ErrInvalidKey
+		}
+		return Principal{}, fmt.Errorf("looking up the namespace of API key: %w", err)
+	}
+	if !issuedFor(&s, &ns) {
 		return Principal{}, ErrInvalidKey
 	}
 	return Principal{Account: s.Labels[LabelAccount], KeyID: m[1]}, nil

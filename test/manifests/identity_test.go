@@ -105,6 +105,10 @@ func TestApiserverAccountIsLeastPrivileged(t *testing.T) {
 		{apiserver, "delete", "videogen.dev", "shorttemplates", "", "acme", true},
 		{apiserver, "get", "", "secrets", "", ns, true},
 		{apiserver, "create", "videogen.dev", "paymentevents", "", ns, true},
+		// Each API key is checked against the namespace it was issued for, through a watch.
+		{apiserver, "list", "", "namespaces", "", "", true},
+		{apiserver, "watch", "", "namespaces", "", "", true},
+		{apiserver, "delete", "", "namespaces", "", "", false},
 		// What only the manager may do: the ledger creates tasks, with their admission.
 		{apiserver, "create", "videogen.dev", "videotasks", "", "acme", false},
 		{apiserver, "update", "videogen.dev", "videotasks", "status", "acme", false},
