@@ -162,11 +162,17 @@ func newestKeysFirst(keys []apikeys.Key) {
 }
 
 // keysTable is apikey list's table. A description is whatever the Secret's annotation says,
-// which anyone who may edit Secrets in the operator's namespace writes: escaped.
+// which anyone who may edit Secrets in the operator's namespace writes: escaped. STATUS marks
+// a key whose namespace is gone (apikeys.Key.Orphaned, which -o json prints whole): it no
+// longer works, but only a revoke removes it.
 func keysTable(w io.Writer, keys []apikeys.Key) {
-	fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tDESCRIPTION")
+	fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tSTATUS\tDESCRIPTION")
 	for _, k := range keys {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), terminalSafe(k.Description))
+		status := "active"
+		if k.Orphaned != "" {
+			status = "namespace gone: revoke it"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), status, terminalSafe(k.Description))
 	}
 }
 
