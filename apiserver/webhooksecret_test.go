@@ -60,21 +60,3 @@ var _ = Describe("The webhook signing secret of a namespace made again under a d
 		Expect(sec.Annotations).To(HaveKeyWithValue(webhooksecrets.AnnotationAccountUID, string(again.UID)))
 	})
 })
-
-var _ = Describe("The webhook signing secret of an account whose namespace does not exist", func() {
-	It("is account_not_found, not a 500, and none is made", func() {
-		// A key issued for a namespace not made yet, or whose namespace was deleted first.
-		ns := envsuite.Unique("no-namespace")
-		key, _, err := apikeys.Issue(ctx, k8sClient, keyNamespace, ns, "test key")
-		Expect(err).NotTo(HaveOccurred())
-		var got response
-		Eventually(func() int { got = api.get("/v1/webhook-secret", key); return got.Status }).ShouldNot(Equal(http.StatusUnauthorized))
-		Expect(got.Status).To(Equal(http.StatusNotFound))
-		Expect(got.ErrorCode()).To(Equal("account_not_found"))
-		rotated := api.post("/v1/webhook-secret/rotate", key, nil)
-		Expect(rotated.Status).To(Equal(http.StatusForbidden))
-		Expect(rotated.ErrorCode()).To(Equal("account_not_found"))
-		err = k8sClient.Get(ctx, client.ObjectKey{Namespace: keyNamespace, Name: webhooksecrets.SecretName(ns)}, &corev1.Secret{})
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no signing Secret is made for a namespace that does not exist: %v", err)
-	})
-})
