@@ -169,7 +169,9 @@ var _ = Describe("PaymentEvent", func() {
 		Expect(attempts[0].webhookID).To(Equal(paymentevents.WebhookID(pe.Name, "billing")))
 		Expect(attempts[0].body).To(ContainSubstring(`"type":"payment_event.charge_refunded"`))
 		Expect(attempts[0].body).To(ContainSubstring(`"id":"` + pe.Name + `"`))
-		Expect(eventReasons(ns, pe.Name)).To(ContainElements(videogenv1alpha1.ReasonPaymentReceived, videogenv1alpha1.ReasonSinksDelivered))
+		// Events are written by the recorder's broadcaster, after the status the row shows.
+		Eventually(func() []string { return eventReasons(ns, pe.Name) }).
+			Should(ContainElements(videogenv1alpha1.ReasonPaymentReceived, videogenv1alpha1.ReasonSinksDelivered))
 	})
 
 	It("retries a failing sink with backoff under one webhook-id until it succeeds", func() {
