@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,26 +20,8 @@ import (
 // with that reference for good (DuplicateReference), until the manager restarted.
 func TestAdversarial28AStaleTopUpOfADeletedNamespaceUsesNoReferenceOfItsSuccessor(t *testing.T) {
 	h := newHarness(t, 0)
-	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
-		t.Helper()
-		var out TopUpOutcome
-		waitFor(t, func() bool {
-			var err error
-			if out, err = h.l.ApplyTopUp(tu); errors.Is(err, ErrNotReady) {
-				return false
-			}
-			must(t, err)
-			return !out.Queued
-		})
-		return out
-	}
-	topUp := func(name, ref string, amount int64) *videogenv1alpha1.PointTopUp {
-		t.Helper()
-		tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
-			Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: ref, Note: "test"}}
-		must(t, k8s.Create(h.ctx, tu))
-		return tu
-	}
+	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome { return h.outcome(h.l, tu) }
+	topUp := h.createTopUp
 
 	// The old tenant: credited 100 (INV-1), debited to zero, closed.
 	credit, debit := topUp("inv-1", "INV-1", 100), topUp("close-1", "CLOSE-1", -100)

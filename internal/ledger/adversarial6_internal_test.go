@@ -244,24 +244,14 @@ func (h *harness) recreate(l *Ledger) *videogenv1alpha1.PointAccount {
 // outcome, and, once applied, its status written and observed.
 func (h *harness) applyTopUp(l *Ledger, name, reference string, amount int64) (*videogenv1alpha1.PointTopUp, TopUpOutcome) {
 	h.t.Helper()
-	tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
-		Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: reference, Note: "test"}}
-	must(h.t, k8s.Create(h.ctx, tu))
+	tu := h.createTopUp(name, reference, amount)
 	return tu, h.reapply(l, tu)
 }
 
 // reapply has l apply an existing top-up (a copy, perhaps stale), as applyTopUp does.
 func (h *harness) reapply(l *Ledger, tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
 	h.t.Helper()
-	var out TopUpOutcome
-	waitFor(h.t, func() bool {
-		var err error
-		if out, err = l.ApplyTopUp(tu); errors.Is(err, ErrNotReady) {
-			return false
-		}
-		must(h.t, err)
-		return !out.Queued
-	})
+	out := h.outcome(l, tu)
 	if out.Applied {
 		tu.Status.AppliedAt, tu.Status.AccountUID, tu.Status.BalanceAfter = ptrNow(), types.UID(out.AccountUID), &out.BalanceAfter
 		must(h.t, k8s.Status().Update(h.ctx, tu))

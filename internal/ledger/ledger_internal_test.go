@@ -280,24 +280,8 @@ func TestAdmitOfATaskMadeWithKubectl(t *testing.T) {
 // reference refused, a debit beyond the balance refused.
 func TestTopUps(t *testing.T) {
 	h := newHarness(t, 0)
-	topUp := func(name, ref string, amount int64) *videogenv1alpha1.PointTopUp {
-		t.Helper()
-		tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
-			Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: ref, Note: "test"}}
-		must(t, k8s.Create(h.ctx, tu))
-		return tu
-	}
-	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
-		t.Helper()
-		var out TopUpOutcome
-		waitFor(t, func() bool {
-			var err error
-			out, err = h.l.ApplyTopUp(tu)
-			must(t, err)
-			return !out.Queued
-		})
-		return out
-	}
+	topUp := h.createTopUp
+	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome { return h.outcome(h.l, tu) }
 	h.faults.accountUpdates.Store(1)
 	first := topUp("first", "INV-1", 100)
 	if out := apply(first); !out.Applied || out.BalanceAfter != 100 {
@@ -389,27 +373,8 @@ func TestAClosingAccountGoesOnlyWhenEmpty(t *testing.T) {
 // stale copy of the earlier account's top-up is not credited to the new one either.
 func TestAReferenceIsUniqueInItsNamespace(t *testing.T) {
 	h := newHarness(t, 0)
-	// apply waits out the books' (re)build and the account's next write.
-	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
-		t.Helper()
-		var out TopUpOutcome
-		waitFor(t, func() bool {
-			var err error
-			if out, err = h.l.ApplyTopUp(tu); errors.Is(err, ErrNotReady) {
-				return false
-			}
-			must(t, err)
-			return !out.Queued
-		})
-		return out
-	}
-	topUp := func(name, ref string, amount int64) *videogenv1alpha1.PointTopUp {
-		t.Helper()
-		tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
-			Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: ref, Note: "test"}}
-		must(t, k8s.Create(h.ctx, tu))
-		return tu
-	}
+	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome { return h.outcome(h.l, tu) }
+	topUp := h.createTopUp
 	// The first account: credited 100 (INV-T2), emptied by a debit, closed and deleted.
 	credit, debit := topUp("inv-t2", "INV-T2", 100), topUp("close-1", "CLOSE-1", -100)
 	stale := credit.DeepCopy()

@@ -170,6 +170,31 @@ func (h *harness) startWith(ctx context.Context, identity string, configure func
 	return l
 }
 
+// createTopUp creates a PointTopUp of amount with reference ref in the harness's namespace.
+func (h *harness) createTopUp(name, ref string, amount int64) *videogenv1alpha1.PointTopUp {
+	h.t.Helper()
+	tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: ref, Note: "test"}}
+	must(h.t, k8s.Create(h.ctx, tu))
+	return tu
+}
+
+// outcome has l apply tu, waiting out the books' (re)build and the account's next write; it
+// writes no status (reapply does).
+func (h *harness) outcome(l *Ledger, tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
+	h.t.Helper()
+	var out TopUpOutcome
+	waitFor(h.t, func() bool {
+		var err error
+		if out, err = l.ApplyTopUp(tu); errors.Is(err, ErrNotReady) {
+			return false
+		}
+		must(h.t, err)
+		return !out.Queued
+	})
+	return out
+}
+
 // feed delivers a copy of a task to the ledger as its informer would.
 func (h *harness) feed(l *Ledger, t *videogenv1alpha1.VideoTask) { l.taskEvent(t.DeepCopy(), false) }
 
