@@ -143,14 +143,17 @@ func (s *Server) notAccepting(ctx context.Context, account string) bool {
 }
 
 // replay answers a request whose Idempotency-Key already made a task: 200 with that task for
-// the same body, 422 for another body. It reports whether it answered.
+// the same body, 422 for another body. It reports whether it answered. cached asks the cache
+// first, so that a new key costs no read around it; a task found there is answered as the
+// kube-apiserver has it: the cache may still hold a task of a namespace of this name deleted
+// since (another tenant's: a keyed task's name is derived from the account's name and the key).
 func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, cached bool) bool {
-	task := &videogenv1alpha1.VideoTask{}
-	var reader client.Reader = s.cfg.APIReader
-	if cached {
-		reader = s.cfg.Client
+	key := client.ObjectKey{Namespace: account, Name: name}
+	if cached && s.cfg.Client.Get(ctx, key, &videogenv1alpha1.VideoTask{}) != nil {
+		return false
 	}
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, task); err != nil {
+	task := &videogenv1alpha1.VideoTask{}
+	if err := s.cfg.APIReader.Get(ctx, key, task); err != nil {
 		return false
 	}
 	answerReplay(w, r, task, hash, taskview.Of(task))
