@@ -28,6 +28,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/videogen-dev/videogen-operator/internal/accountns"
 )
 
 const (
@@ -45,7 +47,7 @@ const (
 	AnnotationIssuedAt = "videogen.dev/issued-at"
 	// AnnotationAccountUID is the UID of the namespace a key was issued for: the key works only
 	// while the namespace named LabelAccount has it.
-	AnnotationAccountUID = "videogen.dev/account-uid"
+	AnnotationAccountUID = accountns.Annotation
 
 	dataHash   = "sha256"
 	namePrefix = "apikey-"
@@ -123,15 +125,15 @@ func Issue(ctx context.Context, c client.Client, keyNamespace, account, descript
 	sum := sha256.Sum256([]byte(key))
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      SecretName(id),
-			Namespace: keyNamespace,
-			Labels:    map[string]string{LabelAPIKey: "true", LabelAccount: account, LabelKeyID: id},
-			Annotations: map[string]string{AnnotationDescription: description, AnnotationAccountUID: string(ns.UID),
-				AnnotationIssuedAt: time.Now().UTC().Format(issuedAtFormat)},
+			Name:        SecretName(id),
+			Namespace:   keyNamespace,
+			Labels:      map[string]string{LabelAPIKey: "true", LabelAccount: account, LabelKeyID: id},
+			Annotations: map[string]string{AnnotationDescription: description, AnnotationIssuedAt: time.Now().UTC().Format(issuedAtFormat)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{dataHash: []byte(hex.EncodeToString(sum[:]))},
 	}
+	accountns.Record(s, &ns)
 	if err := c.Create(ctx, s); err != nil {
 		return key, keyOf(s), fmt.Errorf("storing API key for account %q: %w", account, err)
 	}
@@ -218,7 +220,7 @@ func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([
 		switch {
 		case ns == nil:
 			k.Orphaned = fmt.Sprintf("namespace %q it was issued for is deleted: the key no longer works; revoke it", acct)
-		case !issuedFor(s, ns):
+		case !accountns.MadeFor(s, ns):
 			k.Orphaned = fmt.Sprintf("namespace %q it was issued for was deleted, and the one of that name now is another: the key no longer works; revoke it", acct)
 		}
 		keys = append(keys, k)
@@ -239,20 +241,6 @@ func namespaceOf(ctx context.Context, c client.Reader, name string) (*corev1.Nam
 		return nil, fmt.Errorf("reading namespace %q: %w", name, err)
 	}
 	return &ns, nil
-}
-
-// issuedFor says whether key Secret s was issued for namespace ns, the namespace its
-// LabelAccount names now.
-func issuedFor(s *corev1.Secret, ns *corev1.Namespace) bool {
-	if uid, ok := s.Annotations[AnnotationAccountUID]; ok {
-		return uid == string(ns.UID)
-	}
-	// Only for a key issued before AnnotationAccountUID was written: it cannot have been issued
-	// for a namespace made after it. Whole seconds (creationTimestamp's) are enough here: the
-	// one mistake left is a key taken by a namespace re-created in the very second the key was
-	// made, so before this version, and its namespace deleted within that second, which takes
-	// longer (the namespace controller empties a namespace before it goes).
-	return !s.CreationTimestamp.Before(&ns.CreationTimestamp)
 }
 
 // issuedAtFormat is AnnotationIssuedAt's: RFC 3339 with milliseconds, always three digits.
@@ -302,7 +290,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, presented string) (Pri
 		}
 		return Principal{}, fmt.Errorf("looking up the namespace of API key: %w", err)
 	}
-	if !issuedFor(&s, &ns) {
+	if !accountns.MadeFor(&s, &ns) {
 		return Principal{}, ErrInvalidKey
 	}
 	return Principal{Account: s.Labels[LabelAccount], KeyID: m[1]}, nil

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/videogen-dev/videogen-operator/internal/accountns"
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
@@ -34,7 +35,7 @@ const (
 	AnnotationPreviousExpiresAt = "videogen.dev/previous-expires-at"
 	// AnnotationAccountUID is the UID of the namespace the secret was made for: a namespace
 	// of the same name made later (another tenant) is not given it.
-	AnnotationAccountUID = "videogen.dev/account-uid"
+	AnnotationAccountUID = accountns.Annotation
 
 	keyCurrent  = "current"
 	keyPrevious = "previous"
@@ -123,7 +124,6 @@ func (s *Store) ensure(ctx context.Context, account string) (*corev1.Secret, err
 		}
 		return nil, fmt.Errorf("reading the namespace of account %q: %w", account, err)
 	}
-	uid := string(ns.UID)
 	key := client.ObjectKey{Namespace: s.Namespace, Name: SecretName(account)}
 	var out *corev1.Secret
 	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
@@ -133,30 +133,26 @@ func (s *Store) ensure(ctx context.Context, account string) (*corev1.Secret, err
 		switch {
 		case apierrors.IsNotFound(err):
 			sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: key.Name}, Type: corev1.SecretTypeOpaque}
-			fresh(sec, account, uid)
+			fresh(sec, account, ns)
 			err = s.Client.Create(ctx, sec)
 		case err != nil:
 			return err
-		case sec.Annotations[AnnotationAccountUID] == uid:
-		case sec.Annotations[AnnotationAccountUID] == "" && !sec.CreationTimestamp.Before(&ns.CreationTimestamp):
-			// No UID: made before the annotation existed (every Secret made since has one).
-			// Made no earlier than the namespace, it is the namespace's: adopt it. Timestamps
-			// have whole seconds, so an old Secret made in the very second an earlier
-			// namespace of the name was deleted and this one made would be adopted wrongly;
-			// that is acceptable for the few Secrets left from before, and no new ones arise.
-			sec.Annotations = setAnnotation(sec.Annotations, AnnotationAccountUID, uid)
+		case accountns.MadeFor(sec, ns) && accountns.Recorded(sec):
+		case accountns.MadeFor(sec, ns):
+			// Made before the annotation existed, for this namespace: adopt it.
+			accountns.Record(sec, ns)
 			err = s.Client.Update(ctx, sec)
 		default:
 			// Made for an earlier namespace of the name: none of its secrets may sign for
 			// this one. Replaced in place, with the resourceVersion read.
-			fresh(sec, account, uid)
+			fresh(sec, account, ns)
 			err = s.Client.Update(ctx, sec)
 		}
 		if err != nil && !retriable(err) {
 			// A write the cluster stored but answered an error for (a 504): what is stored
 			// for this namespace is used, and not replaced a second time.
 			stored := &corev1.Secret{}
-			if s.Reader.Get(ctx, key, stored) == nil && stored.Annotations[AnnotationAccountUID] == uid {
+			if s.Reader.Get(ctx, key, stored) == nil && accountns.Recorded(stored) && accountns.MadeFor(stored, ns) {
 				sec, err = stored, nil
 			}
 		}
@@ -169,21 +165,12 @@ func (s *Store) ensure(ctx context.Context, account string) (*corev1.Secret, err
 	return out, nil
 }
 
-// fresh makes sec a first secret of the namespace with UID uid: a new current one, nothing
-// replaced.
-func fresh(sec *corev1.Secret, account, uid string) {
+// fresh makes sec a first secret of namespace ns: a new current one, nothing replaced.
+func fresh(sec *corev1.Secret, account string, ns *corev1.Namespace) {
 	sec.Labels = map[string]string{LabelSigning: "true", LabelAccount: account}
 	delete(sec.Annotations, AnnotationPreviousExpiresAt)
-	sec.Annotations = setAnnotation(sec.Annotations, AnnotationAccountUID, uid)
+	accountns.Record(sec, ns)
 	sec.Data = map[string][]byte{keyCurrent: []byte(standardwebhooks.NewSecret())}
-}
-
-func setAnnotation(a map[string]string, k, v string) map[string]string {
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[k] = v
-	return a
 }
 
 // ErrNoAccount means the account's namespace does not exist: it has no secret.
@@ -223,7 +210,7 @@ func (s *Store) Rotate(ctx context.Context, account string, overlap time.Duratio
 	expires := now.Add(overlap).UTC().Truncate(time.Second)
 	sec.Data[keyPrevious] = sec.Data[keyCurrent]
 	sec.Data[keyCurrent] = []byte(standardwebhooks.NewSecret())
-	sec.Annotations = setAnnotation(sec.Annotations, AnnotationPreviousExpiresAt, expires.Format(time.RFC3339))
+	metav1.SetMetaDataAnnotation(&sec.ObjectMeta, AnnotationPreviousExpiresAt, expires.Format(time.RFC3339))
 	if err := s.Client.Update(ctx, sec); err != nil {
 		if apierrors.IsConflict(err) {
 			return Secrets{}, fmt.Errorf("account %q: %w", account, ErrConcurrentRotation)
