@@ -25,19 +25,7 @@ func TestAdversarial28AStaleTopUpOfADeletedNamespaceUsesNoReferenceOfItsSuccesso
 
 	// The old tenant: credited 100 (INV-1), debited to zero, closed.
 	credit, debit := topUp("inv-1", "INV-1", 100), topUp("close-1", "CLOSE-1", -100)
-	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
-		if out := apply(tu); !out.Applied {
-			t.Fatalf("%s: %+v", tu.Name, out)
-		}
-	}
-	first := h.settle(h.l)
-	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
-		tu.Status.AppliedAt, tu.Status.AccountUID = ptrNow(), first.UID
-		must(t, k8s.Status().Update(h.ctx, tu))
-		h.l.ObserveTopUp(tu)
-	}
-	h.books(h.settle(h.l), 0, 0, 0)
-	must(t, h.l.Closable(h.ns))
+	first := h.emptyAndClose(credit, debit)
 	stale := credit.DeepCopy() // what the controller's lagging cache keeps
 
 	// The namespace goes with everything in it. envtest has no namespace controller: the test

@@ -378,19 +378,7 @@ func TestAReferenceIsUniqueInItsNamespace(t *testing.T) {
 	// The first account: credited 100 (INV-T2), emptied by a debit, closed and deleted.
 	credit, debit := topUp("inv-t2", "INV-T2", 100), topUp("close-1", "CLOSE-1", -100)
 	stale := credit.DeepCopy()
-	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
-		if out := apply(tu); !out.Applied {
-			t.Fatalf("%s on the first account: %+v", tu.Name, out)
-		}
-	}
-	first := h.settle(h.l)
-	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
-		tu.Status.AppliedAt, tu.Status.AccountUID = ptrNow(), first.UID
-		must(t, k8s.Status().Update(h.ctx, tu))
-		h.l.ObserveTopUp(tu)
-	}
-	h.books(h.settle(h.l), 0, 0, 0)
-	must(t, h.l.Closable(h.ns))
+	first := h.emptyAndClose(credit, debit)
 	must(t, k8s.Delete(h.ctx, first))
 	h.l.accountEvent(h.ctx, first, true)
 

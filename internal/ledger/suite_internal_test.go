@@ -195,6 +195,27 @@ func (h *harness) outcome(l *Ledger, tu *videogenv1alpha1.PointTopUp) TopUpOutco
 	return out
 }
 
+// emptyAndClose applies a credit and the debit that empties the account again through h.l,
+// writes their statuses as the PointTopUp controller does, and waits until the account may
+// close: an old tenant's account, before its namespace goes. It returns the account.
+func (h *harness) emptyAndClose(credit, debit *videogenv1alpha1.PointTopUp) *videogenv1alpha1.PointAccount {
+	h.t.Helper()
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
+		if out := h.outcome(h.l, tu); !out.Applied {
+			h.t.Fatalf("%s: %+v", tu.Name, out)
+		}
+	}
+	acct := h.settle(h.l)
+	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit} {
+		tu.Status.AppliedAt, tu.Status.AccountUID = ptrNow(), acct.UID
+		must(h.t, k8s.Status().Update(h.ctx, tu))
+		h.l.ObserveTopUp(tu)
+	}
+	h.books(h.settle(h.l), 0, 0, 0)
+	must(h.t, h.l.Closable(h.ns))
+	return acct
+}
+
 // feed delivers a copy of a task to the ledger as its informer would.
 func (h *harness) feed(l *Ledger, t *videogenv1alpha1.VideoTask) { l.taskEvent(t.DeepCopy(), false) }
 
