@@ -76,7 +76,7 @@ func (s *Server) listShortTemplates(w http.ResponseWriter, r *http.Request, p ap
 		return
 	}
 	var own videogenv1alpha1.ShortTemplateList
-	if err := s.cfg.Client.List(r.Context(), &own, client.InNamespace(p.Account)); err != nil {
+	if err := s.accountReader(p).List(r.Context(), &own, client.InNamespace(p.Account)); err != nil {
 		s.internalError(w, r, err)
 		return
 	}
@@ -402,7 +402,7 @@ func (s *Server) findShortTemplate(w http.ResponseWriter, r *http.Request, p api
 	var st *videogenv1alpha1.ShortTemplate
 	err := catalog.ErrTemplateNotFound // an id label that is no ushort_ id (kubectl) names none
 	if strings.HasPrefix(id, videogenv1alpha1.ShortTemplateIDPrefix) {
-		st, err = catalog.FindShortTemplate(r.Context(), s.cfg.Client, p.Account, id)
+		st, err = catalog.FindShortTemplate(r.Context(), s.accountReader(p), p.Account, id)
 		if errors.Is(err, catalog.ErrTemplateNotFound) {
 			st, err = catalog.FindShortTemplate(r.Context(), s.cfg.APIReader, p.Account, id)
 		}

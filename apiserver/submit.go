@@ -70,7 +70,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		}
 	}
 
-	tmpl, price, err := s.quote(ctx, p.Account, &in)
+	tmpl, price, err := s.quote(ctx, p, &in)
 	if err != nil {
 		// The template may have gone, or its terms changed, since the key's task was created:
 		// a retry whose task the cache has not seen yet is its replay all the same (the ledger,
@@ -229,10 +229,10 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 
 // quote resolves the template and prices the task. A fixed-price template ignores a duration
 // in the price; a video.template task keeps it all the same, since the duration is what it renders.
-func (s *Server) quote(ctx context.Context, account string, in *taskInput) (catalog.Template, int64, error) {
-	tmpl, err := catalog.Resolve(ctx, s.cfg.Client, account, in.capability, in.templateID)
+func (s *Server) quote(ctx context.Context, p apikeys.Principal, in *taskInput) (catalog.Template, int64, error) {
+	tmpl, err := catalog.Resolve(ctx, s.accountReader(p), p.Account, in.capability, in.templateID)
 	if errors.Is(err, catalog.ErrTemplateNotFound) && in.templateID != "" {
-		tmpl, err = catalog.Resolve(ctx, s.cfg.APIReader, account, in.capability, in.templateID) // just created?
+		tmpl, err = catalog.Resolve(ctx, s.cfg.APIReader, p.Account, in.capability, in.templateID) // just created?
 	}
 	var wrong *catalog.WrongCapabilityError
 	switch {

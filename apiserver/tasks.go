@@ -34,8 +34,8 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p apikeys.Princ
 	httpjson.WriteJSON(w, http.StatusOK, taskview.Of(task))
 }
 
-// findTask reads from the cache and, on a miss, around it (a task just created by another
-// replica). It answers 404 itself.
+// findTask reads from the cache (accountReader) and, on a miss, around it (a task just created
+// by another replica). It answers 404 itself.
 func (s *Server) findTask(w http.ResponseWriter, r *http.Request, p apikeys.Principal) (*videogenv1alpha1.VideoTask, bool) {
 	key := client.ObjectKey{Namespace: p.Account, Name: r.PathValue("id")}
 	if len(validation.IsDNS1123Subdomain(key.Name)) > 0 { // ".." or a '/' can name no task
@@ -43,7 +43,7 @@ func (s *Server) findTask(w http.ResponseWriter, r *http.Request, p apikeys.Prin
 		return nil, false
 	}
 	task := &videogenv1alpha1.VideoTask{}
-	err := s.cfg.Client.Get(r.Context(), key, task)
+	err := s.accountReader(p).Get(r.Context(), key, task)
 	if apierrors.IsNotFound(err) {
 		err = s.cfg.APIReader.Get(r.Context(), key, task)
 	}
@@ -74,7 +74,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 		limit = n
 	}
 	var tasks videogenv1alpha1.VideoTaskList
-	if err := s.cfg.Client.List(r.Context(), &tasks, client.InNamespace(p.Account)); err != nil {
+	if err := s.accountReader(p).List(r.Context(), &tasks, client.InNamespace(p.Account)); err != nil {
 		s.internalError(w, r, err)
 		return
 	}

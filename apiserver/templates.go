@@ -72,7 +72,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, p apikeys
 	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
 	if capability == "" || capability == videogenv1alpha1.CapabilityShort {
 		var own videogenv1alpha1.ShortTemplateList
-		if err := s.cfg.Client.List(r.Context(), &own, client.InNamespace(p.Account)); err != nil {
+		if err := s.accountReader(p).List(r.Context(), &own, client.InNamespace(p.Account)); err != nil {
 			s.internalError(w, r, err)
 			return
 		}

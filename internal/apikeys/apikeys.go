@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/internal/accountns"
@@ -80,6 +81,18 @@ var ErrInvalidKey = errors.New("invalid API key")
 type Principal struct {
 	Account string // namespace
 	KeyID   string
+	// AccountUID and AccountCreated are the namespace Account as the key was checked against:
+	// an object read for the account, from a cache that may still hold a deleted namespace's of
+	// that name, is the account's only if accountns.MadeFor(obj, p.Namespace()) says so. Zero
+	// in a Principal not made by Authenticate.
+	AccountUID     types.UID
+	AccountCreated metav1.Time
+}
+
+// Namespace is the account's namespace as far as p knows it (name, UID, creation), for
+// accountns.MadeFor.
+func (p Principal) Namespace() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Account, UID: p.AccountUID, CreationTimestamp: p.AccountCreated}}
 }
 
 // Key describes an issued key (never its secret); videogenctl apikey list -o json prints it.
@@ -293,5 +306,5 @@ func (a *Authenticator) Authenticate(ctx context.Context, presented string) (Pri
 	if !accountns.MadeFor(&s, &ns) {
 		return Principal{}, ErrInvalidKey
 	}
-	return Principal{Account: s.Labels[LabelAccount], KeyID: m[1]}, nil
+	return Principal{Account: s.Labels[LabelAccount], KeyID: m[1], AccountUID: ns.UID, AccountCreated: ns.CreationTimestamp}, nil
 }
