@@ -1,5 +1,6 @@
 // Package controllers holds one reconciler per kind of videogen.dev: VideoTask, PointAccount,
-// PointTopUp, ShortTemplate and PaymentEvent. Setup wires them all into a manager.
+// PointTopUp, ShortTemplate and PaymentEvent, and one that deletes a deleted account's API keys
+// and webhook signing Secret. Setup wires them all into a manager.
 package controllers
 
 import (
@@ -119,6 +120,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 				Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.Webhooks.SecretNamespace, Clock: opts.Clock,
 			},
 			Recorder: mgr.GetEventRecorder("videotask-webhook-controller"), Config: opts.Webhooks, Clock: opts.Clock,
+		}},
+		{"orphaned Secrets", &OrphanedSecretReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.Webhooks.SecretNamespace,
 		}},
 		{"PaymentEvent", &PaymentEventReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
