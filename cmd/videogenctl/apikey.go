@@ -164,7 +164,8 @@ func newestKeysFirst(keys []apikeys.Key) {
 // keysTable is apikey list's table. A description is whatever the Secret's annotation says,
 // which anyone who may edit Secrets in the operator's namespace writes: escaped. STATUS marks
 // a key whose namespace is gone (apikeys.Key.Orphaned, which -o json prints whole): it no
-// longer works, but only a revoke removes it.
+// longer works, and is listed until the manager deletes it (at once while one runs) or it is
+// revoked.
 func keysTable(w io.Writer, keys []apikeys.Key) {
 	fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tSTATUS\tDESCRIPTION")
 	for _, k := range keys {

@@ -2,10 +2,10 @@
 //
 // A key maps to one account: the namespace it was issued for, by its UID (AnnotationAccountUID),
 // not its name, so a namespace deleted and later made again under that name, for whoever, does
-// not take the keys of the first. Only a SHA-256 of the key is stored, in a Secret in the
-// operator's own namespace (so the apiserver needs no access to Secrets elsewhere), labelled so
-// that the apiserver caches exactly these Secrets, and the namespaces, through informers:
-// checking a key costs no apiserver round trip. Keys are 256-bit random, so a fast hash is
+// not take the keys of the first; the manager deletes them once it is gone. Only a SHA-256 of
+// the key is stored, in a Secret in the operator's own namespace (so the apiserver needs no
+// access to Secrets elsewhere), labelled so that the apiserver caches exactly these Secrets, and
+// the namespaces, through informers: checking a key costs no apiserver round trip. Keys are 256-bit random, so a fast hash is
 // enough; comparison is in constant time.
 //
 // Key format: vg_<id>_<secret>, where id (12 hex) names the Secret "apikey-<id>".
@@ -201,7 +201,8 @@ func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error
 }
 
 // List returns the keys of account ("" for all accounts) not revoked. Those whose namespace is
-// gone work no more, but are listed, with Orphaned saying so, to be found and revoked.
+// gone work no more, but are listed, with Orphaned saying so, until the manager deletes them
+// (controllers.OrphanedSecretReconciler) or they are revoked.
 func List(ctx context.Context, c client.Reader, keyNamespace, account string) ([]Key, error) {
 	sel := client.MatchingLabels{LabelAPIKey: "true"}
 	if account != "" {

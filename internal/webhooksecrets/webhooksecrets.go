@@ -2,7 +2,8 @@
 // The secret lives in a Secret "webhook-signing-<account>" in the operator's namespace, so
 // neither the manager nor the apiserver needs access to Secrets in account namespaces. It
 // belongs to the namespace, not the name: it records the namespace's UID, and a namespace of
-// the same name made later (another tenant) gets a new secret, none of the old ones. A
+// the same name made later (another tenant) gets a new secret, none of the old ones, and the
+// manager deletes it once its namespace is gone (controllers.OrphanedSecretReconciler). A
 // rotation keeps the replaced secret valid for an overlap period, and deliveries are signed
 // with every secret still valid (Standard Webhooks allows several signatures): a second
 // rotation, or a retry after a 409, does not cut the overlap of the one before short.
