@@ -57,7 +57,10 @@ func TestAdversarialTheNotReadyMessageSaysWhatIsTrue(t *testing.T) {
 				defer srv.Close()
 				url = srv.URL
 			}
-			cl := &ledger.Client{URL: url, Deadline: 50 * time.Millisecond,
+			// Steps end the call: every attempt is answered at once. The deadline is no part of
+			// what is tested; a short one cuts an attempt of a loaded machine short, which is
+			// "did not answer in time" (or, unsent, "electing"), not the ledger's reason.
+			cl := &ledger.Client{URL: url, Deadline: time.Minute,
 				Backoff: wait.Backoff{Duration: 5 * time.Millisecond, Factor: 1, Steps: 3}}
 			f := newLedgerFacing(t, cl, nil)
 			rec := f.balance()
