@@ -8,17 +8,14 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
-	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
 var _ = Describe("Adversarial REST 2: a manager that dies after the create landed, behind an HTTP proxy", func() {
@@ -55,8 +52,7 @@ var _ = Describe("Adversarial REST 2: a manager that dies after the create lande
 		Expect(err).NotTo(HaveOccurred())
 		proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
 		DeferCleanup(proxy.Close)
-		srv := startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: proxy.URL, Deadline: 2 * time.Second,
-			Backoff: wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Steps: 30, Cap: 300 * time.Millisecond}})
+		srv := startAPIServerWith(rate.Inf, 1, nil, nil, crashedLedgerClient(proxy.URL))
 
 		resp := srv.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": facePNG()})
 		GinkgoWriter.Printf("answer: %d %s\n", resp.Status, resp.Body)

@@ -78,6 +78,18 @@ func crashAfterCreate() (url string, created *atomic.Pointer[string]) {
 	return srv.URL, created
 }
 
+// crashedLedgerClient is the replica's ledger client as cmd/apiserver makes it, for a manager
+// at url that dies after its create landed: the call ends when its attempts are spent (about
+// 2 s of connections refused after the crash), as with the default 15 s deadline, which is
+// shorter than a failover after a crash (the Lease of the dead manager must expire first, 15 s
+// by default, and the new one builds its books), but without waiting 15 s. No deadline this
+// short: it would cut the create short on a loaded machine (a kube-apiserver create may take
+// seconds), before it landed and the manager died.
+func crashedLedgerClient(url string) *ledger.Client {
+	return &ledger.Client{URL: url, Deadline: time.Minute,
+		Backoff: wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Steps: 10, Cap: 300 * time.Millisecond}}
+}
+
 var _ = Describe("Adversarial REST: a manager that dies after the create landed", func() {
 	var (
 		a    account
@@ -89,12 +101,7 @@ var _ = Describe("Adversarial REST: a manager that dies after the create landed"
 		tmpl = template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
 		backend.Stall(tmpl) // the tasks stay queued, their price frozen: the books are plain to read
 		url, _ := crashAfterCreate()
-		// The replica's ledger client as cmd/apiserver makes it, with a shorter deadline (the
-		// default 15 s, "about a failover", is shorter than a failover after a crash: the Lease
-		// of the dead manager must expire first, 15 s by default, and the new one builds its
-		// books) so that the test does not wait 15 s.
-		srv = startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: url, Deadline: 2 * time.Second,
-			Backoff: wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Steps: 30, Cap: 300 * time.Millisecond}})
+		srv = startAPIServerWith(rate.Inf, 1, nil, nil, crashedLedgerClient(url))
 	})
 
 	// What breaks: the ledger client folds "an attempt reached a manager and got no answer" (the
