@@ -121,8 +121,15 @@ var _ = Describe("Templates and custom short templates", func() {
 			"Idempotency-Key", "tmpl-1")
 		Expect(other.Status).To(Equal(http.StatusUnprocessableEntity))
 		Expect(other.ErrorCode()).To(Equal("idempotency_key_reused"))
-		Consistently(func() []any { return api.get("/v1/short-templates", a.key).JSON()["data"].([]any) }, "500ms").
-			Should(ConsistOf(HaveKeyWithValue("id", id)))
+		// One template stored, and so listed. The listing reads the replica's cache, which may
+		// not have the template yet (a watch behind on a loaded machine): awaited, then it must
+		// stay as it is.
+		var stored videogenv1alpha1.ShortTemplateList
+		Expect(k8sClient.List(ctx, &stored, client.InNamespace(a.ns))).To(Succeed())
+		Expect(stored.Items).To(ConsistOf(HaveField("Labels", HaveKeyWithValue(videogenv1alpha1.LabelShortTemplateID, id))))
+		list := func() []any { return api.get("/v1/short-templates", a.key).JSON()["data"].([]any) }
+		Eventually(list).Should(ConsistOf(HaveKeyWithValue("id", id)))
+		Consistently(list, "500ms").Should(ConsistOf(HaveKeyWithValue("id", id)))
 
 		// A key whose template is being deleted (its create meets the old object, which is gone
 		// when read back) is 409 with Retry-After, never a 500.
