@@ -11,11 +11,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 )
 
@@ -29,7 +28,7 @@ var _ = Describe("API keys of a namespace deleted and re-created under its name"
 		oldKey := issueWorkingKey(ns)
 		oldLegacy, legacySecret := legacyKey(ns)
 
-		deleteNamespace(ns)
+		Expect(testenv.RemoveNamespace(ctx, k8sClient, ns)).To(Succeed())
 		expectInvalidKey(oldKey)
 		// The new X is created in a later second than the legacy key: else it could have been
 		// issued for the new one, which the kube-apiserver's seconds do not tell.
@@ -40,7 +39,7 @@ var _ = Describe("API keys of a namespace deleted and re-created under its name"
 			if created.CreationTimestamp.After(legacySecret.CreationTimestamp.Time) {
 				break
 			}
-			deleteNamespace(ns)
+			Expect(testenv.RemoveNamespace(ctx, k8sClient, ns)).To(Succeed())
 		}
 
 		expectInvalidKey(oldKey)
@@ -83,21 +82,6 @@ func legacyKey(ns string) (string, *corev1.Secret) {
 }
 
 var legacySeq atomic.Int64
-
-// deleteNamespace deletes namespace ns and finalizes it, as the namespace controller (which
-// envtest does not run) does once the namespace is empty, and waits until it is gone.
-func deleteNamespace(ns string) {
-	GinkgoHelper()
-	n := &corev1.Namespace{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
-	Expect(k8sClient.Delete(ctx, n)).To(Succeed())
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
-	n.Spec.Finalizers = nil
-	Expect(k8sClient.SubResource("finalize").Update(ctx, n)).To(Succeed())
-	Eventually(func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}))
-	}).Should(BeTrue())
-}
 
 // expectInvalidKey waits until the apiserver answers key 401 invalid_api_key.
 func expectInvalidKey(key string) {

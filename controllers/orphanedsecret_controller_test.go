@@ -17,6 +17,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/accountns"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 	"github.com/videogen-dev/videogen-operator/internal/testenv/envsuite"
 	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
@@ -74,28 +75,12 @@ var _ = Describe("The Secrets of a deleted account", func() {
 			Expect(err).NotTo(HaveOccurred(), "Secret %s", name)
 		}
 	}
-	// deleteNamespace deletes ns for good: envtest runs no namespace controller, so the test
-	// takes its finalizers off through /finalize as that controller does once it is empty.
-	deleteNamespace := func(ns string) {
-		GinkgoHelper()
-		n := &corev1.Namespace{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
-		if n.DeletionTimestamp.IsZero() {
-			Expect(k8sClient.Delete(ctx, n)).To(Succeed())
-			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
-		}
-		n.Spec.Finalizers = nil
-		Expect(k8sClient.SubResource("finalize").Update(ctx, n)).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}))
-		}).Should(BeTrue())
-	}
 
 	It("are deleted by the manager once their namespace is deleted", func() {
 		startManager(testOptions(testbackend.New()))
 		ns := newNamespace()
 		key, sig := issue(ns), signing(ns)
-		deleteNamespace(ns)
+		Expect(testenv.RemoveNamespace(ctx, k8sClient, ns)).To(Succeed())
 		Eventually(gone(key), 10*time.Second).Should(BeTrue(), "the API key's Secret")
 		Eventually(gone(sig), 10*time.Second).Should(BeTrue(), "the signing Secret")
 	})
@@ -104,7 +89,7 @@ var _ = Describe("The Secrets of a deleted account", func() {
 		// Orphaned while no manager ran: the namespace deleted and made again (another UID).
 		ns := newNamespace()
 		oldKey, sig := issue(ns), signing(ns)
-		deleteNamespace(ns)
+		Expect(testenv.RemoveNamespace(ctx, k8sClient, ns)).To(Succeed())
 		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		newKey := issue(ns)
 		startManager(testOptions(testbackend.New()))
@@ -131,7 +116,7 @@ var _ = Describe("The Secrets of a deleted account", func() {
 		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		expectKept(key, sig, legacy)
 
-		deleteNamespace(ns)
+		Expect(testenv.RemoveNamespace(ctx, k8sClient, ns)).To(Succeed())
 		for _, name := range []string{key, sig, legacy} {
 			_, err := reconcile(name, nil)
 			Expect(err).NotTo(HaveOccurred())
@@ -142,7 +127,7 @@ var _ = Describe("The Secrets of a deleted account", func() {
 	It("does not delete a signing Secret replaced for the new namespace after it was judged", func() {
 		ns := newNamespace()
 		sig := signing(ns)
-		deleteNamespace(ns)
+		Expect(testenv.RemoveNamespace(ctx, k8sClient, ns)).To(Succeed())
 		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		// Interleaving: judged on the earlier namespace's Secret; before its delete goes out, a
 		// completion webhook of the new namespace has Ensure replace it in place, for that one.

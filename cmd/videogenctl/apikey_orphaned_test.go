@@ -2,18 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"regexp"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 // apikey list shows the keys whose namespace is gone, saying so, for the administrator to
@@ -36,8 +32,12 @@ func TestAPIKeyListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
 		}
 		ids[ns] = k.ID
 	}
-	removeNamespace(t, ctx, c, "globex")
-	removeNamespace(t, ctx, c, "initech")
+	if err := testenv.RemoveNamespace(ctx, c, "globex"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.RemoveNamespace(ctx, c, "initech"); err != nil {
+		t.Fatal(err)
+	}
 	mustCreateNamespace(t, ctx, c, "initech")
 
 	cli := func(args ...string) (string, error) {
@@ -65,25 +65,5 @@ func TestAPIKeyListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
 		if (note != "") != (k["account"] != "acme") || (note != "" && !regexp.MustCompile(`namespace ".*revoke it`).MatchString(note)) {
 			t.Errorf("apikey list -o json, key of %s: orphaned %q", k["account"], note)
 		}
-	}
-}
-
-// removeNamespace deletes namespace name and finalizes it, as the namespace controller (which
-// envtest does not run) does once it is empty, so that it is gone.
-func removeNamespace(t *testing.T, ctx context.Context, c client.Client, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Delete(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
-		t.Fatal(err)
-	}
-	ns.Spec.Finalizers = nil
-	if err := c.SubResource("finalize").Update(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); !apierrors.IsNotFound(err) {
-		t.Fatalf("namespace %s after its finalize: %v; want it gone", name, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
 // A namespace deleted and made again with its name (for another tenant) starts with no
@@ -48,10 +49,7 @@ func TestAdversarial28AStaleTopUpOfADeletedNamespaceUsesNoReferenceOfItsSuccesso
 	}
 	must(t, nsController.Delete(h.ctx, first))
 	h.l.accountEvent(h.ctx, first, true)
-	must(t, k8s.Get(h.ctx, client.ObjectKey{Name: h.ns}, ns))
-	ns.Spec.Finalizers = nil
-	must(t, k8s.SubResource("finalize").Update(h.ctx, ns))
-	waitFor(t, func() bool { return isNotFound(k8s.Get(h.ctx, client.ObjectKey{Name: h.ns}, &corev1.Namespace{})) })
+	must(t, testenv.RemoveNamespace(h.ctx, k8s, h.ns))
 
 	// Another tenant's namespace of that name, and its account.
 	must(t, k8s.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
