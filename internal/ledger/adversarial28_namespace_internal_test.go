@@ -22,7 +22,7 @@ import (
 func TestAdversarial28AStaleTopUpOfADeletedNamespaceUsesNoReferenceOfItsSuccessor(t *testing.T) {
 	h := newHarness(t, 0)
 	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome { return h.outcome(h.l, tu) }
-	topUp := h.createTopUp
+	topUp := h.topUp
 
 	// The old tenant: credited 100 (INV-1), debited to zero, closed.
 	credit, debit := topUp("inv-1", "INV-1", 100), topUp("close-1", "CLOSE-1", -100)

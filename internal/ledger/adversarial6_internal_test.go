@@ -244,7 +244,7 @@ func (h *harness) recreate(l *Ledger) *videogenv1alpha1.PointAccount {
 // outcome, and, once applied, its status written and observed.
 func (h *harness) applyTopUp(l *Ledger, name, reference string, amount int64) (*videogenv1alpha1.PointTopUp, TopUpOutcome) {
 	h.t.Helper()
-	tu := h.createTopUp(name, reference, amount)
+	tu := h.topUp(name, reference, amount)
 	return tu, h.reapply(l, tu)
 }
 

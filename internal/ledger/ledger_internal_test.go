@@ -280,7 +280,7 @@ func TestAdmitOfATaskMadeWithKubectl(t *testing.T) {
 // reference refused, a debit beyond the balance refused.
 func TestTopUps(t *testing.T) {
 	h := newHarness(t, 0)
-	topUp := h.createTopUp
+	topUp := h.topUp
 	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome { return h.outcome(h.l, tu) }
 	h.faults.accountUpdates.Store(1)
 	first := topUp("first", "INV-1", 100)
@@ -374,7 +374,7 @@ func TestAClosingAccountGoesOnlyWhenEmpty(t *testing.T) {
 func TestAReferenceIsUniqueInItsNamespace(t *testing.T) {
 	h := newHarness(t, 0)
 	apply := func(tu *videogenv1alpha1.PointTopUp) TopUpOutcome { return h.outcome(h.l, tu) }
-	topUp := h.createTopUp
+	topUp := h.topUp
 	// The first account: credited 100 (INV-T2), emptied by a debit, closed and deleted.
 	credit, debit := topUp("inv-t2", "INV-T2", 100), topUp("close-1", "CLOSE-1", -100)
 	stale := credit.DeepCopy()

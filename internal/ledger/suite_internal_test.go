@@ -170,15 +170,6 @@ func (h *harness) startWith(ctx context.Context, identity string, configure func
 	return l
 }
 
-// createTopUp creates a PointTopUp of amount with reference ref in the harness's namespace.
-func (h *harness) createTopUp(name, ref string, amount int64) *videogenv1alpha1.PointTopUp {
-	h.t.Helper()
-	tu := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, name),
-		Spec: videogenv1alpha1.PointTopUpSpec{Amount: amount, Reference: ref, Note: "test"}}
-	must(h.t, k8s.Create(h.ctx, tu))
-	return tu
-}
-
 // outcome has l apply tu, waiting out the books' (re)build and the account's next write; it
 // writes no status (reapply does).
 func (h *harness) outcome(l *Ledger, tu *videogenv1alpha1.PointTopUp) TopUpOutcome {
