@@ -5,8 +5,8 @@
 // not take the keys of the first; the manager deletes them once it is gone. Only a SHA-256 of
 // the key is stored, in a Secret in the operator's own namespace (so the apiserver needs no
 // access to Secrets elsewhere), labelled so that the apiserver caches exactly these Secrets, and
-// the namespaces, through informers: checking a key costs no apiserver round trip. Keys are 256-bit random, so a fast hash is
-// enough; comparison is in constant time.
+// the namespaces, through informers: checking a key costs no apiserver round trip. Keys are
+// 256-bit random, so a fast hash is enough; comparison is in constant time.
 //
 // Key format: vg_<id>_<secret>, where id (12 hex) names the Secret "apikey-<id>".
 package apikeys
