@@ -19,11 +19,13 @@ func Recorded(obj metav1.Object) bool {
 }
 
 // MadeFor says whether obj was made for namespace ns: its Annotation is ns's UID, or, for an
-// object from before the annotation was written, it is no older than ns (nothing is made for a
-// namespace that does not exist yet). Whole seconds (creationTimestamp's) are enough for those
-// few old objects: the one mistake left is an object taken by a namespace re-created in the very
-// second it was made, its earlier namespace deleted within that second, which takes longer (the
-// namespace controller empties a namespace before it goes); and no new such objects arise.
+// object without it, it is no older than ns (nothing is made for a namespace that does not exist
+// yet). Objects without it are API keys and signing Secrets from before it was written (every
+// one made since records it), and the account's own VideoTasks and ShortTemplates, which live in
+// the namespace and record nothing (the REST apiserver asks this of its cached copies). Whole
+// seconds (creationTimestamp's) are enough for them: the one mistake left is an object taken by
+// a namespace re-created in the very second it was made, its earlier namespace deleted within
+// that second, which takes longer (the namespace controller empties a namespace before it goes).
 func MadeFor(obj metav1.Object, ns *corev1.Namespace) bool {
 	if Recorded(obj) {
 		return obj.GetAnnotations()[Annotation] == string(ns.UID)
