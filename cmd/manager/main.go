@@ -66,7 +66,7 @@ func main() {
 	flag.StringVar(&ledgerKeySecret, "ledger-signing-key-secret", "videogen-ledger-signing-key",
 		"Secret (in --webhook-secret-namespace) holding the key that signs the admissions of tasks the ledger creates; made if missing.")
 	flag.DurationVar(&opts.Ledger.WriteInterval, "ledger-write-interval", opts.Ledger.WriteInterval,
-		"Least time between two writes of one PointAccount: charges and top-ups in the meantime share the next write.")
+		"Least time between two writes of one PointAccount: charges and top-ups in the meantime share the next write (one carrying the charge of every task the account holds, none of them come since the last write, goes at once).")
 	var watchDelay time.Duration
 	flag.DurationVar(&watchDelay, "debug-watch-delay", 0,
 		"Fault injection for tests only: deliver every watch event to the manager's caches this late (the chaos test's lagging cache).")

@@ -43,8 +43,10 @@ func (h *harness) stepped(identity string, configure func(*Config)) *stepped {
 
 // settle steps the clock until the account's status caught up with the books. The writer
 // sleeps an interval after each write before it looks for more, so settle ends with its
-// clock an interval past the last write; it then dates the last write now, so that the next
-// one waits for the next settle: what the test does between two settles is not written.
+// clock an interval past the last write; it then dates the last write now, and counts it as
+// one that went early (so that no charge goes before the interval either: book.chargesDue),
+// so that the next one waits for the next settle: what the test does between two settles is
+// not written.
 func (s *stepped) settle() *videogenv1alpha1.PointAccount {
 	s.h.t.Helper()
 	b := s.l.book(s.h.ns)
@@ -52,7 +54,7 @@ func (s *stepped) settle() *videogenv1alpha1.PointAccount {
 		b.mu.Lock()
 		done := !b.flushing && !b.dirty && len(b.queued) == 0
 		if done {
-			b.lastWrite = s.clk.Now()
+			b.lastWrite, b.wroteEarly = s.clk.Now(), true
 		}
 		b.mu.Unlock()
 		if !done && s.clk.HasWaiters() {

@@ -105,6 +105,15 @@ type book struct {
 	tasks  map[string]*entry // by task name
 	frozen int64
 	holds  int
+	// charging counts the holds whose charge waits for the account's next write, and
+	// admittedSinceWrite says a hold began since the writer last took the books: when every
+	// hold is charging and none began since, nothing more will share the next write by waiting
+	// for it (see chargesDue), and wake tells a writer waiting for its interval. wroteEarly:
+	// the last write went before its interval ended; the next one waits for it.
+	charging           int
+	admittedSinceWrite bool
+	wroteEarly         bool
+	wake               chan struct{}
 
 	// queued are the journal entries waiting for the account's next write, by source UID, and
 	// when each was queued (a count: written in that order, see plan).
@@ -212,7 +221,7 @@ type appliedTopUp struct {
 // the writer's state stay.
 func (b *book) load(f *book) {
 	b.account, b.built, b.fenced, b.listRV = f.account, true, false, f.listRV
-	b.tasks, b.frozen, b.holds = f.tasks, f.frozen, f.holds
+	b.tasks, b.frozen, b.holds, b.charging = f.tasks, f.frozen, f.holds, f.charging
 	b.queued, b.queuedSeq, b.debits, b.fates = f.queued, f.queuedSeq, f.debits, f.fates
 	b.topUpsShown, b.references, b.refusals, b.refWaiters = f.topUpsShown, f.references, f.refusals, f.refWaiters
 	b.dirty = true
@@ -247,6 +256,7 @@ func newBook(namespace string) *book {
 		references:  map[string]appliedTopUp{},
 		refusals:    map[types.UID]string{},
 		refWaiters:  map[types.UID][]string{},
+		wake:        make(chan struct{}, 1),
 	}
 }
 
@@ -270,11 +280,38 @@ func (b *book) set(e *entry, s state) {
 	if s.holds() {
 		b.frozen += e.price
 		b.holds++
+		if !e.state.holds() {
+			b.admittedSinceWrite = true
+		}
+	}
+	if e.state == charging {
+		b.charging--
+	}
+	if s == charging {
+		b.charging++
 	}
 	if e.state != s {
 		b.dirty = true
 	}
 	e.state = s
+	if b.chargesDue() {
+		select {
+		case b.wake <- struct{}{}: // a writer waiting for its interval writes now
+		default:
+		}
+	}
+}
+
+// chargesDue reports whether the account's next write need not wait for its interval: every
+// task the account holds waits for that write to be charged, and no hold began since the last
+// write. Waiting lets the charges of other tasks share a write (a burst's charges arrive while
+// its tasks still come in, so they wait); here no other charge can come before one of these
+// tasks' holds would have to end first, and waiting would only delay their success. At most
+// one write between two the interval allows goes early (one that could not carry every charge,
+// under the journal's size limit, is not followed by another at once). Only when a write
+// happens depends on it, never what it carries.
+func (b *book) chargesDue() bool {
+	return b.charging > 0 && b.charging == b.holds && !b.admittedSinceWrite && !b.wroteEarly
 }
 
 // count adds e's move to s to videogen_points_moved_total, once per task: a freeze when its

@@ -12,8 +12,8 @@ import (
 
 // FuzzBooksKeepTheirSums drives one account's books through random sequences of what happens
 // to them (admissions, copies of tasks arriving in any order, with any evidence, charges
-// landing, deletions) and checks after every step that frozen and holds are the sums over the
-// tasks that hold, and that no admission ever took the balance below zero.
+// landing, deletions) and checks after every step that frozen, holds and charging are the sums
+// over the tasks, and that no admission ever took the balance below zero.
 func FuzzBooksKeepTheirSums(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{1, 17, 33, 2, 18, 3, 4, 20, 5, 6, 7})
@@ -75,15 +75,19 @@ func FuzzBooksKeepTheirSums(f *testing.F) {
 				delete(uids, arg%6)
 			}
 			var frozen int64
-			var holds int
+			var holds, charges int
 			for _, e := range b.tasks {
 				if e.state.holds() {
 					frozen += e.price
 					holds++
 				}
+				if e.state == charging {
+					charges++
+				}
 			}
-			if frozen != b.frozen || holds != b.holds {
-				t.Fatalf("after op %d on %s: frozen %d holds %d, the books say %d and %d", op, name, frozen, holds, b.frozen, b.holds)
+			if frozen != b.frozen || holds != b.holds || charges != b.charging {
+				t.Fatalf("after op %d on %s: frozen %d holds %d charging %d, the books say %d, %d and %d",
+					op, name, frozen, holds, charges, b.frozen, b.holds, b.charging)
 			}
 			if b.available() < 0 {
 				t.Fatalf("after op %d on %s: available %d < 0 (credited 100, spent %d, frozen %d)", op, name, b.available(), b.account.Status.Spent, b.frozen)

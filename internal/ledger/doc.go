@@ -8,7 +8,8 @@
 // task made with kubectl, the VideoTask controller writes status.charge Frozen. A refund is the
 // task's status saying Refunded, or the task being gone. Frozen and balance are sums over open
 // tasks that the ledger keeps in memory and copies into the account's status about once a
-// second.
+// second (a write that carries the charge of every task the account holds, none of them come
+// since the last write, goes at once: nothing would share it by waiting).
 //
 // The account is the purse. Credited and spent are its only counters. A charge (a succeeded
 // task) and a top-up change them in one compare-and-swap together with a journal entry keyed

@@ -21,7 +21,9 @@ import (
 
 // An account is written by one goroutine at a time (book.flushing), at most once per
 // WriteInterval: its queued journal entries (charges, top-ups), the entries whose sources show
-// them (forgotten), and the summary of the books.
+// them (forgotten), and the summary of the books. A write goes before its interval ends when
+// it carries the charge of every task the account holds and no task came since the last one
+// (book.chargesDue): nothing would share it by waiting.
 
 // schedule starts the account's writer if there is something to write and none runs. Call it
 // with b.mu held.
@@ -49,9 +51,19 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 	for ctx.Err() == nil {
 		b.mu.Lock()
 		wait := b.lastWrite.Add(l.cfg.WriteInterval).Sub(l.cfg.Clock.Now())
+		early := wait > 0 && b.chargesDue()
+		if early {
+			wait = 0
+		}
 		b.mu.Unlock()
-		if wait > 0 && sleep(ctx, l.cfg.Clock, wait) != nil {
-			return
+		if wait > 0 {
+			woken, err := sleepOrWake(ctx, l.cfg.Clock, wait, b.wake)
+			if err != nil {
+				return
+			}
+			if woken {
+				continue // charges due (or a wake left from before): look again
+			}
 		}
 		b.mu.Lock()
 		if b.fenced || b.account == nil || !b.built ||
@@ -64,6 +76,7 @@ func (l *Ledger) writer(ctx context.Context, b *book) {
 		work := b.dirty || len(b.queued) > 0
 		b.dirty, b.check = false, false
 		b.writing, b.seenRV, b.seen = true, "", nil
+		b.admittedSinceWrite, b.wroteEarly = false, early
 		b.mu.Unlock()
 
 		if !l.resolveFates(ctx, b.namespace, p) && !work {

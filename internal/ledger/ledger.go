@@ -40,7 +40,9 @@ type Config struct {
 	// Identity names this manager in status.authority (unique per process).
 	Identity string
 	// WriteInterval is the least time between two writes of one account (default 1 s): the
-	// charges and top-ups that come meanwhile share the next write.
+	// charges and top-ups that come meanwhile share the next write. One that carries the
+	// charge of every task the account holds, none of them come since the last write, goes at
+	// once: nothing more would share it.
 	WriteInterval time.Duration
 	Clock         clock.WithTicker
 	Logger        logr.Logger
@@ -676,13 +678,21 @@ func send(ch chan event.GenericEvent, obj client.Object, namespace, name string)
 }
 
 func sleep(ctx context.Context, c clock.WithTicker, d time.Duration) error {
+	_, err := sleepOrWake(ctx, c, d, nil)
+	return err
+}
+
+// sleepOrWake is sleep that also ends, reporting it, when wake delivers.
+func sleepOrWake(ctx context.Context, c clock.WithTicker, d time.Duration, wake <-chan struct{}) (bool, error) {
 	t := c.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-t.C():
-		return nil
+		return false, nil
+	case <-wake:
+		return true, nil
 	}
 }
 
