@@ -40,6 +40,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (manager, REST apiserver, client) here")
 	runs := flag.Int("runs", 5, "runs, each on a control plane of its own; the last one's tables are printed in full")
 	flag.BoolVar(&pin, "pin", false, "run the control plane on CPU 0 and this process on the others, as on a cluster where they have nodes of their own")
+	flag.BoolVar(&showTimeline, "timeline", false, "print each run's task phase in 250 ms steps: the cores the control plane and this process used, and the writes that landed")
 	flag.Parse()
 	defer harness.Profile(*profile)()
 	ctx, cancel := harness.Bounded(*limit)
@@ -57,6 +58,7 @@ func main() {
 }
 
 var (
+	showTimeline  bool
 	pin           bool
 	kubeProfile   string
 	writeInterval time.Duration
@@ -127,6 +129,7 @@ type lifecycleRun struct {
 	// deducted is when each task's status first said Deducted, from the manager's writes.
 	mu       sync.Mutex
 	deducted map[string]time.Time
+	timeline *timeline // nil unless -timeline
 
 	statsBefore, statsAfter       map[string]*harness.ReconcileStats
 	requestsBefore, requestsAfter map[string]float64
@@ -151,6 +154,9 @@ func run(ctx context.Context, nTasks, nAccounts, conc, workers int, full bool) (
 
 	r := &lifecycleRun{nTasks: nTasks, nAccounts: nAccounts, conc: conc, workers: workers, env: env,
 		counter: harness.NewCounter(), deducted: map[string]time.Time{}}
+	if showTimeline {
+		r.timeline = &timeline{}
+	}
 	if r.accts, err = env.CreateAccounts(ctx, "acct", nAccounts, 1<<40, true); err != nil {
 		return summary{}, err
 	}
@@ -304,10 +310,11 @@ func (r *lifecycleRun) startStack(ctx context.Context) error {
 	// Milestones, from the manager's successful writes: when each task's status said Deducted.
 	// The ledger writes the charge into the account first, so a task is settled then.
 	r.counter.OnWrite = func(_, verb string, obj client.Object) {
+		now := time.Now()
+		r.timeline.write(now, verb, obj)
 		if verb != "status update" {
 			return
 		}
-		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if o, ok := obj.(*videogenv1alpha1.VideoTask); ok {
@@ -354,6 +361,7 @@ func (r *lifecycleRun) submitUntilSettled(ctx context.Context) (float64, []time.
 	names := make([]string, nTasks)
 	cpuStart := harness.ReadCPU()
 	start := time.Now()
+	r.timeline.start(start)
 	r.sub = harness.Run(ctx, nTasks, r.conc, func(ctx context.Context, i int) error {
 		submitted[i] = time.Now()
 		name, err := r.api.SubmitShort(ctx, r.accts[i%len(r.accts)])
@@ -393,6 +401,8 @@ func (r *lifecycleRun) submitUntilSettled(ctx context.Context) (float64, []time.
 	}
 	r.mu.Unlock()
 	elapsed := last.Sub(start)
+	r.timeline.stop()
+	r.timeline.print(os.Stderr, start, last)
 	r.taskPhase = harness.Phase{Name: "task: REST submission → settled", CPU: harness.ReadCPU().Sub(cpuStart), Items: nTasks, Wall: time.Since(start)}
 	return float64(nTasks) / elapsed.Seconds(), lat, nil
 }
