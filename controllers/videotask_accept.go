@@ -25,7 +25,8 @@ import (
 // that cannot be priced or paid for fails without moving any points.
 func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1.VideoTask, view ledger.View) (ctrl.Result, error) {
 	before := task.Status.DeepCopy()
-	tmpl, err := r.resolveTemplate(ctx, task)
+	// Fresh: the media recorded here is what every stage renders on.
+	tmpl, err := r.resolveTemplate(ctx, task, true)
 	if err != nil {
 		code, ok := invalidTemplateCode(err)
 		if !ok {
@@ -146,8 +147,12 @@ func (r *VideoTaskReconciler) cancelUnrecordedStages(ctx context.Context, task *
 
 // resolveTemplate finds the task's template in the cache, and, before calling it missing, around
 // the cache: a template created just before the task (one kubectl apply of both) may not be
-// cached yet, and a missing template fails the task for good.
-func (r *VideoTaskReconciler) resolveTemplate(ctx context.Context, task *videogenv1alpha1.VideoTask) (catalog.Template, error) {
+// cached yet, and a missing template fails the task for good. With fresh, the account's own
+// templates (ShortTemplates) are always read around the cache: a cache that lags behind the
+// namespace's deletion and re-creation may still hold the old tenant's template under the
+// same id (an id derives from the namespace's name and an Idempotency-Key), and the task
+// would render the old tenant's media.
+func (r *VideoTaskReconciler) resolveTemplate(ctx context.Context, task *videogenv1alpha1.VideoTask, fresh bool) (catalog.Template, error) {
 	resolve := catalog.ResolveWithObjectNames
 	if _, rest := task.Annotations[videogenv1alpha1.AnnotationAdmission]; rest {
 		// Made by the ledger for the REST API, which quoted it without object names: a
@@ -155,7 +160,9 @@ func (r *VideoTaskReconciler) resolveTemplate(ctx context.Context, task *videoge
 		resolve = catalog.Resolve
 	}
 	tmpl, err := resolve(ctx, r.Client, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
-	if errors.Is(err, catalog.ErrTemplateNotFound) && r.APIReader != nil {
+	missing := errors.Is(err, catalog.ErrTemplateNotFound)
+	ownTemplate := err == nil && task.Spec.TemplateRef != "" && !tmpl.Official
+	if r.APIReader != nil && (missing || fresh && ownTemplate) {
 		tmpl, err = resolve(ctx, r.APIReader, task.Namespace, task.Spec.Capability, task.Spec.TemplateRef)
 	}
 	return tmpl, err

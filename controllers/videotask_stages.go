@@ -31,7 +31,9 @@ const analyzeWeight = 30
 // reconcileActive drives a Queued or Running task that holds its price.
 func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videogenv1alpha1.VideoTask, view ledger.View) (ctrl.Result, error) {
 	before := task.Status.DeepCopy()
-	tmpl, err := r.resolveTemplate(ctx, task)
+	// From the cache: the media was recorded at acceptance; this only asks whether the
+	// template is still there (polled often, so not read around the cache each time).
+	tmpl, err := r.resolveTemplate(ctx, task, false)
 	if err != nil {
 		if _, ok := invalidTemplateCode(err); ok {
 			// The template went away mid-task: nothing more can be rendered from it, so the

@@ -45,6 +45,67 @@ var _ = Describe("VideoTask acceptance", func() {
 	})
 })
 
+var _ = Describe("VideoTask acceptance of the account's own template", func() {
+	It("renders the template the kube-apiserver has, not the old tenant's a lagging cache still holds", func() {
+		ns := accountWithoutController(100)
+		l, stopLedger := startLedger()
+		defer stopLedger()
+		const id = "ushort_samekeysamename"
+		// The new tenant's template, with the id its Idempotency-Key and namespace name gave
+		// it: the old tenant of the name made one with the same key before its namespace went.
+		mine := &videogenv1alpha1.ShortTemplate{}
+		mine.Namespace, mine.Name = ns, "mine"
+		mine.Labels = map[string]string{videogenv1alpha1.LabelShortTemplateID: id}
+		mine.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://media.example/new-tenant.mp4"}
+		Expect(k8sClient.Create(ctx, mine)).To(Succeed())
+		for _, ref := range []string{id, mine.Name} { // by id (REST, kubectl) and by object name (kubectl)
+			b := aShortTask(ns, ref)
+			backend := testbackend.New()
+			backend.Set(b.Name(), testbackend.Script{Analyze: testbackend.Hang})
+			task := b.Create()
+
+			// A cache still holding the old tenant's template of that id and name.
+			r := directReconciler(holdingOldTenantsTemplate(), l, backend)
+			Eventually(func(g Gomega) {
+				_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(taskOf(ns, task.Name).Status.Phase).NotTo(BeEmpty())
+			}).Should(Succeed())
+			got := taskOf(ns, task.Name)
+			Expect(got.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "%+v", got.Status.Error)
+			Expect(got.Status.TemplateMediaURL).To(Equal("https://media.example/new-tenant.mp4"),
+				"a task on %q renders on the old tenant's media", ref)
+		}
+	})
+})
+
+// holdingOldTenantsTemplate is a client of the test apiserver whose reads of ShortTemplates
+// answer with a copy carrying another media URL, as a cache that has not seen a namespace's
+// deletion and re-creation answers with the old tenant's template of the same id and name.
+func holdingOldTenantsTemplate() client.Client {
+	base, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	const old = "https://media.example/old-tenant.mp4"
+	return interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if st, ok := obj.(*videogenv1alpha1.ShortTemplate); ok && err == nil {
+				st.Spec.TargetURL = old
+			}
+			return err
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			err := c.List(ctx, list, opts...)
+			if l, ok := list.(*videogenv1alpha1.ShortTemplateList); ok && err == nil {
+				for i := range l.Items {
+					l.Items[i].Spec.TargetURL = old
+				}
+			}
+			return err
+		},
+	})
+}
+
 // without is a client of the test apiserver whose Gets of T answer NotFound, as a cache that
 // does not hold (or has not seen yet) an object of that kind.
 func without[T client.Object](resource string) client.Client {
