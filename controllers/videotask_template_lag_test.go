@@ -32,14 +32,7 @@ var _ = Describe("VideoTask acceptance", func() {
 
 		// A cache that has not seen the template yet (created a moment before the task).
 		lagging := without[*videogenv1alpha1.Template]("templates")
-		r := directReconciler(lagging, l, backend)
-		// Until the ledger has seen the task, the reconcile asks again shortly.
-		Eventually(func(g Gomega) {
-			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(taskOf(ns, task.Name).Status.Phase).NotTo(BeEmpty())
-		}).Should(Succeed())
-		got := taskOf(ns, task.Name)
+		got := acceptedBy(directReconciler(lagging, l, backend), task)
 		Expect(got.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "accepted and dispatched, not failed with template_not_found")
 		Expect(got.Status.Charge).To(Equal(videogenv1alpha1.ChargeFrozen))
 	})
@@ -65,19 +58,25 @@ var _ = Describe("VideoTask acceptance of the account's own template", func() {
 			task := b.Create()
 
 			// A cache still holding the old tenant's template of that id and name.
-			r := directReconciler(holdingOldTenantsTemplate(), l, backend)
-			Eventually(func(g Gomega) {
-				_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(taskOf(ns, task.Name).Status.Phase).NotTo(BeEmpty())
-			}).Should(Succeed())
-			got := taskOf(ns, task.Name)
+			got := acceptedBy(directReconciler(holdingOldTenantsTemplate(), l, backend), task)
 			Expect(got.Status.Phase).To(Equal(videogenv1alpha1.TaskRunning), "%+v", got.Status.Error)
 			Expect(got.Status.TemplateMediaURL).To(Equal("https://media.example/new-tenant.mp4"),
 				"a task on %q renders on the old tenant's media", ref)
 		}
 	})
 })
+
+// acceptedBy reconciles task with r until its status shows a phase (until the ledger has seen
+// the task, a reconcile asks again shortly), and returns it as stored.
+func acceptedBy(r *controllers.VideoTaskReconciler, task *videogenv1alpha1.VideoTask) *videogenv1alpha1.VideoTask {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(taskOf(task.Namespace, task.Name).Status.Phase).NotTo(BeEmpty())
+	}).Should(Succeed())
+	return taskOf(task.Namespace, task.Name)
+}
 
 // holdingOldTenantsTemplate is a client of the test apiserver whose reads of ShortTemplates
 // answer with a copy carrying another media URL, as a cache that has not seen a namespace's
