@@ -19,11 +19,11 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// An account is written by one goroutine at a time (book.flushing), at most once per
-// WriteInterval: its queued journal entries (charges, top-ups), the entries whose sources show
-// them (forgotten), and the summary of the books. A write goes before its interval ends when
-// it carries the charge of every task the account holds and no task came since the last one
-// (book.chargesDue): nothing would share it by waiting.
+// An account is written by one goroutine at a time (book.flushing), once per WriteInterval at
+// most while tasks come in: its queued journal entries (charges, top-ups), the entries whose
+// sources show them (forgotten), and the summary of the books. A write goes before its
+// interval ends when it carries the charge of every task the account holds and no task came
+// since the last one (book.chargesDue): nothing would share it by waiting.
 
 // schedule starts the account's writer if there is something to write and none runs. Call it
 // with b.mu held.
