@@ -62,10 +62,16 @@ type keyLimiter struct {
 	burst int
 	mu    sync.Mutex
 	byKey map[string]*rate.Limiter
+	// pruneAt is the number of buckets at which the full ones are dropped (see prune).
+	pruneAt int
+	now     func() time.Time
 }
 
+// minPruneAt is the fewest buckets a prune waits for: below it the map is too small to matter.
+const minPruneAt = 1024
+
 func newKeyLimiter(limit rate.Limit, burst int) *keyLimiter {
-	return &keyLimiter{limit: limit, burst: max(burst, 1), byKey: map[string]*rate.Limiter{}}
+	return &keyLimiter{limit: limit, burst: max(burst, 1), byKey: map[string]*rate.Limiter{}, pruneAt: minPruneAt, now: time.Now}
 }
 
 // allow takes a token, or says how long until one is available.
@@ -73,19 +79,36 @@ func (l *keyLimiter) allow(key string) (time.Duration, bool) {
 	if l.limit == rate.Inf {
 		return 0, true
 	}
+	now := l.now()
 	l.mu.Lock()
 	lim := l.byKey[key]
 	if lim == nil {
+		if len(l.byKey) >= l.pruneAt {
+			l.prune(now)
+		}
 		lim = rate.NewLimiter(l.limit, l.burst)
 		l.byKey[key] = lim
 	}
 	l.mu.Unlock()
-	res := lim.Reserve()
-	if d := res.Delay(); d > 0 {
-		res.Cancel()
+	res := lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
 		return d, false
 	}
 	return 0, true
+}
+
+// prune drops the buckets that are full: a full bucket answers as a new one would, so dropping
+// it changes no answer, and the buckets of keys no longer used (revoked, or of a deleted
+// account) do not stay forever. The next prune waits until the map has doubled, so that each
+// new key pays for it once on average. Call it with l.mu held.
+func (l *keyLimiter) prune(now time.Time) {
+	for key, lim := range l.byKey {
+		if lim.TokensAt(now) >= float64(l.burst) {
+			delete(l.byKey, key)
+		}
+	}
+	l.pruneAt = max(2*len(l.byKey), minPruneAt)
 }
 
 type metrics struct {
