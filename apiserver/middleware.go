@@ -80,7 +80,11 @@ func (l *keyLimiter) allow(key string) (time.Duration, bool) {
 		return 0, true
 	}
 	now := l.now()
+	// The token is taken under the lock too: a prune between a bucket's lookup and the token
+	// taken from it would drop a bucket about to be spent, and the key's next request would
+	// find a fresh, full one.
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	lim := l.byKey[key]
 	if lim == nil {
 		if len(l.byKey) >= l.pruneAt {
@@ -89,7 +93,6 @@ func (l *keyLimiter) allow(key string) (time.Duration, bool) {
 		lim = rate.NewLimiter(l.limit, l.burst)
 		l.byKey[key] = lim
 	}
-	l.mu.Unlock()
 	res := lim.ReserveN(now, 1)
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now)
