@@ -361,7 +361,7 @@ func (r *lifecycleRun) submitUntilSettled(ctx context.Context) (float64, []time.
 	names := make([]string, nTasks)
 	cpuStart := harness.ReadCPU()
 	start := time.Now()
-	r.timeline.start(start)
+	r.timeline.start()
 	r.sub = harness.Run(ctx, nTasks, r.conc, func(ctx context.Context, i int) error {
 		submitted[i] = time.Now()
 		name, err := r.api.SubmitShort(ctx, r.accts[i%len(r.accts)])

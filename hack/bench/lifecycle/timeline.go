@@ -62,7 +62,7 @@ func (t *timeline) write(at time.Time, verb string, obj client.Object) {
 }
 
 // start samples every process's CPU each step until stop.
-func (t *timeline) start(time.Time) {
+func (t *timeline) start() {
 	if t == nil {
 		return
 	}
