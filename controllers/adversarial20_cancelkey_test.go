@@ -97,7 +97,7 @@ var _ = Describe("Adversarial round 20: a deleted task's stage at the HTTP backe
 					ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Task}})).To(Succeed())
 			})
 		}}
-		cancels := &cancelLog{Backend: backend, handles: map[videogenv1alpha1.StageName][]string{}}
+		cancels := &cancelLog{Backend: backend, ns: &mine, handles: map[videogenv1alpha1.StageName][]string{}}
 		opts := testOptions(nil)
 		opts.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: cancels}}
 		stop := startManager(opts)
@@ -119,25 +119,31 @@ var _ = Describe("Adversarial round 20: a deleted task's stage at the HTTP backe
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
 		}).Should(Satisfy(apierrors.IsNotFound))
-		// 4–5 happened: the render's id never reached the status, so it was cancelled without it.
-		Expect(cancels.of(videogenv1alpha1.StageRender)).To(ConsistOf(""))
+		// 4–5 happened: the render's id never reached the status, so it was cancelled without it
+		// (maybe more than once: a finalize retried after its finalizer patch failed cancels again).
+		Expect(cancels.of(videogenv1alpha1.StageRender)).To(And(Not(BeEmpty()), HaveEach("")))
 		Eventually(stages.renderStopped).Should(BeClosed(), "the render stage of a deleted task is left running at the worker")
 		Expect(table.CancelKey(key)).To(BeTrue(), "the worker knows the render's key")
 		suite.ExpectBalanced(ns, 100, 0, 0)
 	})
 })
 
-// cancelLog records the handles the controller cancels each stage with.
+// cancelLog records the handles the controller cancels each stage of ns's tasks with. Earlier
+// specs' tasks are routed to the same backend, and one of them finalized while this spec runs
+// cancels its stages here too (by key, an empty handle): they are not this spec's.
 type cancelLog struct {
 	generation.Backend
+	ns      *atomic.Value
 	mu      sync.Mutex
 	handles map[videogenv1alpha1.StageName][]string
 }
 
 func (c *cancelLog) Cancel(ctx context.Context, w generation.Work, handle string) error {
-	c.mu.Lock()
-	c.handles[w.Stage] = append(c.handles[w.Stage], handle)
-	c.mu.Unlock()
+	if ns, _ := c.ns.Load().(string); w.Namespace == ns {
+		c.mu.Lock()
+		c.handles[w.Stage] = append(c.handles[w.Stage], handle)
+		c.mu.Unlock()
+	}
 	return c.Backend.Cancel(ctx, w, handle)
 }
 
