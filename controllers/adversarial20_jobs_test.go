@@ -86,8 +86,8 @@ var _ = Describe("Adversarial round 20: a deleted task's Jobs", func() {
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(25).Create()
 		var once sync.Once
 		afterSubmit = func(w generation.Work) {
-			if w.Stage != videogenv1alpha1.StageRender {
-				return
+			if w.Namespace != ns || w.Stage != videogenv1alpha1.StageRender {
+				return // earlier specs' open tasks are routed here too
 			}
 			once.Do(func() {
 				defer GinkgoRecover()
@@ -150,6 +150,9 @@ var _ = Describe("Adversarial round 20: a deleted task's Jobs", func() {
 			analyze = make(chan client.ObjectKey, 1)
 		)
 		afterSubmit = func(w generation.Work) {
+			if w.Namespace != ns {
+				return // earlier specs' open tasks are routed here too: only this spec's is deleted
+			}
 			once.Do(func() {
 				defer GinkgoRecover()
 				analyze <- client.ObjectKey{Namespace: jobsNS, Name: jobbackend.JobName(w.Key, w.Stage)}
