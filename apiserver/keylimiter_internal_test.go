@@ -39,3 +39,18 @@ func TestTheKeyLimiterDropsFullBucketsOnly(t *testing.T) {
 		t.Fatal("the busy key got a second token: its bucket was forgotten and a fresh burst given")
 	}
 }
+
+// A bucket that is given an earlier time than its last one sets its clock back, and counts the
+// time between the two again at the next request: the limiter must read the time and take the
+// token in one step, under its lock, so that its buckets see times in order.
+func TestTheKeyLimiterReadsTheTimeUnderItsLock(t *testing.T) {
+	l := newKeyLimiter(rate.Every(time.Minute), 3)
+	l.now = func() time.Time {
+		if l.mu.TryLock() {
+			l.mu.Unlock()
+			t.Error("the time was read outside the lock: another request may reach the bucket first, with a later time")
+		}
+		return time.Now()
+	}
+	l.allow("k")
+}

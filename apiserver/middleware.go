@@ -79,12 +79,13 @@ func (l *keyLimiter) allow(key string) (time.Duration, bool) {
 	if l.limit == rate.Inf {
 		return 0, true
 	}
-	now := l.now()
 	// The token is taken under the lock too: a prune between a bucket's lookup and the token
 	// taken from it would drop a bucket about to be spent, and the key's next request would
-	// find a fresh, full one.
+	// find a fresh, full one. The time is read under it as well: times reaching a bucket out of
+	// order would count the time between them twice (the limiter moves its clock back).
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
 	lim := l.byKey[key]
 	if lim == nil {
 		if len(l.byKey) >= l.pruneAt {
