@@ -51,6 +51,7 @@ var _ = Describe("A new task whose backend is slow to take its first stage", fun
 	It("shows its acceptance within a few seconds while Submit has not answered, and runs once it does", func() {
 		startManager(testOptions(backend))
 		ns := suite.NewAccount(100)
+		backend.onlyIn(ns) // the Submits counted are this task's
 		release := make(chan struct{})
 		submits := blockSubmit(release)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()

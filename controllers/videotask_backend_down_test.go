@@ -222,6 +222,7 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		Eventually(func() videogenv1alpha1.TaskPhase { return taskOf(ns, task.Name).Status.Phase }).Should(Equal(videogenv1alpha1.TaskRunning))
 
 		var hung atomic.Int32
+		backend.onlyIn(ns) // the look that hangs is this task's
 		backend.setDown(func(ctx context.Context) error { hung.Add(1); return hangUntilDone(ctx) }, hangUntilDone)
 		Eventually(hung.Load).Should(BeNumerically(">=", 1), "a look at the stage hangs")
 		requestCancel(task)
@@ -317,6 +318,21 @@ type downBackend struct {
 
 	mu    sync.Mutex
 	asked map[string]bool
+	// only, if set, limits the hooks to work of that namespace: other specs' open tasks are
+	// routed to this backend too, and must neither trip a hook nor be counted by it.
+	only string
+}
+
+// onlyIn limits the hooks to the work of namespace ns.
+func (b *downBackend) onlyIn(ns string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.only = ns
+}
+
+// hooked reports whether the hooks apply to w. Call it with b.mu held.
+func (b *downBackend) hooked(w generation.Work) bool {
+	return b.only == "" || b.only == w.Namespace
 }
 
 // setDown makes Observe and Cancel call observe and cancel, while a manager may be calling them.
@@ -336,8 +352,9 @@ func (b *downBackend) setSubmit(submit func(context.Context) error) {
 func (b *downBackend) Submit(ctx context.Context, w generation.Work) (string, error) {
 	b.mu.Lock()
 	submit := b.submit
+	hooked := b.hooked(w)
 	b.mu.Unlock()
-	if submit != nil {
+	if submit != nil && hooked {
 		if err := submit(ctx); err != nil {
 			return "", err
 		}
@@ -348,8 +365,9 @@ func (b *downBackend) Submit(ctx context.Context, w generation.Work) (string, er
 func (b *downBackend) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
 	b.mu.Lock()
 	observe := b.observe
+	hooked := b.hooked(w)
 	b.mu.Unlock()
-	if observe != nil {
+	if observe != nil && hooked {
 		return generation.Observation{}, observe(ctx)
 	}
 	return b.Backend.Observe(ctx, w, handle)
@@ -362,8 +380,9 @@ func (b *downBackend) Cancel(ctx context.Context, w generation.Work, handle stri
 	}
 	b.asked[w.Key] = true
 	cancel := b.cancel
+	hooked := b.hooked(w)
 	b.mu.Unlock()
-	if cancel != nil {
+	if cancel != nil && hooked {
 		return cancel(ctx)
 	}
 	return b.Backend.Cancel(ctx, w, handle)
