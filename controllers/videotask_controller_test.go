@@ -497,6 +497,7 @@ var _ = Describe("Finished tasks", func() {
 			at := metav1.NewTime(time.Now().Add(-completedAgo))
 			t.Status.Phase, t.Status.Charge, t.Status.CompletedAt, t.Status.Closed =
 				videogenv1alpha1.TaskSucceeded, videogenv1alpha1.ChargeDeducted, &at, closed
+			t.Status.Result = &videogenv1alpha1.TaskResult{URL: "https://media.example/out.mp4"}
 			Expect(k8sClient.Status().Update(ctx, t)).To(Succeed())
 			return t
 		}

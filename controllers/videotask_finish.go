@@ -61,10 +61,18 @@ func (r *VideoTaskReconciler) endCharged(ctx context.Context, task *videogenv1al
 		task.Status = *st.(*videogenv1alpha1.VideoTaskStatus).DeepCopy()
 	} else {
 		now := metav1.NewTime(r.Clock.Now())
-		for _, name := range videogenv1alpha1.Stages {
-			st := stageStatus(task, name)
-			if st.State != videogenv1alpha1.StageSucceeded {
-				st.State, st.Progress, st.CompletedAt = videogenv1alpha1.StageSucceeded, 100, &now
+		if task.Status.Phase.Terminal() {
+			// The status that says Succeeded was written by hand (ours is written only from the
+			// status prepared above, or, after a restart, over a status that has not ended):
+			// the ledger charged it as it says, but its stages did not finish, and one still
+			// running at a backend runs for nobody.
+			r.cancelRunningStages(ctx, task)
+		} else {
+			for _, name := range videogenv1alpha1.Stages {
+				st := stageStatus(task, name)
+				if st.State != videogenv1alpha1.StageSucceeded {
+					st.State, st.Progress, st.CompletedAt = videogenv1alpha1.StageSucceeded, 100, &now
+				}
 			}
 		}
 		task.Status.Phase = videogenv1alpha1.TaskSucceeded
@@ -116,13 +124,28 @@ func (r *VideoTaskReconciler) writeTerminal(ctx context.Context, task *videogenv
 // given up), and takes its finalizer off if a crash left it. The finished-task collector deletes
 // closed tasks at their TTL.
 func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
-	if !task.Status.Closed && closable(task) {
-		task.Status.Closed = true
+	running := runningStages(task)
+	if running {
+		// Ended by a status written by hand: every end we write stops its stages first.
+		r.cancelRunningStages(ctx, task)
+	}
+	if running || (!task.Status.Closed && closable(task)) {
+		task.Status.Closed = task.Status.Closed || closable(task)
 		if err := r.writeStatus(ctx, task); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{}, r.releaseWork(ctx, task)
+}
+
+// runningStages reports whether a stage of task still runs at a backend, as far as its status says.
+func runningStages(task *videogenv1alpha1.VideoTask) bool {
+	for _, st := range task.Status.Stages {
+		if st.State == videogenv1alpha1.StageRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // recordOutcome is the closing event of a task: a Normal one for a success that was charged

@@ -297,6 +297,7 @@ type WebhookDelivery struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.charge) || self.charge == 'Frozen' || (has(self.phase) && self.phase == (self.charge == 'Deducted' ? 'Succeeded' : 'Failed'))",message="only the controller settles a task's points: charge Deducted comes with phase Succeeded and Refunded with Failed; to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
 // +kubebuilder:validation:XValidation:rule="!has(self.closed) || !self.closed || (has(self.phase) && self.phase in ['Succeeded', 'Failed'])",message="only a finished task (Succeeded or Failed) is closed"
 // +kubebuilder:validation:XValidation:rule="!has(self.phase) || !(self.phase in ['Succeeded', 'Failed']) || (self.phase == 'Succeeded' ? (has(self.charge) && self.charge == 'Deducted') : (!has(self.charge) || self.charge == 'Refunded'))",message="only the controller ends a task: phase Succeeded comes with charge Deducted and Failed with Refunded (or none); to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
+// +kubebuilder:validation:XValidation:rule="!has(self.phase) || self.phase != 'Succeeded' || (has(self.result) && self.result.url != '') || (oldSelf.hasValue() && has(oldSelf.value().phase) && oldSelf.value().phase == 'Succeeded')",optionalOldSelf=true,message="only the controller ends a task: phase Succeeded comes with the result its backend made (status.result.url); to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
 type VideoTaskStatus struct {
 	// Phase of the task.
 	// +optional

@@ -237,6 +237,7 @@ func TestAdversarial24TaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
 		if r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/namespaces/acme/videotasks/vt-1") {
 			// Step 2: the task succeeds, charged, before the cancel lands.
 			task.Status.Phase, task.Status.Progress, task.Status.Charge = videogenv1alpha1.TaskSucceeded, 100, videogenv1alpha1.ChargeDeducted
+			task.Status.Result = &videogenv1alpha1.TaskResult{URL: "https://media.example/out.mp4"}
 			if err := c.Status().Update(context.Background(), task); err != nil {
 				t.Error(err)
 			}
@@ -294,7 +295,7 @@ func TestAdversarial24TaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) 
 				}
 				cost := int64(10)
 				again.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskSucceeded, Progress: 100,
-					Cost: &cost, Charge: videogenv1alpha1.ChargeDeducted}
+					Cost: &cost, Charge: videogenv1alpha1.ChargeDeducted, Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/out.mp4"}}
 				if err := c.Status().Update(bg, again); err != nil {
 					t.Error(err)
 				}

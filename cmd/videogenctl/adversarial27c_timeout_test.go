@@ -114,7 +114,8 @@ func TestAdversarial27cCommandsGiveUpOnAClusterThatNeverAnswers(t *testing.T) {
 	}
 	time.Sleep(4 * defaultRequestTimeout) // the stream outlives the bound of a request
 	cost := int64(10)
-	task.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskSucceeded, Progress: 100, Cost: &cost, Charge: videogenv1alpha1.ChargeDeducted}
+	task.Status = videogenv1alpha1.VideoTaskStatus{Phase: videogenv1alpha1.TaskSucceeded, Progress: 100, Cost: &cost, Charge: videogenv1alpha1.ChargeDeducted,
+		Result: &videogenv1alpha1.TaskResult{URL: "https://media.example/out.mp4"}}
 	if err := c.Status().Update(ctx, task); err != nil {
 		t.Fatal(err)
 	}

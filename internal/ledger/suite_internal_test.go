@@ -236,6 +236,9 @@ func (h *harness) writeStatus(l *Ledger, t *videogenv1alpha1.VideoTask, mutate f
 	h.t.Helper()
 	t = t.DeepCopy()
 	mutate(&t.Status)
+	if t.Status.Phase == videogenv1alpha1.TaskSucceeded && t.Status.Result == nil {
+		t.Status.Result = &videogenv1alpha1.TaskResult{URL: "https://media.example/out.mp4"} // the status rules want one
+	}
 	must(h.t, k8s.Status().Update(h.ctx, t))
 	l.Observe(t)
 	return t
@@ -310,6 +313,9 @@ func ended(charge videogenv1alpha1.ChargeState, phase videogenv1alpha1.TaskPhase
 	return func(st *videogenv1alpha1.VideoTaskStatus) {
 		now := metav1.Now()
 		st.Phase, st.Charge, st.Closed, st.CompletedAt = phase, charge, closed, &now
+		if phase == videogenv1alpha1.TaskSucceeded && st.Result == nil {
+			st.Result = &videogenv1alpha1.TaskResult{URL: "https://media.example/out.mp4"} // the status rules want one
+		}
 		if st.Cost == nil {
 			var c int64 = 10
 			st.Cost = &c
