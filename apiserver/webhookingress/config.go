@@ -31,6 +31,9 @@ type Config struct {
 	SquareNotificationURL string
 	// AuthorizeNetCurrency is the currency of Authorize.net amounts (its payloads carry none).
 	AuthorizeNetCurrency string
+	// Logger receives the ingress's and the Event Service's log lines; not a flag: the server
+	// passes its own logger, so they share its format (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // BindFlags registers the ingress flags on fs.
@@ -60,7 +63,7 @@ func (c Config) Registry() (*connectors.Registry, error) {
 
 // Setup builds the whole ingress: a Secret cache on cfg for c.Namespace (running until ctx
 // ends), the configured connectors, the Event Service, metrics on reg (may be nil) and the
-// Handler storing with cl. Mount the result with Register.
+// Handler storing with cl, both logging to c.Logger. Mount the result with Register.
 func Setup(ctx context.Context, cfg *rest.Config, cl client.Client, c Config, reg prometheus.Registerer) (*Handler, error) {
 	if c.Namespace == "" {
 		return nil, fmt.Errorf("webhookingress: --webhook-namespace is required")
@@ -73,7 +76,7 @@ func Setup(ctx context.Context, cfg *rest.Config, cl client.Client, c Config, re
 	if err != nil {
 		return nil, err
 	}
-	svc, err := eventservice.New(secrets, eventservice.WithRegistry(registry), eventservice.WithLogger(slog.Default()))
+	svc, err := eventservice.New(secrets, eventservice.WithRegistry(registry), eventservice.WithLogger(c.Logger))
 	if err != nil {
 		return nil, err
 	}
@@ -82,5 +85,5 @@ func Setup(ctx context.Context, cfg *rest.Config, cl client.Client, c Config, re
 		return nil, err
 	}
 	return New(Options{Service: svc, Client: cl, Namespace: c.Namespace, Connectors: registry,
-		MaxBodyBytes: c.MaxBodyBytes, Metrics: metrics})
+		MaxBodyBytes: c.MaxBodyBytes, Metrics: metrics, Logger: c.Logger})
 }

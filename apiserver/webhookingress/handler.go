@@ -64,7 +64,8 @@ type Options struct {
 	Metrics *Metrics
 	// Clock stamps ReceivedAt (default the real clock).
 	Clock clock.PassiveClock
-	// Logger reports store failures (default slog.Default()).
+	// Logger reports store failures and conflicts, with the request_id of the answer (default
+	// slog.Default(); a server passes its own, so these lines share its format).
 	Logger *slog.Logger
 }
 
@@ -222,7 +223,8 @@ func (h *Handler) storeAll(ctx context.Context, pes []*videogenv1alpha1.PaymentE
 		} else if !sameContent(&f.Spec, &pe.Spec) {
 			h.opts.Logger.WarnContext(ctx, "webhookingress: two different events of one delivery have the same id",
 				"name", pe.Name, "merchant_event_id", pe.Spec.MerchantEventID,
-				"first_event_type", f.Spec.EventType, "event_type", pe.Spec.EventType)
+				"first_event_type", f.Spec.EventType, "event_type", pe.Spec.EventType,
+				"request_id", httpjson.RequestID(ctx))
 			errs[i] = errConflict
 		}
 	}
@@ -349,7 +351,7 @@ func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) 
 		// Acknowledging unread would tell the processor a verified event was stored when it
 		// may have been thrown away; a 503 costs one retry, which gets the real answer.
 		h.opts.Logger.WarnContext(ctx, "webhookingress: duplicate payment event could not be read back",
-			"name", pe.Name, "error", err)
+			"name", pe.Name, "request_id", httpjson.RequestID(ctx), "error", err)
 		return ItemAck{}, fmt.Errorf("payment event %s exists but could not be read back to compare: %w", pe.Name, err)
 	}
 	if !stored.DeletionTimestamp.IsZero() {
@@ -361,7 +363,8 @@ func (h *Handler) store(ctx context.Context, pe *videogenv1alpha1.PaymentEvent) 
 		h.opts.Logger.WarnContext(ctx, "webhookingress: a different event with the same id is already stored",
 			"name", pe.Name, "merchant_event_id", pe.Spec.MerchantEventID,
 			"stored_event_type", stored.Spec.EventType, "event_type", pe.Spec.EventType,
-			"stored_body_sha256", stored.Spec.BodySHA256, "body_sha256", pe.Spec.BodySHA256)
+			"stored_body_sha256", stored.Spec.BodySHA256, "body_sha256", pe.Spec.BodySHA256,
+			"request_id", httpjson.RequestID(ctx))
 		return ItemAck{}, errConflict
 	}
 	ack.MerchantEventID, ack.EventType = stored.Spec.MerchantEventID, stored.Spec.EventType
