@@ -103,7 +103,7 @@ func run() error {
 	}
 
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	ctrl.SetLogger(toLogr(logger))
+	useLogger(logger)
 	allow, err := netguard.ParseAllowList(allowPrivate)
 	if err != nil {
 		return fmt.Errorf("--allow-private-urls: %w", err)
@@ -147,6 +147,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	webhooks.Logger = logger
 	ingress, err := webhookingress.Setup(ctx, restCfg, direct, webhooks, crmetrics.Registry)
 	if err != nil {
 		return err
@@ -165,6 +166,8 @@ func run() error {
 	// One listener for REST, webhooks, the Event Service and blobs: every one gets the deadlines.
 	httpServer := httpserver.New(bindAddr, srv.Handler(), timeouts)
 	httpServer.Protocols = &protocols
+	// net/http's own errors (a failed TLS or HTTP/2 handshake, a bad request line) as JSON too.
+	httpServer.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	listener, err := net.Listen("tcp", bindAddr)
 	if err != nil {
 		return err
