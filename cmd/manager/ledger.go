@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -34,7 +35,9 @@ func serveLedger(mgr ctrl.Manager, l *ledger.Ledger, addr string, secure bool) e
 		}
 		handler = auth(handler)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		// net/http's own errors in the manager's log format, not the standard log package's.
+		ErrorLog: slog.NewLogLogger(logr.ToSlogHandler(mgr.GetLogger().WithName("ledger-server")), slog.LevelWarn)}
 	return mgr.Add(leaderless(func(ctx context.Context) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
