@@ -101,13 +101,25 @@ func checkToken(t string) error {
 // is read, so unauthenticated callers cannot make the server decode
 // messages, and answers in the caller's protocol (gRPC status, gRPC-Web,
 // Connect JSON error with HTTP 401).
+//
+// Wrap alone tells an RPC by its method and Content-Type only; NewHandler's check also knows
+// the procedures and the Content-Types served, and answers exactly the requests the handler
+// answers in the envelope (an unknown procedure, a form POST) with the envelope too.
 func (a *TokenAuth) Wrap(next http.Handler) http.Handler {
+	errWriter := connect.NewErrorWriter()
+	// connect-go's writer takes a GET for a Connect call, but no procedure here is
+	// idempotent, so none is called with GET.
+	return a.wrap(next, func(r *http.Request) bool { return errWriter.IsSupported(r) && r.Method == http.MethodPost })
+}
+
+// wrap is Wrap, with isRPC telling the requests answered in their protocol's error format from
+// those answered with the apiserver's error envelope.
+func (a *TokenAuth) wrap(next http.Handler, isRPC func(*http.Request) bool) http.Handler {
 	errWriter := connect.NewErrorWriter()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := a.authenticate(r.Header); err != nil {
-			// Not an RPC at all: the apiserver's error envelope. connect-go's writer takes a GET
-			// for a Connect call, but no procedure here is idempotent, so none is called with GET.
-			if !errWriter.IsSupported(r) || r.Method != http.MethodPost {
+			// Not an RPC at all: the apiserver's error envelope.
+			if !isRPC(r) {
 				w.Header().Set("WWW-Authenticate", err.Meta().Get("WWW-Authenticate"))
 				if err.Code() == connect.CodeInvalidArgument {
 					httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, err.Message())

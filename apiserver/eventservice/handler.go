@@ -35,7 +35,8 @@ func NewHandler(svc *Service, auth *TokenAuth, opts ...connect.HandlerOption) (s
 	}, codecs()...)
 	path, h := eventsv1connect.NewEventServiceHandler(svc, append(defaults, opts...)...)
 	service := eventsv1.File_videogen_events_v1_events_proto.Services().ByName("EventService")
-	return path, httpjson.WithRequestID(auth.Wrap(answerNonRPC(service, h))), nil
+	rpcs := newRPCRequests(service, h)
+	return path, httpjson.WithRequestID(auth.wrap(answerNonRPC(rpcs, h), rpcs.isRPC)), nil
 }
 
 // recoverHandler turns a panic outside the connectors (which Service

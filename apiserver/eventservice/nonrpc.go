@@ -2,6 +2,7 @@ package eventservice
 
 import (
 	"errors"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,23 +13,82 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
+// rpcRequests tells an RPC, answered in its protocol's error format, from a request that is
+// none, answered with the apiserver's error envelope. The token check (TokenAuth) answers
+// before answerNonRPC and connect-go look at a request, in the format they would answer it in.
+type rpcRequests struct {
+	procedures []string // the procedures' paths, sorted
+	// contentTypes are the Content-Types connect-go serves on a procedure (its Accept-Post):
+	// another one is an envelope 415, whatever protocol its prefix suggests.
+	contentTypes map[string]bool
+	errWriter    *connect.ErrorWriter
+}
+
+// newRPCRequests describes the RPCs of service, served by h.
+func newRPCRequests(service protoreflect.ServiceDescriptor, h http.Handler) *rpcRequests {
+	c := &rpcRequests{contentTypes: map[string]bool{}, errWriter: connect.NewErrorWriter()}
+	for i := range service.Methods().Len() {
+		c.procedures = append(c.procedures, "/"+string(service.FullName())+"/"+string(service.Methods().Get(i).Name()))
+	}
+	slices.Sort(c.procedures)
+	// connect-go answers a Content-Type it does not serve with 415 and the list of those it
+	// does, before it reads anything: ask it, rather than repeat its rules here.
+	probe, err := http.NewRequest(http.MethodPost, c.procedures[0], http.NoBody)
+	if err != nil {
+		panic(err) // a constant method and a procedure path
+	}
+	probe.Header.Set("Content-Type", "application/x-no-rpc")
+	w := &headerRecorder{header: http.Header{}}
+	h.ServeHTTP(w, probe)
+	for _, ct := range strings.Split(w.header.Get("Accept-Post"), ",") {
+		if ct = strings.TrimSpace(ct); ct != "" {
+			c.contentTypes[canonicalContentType(ct)] = true
+		}
+	}
+	return c
+}
+
+// isRPC reports whether r is answered in its protocol's error format: a POST to a procedure with
+// a Content-Type connect-go serves there, or, to an unknown procedure, a request that declares
+// its protocol (declaresRPC), which answerNonRPC answers with Unimplemented in that protocol.
+func (c *rpcRequests) isRPC(r *http.Request) bool {
+	if !slices.Contains(c.procedures, r.URL.Path) {
+		return declaresRPC(r, c.errWriter)
+	}
+	return r.Method == http.MethodPost && c.contentTypes[canonicalContentType(r.Header.Get("Content-Type"))]
+}
+
+// canonicalContentType is a Content-Type as connect-go compares it: type and parameter names in
+// lower case, and the charset's value.
+func canonicalContentType(ct string) string {
+	base, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ct
+	}
+	if charset, ok := params["charset"]; ok {
+		params["charset"] = strings.ToLower(charset)
+	}
+	return mime.FormatMediaType(base, params)
+}
+
+// headerRecorder keeps the headers of an answer and drops the rest.
+type headerRecorder struct{ header http.Header }
+
+func (w *headerRecorder) Header() http.Header         { return w.header }
+func (w *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (w *headerRecorder) WriteHeader(int)             {}
+
 // answerNonRPC gives the requests connect-go would answer with a bare status (a text/plain 404
 // for an unknown procedure, an empty 405 for another method, an empty 415 for a Content-Type
 // no protocol serves) the apiserver's error envelope. RPCs go to next untouched and keep their
 // protocol's error format.
-func answerNonRPC(service protoreflect.ServiceDescriptor, next http.Handler) http.Handler {
-	procedures := make([]string, 0, service.Methods().Len())
-	for i := range service.Methods().Len() {
-		procedures = append(procedures, "/"+string(service.FullName())+"/"+string(service.Methods().Get(i).Name()))
-	}
-	slices.Sort(procedures)
-	served := "the service serves " + strings.Join(procedures, ", ")
-	errWriter := connect.NewErrorWriter()
+func answerNonRPC(rpcs *rpcRequests, next http.Handler) http.Handler {
+	served := "the service serves " + strings.Join(rpcs.procedures, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !slices.Contains(procedures, r.URL.Path) {
+		if !slices.Contains(rpcs.procedures, r.URL.Path) {
 			msg := "no such procedure: " + httpjson.Echo(r.URL.Path) + "; " + served
-			if declaresRPC(r, errWriter) { // a gRPC or Connect client: Unimplemented, as its protocol says
-				_ = errWriter.Write(w, r, connect.NewError(connect.CodeUnimplemented, errors.New(msg)))
+			if declaresRPC(r, rpcs.errWriter) { // a gRPC or Connect client: Unimplemented, as its protocol says
+				_ = rpcs.errWriter.Write(w, r, connect.NewError(connect.CodeUnimplemented, errors.New(msg)))
 				return
 			}
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, msg)

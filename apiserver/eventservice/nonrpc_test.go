@@ -1,14 +1,17 @@
 package eventservice_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice/gen/eventsv1/eventsv1connect"
@@ -153,4 +156,92 @@ func TestUnknownProcedureOverRPC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoTokenIsAnsweredInTheFormatOfTheOtherChecks: the token check comes first, and answers
+// in the format the later checks would: the envelope's 401 invalid_service_token for whatever
+// they answer with the envelope (a Content-Type not served on the procedure, such as a form
+// POST, or an unknown procedure called by no RPC client), and the protocol's Unauthenticated for
+// an RPC. Each request is sent with the token too, to see the later checks' format.
+func TestNoTokenIsAnsweredInTheFormatOfTheOtherChecks(t *testing.T) {
+	srv := startH2CServer(t, newService(t))
+	handle := srv.URL + eventsv1connect.EventServiceHandleProcedure
+	connectV1 := http.Header{"Connect-Protocol-Version": {"1"}}
+	tests := []struct {
+		name, url, contentType string
+		header                 http.Header
+		wantEnvelope           bool
+		withToken              int // the status with a valid token
+	}{
+		{"text/plain", handle, "text/plain", nil, true, http.StatusUnsupportedMediaType},
+		{"form POST (curl -d)", handle, "application/x-www-form-urlencoded", nil, true, http.StatusUnsupportedMediaType},
+		{"Connect streaming type on a unary procedure", handle, "application/connect+json", nil, true, http.StatusUnsupportedMediaType},
+		{"gRPC with a codec not served", handle, "application/grpc+xml", nil, true, http.StatusUnsupportedMediaType},
+		{"JSON to an unknown procedure (curl)", srv.URL + unknownProcedure, "application/json", nil, true, http.StatusNotFound},
+		{"Connect JSON", handle, "application/json", nil, false, http.StatusOK},
+		{"Connect JSON, charset in capitals", handle, "Application/JSON; Charset=UTF-8", nil, false, http.StatusOK},
+		{"Connect client to an unknown procedure", srv.URL + unknownProcedure, "application/json", connectV1, false, http.StatusNotImplemented},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			post := func(token string) (int, map[string]any) {
+				t.Helper()
+				body, err := protojson.Marshal(stripeRequest(stripeSecret))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req, err := http.NewRequest(http.MethodPost, tt.url, bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range tt.header {
+					req.Header[k] = v
+				}
+				req.Header.Set("Content-Type", tt.contentType)
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var out map[string]any
+				if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+					t.Fatalf("status %d, %s, body is no JSON: %v", resp.StatusCode, resp.Header.Get("Content-Type"), err)
+				}
+				return resp.StatusCode, out
+			}
+			status, out := post(serviceToken)
+			if _, envelope := out["error"]; status != tt.withToken || envelope != tt.wantEnvelope {
+				t.Fatalf("with the token: %d %v, want %d, envelope %v", status, out, tt.withToken, tt.wantEnvelope)
+			}
+			for _, token := range []string{"", "not-the-service-token"} {
+				status, out := post(token)
+				if status != http.StatusUnauthorized {
+					t.Fatalf("token %q: %d %v, want 401", token, status, out)
+				}
+				if tt.wantEnvelope {
+					e, _ := out["error"].(map[string]any)
+					if e["code"] != "invalid_service_token" || !strings.HasPrefix(fmt.Sprint(e["request_id"]), "req_") {
+						t.Errorf("token %q: %v, want the envelope with invalid_service_token and a request_id", token, out)
+					}
+				} else if out["code"] != "unauthenticated" {
+					t.Errorf("token %q: %v, want Connect's unauthenticated", token, out)
+				}
+			}
+		})
+	}
+
+	t.Run("RPC clients", func(t *testing.T) {
+		for name, opts := range map[string][]connect.ClientOption{
+			"connect": nil, "connect+json": {connect.WithProtoJSON()}, "grpc": {connect.WithGRPC()}, "grpc-web": {connect.WithGRPCWeb()},
+		} {
+			client := eventsv1connect.NewEventServiceClient(srv.Client(), srv.URL, opts...)
+			_, err := client.Handle(context.Background(), connect.NewRequest(stripeRequest(stripeSecret)))
+			if connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "missing bearer service token") {
+				t.Errorf("%s without a token: %v, want Unauthenticated in its protocol", name, err)
+			}
+		}
+	})
 }

@@ -45,6 +45,11 @@ func TestEventServiceNonRPCAnswers(t *testing.T) {
 		{http.MethodPost, "/videogen.events.v1.EventService/Handle", "text/plain", token, http.StatusUnsupportedMediaType, "unsupported_media_type"},
 		{http.MethodPost, "/videogen.events.v1.EventService/Nope", "text/plain", "", http.StatusUnauthorized, "invalid_service_token"},
 		{http.MethodPost, "/videogen.events.v1.EventService", "application/json", token, http.StatusNotFound, "not_found"},
+		// Without the token, what is no RPC is the envelope's 401 too: a form POST (curl -d), and
+		// JSON from no RPC client to an unknown procedure or the bare service name.
+		{http.MethodPost, "/videogen.events.v1.EventService/Handle", "application/x-www-form-urlencoded", "", http.StatusUnauthorized, "invalid_service_token"},
+		{http.MethodPost, "/videogen.events.v1.EventService/Nope", "application/json", "", http.StatusUnauthorized, "invalid_service_token"},
+		{http.MethodPost, "/videogen.events.v1.EventService", "application/json", "", http.StatusUnauthorized, "invalid_service_token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path+" "+tt.contentType, func(t *testing.T) {
