@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,7 +38,8 @@ account or to an earlier one deleted since, is refused. References are compared 
 accountant reads them, not character by character: inv-1, INV‑1 with a non-breaking hyphen and
 a fullwidth ＩＮＶ-１ are INV-1 (docs/ledger.md, rule 6); INV 1, INV.1 and INV1 are three
 others. The account must exist (account create): for one that does not,
-nothing is created.`,
+nothing is created. AMOUNT is at most ` + strconv.FormatInt(videogenv1alpha1.MaxPoints, 10) + ` points, either way: a larger
+amount is several top-ups.`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: firstArg(o.completeAccounts),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,9 +82,20 @@ func negativeAmountHint(cmd *cobra.Command, err error) error {
 }
 
 // parseAmount reads AMOUNT, a whole number of points above 0: a debit is said with --debit, as
-// the help says, never with a sign.
+// the help says, never with a sign. At most videogenv1alpha1.MaxPoints either way, the bound
+// of the PointTopUp CRD's spec.amount (api/v1alpha1/pointtopup_types.go): checked here, before
+// any request, or the kube-apiserver's refusal quotes the CRD's schema.
 func parseAmount(arg string, debit bool) (int64, error) {
 	n, err := strconv.ParseInt(arg, 10, 64)
+	// ParseInt's range error comes with the largest int64 for a number too large to hold.
+	if errors.Is(err, strconv.ErrRange) && n > 0 || err == nil && n > videogenv1alpha1.MaxPoints {
+		verb := "credit"
+		if debit {
+			verb = "debit"
+		}
+		return 0, fmt.Errorf("AMOUNT must be at most %d points, the most one top-up can %s, not %s: split a larger amount into several top-ups, each with its own --reference",
+			videogenv1alpha1.MaxPoints, verb, arg)
+	}
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("AMOUNT must be a whole number of points above 0 (to debit, add --debit and --note), not %q", arg)
 	}
