@@ -275,11 +275,25 @@ func noTasksNote(ctx context.Context, c client.Reader, ns string) string {
 	if ns == "" {
 		return "No tasks found."
 	}
-	key := client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}
-	if apierrors.IsNotFound(c.Get(ctx, key, &videogenv1alpha1.PointAccount{})) {
+	if has, known := hasAccount(ctx, c, ns); known && !has {
 		return fmt.Sprintf("No tasks found: there is no account %q.", ns)
 	}
 	return fmt.Sprintf("No tasks found in account %q.", ns)
+}
+
+// hasAccount says whether namespace ns holds an account, as the task commands tell a typo in -n
+// from an account without the tasks asked for. known is false when the kube-apiserver did not
+// say (no right to read the account, the cluster unreachable): then no command claims that
+// there is none.
+func hasAccount(ctx context.Context, c client.Reader, ns string) (has, known bool) {
+	_, err := getAccount(ctx, c, ns)
+	switch {
+	case err == nil:
+		return true, true
+	case apierrors.IsNotFound(err):
+		return false, true
+	}
+	return false, false
 }
 
 // getTask reads one task of the namespace the flags name.
@@ -554,8 +568,7 @@ func requireWatchable(ctx context.Context, c client.Reader, ns string) error {
 	if ns == "" {
 		return nil
 	}
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{})
-	if !apierrors.IsNotFound(err) {
+	if has, known := hasAccount(ctx, c, ns); has || !known {
 		return nil
 	}
 	var tasks videogenv1alpha1.VideoTaskList
