@@ -282,9 +282,9 @@ func noTasksNote(ctx context.Context, c client.Reader, ns string) string {
 }
 
 // hasAccount says whether namespace ns holds an account, as the task commands tell a typo in -n
-// from an account without the tasks asked for. known is false when the kube-apiserver did not
-// say (no right to read the account, the cluster unreachable): then no command claims that
-// there is none.
+// (or a namespace that is no account, such as the kubeconfig's "default") from an account
+// without the tasks asked for. known is false when the kube-apiserver did not say (no right to
+// read the account, the cluster unreachable): then no command claims that there is none.
 func hasAccount(ctx context.Context, c client.Reader, ns string) (has, known bool) {
 	_, err := getAccount(ctx, c, ns)
 	switch {
@@ -298,18 +298,53 @@ func hasAccount(ctx context.Context, c client.Reader, ns string) (has, known boo
 
 // getTask reads one task of the namespace the flags name.
 func getTask(ctx context.Context, o *options, c client.Client, name string) (*videogenv1alpha1.VideoTask, error) {
-	ns, _, err := o.namespace()
+	ns, explicit, err := o.namespace()
 	if err != nil {
 		return nil, err
 	}
 	t := &videogenv1alpha1.VideoTask{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, t); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no task %q in account %q (-n ACCOUNT names another)", name, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, taskNotFound(ctx, c, name, ns, explicit)
+		case apierrors.IsForbidden(err) && !explicit:
+			// An account's user, whose roles are in their account's namespace, asked in the
+			// kubeconfig's.
+			return nil, fmt.Errorf("%w; %s", err, nameTheTaskAccount(ns))
 		}
 		return nil, err
 	}
 	return t, nil
+}
+
+// taskNotFound says why there is no task name in namespace ns: there is no account ns (a typo
+// in -n, or the kubeconfig's namespace, which the user may never have chosen), or the account
+// has no such task. Without -n (explicit false) it says where ns came from and to name the
+// task's account.
+func taskNotFound(ctx context.Context, c client.Reader, name, ns string, explicit bool) error {
+	has, known := hasAccount(ctx, c, ns)
+	var msg string
+	switch {
+	case known && !has:
+		msg = fmt.Sprintf("no task %q: there is no account %q", name, ns)
+	case known:
+		msg = fmt.Sprintf("no task %q in account %q", name, ns)
+	default:
+		msg = fmt.Sprintf("no task %q in namespace %q", name, ns)
+	}
+	if !explicit {
+		return fmt.Errorf("%s; %s", msg, nameTheTaskAccount(ns))
+	}
+	if known && !has {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s (-n ACCOUNT names another)", msg)
+}
+
+// nameTheTaskAccount says that the task commands looked in the kubeconfig's namespace ns, no
+// -n given, and how to name the task's account.
+func nameTheTaskAccount(ns string) string {
+	return fmt.Sprintf("%q is the kubeconfig's namespace, as no -n was given: name the task's account with -n ACCOUNT", ns)
 }
 
 func taskGet(ctx context.Context, o *options, name string) error {

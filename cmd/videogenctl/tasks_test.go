@@ -84,7 +84,7 @@ func TestTaskCommandsAsKubectlUsersExpect(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `there is no account "nosuch"`) || exitCode(err) != exitWatchFailed {
 		t.Errorf("task watch -n nosuch: %v (exit status %d, want %d)", err, exitCode(err), exitWatchFailed)
 	}
-	if _, err := cli(asAdmin, "task", "get", "vt-1", "-n", "globex"); err == nil || !strings.Contains(err.Error(), `no task "vt-1" in account "globex"`) {
+	if _, err := cli(asAdmin, "task", "get", "vt-1", "-n", "globex"); err == nil || !strings.Contains(err.Error(), `no task "vt-1": there is no account "globex"`) {
 		t.Errorf("task get in another account: %v", err)
 	}
 
