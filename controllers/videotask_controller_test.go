@@ -237,6 +237,8 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(k8sClient.Delete(ctx, &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: tmpl}})).To(Succeed())
 		done := finished(ns, task.Name)
 		Expect(done.Status.Error.Code).To(Equal("template_unavailable"))
+		Expect(done.Status.Ending()).To(HaveField("Reason", videogenv1alpha1.ReasonTemplateUnavailable), "the REASON column says why")
+		Expect(done.Status.Error.Message).To(ContainSubstring("template went away while it ran"))
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
 		for _, st := range done.Status.Stages {
 			Expect(st.State).NotTo(Equal(videogenv1alpha1.StageRunning), "stage %s of an ended task", st.Name)

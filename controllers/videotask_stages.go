@@ -40,7 +40,8 @@ func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videoge
 			// task stops as a cancelled one does: what runs at the backend is stopped, not left
 			// to run to its deadline, after one last look, so that a render that finished
 			// before the template went wins.
-			end := outcome{reason: videogenv1alpha1.ReasonStageFailed, code: "template_unavailable", message: err.Error()}
+			end := outcome{reason: videogenv1alpha1.ReasonTemplateUnavailable, code: "template_unavailable",
+				message: fmt.Sprintf("the task's template went away while it ran (%v): nothing more can be rendered from it", err)}
 			return r.advance(ctx, task, catalog.Template{}, before, view, &end)
 		}
 		return ctrl.Result{}, err

@@ -113,8 +113,11 @@ const (
 	ReasonBackendUnavailable = "BackendUnavailable"
 	ReasonSucceeded          = "Succeeded"
 	ReasonStageFailed        = "StageFailed"
-	ReasonTimedOut           = "TimedOut"
-	ReasonCanceled           = "Canceled"
+	// ReasonTemplateUnavailable: the task's template was deleted (or no longer serves its
+	// capability) while it ran; nothing more can be rendered from it.
+	ReasonTemplateUnavailable = "TemplateUnavailable"
+	ReasonTimedOut            = "TimedOut"
+	ReasonCanceled            = "Canceled"
 )
 
 // TaskInputs are the media a task works on. Large inputs are stored elsewhere and referred to by
