@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -46,6 +47,9 @@ amount is several top-ups.`,
 			if strings.TrimSpace(reference) == "" {
 				return fmt.Errorf("--reference is required (an invoice number, a ticket: it is unique in the account's namespace); usage: %s", cmd.UseLine())
 			}
+			if err := checkTopUpText(reference, note); err != nil {
+				return err
+			}
 			if err := o.checkViewFormat(); err != nil {
 				return err
 			}
@@ -79,6 +83,25 @@ func negativeAmountHint(cmd *cobra.Command, err error) error {
 	}
 	return fmt.Errorf("%w: to debit, give AMOUNT without its sign and add --debit and --note, e.g. %s ACCOUNT %s --debit --reference CORR-1 --note \"double invoice\"",
 		err, cmd.CommandPath(), arg)
+}
+
+// maxReference and maxNote are the most characters (not bytes) a PointTopUp's reference and note
+// have, as its CRD's maxLength says (kubebuilder:validation:MaxLength on PointTopUpSpec).
+const (
+	maxReference = 128
+	maxNote      = 1024
+)
+
+// checkTopUpText refuses a reference or a note longer than a PointTopUp takes, before any
+// request: the kube-apiserver's refusal quotes the CRD's schema.
+func checkTopUpText(reference, note string) error {
+	if n := utf8.RuneCountInString(reference); n > maxReference {
+		return fmt.Errorf("--reference is %d characters long; a top-up's is at most %d", n, maxReference)
+	}
+	if n := utf8.RuneCountInString(note); n > maxNote {
+		return fmt.Errorf("--note is %d characters long; a top-up's is at most %d", n, maxNote)
+	}
+	return nil
 }
 
 // parseAmount reads AMOUNT, a whole number of points above 0: a debit is said with --debit, as

@@ -33,7 +33,8 @@ func TestTopUpAmountErrorsPointToDebitFlag(t *testing.T) {
 	}
 }
 
-// AMOUNT above the PointTopUp CRD's bound (1000000000, either way) is refused before any request,
+// AMOUNT above the PointTopUp CRD's bound (1000000000, either way), and a --reference or --note
+// longer than it takes, are refused before any request,
 // in words, as 0 and -5 are: the kube-apiserver's refusal quoted the CRD's schema ("spec.amount
 // in body should be less than or equal to 1000000000"). The cluster here answers nothing and
 // counts what it is asked.
@@ -59,6 +60,11 @@ func TestTopUpAmountAboveTheMostOneTopUpCanMoveIsRefusedBeforeAnyRequest(t *test
 			"AMOUNT must be at most 1000000000 points, the most one top-up can credit, not 1000000001: split a larger amount into several top-ups, each with its own --reference"},
 		{[]string{"topup", "kacct", "2000000000", "--debit", "--reference", "CORR-1", "--note", "double invoice"},
 			"AMOUNT must be at most 1000000000 points, the most one top-up can debit, not 2000000000: split a larger amount into several top-ups, each with its own --reference"},
+		// A reference or a note longer than the CRD takes: in words too.
+		{[]string{"topup", "kacct", "5", "--reference", strings.Repeat("R", 129)},
+			"--reference is 129 characters long; a top-up's is at most 128"},
+		{[]string{"topup", "kacct", "5", "--debit", "--reference", "CORR-2", "--note", strings.Repeat("é", 1025)},
+			"--note is 1025 characters long; a top-up's is at most 1024"},
 		// Too large for an int64: the same answer, not "a whole number of points above 0".
 		{[]string{"topup", "kacct", "99999999999999999999", "--reference", "Z-3"},
 			"AMOUNT must be at most 1000000000 points, the most one top-up can credit, not 99999999999999999999: split a larger amount into several top-ups, each with its own --reference"},
