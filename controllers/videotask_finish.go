@@ -124,28 +124,16 @@ func (r *VideoTaskReconciler) writeTerminal(ctx context.Context, task *videogenv
 // given up), and takes its finalizer off if a crash left it. The finished-task collector deletes
 // closed tasks at their TTL.
 func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *videogenv1alpha1.VideoTask) (ctrl.Result, error) {
-	running := runningStages(task)
-	if running {
-		// Ended by a status written by hand: every end we write stops its stages first.
-		r.cancelRunningStages(ctx, task)
-	}
-	if running || (!task.Status.Closed && closable(task)) {
+	// A stage still running was ended by a status written by hand: every end we write stops its
+	// stages first.
+	canceled := r.cancelRunningStages(ctx, task)
+	if canceled || (!task.Status.Closed && closable(task)) {
 		task.Status.Closed = task.Status.Closed || closable(task)
 		if err := r.writeStatus(ctx, task); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{}, r.releaseWork(ctx, task)
-}
-
-// runningStages reports whether a stage of task still runs at a backend, as far as its status says.
-func runningStages(task *videogenv1alpha1.VideoTask) bool {
-	for _, st := range task.Status.Stages {
-		if st.State == videogenv1alpha1.StageRunning {
-			return true
-		}
-	}
-	return false
 }
 
 // recordOutcome is the closing event of a task: a Normal one for a success that was charged

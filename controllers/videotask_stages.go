@@ -685,14 +685,21 @@ func (r *VideoTaskReconciler) cancelStage(ctx context.Context, task *videogenv1a
 }
 
 // cancelRunningStages cancels every stage of task that runs at a backend, as far as its status
-// knows, and marks it canceled. A stage whose Job backend is no longer configured under its
-// name has its Job deleted by its labels (deleteOrphanedJob), as a reroute's or a deletion's.
-func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *videogenv1alpha1.VideoTask) {
-	name, b, _ := r.Backends.Route(task.Spec.Capability)
+// knows, and marks it canceled; it reports whether there was one. A stage whose Job backend is
+// no longer configured under its name has its Job deleted by its labels (deleteOrphanedJob), as
+// a reroute's or a deletion's.
+func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *videogenv1alpha1.VideoTask) (canceled bool) {
+	var (
+		name string
+		b    generation.Backend
+	)
 	for i := range task.Status.Stages {
 		st := &task.Status.Stages[i]
 		if st.State != videogenv1alpha1.StageRunning {
 			continue
+		}
+		if !canceled { // routed once, and only for a task with a stage to stop
+			name, b, _ = r.Backends.Route(task.Spec.Capability)
 		}
 		w := r.work(task, catalog.Template{}, st.Name)
 		where, handle := r.stopWhere(ctx, w, *st, name, b)
@@ -701,7 +708,9 @@ func (r *VideoTaskReconciler) cancelRunningStages(ctx context.Context, task *vid
 		}
 		at := metav1.NewTime(r.Clock.Now())
 		st.State, st.CompletedAt = videogenv1alpha1.StageCanceled, &at
+		canceled = true
 	}
+	return canceled
 }
 
 // stageAt is where st's work is stopped, and with which handle, when name's backend b serves
