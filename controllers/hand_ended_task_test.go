@@ -59,6 +59,22 @@ var _ = Describe("A running task whose status is ended by hand", func() {
 		suite.ExpectBalanced(ns, 80, 20, 0)
 	})
 
+	// A closed task leaves the manager's cache at once, and its informer's delete carries the
+	// copy from before: the ledger would end its hold uncharged whatever the status says, and
+	// nobody would stop the stage.
+	DescribeTable("refuses an end that also closes it while its stage runs",
+		func(status string) {
+			task := running()
+			err := patchStatus(task, status)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+			Expect(err.Error()).To(ContainSubstring("a task is closed only once none of its stages runs"))
+			Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskRunning))
+			suite.ExpectBalanced(ns, 80, 20, 0)
+		},
+		Entry("a success", `{"phase":"Succeeded","charge":"Deducted","closed":true,"result":{"url":"https://media.example/by-hand.mp4"}}`),
+		Entry("a failure", `{"phase":"Failed","charge":"Refunded","closed":true}`),
+	)
+
 	DescribeTable("stops its work at the backend, and settles its points as the status says",
 		func(status string, phase videogenv1alpha1.TaskPhase, balance, spent int64) {
 			task := running()

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -11,11 +12,14 @@ import (
 )
 
 // closable reports whether nothing is left to do for a task but its deletion at the TTL: it is
-// terminal, its points are settled (or were never frozen), and no completion webhook is due.
-// Status writes that make this true set status.closed in the same write.
+// terminal, its points are settled (or were never frozen), no stage of it runs (one does only
+// in a status ended by hand, until reconcileFinished stops it; the CRD refuses a closed task
+// with a running stage), and no completion webhook is due. Status writes that make this true
+// set status.closed in the same write.
 func closable(t *videogenv1alpha1.VideoTask) bool {
 	return t.Status.Phase.Terminal() && t.Status.Charge != videogenv1alpha1.ChargeFrozen &&
-		t.Status.CompletedAt != nil && !webhookDue(t)
+		t.Status.CompletedAt != nil && !webhookDue(t) &&
+		!slices.ContainsFunc(t.Status.Stages, func(st videogenv1alpha1.StageStatus) bool { return st.State == videogenv1alpha1.StageRunning })
 }
 
 // CacheByObject is the manager's cache configuration for the controllers: VideoTasks are

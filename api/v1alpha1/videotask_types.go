@@ -299,6 +299,7 @@ type WebhookDelivery struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || !(oldSelf.phase in ['Succeeded', 'Failed']) || (has(self.phase) && self.phase == oldSelf.phase)",message="a finished task's phase (Succeeded or Failed) never changes; create a new task to run it again"
 // +kubebuilder:validation:XValidation:rule="!has(self.charge) || self.charge == 'Frozen' || (has(self.phase) && self.phase == (self.charge == 'Deducted' ? 'Succeeded' : 'Failed'))",message="only the controller settles a task's points: charge Deducted comes with phase Succeeded and Refunded with Failed; to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
 // +kubebuilder:validation:XValidation:rule="!has(self.closed) || !self.closed || (has(self.phase) && self.phase in ['Succeeded', 'Failed'])",message="only a finished task (Succeeded or Failed) is closed"
+// +kubebuilder:validation:XValidation:rule="!has(self.closed) || !self.closed || !has(self.stages) || self.stages.all(s, s.state != 'Running')",message="a task is closed only once none of its stages runs (a closed task leaves the operator's view, and a running stage would run on unstopped); leave closed to the operator: it stops the stages of a task that ended, then closes it"
 // +kubebuilder:validation:XValidation:rule="!has(self.phase) || !(self.phase in ['Succeeded', 'Failed']) || (self.phase == 'Succeeded' ? (has(self.charge) && self.charge == 'Deducted') : (!has(self.charge) || self.charge == 'Refunded'))",message="only the controller ends a task: phase Succeeded comes with charge Deducted and Failed with Refunded (or none); to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
 // +kubebuilder:validation:XValidation:rule="!has(self.phase) || self.phase != 'Succeeded' || (has(self.result) && size(self.result.url) > 0) || (oldSelf.hasValue() && has(oldSelf.value().phase) && oldSelf.value().phase == 'Succeeded')",optionalOldSelf=true,message="only the controller ends a task: phase Succeeded comes with the result its backend made (status.result.url); to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
 type VideoTaskStatus struct {
@@ -329,6 +330,7 @@ type VideoTaskStatus struct {
 	Progress int32 `json:"progress,omitempty"`
 	// Stages are the two generation stages.
 	// +listType=map
+	// +kubebuilder:validation:MaxItems=2
 	// +listMapKey=name
 	// +optional
 	Stages []StageStatus `json:"stages,omitempty"`
