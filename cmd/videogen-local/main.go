@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -26,6 +27,12 @@ func flags(cfg *localstack.Config) (fs *flag.FlagSet, restart *bool) {
 	flag.StringVar(&cfg.APIAddress, "api-address", "127.0.0.1:8080", "Address of the REST API.")
 	flag.StringVar(&cfg.WorkerAddress, "worker-address", "127.0.0.1:8090", "Address of the reference worker.")
 	flag.Int64Var(&cfg.DemoPoints, "demo-points", 1000, "Points of the demo account's first top-up.")
+	flag.Func("default-price", "System default price in `points` (10 if not given), of the manager's and the REST apiserver's alike: what an eraser task, a custom short template and a duration without an entry cost.",
+		func(v string) error {
+			price, err := strconv.ParseInt(v, 10, 64)
+			cfg.DefaultPrice = &price
+			return err
+		})
 	flag.StringVar(&cfg.ManagerMetricsAddress, "manager-metrics-address", "", "Serve the manager's Prometheus metrics over HTTP here (e.g. 127.0.0.1:8443); none if empty.")
 	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty.")
 	flag.Var((*flagList)(&cfg.MoreAPIAddresses), "more-api-address",

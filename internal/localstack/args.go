@@ -26,6 +26,8 @@ var ownFlagHints = map[string]string{
 	"manager metrics-bind-address":   "--manager-metrics-address",
 	"apiserver metrics-bind-address": "--api-metrics-address",
 	"apiserver bind-address":         "--api-address",
+	"manager default-price":          "--default-price",
+	"apiserver default-price":        "--default-price",
 }
 
 // checkArgs refuses, before anything starts, an extra flag (Config.ManagerArgs, APIArgs) that
@@ -44,8 +46,10 @@ func (s *Stack) checkArgs(ctx context.Context) error {
 			continue
 		}
 		checked[program] = true
-		// --kubeconfig: the stack's own, given in $KUBECONFIG.
-		own := map[string]bool{"kubeconfig": true}
+		// --kubeconfig: the stack's own, given in $KUBECONFIG. --default-price: the manager
+		// prices kubectl's tasks and the apiserver the REST API's, so it is one value for both
+		// (Config.DefaultPrice), set or not.
+		own := map[string]bool{"kubeconfig": true, "default-price": true}
 		for _, a := range c.own {
 			name, _ := flagName(a)
 			own[name] = true

@@ -118,3 +118,31 @@ func TestTheStacksAPIServersStopWithoutADrain(t *testing.T) {
 		t.Errorf("%d apiserver command lines, want 2", apiservers)
 	}
 }
+
+// The manager prices kubectl's tasks and the apiserver the REST API's, each with its own
+// --default-price: given to one of them alone, an eraser task cost 25 with kubectl and 10 over
+// REST, and GET /v1/templates said 10 while kubectl get templates said 25. The stack sets it on
+// both (videogen-local's --default-price), as the chart's defaultPrice does, and refuses it as
+// one component's flag.
+func TestTheDefaultPriceIsOneValueForTheManagerAndTheAPIServer(t *testing.T) {
+	price := int64(25)
+	cfg := Config{DataDir: t.TempDir(), MoreAPIAddresses: []string{"127.0.0.1:18081"}, DefaultPrice: &price}
+	cfg.defaults()
+	s := &Stack{cfg: cfg, APIURLs: []string{"http://127.0.0.1:18080", "http://127.0.0.1:18081"}}
+	for _, c := range s.commands(wiring{}) {
+		if c.name == "worker" {
+			continue
+		}
+		if !slices.Contains(c.own, "--default-price=25") {
+			t.Errorf("%s's command line %q does not price at the stack's default price, 25", c.name, c.own)
+		}
+	}
+	for _, args := range []Config{{ManagerArgs: []string{"--default-price=25"}}, {APIArgs: []string{"--default-price=25"}}} {
+		s := &Stack{cfg: Config{BinDir: t.TempDir(), ManagerArgs: args.ManagerArgs, APIArgs: args.APIArgs}, APIURLs: []string{"http://127.0.0.1:18080"}}
+		err := s.checkArgs(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "use videogen-local's --default-price") {
+			t.Errorf("--default-price for one component (manager %q, apiserver %q): %v, want it refused, naming videogen-local's --default-price",
+				args.ManagerArgs, args.APIArgs, err)
+		}
+	}
+}

@@ -145,13 +145,17 @@ func (s *Stack) commands(w wiring) []command {
 	if t := s.cfg.Timeouts; t != (httpserver.Timeouts{}) {
 		deadlines = []string{"--read-header-timeout=" + t.ReadHeader.String(), "--read-timeout=" + t.Read.String()}
 	}
+	var price []string
+	if s.cfg.DefaultPrice != nil {
+		price = []string{fmt.Sprintf("--default-price=%d", *s.cfg.DefaultPrice)}
+	}
 	cmds := []command{
 		{name: "worker", own: append([]string{"--bind-address=" + s.cfg.WorkerAddress, "--public-url=" + s.WorkerURL,
 			"--blob-dir=" + s.path("worker-blobs"), "--token-file=" + w.workerToken, loopback}, deadlines...)},
-		{name: "manager", own: []string{"--metrics-bind-address=" + orZero(s.cfg.ManagerMetricsAddress), "--metrics-secure=false",
+		{name: "manager", own: append([]string{"--metrics-bind-address=" + orZero(s.cfg.ManagerMetricsAddress), "--metrics-secure=false",
 			"--health-probe-bind-address=127.0.0.1:0",
 			"--backends-config=" + w.backends, "--backend-poll-interval=500ms", loopback,
-			"--ledger-bind-address=" + w.ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, extra: s.cfg.ManagerArgs},
+			"--ledger-bind-address=" + w.ledgerAddr, "--webhook-secret-namespace=" + SystemNamespace}, price...), extra: s.cfg.ManagerArgs},
 	}
 	for i, url := range s.APIURLs {
 		name, blobs, metrics := "apiserver", s.path("api-blobs"), orZero(s.cfg.APIMetricsAddress)
@@ -163,7 +167,7 @@ func (s *Stack) commands(w wiring) []command {
 			"--public-url=" + url, "--event-service-tokens-file=" + w.eventTokens, loopback,
 			"--ledger-url=http://" + w.ledgerAddr, "--ledger-token-file=" + w.ledgerToken,
 			// Nothing routes here but the address itself: Ctrl-C need not wait out a drain.
-			"--shutdown-delay=0"}, deadlines...), extra: s.cfg.APIArgs})
+			"--shutdown-delay=0"}, slices.Concat(deadlines, price)...), extra: s.cfg.APIArgs})
 	}
 	return cmds
 }

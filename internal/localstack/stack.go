@@ -46,6 +46,10 @@ type Config struct {
 	// each written --name=value (videogen-local's --manager-arg, --apiserver-arg). Start refuses,
 	// before it starts anything, a flag the binary does not accept or one the stack sets itself.
 	ManagerArgs, APIArgs []string
+	// DefaultPrice is the system default price of the manager (kubectl's tasks) and of every
+	// REST apiserver replica (REST tasks, GET /v1/templates), one value for all, as the chart's
+	// defaultPrice: nil leaves the binaries' default (10).
+	DefaultPrice *int64
 	// Timeouts, if set, are the read deadlines of the apiserver's and the worker's listeners
 	// (their defaults otherwise); tests shorten them to see slow clients cut off.
 	Timeouts httpserver.Timeouts
