@@ -107,7 +107,7 @@ var _ = Describe("Adversarial: a task's acceptance (round 18)", func() {
 	// the next reconcile ends it Failed, Refunded (accept's "template went away" branch,
 	// finish) without stopping the stage the backend took. The points come back; the backend
 	// work runs on for nobody. Reachable as above; a template is deleted by a platform
-	// administrator at any time (docs/api.md: such a task ends template_not_found, refunded).
+	// administrator at any time (README: such a task ends template_unavailable, refunded).
 	It("stops the stage it submitted when the acceptance write was lost and the REST task's template then went away", func() {
 		r := directReconciler(k8sClient, l, backend)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
@@ -144,7 +144,7 @@ var _ = Describe("Adversarial: a task's acceptance (round 18)", func() {
 			g.Expect(taskOf(ns, task.Name).Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
 		}).Should(Succeed())
 		done := taskOf(ns, task.Name)
-		Expect(done.Status.Error.Code).To(Equal("template_not_found"))
+		Expect(done.Status.Error.Code).To(Equal("template_unavailable"))
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
 		Expect(backend.cancelAsked(key)).To(BeTrue(),
 			"the stage submitted for a task that ended refunded was left running at the backend")

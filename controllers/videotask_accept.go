@@ -33,10 +33,12 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 			return ctrl.Result{}, err
 		}
 		if view.Standing == ledger.Held {
-			// Admitted at the REST API, and its template went away since: it ends refunded
-			// (and a stage submitted by a reconcile whose status write was lost is stopped).
+			// Admitted at the REST API, and its template went away since: the caller was told
+			// it is queued, so it ends as a task whose template goes while it runs does
+			// (reconcileActive), refunded, not as a request naming no template (and a stage
+			// submitted by a reconcile whose status write was lost is stopped).
 			r.cancelUnrecordedStages(ctx, task)
-			return r.finish(ctx, task, before, view, outcome{reason: videogenv1alpha1.ReasonInvalidRequest, code: code, message: err.Error()})
+			return r.finish(ctx, task, before, view, templateGone(err))
 		}
 		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, code, err.Error())
 	}

@@ -40,13 +40,19 @@ func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videoge
 			// task stops as a cancelled one does: what runs at the backend is stopped, not left
 			// to run to its deadline, after one last look, so that a render that finished
 			// before the template went wins.
-			end := outcome{reason: videogenv1alpha1.ReasonTemplateUnavailable, code: "template_unavailable",
-				message: fmt.Sprintf("the task's template went away while it ran (%v): nothing more can be rendered from it", err)}
+			end := templateGone(err)
 			return r.advance(ctx, task, catalog.Template{}, before, view, &end)
 		}
 		return ctrl.Result{}, err
 	}
 	return r.advance(ctx, task, tmpl, before, view, nil)
+}
+
+// templateGone is how a task that holds its price ends when its template went away (err says
+// how: not found, or no longer of the task's capability).
+func templateGone(err error) outcome {
+	return outcome{reason: videogenv1alpha1.ReasonTemplateUnavailable, code: "template_unavailable",
+		message: fmt.Sprintf("the task's template went away while it ran (%v): nothing more can be rendered from it", err)}
 }
 
 // outcome is how a task ends.
