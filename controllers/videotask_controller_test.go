@@ -238,7 +238,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		done := finished(ns, task.Name)
 		Expect(done.Status.Error.Code).To(Equal("template_unavailable"))
 		Expect(done.Status.Ending()).To(HaveField("Reason", videogenv1alpha1.ReasonTemplateUnavailable), "the REASON column says why")
-		Expect(done.Status.Error.Message).To(ContainSubstring("template went away while it ran"))
+		Expect(done.Status.Error.Message).To(ContainSubstring("template went away after the task was accepted"))
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(done.UID), videogenv1alpha1.StageAnalyze))).To(BeTrue())
 		for _, st := range done.Status.Stages {
 			Expect(st.State).NotTo(Equal(videogenv1alpha1.StageRunning), "stage %s of an ended task", st.Name)

@@ -52,7 +52,7 @@ func (r *VideoTaskReconciler) reconcileActive(ctx context.Context, task *videoge
 // how: not found, or no longer of the task's capability).
 func templateGone(err error) outcome {
 	return outcome{reason: videogenv1alpha1.ReasonTemplateUnavailable, code: "template_unavailable",
-		message: fmt.Sprintf("the task's template went away while it ran (%v): nothing more can be rendered from it", err)}
+		message: fmt.Sprintf("the task's template went away after the task was accepted (%v): nothing more can be rendered from it", err)}
 }
 
 // outcome is how a task ends.
