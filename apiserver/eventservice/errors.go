@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 var (
@@ -49,7 +50,15 @@ func ErrorCode(err error) connect.Code {
 }
 
 // connectError wraps err with its code. The messages of the connectors'
-// errors name the connector and what was wrong, and carry no secret.
+// errors name the connector and what was wrong, and carry no secret. They may
+// quote what the caller sent (an Adyen item's pspReference, a header's name),
+// so the message is cut to the apiserver's bound on an error message.
 func connectError(err error) *connect.Error {
-	return connect.NewError(ErrorCode(err), err)
+	return connect.NewError(ErrorCode(err), limitedError{err})
 }
+
+// limitedError is err with its message cut to httpjson.MaxMessageBytes.
+type limitedError struct{ err error }
+
+func (e limitedError) Error() string { return httpjson.LimitMessage(e.err.Error()) }
+func (e limitedError) Unwrap() error { return e.err }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
 	"github.com/videogen-dev/videogen-operator/internal/connectors/all"
+	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
 
 // Service verifies and normalizes webhooks. It is safe for concurrent use.
@@ -99,7 +100,8 @@ func (s *Service) handle(ctx context.Context, name string, req *connectors.Reque
 	}
 	c, err := s.registry.Lookup(name)
 	if err != nil {
-		return nil, err
+		// The name is the caller's: quoted cut, as the apiserver quotes a value.
+		return nil, fmt.Errorf("%w: %s", connectors.ErrUnknownConnector, httpjson.Echo(name))
 	}
 	if req == nil || len(req.Body) == 0 {
 		return nil, fmt.Errorf("%w: webhook body is empty", ErrInvalidRequest)

@@ -99,7 +99,7 @@ type errorBody struct {
 // WriteError writes {"error":{…}} with status. A message longer than MaxMessageBytes is cut:
 // whatever a caller sent, an answer never carries it back in full.
 func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	message = cut(message, MaxMessageBytes)
+	message = LimitMessage(message)
 	if n, ok := w.(ErrorNoter); ok {
 		n.NoteError(code, message)
 	}
@@ -119,6 +119,10 @@ func ErrorBody(code, message, requestID string) any {
 
 // MaxMessageBytes bounds an error message.
 const MaxMessageBytes = 1024
+
+// LimitMessage cuts an error message to MaxMessageBytes, for answers not written by WriteError
+// (the Event Service's RPC errors).
+func LimitMessage(message string) string { return cut(message, MaxMessageBytes) }
 
 // maxEchoBytes bounds a value quoted back to the caller inside a message.
 const maxEchoBytes = 64
