@@ -142,7 +142,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	name := strings.ToLower(strings.TrimSpace(r.PathValue("connector")))
 	if !h.known(name) {
 		h.reject(w, r, start, "unknown", outcomeNotFound, http.StatusNotFound, httpjson.CodeNotFound,
-			fmt.Sprintf("no webhook connector named %q", truncate(name, 64)))
+			"no webhook connector named "+httpjson.Echo(name))
 		return
 	}
 	h.opts.Metrics.received(name)
@@ -458,13 +458,6 @@ func absoluteURI(r *http.Request) string {
 		scheme = proto
 	}
 	return scheme + "://" + r.Host + r.URL.RequestURI()
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // Service is the Event Service the ingress verifies with, so the Handle RPC can be served from
