@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/connectors"
+	"github.com/videogen-dev/videogen-operator/internal/connectors/all"
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
@@ -80,8 +80,16 @@ func ParseSinkConfig(data []byte) (*SinkConfig, error) {
 	return &cfg, nil
 }
 
-// connectorName is the form of a PaymentEvent's spec.connector (the CRD's pattern).
-var connectorName = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+// connectorNames are the connectors the webhook ingress serves, the only values a
+// PaymentEvent's spec.connector takes.
+var connectorNames = func() []string {
+	var names []string
+	for _, c := range all.Connectors() {
+		names = append(names, c.Name())
+	}
+	slices.Sort(names)
+	return names
+}()
 
 func (c *SinkConfig) validate() error {
 	if len(c.Sinks) > videogenv1alpha1.PaymentEventMaxSinks {
@@ -122,9 +130,10 @@ func (c *SinkConfig) validate() error {
 				errs = append(errs, fmt.Errorf("%s: eventTypes: %q is not a normalized event type (one of %v)", where, t, connectors.EventTypes))
 			}
 		}
+		// A misspelt connector of the right form ("strpe") is as silent a loss.
 		for _, c := range s.Connectors {
-			if !connectorName.MatchString(c) {
-				errs = append(errs, fmt.Errorf("%s: connectors: %q is not a connector name (lower-case, as in the webhook path, e.g. stripe)", where, c))
+			if !slices.Contains(connectorNames, c) {
+				errs = append(errs, fmt.Errorf("%s: connectors: %q is not a connector name (one of %v, lower-case, as in the webhook path)", where, c, connectorNames))
 			}
 		}
 	}
