@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
+	connectorspkg "github.com/videogen-dev/videogen-operator/internal/connectors"
 	"github.com/videogen-dev/videogen-operator/internal/connectors/all"
 )
 
@@ -48,19 +49,33 @@ func connectors(ctx context.Context, o *options) error {
 	var rows []connectorRow
 	for _, conn := range all.Connectors() {
 		row := connectorRow{Connector: conn.Name(), Secrets: []string{}}
+		var unusable []string
 		for _, s := range secrets.Items {
 			if !strings.EqualFold(s.Labels[connectorsecrets.LabelConnector], conn.Name()) {
 				continue
 			}
 			row.Secrets = append(row.Secrets, s.Name)
 			for _, k := range []string{connectorsecrets.KeySecret, connectorsecrets.KeyAdditionalSecret} {
-				if len(strings.TrimSpace(string(s.Data[k]))) > 0 {
-					row.SigningSecrets++
+				value := strings.TrimSpace(string(s.Data[k]))
+				if value == "" {
+					continue
 				}
+				// A secret the connector skips (Adyen's, not hex) verifies nothing.
+				if checker, ok := conn.(connectorspkg.SecretChecker); ok {
+					if err := checker.CheckSecret([]byte(value)); err != nil {
+						unusable = append(unusable, fmt.Sprintf("%s: %s: %v", s.Name, k, err))
+						continue
+					}
+				}
+				row.SigningSecrets++
 			}
 		}
 		row.Ready = row.SigningSecrets > 0
-		if !row.Ready {
+		switch {
+		case !row.Ready && len(unusable) > 0:
+			row.Problem = fmt.Sprintf("no usable %s secret in namespace %s (%s): webhooks from %s get 401",
+				conn.Name(), o.keyNamespace, strings.Join(unusable, "; "), conn.Name())
+		case !row.Ready:
 			row.Problem = fmt.Sprintf("no Secret labelled %s=%s with a %q key in namespace %s: webhooks from %s get 401",
 				connectorsecrets.LabelConnector, conn.Name(), connectorsecrets.KeySecret, o.keyNamespace, conn.Name())
 		}

@@ -11,3 +11,10 @@ func SecretsFromStrings(secrets ...string) [][]byte {
 	}
 	return out
 }
+
+// SecretChecker is implemented by a connector whose secrets have a form of their own (Adyen's
+// HMAC key is hex), so that a tool can tell a configured secret the connector skips from one it
+// verifies with. CheckSecret returns why secret cannot verify anything, or nil.
+type SecretChecker interface {
+	CheckSecret(secret []byte) error
+}

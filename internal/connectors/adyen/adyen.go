@@ -83,11 +83,26 @@ func (it *item) signingString() string {
 func hexKeys(secrets [][]byte) [][]byte {
 	var keys [][]byte
 	for _, s := range sig.Usable(secrets) {
-		if k, err := hex.DecodeString(strings.TrimSpace(string(s))); err == nil && len(k) > 0 {
+		if k, ok := hexKey(s); ok {
 			keys = append(keys, k)
 		}
 	}
 	return keys
+}
+
+func hexKey(secret []byte) ([]byte, bool) {
+	k, err := hex.DecodeString(strings.TrimSpace(string(secret)))
+	return k, err == nil && len(k) > 0
+}
+
+var _ connectors.SecretChecker = (*Connector)(nil)
+
+// CheckSecret implements connectors.SecretChecker: Verify skips a key that is not hex.
+func (c *Connector) CheckSecret(secret []byte) error {
+	if _, ok := hexKey(secret); !ok {
+		return errors.New("the Adyen HMAC key must be hex, as the Customer Area shows it")
+	}
+	return nil
 }
 
 func decode(body []byte) ([]item, error) {
