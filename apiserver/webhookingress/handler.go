@@ -147,6 +147,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.opts.Metrics.received(name)
 
+	// Signatures cover the bytes as sent, and no processor compresses them: a body under a
+	// content coding would be verified (and parsed) as the wrong bytes, and answered as a bad
+	// signature. Refused as the REST API refuses one (RFC 9110), before it is read.
+	if coding := contentCoding(r.Header.Values("Content-Encoding")); coding != "" {
+		w.Header().Set("Accept-Encoding", "identity")
+		h.reject(w, r, start, name, outcomeUnsupportedMedia, http.StatusUnsupportedMediaType, httpjson.CodeUnsupportedMedia,
+			fmt.Sprintf("Content-Encoding %s is not supported: send the %s webhook body uncompressed", httpjson.Echo(coding), name))
+		return
+	}
+
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -411,6 +421,19 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, &http.MaxBytesError{Limit: h.opts.MaxBodyBytes}
 	}
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+}
+
+// contentCoding returns the Content-Encoding header's values when any names a coding other
+// than identity, else "".
+func contentCoding(values []string) string {
+	for _, v := range values {
+		for _, coding := range strings.Split(v, ",") {
+			if c := strings.TrimSpace(coding); c != "" && !strings.EqualFold(c, "identity") {
+				return strings.Join(values, ", ")
+			}
+		}
+	}
+	return ""
 }
 
 func (h *Handler) known(name string) bool {

@@ -15,6 +15,7 @@ const (
 	outcomeInvalidRequest   = "invalid_request"
 	outcomeNotFound         = "not_found"
 	outcomePayloadTooLarge  = "payload_too_large"
+	outcomeUnsupportedMedia = "unsupported_media_type"
 	outcomeStoreFailed      = "store_failed"
 	outcomeUnavailable      = "unavailable"
 	outcomeInternal         = "internal_error"
@@ -47,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"connector"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "videogen_webhook_requests_total",
-			Help: "Webhook requests by connector and outcome: stored, duplicate, or the rejection (conflict: another event with the same id is stored; invalid_signature, invalid_request, not_found, payload_too_large, store_failed, unavailable, internal_error).",
+			Help: "Webhook requests by connector and outcome: stored, duplicate, or the rejection (conflict: another event with the same id is stored; invalid_signature, invalid_request, not_found, payload_too_large, unsupported_media_type, store_failed, unavailable, internal_error).",
 		}, []string{"connector", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "videogen_webhook_request_duration_seconds",
