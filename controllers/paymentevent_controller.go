@@ -395,6 +395,10 @@ func describeAmount(spec *videogenv1alpha1.PaymentEventSpec) string {
 	if spec.AmountMinor == nil {
 		return "no amount"
 	}
+	// Authorize.net payloads carry none (unless the ingress is given --authorizenet-currency).
+	if spec.Currency == "" {
+		return fmt.Sprintf("%d (minor units, no currency given)", *spec.AmountMinor)
+	}
 	return fmt.Sprintf("%d %s (minor units)", *spec.AmountMinor, spec.Currency)
 }
 
