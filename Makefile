@@ -205,8 +205,8 @@ deploy: manifests $(KUSTOMIZE) ## Deploy DEPLOY_DIR (default config/default) wit
 	$(RENDER) | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: $(KUSTOMIZE) ## Remove DEPLOY_DIR from the cluster, CRDs (and every task, account, ...) included.
-	$(KUSTOMIZE) build $(DEPLOY_DIR) | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: $(KUSTOMIZE) ## Remove DEPLOY_DIR from the cluster, CRDs (and every task, account, ...) included, their finalizers taken off.
+	KUSTOMIZE=$(KUSTOMIZE) KUBECTL=$(KUBECTL) hack/undeploy.sh $(DEPLOY_DIR)
 
 .PHONY: test-e2e-kind
 test-e2e-kind: ## Run the e2e suite on a throwaway kind cluster, everything built offline (hack/kind-e2e.sh; skips without Docker unless KIND_E2E=required).
