@@ -34,7 +34,7 @@ for _ in $(seq 60); do
         [ -n "$name" ] || { name=$ns; ns=""; }
         # It may be gone meanwhile; the next round sees what is left.
         "$kubectl" patch "$crd" "$name" ${ns:+-n "$ns"} --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null || true
-      done
+      done || true # the CRD went meanwhile
   done
   sleep 2
 done
