@@ -85,6 +85,9 @@ var _ = Describe("A running task whose status is ended by hand", func() {
 				got := taskOf(ns, task.Name)
 				g.Expect(got.Status.Stages).NotTo(ContainElement(HaveField("State", videogenv1alpha1.StageRunning)))
 				g.Expect(got.Finalizers).NotTo(ContainElement(videogenv1alpha1.FinalizerCancelWork))
+				// closed (so collected at the TTL), although the status written lacks completedAt
+				g.Expect(got.Status.Closed).To(BeTrue())
+				g.Expect(got.Status.CompletedAt).NotTo(BeNil())
 			}).Should(Succeed())
 			Expect(backend.cancelAsked(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageAnalyze))).
 				To(BeTrue(), "the backend was asked to stop the stage that ran")

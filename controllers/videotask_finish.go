@@ -127,7 +127,14 @@ func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *video
 	// A stage still running was ended by a status written by hand: every end we write stops its
 	// stages first.
 	canceled := r.cancelRunningStages(ctx, task)
-	if canceled || (!task.Status.Closed && closable(task)) {
+	// A status ended by hand may lack its completion time, without which it would never be
+	// closed, nor collected at the TTL.
+	stamped := task.Status.CompletedAt == nil
+	if stamped {
+		at := metav1.NewTime(r.Clock.Now())
+		task.Status.CompletedAt = &at
+	}
+	if canceled || stamped || (!task.Status.Closed && closable(task)) {
 		task.Status.Closed = task.Status.Closed || closable(task)
 		if err := r.writeStatus(ctx, task); err != nil {
 			return ctrl.Result{}, err
