@@ -96,6 +96,12 @@ var _ = Describe("A running task whose status is ended by hand", func() {
 			Expect(got.Status.Stages).To(ContainElement(SatisfyAll(
 				HaveField("Name", videogenv1alpha1.StageAnalyze), HaveField("State", videogenv1alpha1.StageCanceled))))
 			suite.ExpectBalanced(ns, balance, 0, spent)
+			// It says why it ended, as every end the operator writes does.
+			Expect(got.Status.Ending()).NotTo(BeNil())
+			if phase == videogenv1alpha1.TaskFailed {
+				Expect(got.Status.Ending().Reason).To(Equal(videogenv1alpha1.ReasonEndedByHand))
+				Expect(got.Status.Error).To(HaveField("Code", "ended_by_administrator"))
+			}
 		},
 		Entry("a success with a result: charged", `{"phase":"Succeeded","charge":"Deducted","result":{"url":"https://media.example/by-hand.mp4"}}`,
 			videogenv1alpha1.TaskSucceeded, int64(80), int64(20)),

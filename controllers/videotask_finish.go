@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -129,18 +130,38 @@ func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *video
 	canceled := r.cancelRunningStages(ctx, task)
 	// A status ended by hand may lack its completion time, without which it would never be
 	// closed, nor collected at the TTL.
-	stamped := task.Status.CompletedAt == nil
-	if stamped {
+	completed := task.Status.CompletedAt == nil
+	if completed {
 		at := metav1.NewTime(r.Clock.Now())
 		task.Status.CompletedAt = &at
 	}
-	if canceled || stamped || (!task.Status.Closed && closable(task)) {
+	// Nor may it say why it ended: a REST client reads a failure's error.
+	if task.Status.Ending() == nil {
+		endedByHand(task)
+		completed = true
+	}
+	if canceled || completed || (!task.Status.Closed && closable(task)) {
 		task.Status.Closed = task.Status.Closed || closable(task)
 		if err := r.writeStatus(ctx, task); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{}, r.releaseWork(ctx, task)
+}
+
+// endedByHand gives a task whose status was ended by hand the ending condition (and, for a
+// failure, the error) that every end the operator writes has.
+func endedByHand(task *videogenv1alpha1.VideoTask) {
+	typ, msg := videogenv1alpha1.ConditionSucceeded, "The task's status was set to Succeeded by hand (kubectl edit --subresource=status), not by the operator: its points were deducted"
+	if task.Status.Phase == videogenv1alpha1.TaskFailed {
+		typ, msg = videogenv1alpha1.ConditionFailed, "The task's status was set to Failed by hand (kubectl edit --subresource=status), not by the operator: its points were refunded"
+		if task.Status.Error == nil {
+			task.Status.Error = &videogenv1alpha1.TaskError{Code: "ended_by_administrator",
+				Message: "an administrator of the service ended the task; its points were refunded"}
+		}
+	}
+	meta.SetStatusCondition(&task.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue,
+		Reason: videogenv1alpha1.ReasonEndedByHand, Message: msg, ObservedGeneration: task.Generation})
 }
 
 // recordOutcome is the closing event of a task: a Normal one for a success that was charged

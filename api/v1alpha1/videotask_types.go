@@ -118,6 +118,9 @@ const (
 	ReasonTemplateUnavailable = "TemplateUnavailable"
 	ReasonTimedOut            = "TimedOut"
 	ReasonCanceled            = "Canceled"
+	// ReasonEndedByHand: the task's status was ended by whoever may write task statuses (a
+	// cluster administrator), without the ending the operator writes; the operator adds it.
+	ReasonEndedByHand = "EndedByHand"
 )
 
 // TaskInputs are the media a task works on. Large inputs are stored elsewhere and referred to by

@@ -26,7 +26,8 @@ var knownTaskValues = map[string][]string{
 	"REASON": {videogenv1alpha1.ReasonSucceeded, videogenv1alpha1.ReasonStageFailed, videogenv1alpha1.ReasonTimedOut,
 		videogenv1alpha1.ReasonCanceled, videogenv1alpha1.ReasonInsufficientBalance, videogenv1alpha1.ReasonAccountSuspended,
 		videogenv1alpha1.ReasonAccountClosing, videogenv1alpha1.ReasonInvalidRequest, videogenv1alpha1.ReasonNoBackend,
-		videogenv1alpha1.ReasonNoMedia, videogenv1alpha1.ReasonBackendUnavailable, videogenv1alpha1.ReasonTemplateUnavailable},
+		videogenv1alpha1.ReasonNoMedia, videogenv1alpha1.ReasonBackendUnavailable, videogenv1alpha1.ReasonTemplateUnavailable,
+		videogenv1alpha1.ReasonEndedByHand},
 }
 
 func capabilityNames() []string {
