@@ -130,17 +130,17 @@ func (r *VideoTaskReconciler) reconcileFinished(ctx context.Context, task *video
 	canceled := r.cancelRunningStages(ctx, task)
 	// A status ended by hand may lack its completion time, without which it would never be
 	// closed, nor collected at the TTL.
-	completed := task.Status.CompletedAt == nil
-	if completed {
+	filledIn := task.Status.CompletedAt == nil
+	if filledIn {
 		at := metav1.NewTime(r.Clock.Now())
 		task.Status.CompletedAt = &at
 	}
 	// Nor may it say why it ended: a REST client reads a failure's error.
 	if task.Status.Ending() == nil {
 		endedByHand(task)
-		completed = true
+		filledIn = true
 	}
-	if canceled || completed || (!task.Status.Closed && closable(task)) {
+	if canceled || filledIn || (!task.Status.Closed && closable(task)) {
 		task.Status.Closed = task.Status.Closed || closable(task)
 		if err := r.writeStatus(ctx, task); err != nil {
 			return ctrl.Result{}, err
