@@ -94,7 +94,8 @@ func (c *Client) Server() string {
 }
 
 // Submit implements generation.Backend. A 4xx answer means the backend refused the input, so
-// the error is permanent; only an authentication problem or throttling is worth waiting out.
+// the error is permanent; only an authentication problem, throttling or an answer that is not
+// the backend's (Foreign) is worth waiting out.
 func (c *Client) Submit(ctx context.Context, w generation.Work) (string, error) {
 	var st stageAnswer
 	err := c.call(ctx, http.MethodPost, protocol.StagesPath, requestFor(w), &st)
@@ -147,16 +148,17 @@ func (c *Client) brokenAnswer(ctx context.Context, key string, err error, why st
 	return "", generation.Refused(err, "the backend's answer does not follow the protocol: "+why)
 }
 
-// Observe implements generation.Backend. A stage the backend does not know (404) will never
-// finish under that handle, so that error is permanent, and says the stage was lost
-// (generation.ErrStageLost): a worker keeps its stages in memory and forgets them when it
-// restarts, and the controller may submit the stage again under its key. So is an answer whose
-// key is not w's: the id was given to another stage since.
+// Observe implements generation.Backend. A stage the backend does not know (a 404 in the
+// protocol's shape; a bare one is another server's, see Foreign) will never finish under that
+// handle, so that error is permanent, and says the stage was lost (generation.ErrStageLost): a
+// worker keeps its stages in memory and forgets them when it restarts, and the controller may
+// submit the stage again under its key. So is an answer whose key is not w's: the id was given
+// to another stage since.
 func (c *Client) Observe(ctx context.Context, w generation.Work, handle string) (generation.Observation, error) {
 	var st stageAnswer
 	err := c.call(ctx, http.MethodGet, protocol.StagesPath+"/"+url.PathEscape(handle), nil, &st)
 	var se *StatusError
-	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+	if errors.As(err, &se) && se.Status == http.StatusNotFound && !se.Foreign() {
 		return generation.Observation{}, generation.Lost(err)
 	}
 	if errors.As(err, &se) && se.Status == http.StatusRequestURITooLong {
@@ -295,8 +297,18 @@ func (e *StatusError) Error() string {
 	if e.Code != "" {
 		msg = e.Code + ": " + msg
 	}
+	if e.Foreign() && e.Status < 500 {
+		msg += ", without the protocol's error body (another server at the backend's address?)"
+	}
 	return fmt.Sprintf("backend answered %s %s with %d: %s", e.Method, e.Path, e.Status, msg)
 }
+
+// Foreign reports whether the answer lacks the protocol's error body, which every error of a
+// backend has (docs/backend-protocol.md, Errors): a proxy's page, or another server at the
+// backend's address (a Service still routing to a pod IP that a new pod got after the
+// backend's restart). It is not the backend's word on the request: it neither refuses a
+// submission nor says a stage was lost, and is waited out as an outage.
+func (e *StatusError) Foreign() bool { return e.Code == "" }
 
 // Retryable reports whether trying the same request again may succeed.
 func (e *StatusError) Retryable() bool {
@@ -306,7 +318,7 @@ func (e *StatusError) Retryable() bool {
 // Refused reports whether the backend refused the request itself, which no retry can change.
 // 401 and 403 are an operator's token problem, not the caller's input, so they are not.
 func (e *StatusError) Refused() bool {
-	return e.Status >= 400 && e.Status < 500 && !e.Retryable() &&
+	return e.Status >= 400 && e.Status < 500 && !e.Retryable() && !e.Foreign() &&
 		e.Status != http.StatusUnauthorized && e.Status != http.StatusForbidden
 }
 
