@@ -13,7 +13,9 @@
 #      the worker image: `worker job`), the demo account and an API key;
 #   6. the suite.
 #
-# Usage: hack/kind-e2e.sh [go test flags...]   e.g. hack/kind-e2e.sh -ginkgo.focus=eraser
+# Usage: hack/kind-e2e.sh [go test flags...]   e.g. hack/kind-e2e.sh -ginkgo.focus=watermark
+# (the eraser spec, on the Job backend; a focus that matches no spec fails the run rather than
+# passing with nothing run)
 #
 # Without a Docker engine it can start (not root, no Docker) it prints why and exits 0, so it is
 # safe to call anywhere; KIND_E2E=required (what .ci/run sets) makes that a failure instead.
@@ -218,4 +220,4 @@ E2E_VIDEO_URL=$worker_public/v1/blobs/8ef5e7e8348da325f029fcaca3e59e3f.mp4 \
 E2E_WORKER_URL=http://127.0.0.1:$worker_port \
 E2E_WORKER_PUBLIC_URL=$worker_public \
 E2E_JOB_BACKEND=jobs \
-  go test -count=1 -timeout 30m ./test/e2e/ -ginkgo.v "$@"
+  go test -count=1 -timeout 30m ./test/e2e/ -ginkgo.v -ginkgo.fail-on-empty "$@"

@@ -124,3 +124,36 @@ func TestMakeHelpColumnFitsEveryTarget(t *testing.T) {
 		}
 	}
 }
+
+// The examples of hack/kind-e2e.sh and docs/kind-e2e.md focus on a spec that exists, and the
+// script fails a focus that matches none: `hack/kind-e2e.sh -ginkgo.focus=eraser`, as both said,
+// ran none of the suite's specs (the eraser spec is "erases the watermark …") and printed ok.
+func TestKindE2EExampleFocusRunsASpec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds test/e2e")
+	}
+	script, err := os.ReadFile("kind-e2e.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`go test [^\n]*\./test/e2e/ [^\n]*-ginkgo\.fail-on-empty`).Match(script) {
+		t.Error("hack/kind-e2e.sh runs the suite without -ginkgo.fail-on-empty: a focus that matches no spec passes")
+	}
+	doc, err := os.ReadFile("../docs/kind-e2e.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	focus := regexp.MustCompile("hack/kind-e2e.sh -ginkgo\\.focus=([^\\s`]+)")
+	examples := append(focus.FindAllSubmatch(script, -1), focus.FindAllSubmatch(doc, -1)...)
+	if len(examples) < 2 {
+		t.Fatalf("found %d -ginkgo.focus examples in hack/kind-e2e.sh and docs/kind-e2e.md, want both", len(examples))
+	}
+	for _, m := range examples {
+		cmd := exec.Command("go", "test", "-count=1", "./test/e2e/", "-ginkgo.dry-run", "-ginkgo.fail-on-empty",
+			"-ginkgo.focus="+string(m[1]))
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("hack/kind-e2e.sh -ginkgo.focus=%s runs no spec of test/e2e: %v\n%s", m[1], err, out)
+		}
+	}
+}
