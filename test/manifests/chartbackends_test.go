@@ -310,3 +310,21 @@ apiserver:
 	}
 	t.Fatal("no apiserver container in the manager pod")
 }
+
+// NOTES.txt names the operator image that was installed: installed from the chart in a checkout
+// with `--set image.repository=…,image.tag=0.1.0` (docs/deploy.md, Installing), it said
+// "videogen-operator latest is installed", the chart's appVersion, not the image running.
+func TestChartNotesNameTheInstalledImage(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bin", "helm")); err != nil {
+		t.Skip("bin/helm is missing (make verify-chart builds it)")
+	}
+	notes := chartNotes(t, "image: {repository: registry.example.com/videogen-operator, tag: 0.1.0}\n")
+	first, _, _ := strings.Cut(notes, "\n")
+	if !strings.Contains(first, "registry.example.com/videogen-operator:0.1.0") || strings.Contains(first, "latest") {
+		t.Errorf("NOTES.txt's first line does not name the image installed (registry.example.com/videogen-operator:0.1.0): %q", first)
+	}
+}
