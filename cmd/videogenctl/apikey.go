@@ -87,6 +87,12 @@ func apiKeyCreate(ctx context.Context, o *options, account, description string) 
 	if !acct.DeletionTimestamp.IsZero() {
 		return closingError(account, "a key for it would have every task refused")
 	}
+	// Nor for a namespace being deleted: Kubernetes makes nothing in it (every task the key
+	// submits is refused, 403 create_refused), and the key stops working when it goes.
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: account}, &ns); err == nil && !ns.DeletionTimestamp.IsZero() {
+		return fmt.Errorf("namespace %q is being deleted: a key for it would have every task refused, and stop working once the namespace is gone; nothing created", account)
+	}
 	key, info, err := apikeys.Issue(ctx, c, o.keyNamespace, account, description)
 	if err != nil {
 		if info, err = keyStoredAllTheSame(ctx, o, c, account, key, info, err); err != nil {

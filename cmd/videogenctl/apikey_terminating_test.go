@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+)
+
+// apikey create refuses a key for an account whose namespace is being deleted. Interleaving:
+// 1. acme's namespace is deleted with its account still there (it stays Terminating: envtest
+// runs no namespace controller, as a cluster whose account still holds points keeps it).
+// 2. An administrator runs apikey create --account acme for the customer. Before the fix the key
+// was issued and shown as any other: every task it submitted was refused (403 create_refused,
+// Kubernetes makes nothing in a namespace being deleted), and it stopped working once the
+// namespace went. Now it is refused, saying the namespace is being deleted, and no key is stored.
+func TestAPIKeyCreateRefusesANamespaceBeingDeleted(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	mustCreateNamespace(t, ctx, c, "acme")
+	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}
+	if err := c.Create(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, namespace(&metav1.ObjectMeta{Name: "acme"})); err != nil { // step 1
+		t.Fatal(err)
+	}
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: "acme"}, &ns); err != nil || ns.DeletionTimestamp.IsZero() {
+		t.Fatalf("namespace acme is not kept Terminating: %v", err)
+	}
+	var out bytes.Buffer
+	err := run(ctx, []string{"apikey", "create", "--account", "acme", "--kubeconfig", kubeconfig}, &out) // step 2
+	if err == nil || !strings.Contains(err.Error(), `namespace "acme" is being deleted`) || strings.Contains(out.String(), "vg_") {
+		t.Errorf("apikey create for a namespace being deleted: %v\n%s; want refused, saying the namespace is being deleted", err, out.String())
+	}
+	if keys, err := apikeys.List(ctx, c, "videogen-system", "acme"); err != nil || len(keys) != 0 {
+		t.Errorf("keys of acme: %d (%v); want none stored", len(keys), err)
+	}
+}
