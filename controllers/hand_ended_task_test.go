@@ -75,6 +75,29 @@ var _ = Describe("A running task whose status is ended by hand", func() {
 		Entry("a failure", `{"phase":"Failed","charge":"Refunded","closed":true}`),
 	)
 
+	// Seen from outside: a success patched with its result while the backend did not answer
+	// showed, once the controller got to it, succeeded, charged, and result null. The charge's
+	// journal entry carried the result, but is forgotten once the ledger saw the task say
+	// Deducted, which a status written by hand says from the start.
+	It("keeps the result of a success it charged after the charge's entry was forgotten", func() {
+		task := running()
+		Expect(patchStatus(task, `{"phase":"Succeeded","charge":"Deducted","result":{"url":"https://media.example/by-hand.mp4"}}`)).To(Succeed())
+		Eventually(func(g Gomega) {
+			acct := suite.AccountOf(ns)
+			g.Expect(acct.Status.Spent).To(Equal(int64(20)))
+			g.Expect(acct.Status.Journal).To(BeEmpty())
+		}).Should(Succeed())
+		r := directReconciler(k8sClient, l, backend)
+		Eventually(func(g Gomega) {
+			reconcileOnce(g, r, task)
+			g.Expect(taskOf(ns, task.Name).Status.Closed).To(BeTrue())
+		}).Should(Succeed())
+		got := taskOf(ns, task.Name)
+		Expect(got.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
+		Expect(got.Status.Result).To(HaveField("URL", "https://media.example/by-hand.mp4"))
+		suite.ExpectBalanced(ns, 80, 0, 20)
+	})
+
 	DescribeTable("stops its work at the backend, and settles its points as the status says",
 		func(status string, phase videogenv1alpha1.TaskPhase, balance, spent int64) {
 			task := running()
@@ -96,12 +119,16 @@ var _ = Describe("A running task whose status is ended by hand", func() {
 			Expect(got.Status.Stages).To(ContainElement(SatisfyAll(
 				HaveField("Name", videogenv1alpha1.StageAnalyze), HaveField("State", videogenv1alpha1.StageCanceled))))
 			suite.ExpectBalanced(ns, balance, 0, spent)
+			if phase == videogenv1alpha1.TaskFailed {
+				Expect(got.Status.Error).To(HaveField("Code", "ended_by_administrator"))
+			} else {
+				// Charged, so with the result it was written with: its charge's journal entry,
+				// which carried it, is forgotten once the ledger saw the status say Deducted.
+				Expect(got.Status.Result).To(HaveField("URL", "https://media.example/by-hand.mp4"))
+			}
 			// It says why it ended, as every end the operator writes does.
 			Expect(got.Status.Ending()).NotTo(BeNil())
-			if phase == videogenv1alpha1.TaskFailed {
-				Expect(got.Status.Ending().Reason).To(Equal(videogenv1alpha1.ReasonEndedByHand))
-				Expect(got.Status.Error).To(HaveField("Code", "ended_by_administrator"))
-			}
+			Expect(got.Status.Ending().Reason).To(Equal(videogenv1alpha1.ReasonEndedByHand))
 		},
 		Entry("a success with a result: charged", `{"phase":"Succeeded","charge":"Deducted","result":{"url":"https://media.example/by-hand.mp4"}}`,
 			videogenv1alpha1.TaskSucceeded, int64(80), int64(20)),

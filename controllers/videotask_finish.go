@@ -68,6 +68,9 @@ func (r *VideoTaskReconciler) endCharged(ctx context.Context, task *videogenv1al
 			// the ledger charged it as it says, but its stages did not finish, and one still
 			// running at a backend runs for nobody.
 			r.cancelRunningStages(ctx, task)
+			if task.Status.Phase == videogenv1alpha1.TaskSucceeded {
+				return r.writeEnd(ctx, endedByHandCharged(task, view, now), view.Price)
+			}
 		} else {
 			for _, name := range videogenv1alpha1.Stages {
 				st := stageStatus(task, name)
@@ -87,6 +90,28 @@ func (r *VideoTaskReconciler) endCharged(ctx context.Context, task *videogenv1al
 		r.setCondition(task, videogenv1alpha1.ConditionSucceeded, metav1.ConditionTrue, videogenv1alpha1.ReasonSucceeded, "Generation finished")
 	}
 	return r.writeEnd(ctx, task, view.Price)
+}
+
+// endedByHandCharged is a success written by hand, charged: as it says, with its result (the
+// charge's journal entry carried it, but is forgotten once the ledger saw the status say
+// Deducted, so the view may have none) and its completion time, filled in only where missing
+// (EndedByHand), as reconcileFinished fills in a failure.
+func endedByHandCharged(task *videogenv1alpha1.VideoTask, view ledger.View, now metav1.Time) *videogenv1alpha1.VideoTask {
+	if view.Result != nil {
+		task.Status.Result = view.Result
+	}
+	if task.Status.CompletedAt == nil {
+		task.Status.CompletedAt = &now
+	}
+	task.Status.Progress = 100
+	task.Status.Error = nil
+	task.Status.Charge = videogenv1alpha1.ChargeDeducted
+	price := view.Price
+	task.Status.Cost = &price
+	if task.Status.Ending() == nil {
+		endedByHand(task)
+	}
+	return task
 }
 
 // writeEnd writes a task's terminal status (writeTerminal) and records how it ended.
