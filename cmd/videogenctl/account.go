@@ -408,11 +408,12 @@ func newestTopUpsFirst(items []videogenv1alpha1.PointTopUp) {
 // table prints the account's balances, then one section per kind of record: add a section for
 // a new kind of record here and a field for it in accountView.
 func (v accountView) table(w io.Writer) {
+	_ = sections(w, v.balancesTable, v.holdsTable, v.topUpsTable)
+}
+
+func (v accountView) balancesTable(w io.Writer) {
 	fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
 		v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, terminalSafe(v.Ready))
-	for _, section := range []func(io.Writer){v.holdsTable, v.topUpsTable} {
-		section(w)
-	}
 }
 
 func (v accountView) holdsTable(w io.Writer) {

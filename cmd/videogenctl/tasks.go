@@ -366,26 +366,48 @@ func taskGet(ctx context.Context, o *options, name string) error {
 	return taskDetails(o.out, t)
 }
 
-// taskDetails is task get's table: the task's row, its stages, and its result or error.
+// taskDetails is task get's table: the task's row, its stages, and its result or error, each
+// a section of its own (sections).
 func taskDetails(out io.Writer, t *videogenv1alpha1.VideoTask) error {
-	tw := printers.GetNewTabWriter(out)
-	fmt.Fprint(tw, taskHeader)
-	rowOf(t).write(tw)
-	// A backend's message, result URL and error are its own text (the HTTP backend's status
-	// answer, unchecked): escaped, as account show's notes.
-	if len(t.Status.Stages) > 0 {
-		fmt.Fprint(tw, "\nSTAGE\tSTATE\tPROGRESS\tBACKEND\tMESSAGE\n")
-		for _, s := range t.Status.Stages {
-			fmt.Fprintf(tw, "%s\t%s\t%d%%\t%s\t%s\n", s.Name, s.State, s.Progress, orDash(terminalSafe(s.Backend)), orDash(terminalSafe(s.Message)))
+	return sections(out,
+		func(w io.Writer) {
+			fmt.Fprint(w, taskHeader)
+			rowOf(t).write(w)
+		},
+		// A backend's message, result URL and error are its own text (the HTTP backend's status
+		// answer, unchecked): escaped, as account show's notes.
+		func(w io.Writer) {
+			if len(t.Status.Stages) == 0 {
+				return
+			}
+			fmt.Fprint(w, "\nSTAGE\tSTATE\tPROGRESS\tBACKEND\tMESSAGE\n")
+			for _, s := range t.Status.Stages {
+				fmt.Fprintf(w, "%s\t%s\t%d%%\t%s\t%s\n", s.Name, s.State, s.Progress, orDash(terminalSafe(s.Backend)), orDash(terminalSafe(s.Message)))
+			}
+		},
+		func(w io.Writer) {
+			if r := t.Status.Result; r != nil {
+				fmt.Fprintf(w, "\nRESULT\t%s\n", terminalSafe(r.URL))
+			}
+			if e := t.Status.Error; e != nil {
+				fmt.Fprintf(w, "\nERROR\t%s: %s\n", terminalSafe(e.Code), terminalSafe(e.Message))
+			}
+		})
+}
+
+// sections writes each section through a tabwriter of its own, flushed before the next:
+// kubectl's (printers.GetNewTabWriter) remembers column widths across blank lines and flushes,
+// and a section's columns are not the one's above it (a stage's STATE was padded to the task's
+// ID). Written into another tabwriter (o.print's), the lines carry no tab, and pass as they are.
+func sections(out io.Writer, write ...func(io.Writer)) error {
+	for _, section := range write {
+		tw := printers.GetNewTabWriter(out)
+		section(tw)
+		if err := tw.Flush(); err != nil {
+			return err
 		}
 	}
-	if r := t.Status.Result; r != nil {
-		fmt.Fprintf(tw, "\nRESULT\t%s\n", terminalSafe(r.URL))
-	}
-	if e := t.Status.Error; e != nil {
-		fmt.Fprintf(tw, "\nERROR\t%s: %s\n", terminalSafe(e.Code), terminalSafe(e.Message))
-	}
-	return tw.Flush()
+	return nil
 }
 
 func taskCancel(ctx context.Context, o *options, name string) error {
