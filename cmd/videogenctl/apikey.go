@@ -137,9 +137,14 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 	}
 	newestKeysFirst(keys)
 	if len(keys) == 0 && (o.output == "" || o.output == "table") {
-		// As task list's note, on stderr; where it looked, for an operator installed elsewhere.
+		// As task list's note, on stderr: no such account (a typo, most likely), or where it
+		// looked, for an operator installed elsewhere.
 		of := ""
 		if account != "" {
+			if has, known := hasAccount(ctx, c, account); known && !has {
+				fmt.Fprintf(stderr, "No API keys found: there is no account %q.\n", account)
+				return nil
+			}
 			of = fmt.Sprintf(" of account %q", account)
 		}
 		fmt.Fprintf(stderr, "No API keys%s found in namespace %q; if the operator runs in another namespace, name it with --key-namespace.\n", of, o.keyNamespace)

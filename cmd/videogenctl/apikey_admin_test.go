@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -44,5 +45,36 @@ func TestAPIKeyCreateRefusesANamespaceBeingDeleted(t *testing.T) {
 	}
 	if keys, err := apikeys.List(ctx, c, "videogen-system", "acme"); err != nil || len(keys) != 0 {
 		t.Errorf("keys of acme: %d (%v); want none stored", len(keys), err)
+	}
+}
+
+// apikey list of an account that does not exist says so, as task list does. Before the fix it
+// said "No API keys of account "acmee" found in namespace "videogen-system"; if the operator
+// runs in another namespace, name it with --key-namespace": for a typo in the account's name,
+// it sent the administrator looking for the operator elsewhere.
+func TestAPIKeyListOfNoAccountSaysSo(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	mustCreateNamespace(t, ctx, c, "acme")
+	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}
+	if err := c.Create(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	var note bytes.Buffer
+	stderr = &note
+	t.Cleanup(func() { stderr = os.Stderr })
+	for account, want := range map[string]string{
+		"acmee": `No API keys found: there is no account "acmee".`,
+		"acme":  `No API keys of account "acme" found in namespace "videogen-system"`,
+	} {
+		note.Reset()
+		var out bytes.Buffer
+		if err := run(ctx, []string{"apikey", "list", "-n", account, "--kubeconfig", kubeconfig}, &out); err != nil {
+			t.Fatalf("apikey list -n %s: %v", account, err)
+		}
+		if !strings.Contains(note.String(), want) {
+			t.Errorf("apikey list -n %s says %q; want %q", account, note.String(), want)
+		}
 	}
 }
