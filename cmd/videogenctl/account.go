@@ -253,12 +253,14 @@ func closingError(account, then string) error {
 
 // accountView is what `account show` prints.
 type accountView struct {
-	Account  string `json:"account"`
-	Balance  int64  `json:"balance"`
-	Frozen   int64  `json:"frozen"`
-	Spent    int64  `json:"spent"`
-	Credited int64  `json:"credited"`
-	Ready    string `json:"ready"`
+	Account string `json:"account"`
+	// Description says whose account this is, as account create was told.
+	Description string `json:"description"`
+	Balance     int64  `json:"balance"`
+	Frozen      int64  `json:"frozen"`
+	Spent       int64  `json:"spent"`
+	Credited    int64  `json:"credited"`
+	Ready       string `json:"ready"`
 	// Holds are the open tasks holding points (each task is its own hold).
 	Holds []holdView `json:"holds"`
 	// RecentTop are the newest top-ups of this account, debits and corrections included: those
@@ -329,7 +331,7 @@ func accountShow(ctx context.Context, o *options, name string) error {
 	if err := c.List(ctx, &topUps, client.InNamespace(name)); err != nil {
 		return err
 	}
-	v := accountView{Account: name, Balance: acct.Status.Balance, Frozen: acct.Status.Frozen,
+	v := accountView{Account: name, Description: acct.Spec.Description, Balance: acct.Status.Balance, Frozen: acct.Status.Frozen,
 		Spent: acct.Status.Spent, Credited: acct.Status.Credited, Ready: "Unknown", Holds: []holdView{}, RecentTop: []topUpView{}}
 	if acct.Status.Holds > 0 {
 		var tasks videogenv1alpha1.VideoTaskList
@@ -412,8 +414,8 @@ func (v accountView) table(w io.Writer) {
 }
 
 func (v accountView) balancesTable(w io.Writer) {
-	fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\n%s\t%d\t%d\t%d\t%d\t%s\n",
-		v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, terminalSafe(v.Ready))
+	fmt.Fprintf(w, "ACCOUNT\tBALANCE\tFROZEN\tSPENT\tCREDITED\tREADY\tDESCRIPTION\n%s\t%d\t%d\t%d\t%d\t%s\t%s\n",
+		v.Account, v.Balance, v.Frozen, v.Spent, v.Credited, terminalSafe(v.Ready), orDash(terminalSafe(v.Description)))
 }
 
 func (v accountView) holdsTable(w io.Writer) {

@@ -127,7 +127,9 @@ func TestAdministratorWorkflow(t *testing.T) {
 		t.Fatal("a top-up without a reference was accepted")
 	}
 	out, err = cli("account", "show", "acme", "-o", "yaml")
-	if err != nil || !strings.Contains(out, "balance: 500") || !strings.Contains(out, "reference: INV-1") {
+	// It says whose account it is, as account create was told (it printed nothing of it before).
+	if err != nil || !strings.Contains(out, "balance: 500") || !strings.Contains(out, "reference: INV-1") ||
+		!strings.Contains(out, "description: ACME Corp") {
 		t.Fatalf("account show: %v\n%s", err, out)
 	}
 
@@ -161,13 +163,13 @@ func TestAdministratorWorkflow(t *testing.T) {
 	// lists it with its phase and age.
 	var showOut string
 	for range 100 {
-		if showOut, err = cli("account", "show", "acme"); err == nil && regexp.MustCompile(`(?m)^acme\s+490\s+10\s+0\s+500\s`).MatchString(showOut) {
+		if showOut, err = cli("account", "show", "acme"); err == nil && regexp.MustCompile(`(?m)^acme\s+490\s+10\s+0\s+500\s.*\sACME Corp\s*$`).MatchString(showOut) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil || !regexp.MustCompile(`(?m)^vt-listed\s+10\s+Running\s+\d{4}-`).MatchString(showOut) ||
-		!regexp.MustCompile(`(?m)^acme\s+490\s+10\s+0\s+500\s`).MatchString(showOut) {
+		!regexp.MustCompile(`(?m)^acme\s+490\s+10\s+0\s+500\s.*\sACME Corp\s*$`).MatchString(showOut) {
 		t.Fatalf("account show with a hold: %v\n%s", err, showOut)
 	}
 	if _, err := cli("topup", "acme", "5", "--debit", "--reference", "CORR-0"); err == nil || !strings.Contains(err.Error(), "needs --note") {

@@ -454,7 +454,9 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	if printer != nil {
 		return printer.PrintObj(t, o.out)
 	}
-	fmt.Fprintf(o.out, "cancel requested for task %s; its points are refunded when it stops (%s task watch %s -n %s)\n",
+	// Not "refunded" outright: a stage that finished before the cancel reached it still wins
+	// (docs/backend-protocol.md), and the task is then charged as any success.
+	fmt.Fprintf(o.out, "cancel requested for task %s; it stops and its points are refunded, unless it finishes first (%s task watch %s -n %s)\n",
 		t.Name, displayName(), t.Name, t.Namespace)
 	return nil
 }
