@@ -78,3 +78,28 @@ func TestAPIKeyListOfNoAccountSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// connectors that finds no connector Secret says where it looked, as apikey list does. Before,
+// `connectors --key-namespace nope` printed six connectors "false" and nothing else: the reason
+// (no such namespace) was only in -o json's problem fields.
+func TestConnectorsWithoutSecretsSaysWhereItLooked(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	var note bytes.Buffer
+	stderr = &note
+	t.Cleanup(func() { stderr = os.Stderr })
+	for namespace, want := range map[string]string{
+		"nope":            `No connector Secrets found: there is no namespace "nope"; if the operator runs in another namespace, name it with --key-namespace.`,
+		"videogen-system": `No connector Secrets found in namespace "videogen-system"; if the operator runs in another namespace`,
+	} {
+		note.Reset()
+		var out bytes.Buffer
+		if err := run(ctx, []string{"connectors", "--key-namespace", namespace, "--kubeconfig", kubeconfig}, &out); err != nil {
+			t.Fatalf("connectors --key-namespace %s: %v", namespace, err)
+		}
+		if !strings.Contains(note.String(), want) || !strings.Contains(out.String(), "stripe") {
+			t.Errorf("connectors --key-namespace %s printed %q and said %q; want the table and %q", namespace, out.String(), note.String(), want)
+		}
+	}
+}

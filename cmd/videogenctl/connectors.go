@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
@@ -81,10 +82,23 @@ func connectors(ctx context.Context, o *options) error {
 		}
 		rows = append(rows, row)
 	}
-	return o.print(rows, func(w io.Writer) {
+	if err := o.print(rows, func(w io.Writer) {
 		fmt.Fprintln(w, "CONNECTOR\tREADY\tSECRETS\tSIGNING SECRETS")
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s\t%v\t%s\t%d\n", r.Connector, r.Ready, orDash(strings.Join(r.Secrets, ",")), r.SigningSecrets)
 		}
-	})
+	}); err != nil {
+		return err
+	}
+	if len(secrets.Items) == 0 && (o.output == "" || o.output == "table") {
+		// As apikey list's note, on stderr: a table of six "false" does not say it looked in
+		// the wrong namespace (a typo in --key-namespace, or an operator installed elsewhere).
+		where := fmt.Sprintf("found in namespace %q", o.keyNamespace)
+		var ns corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKey{Name: o.keyNamespace}, &ns); apierrors.IsNotFound(err) {
+			where = fmt.Sprintf("found: there is no namespace %q", o.keyNamespace)
+		}
+		fmt.Fprintf(stderr, "No connector Secrets %s; if the operator runs in another namespace, name it with --key-namespace.\n", where)
+	}
+	return nil
 }
