@@ -273,6 +273,9 @@ type accountView struct {
 	EarlierAccountTopUps int `json:"earlierAccountTopUps"`
 	// EarlierAccountRefusals counts the top-ups earlier accounts of the namespace refused.
 	EarlierAccountRefusals int `json:"earlierAccountRefusals"`
+	// NamespaceDeleting: the account's namespace is being deleted (it stays Terminating while
+	// the account has points, and no debit can be made there to close it).
+	NamespaceDeleting bool `json:"namespaceDeleting,omitempty"`
 }
 
 // recentTopUps is how many top-ups `account show` lists.
@@ -391,7 +394,17 @@ func accountShow(ctx context.Context, o *options, name string) error {
 		}
 		v.RecentTop = append(v.RecentTop, tv)
 	}
-	return o.print(v, v.table)
+	// Ready says Active still: the account's own status knows nothing of its namespace. A
+	// read that is refused says nothing.
+	var ns corev1.Namespace
+	v.NamespaceDeleting = c.Get(ctx, client.ObjectKey{Name: name}, &ns) == nil && !ns.DeletionTimestamp.IsZero()
+	if err := o.print(v, v.table); err != nil {
+		return err
+	}
+	if v.NamespaceDeleting && (o.output == "" || o.output == "table") {
+		fmt.Fprintf(stderr, "Namespace %q is being deleted: it stays Terminating while its account has points, and no debit can be made there to close it (docs/ledger.md, \"Close the account before deleting its namespace\").\n", name)
+	}
+	return nil
 }
 
 // newestTopUpsFirst orders top-ups by creationTimestamp, newest first, and those of one second

@@ -21,8 +21,9 @@ import (
 // 2. An administrator runs apikey create --account acme for the customer. Before the fix the key
 // was issued and shown as any other: every task it submitted was refused (403 create_refused,
 // Kubernetes makes nothing in a namespace being deleted), and it stopped working once the
-// namespace went. Now it is refused, saying the namespace is being deleted, and no key is stored.
-func TestAPIKeyCreateRefusesANamespaceBeingDeleted(t *testing.T) {
+// namespace went. Now it is refused, saying the namespace is being deleted, and no key is stored;
+// and account show says the namespace is being deleted.
+func TestAPIKeyCreateRefusesANamespaceBeingDeletedAndAccountShowSaysSo(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "videogen-system")
@@ -45,6 +46,22 @@ func TestAPIKeyCreateRefusesANamespaceBeingDeleted(t *testing.T) {
 	}
 	if keys, err := apikeys.List(ctx, c, "videogen-system", "acme"); err != nil || len(keys) != 0 {
 		t.Errorf("keys of acme: %d (%v); want none stored", len(keys), err)
+	}
+
+	// account show says so too: its READY said True (Active) and nothing else, as if the account
+	// could go on, while no debit to close it can be made there (docs/ledger.md).
+	var note bytes.Buffer
+	stderr = &note
+	t.Cleanup(func() { stderr = os.Stderr })
+	out.Reset()
+	if err := run(ctx, []string{"account", "show", "acme", "--kubeconfig", kubeconfig}, &out); err != nil ||
+		!strings.Contains(note.String(), `Namespace "acme" is being deleted: it stays Terminating while its account has points`) {
+		t.Errorf("account show of an account whose namespace is being deleted: %v, said %q", err, note.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"account", "show", "acme", "-o", "json", "--kubeconfig", kubeconfig}, &out); err != nil ||
+		!strings.Contains(out.String(), `"namespaceDeleting": true`) {
+		t.Errorf("account show -o json of an account whose namespace is being deleted: %v\n%s", err, out.String())
 	}
 }
 
