@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,8 +44,8 @@ func newTaskCommands(o *options) []*cobra.Command {
 ended shows as deleting while the operator stops its work. With NAME, watch that
 task until it ends: exit status 0 if it succeeded, 1 if it ended otherwise (failed, canceled, or
 deleted before it ended), 2 if it could not be followed (no such task, the cluster unreachable,
-interrupted before it ended), as kubectl diff tells its answer from its errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given)
-until interrupted (exit status 0), or 2 on an error (the cluster unreachable, an account that
+interrupted before it ended), as kubectl diff tells its answer from its errors. Without it, watch the tasks of -n ACCOUNT (of every account when no namespace is given),
+those already there listed oldest first, until interrupted (exit status 0), or 2 on an error (the cluster unreachable, an account that
 does not exist).`,
 		ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -213,15 +214,7 @@ func taskList(ctx context.Context, o *options, account string, limit int) error 
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nameTheAccount(err, ns, "list")
 	}
-	// As GET /v1/tasks orders them: the kube-apiserver keeps creationTimestamp to the second, and
-	// tasks created within one second are listed by name, descending (vt-3 before vt-1).
-	sort.Slice(list.Items, func(i, j int) bool {
-		a, b := &list.Items[i], &list.Items[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.After(b.CreationTimestamp.Time)
-		}
-		return a.Name > b.Name
-	})
+	newestTasksFirst(list.Items)
 	if older := len(list.Items) - limit; limit > 0 && older > 0 {
 		list.Items = list.Items[:limit]
 		// After the listing, on stderr as the empty listing's note (out of a script's -o
@@ -574,6 +567,10 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 		if name != "" {
 			last = &list.Items[0]
 		}
+		// Oldest first, the newest last, where the changes that follow are printed: the
+		// kube-apiserver lists by name, which for the REST API's random ids is no order.
+		newestTasksFirst(list.Items)
+		slices.Reverse(list.Items)
 		var listed []*videogenv1alpha1.VideoTask
 		for i := range list.Items {
 			if changed(&list.Items[i]) {
@@ -618,6 +615,19 @@ func taskWatch(ctx context.Context, o *options, name string) error {
 			return nil
 		}
 	}
+}
+
+// newestTasksFirst orders tasks as GET /v1/tasks does: the kube-apiserver keeps
+// creationTimestamp to the second, and tasks created within one second go by name, descending
+// (vt-3 before vt-1).
+func newestTasksFirst(items []videogenv1alpha1.VideoTask) {
+	sort.Slice(items, func(i, j int) bool {
+		a, b := &items[i], &items[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.After(b.CreationTimestamp.Time)
+		}
+		return a.Name > b.Name
+	})
 }
 
 // requireWatchable refuses to watch an account that does not exist (a typo in -n, most likely),

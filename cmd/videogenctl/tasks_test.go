@@ -244,3 +244,35 @@ func TestAnUnreachableClusterIsSaidPlainly(t *testing.T) {
 		}
 	}
 }
+
+// task watch of an account lists its tasks oldest first, the newest last, where the changes
+// that follow are printed. Before, it printed them as the kube-apiserver lists them, by name:
+// for the REST API's random ids, no order at all (here vt-a, created last, came first).
+func TestTaskWatchListsAnAccountsTasksOldestFirst(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "acme")
+	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"vt-b", "vt-a"} {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond) // creationTimestamp is kept to the second
+		}
+		task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: name},
+			Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+				Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}}
+		if err := c.Create(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watchCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := run(watchCtx, []string{"task", "watch", "-n", "acme", "--kubeconfig", kubeconfig}, &out); err != nil {
+		t.Fatalf("task watch -n acme: %v", err)
+	}
+	if b, a := strings.Index(out.String(), "vt-b"), strings.Index(out.String(), "vt-a"); b < 0 || a < 0 || b > a {
+		t.Errorf("task watch -n acme printed\n%s\nwant vt-b (created first) before vt-a", out.String())
+	}
+}
