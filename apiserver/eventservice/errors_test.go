@@ -40,6 +40,14 @@ func TestHandleOutcomes(t *testing.T) {
 		{name: "empty webhook_secrets falls back to configured", req: with(stripeSecret, func(r *eventsv1.HandleRequest) {
 			r.WebhookSecrets = &eventsv1.WebhookSecrets{}
 		})},
+		// Trimmed as the connector Secrets' values are: a secret read from a file with its
+		// newline verified nothing (401 at every call) before.
+		{name: "request secret with a trailing newline", req: with(requestSecret, func(r *eventsv1.HandleRequest) {
+			r.WebhookSecrets = &eventsv1.WebhookSecrets{Secret: " " + requestSecret + "\n"}
+		})},
+		{name: "whitespace-only webhook_secrets falls back to configured", req: with(stripeSecret, func(r *eventsv1.HandleRequest) {
+			r.WebhookSecrets = &eventsv1.WebhookSecrets{Secret: "\n", AdditionalSecret: " "}
+		})},
 		{name: "connector name case and spaces", req: with(stripeSecret, func(r *eventsv1.HandleRequest) {
 			r.Connector = " Stripe "
 		})},

@@ -64,11 +64,13 @@ func headerNamedTwice(headers map[string]string) error {
 	return nil
 }
 
-// requestSecrets returns the non-empty secrets the request carries, or nil.
+// requestSecrets returns the non-empty secrets the request carries, or nil. They are trimmed
+// of surrounding whitespace as the connector Secrets' values are (connectorsecrets): no
+// connector's secret has any, and one read from a file with its newline would verify nothing.
 func requestSecrets(ws *eventsv1.WebhookSecrets) [][]byte {
 	var out [][]byte
 	for _, s := range []string{ws.GetSecret(), ws.GetAdditionalSecret()} {
-		if s != "" {
+		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, []byte(s))
 		}
 	}
