@@ -139,10 +139,29 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 				refuse(w, http.StatusServiceUnavailable, "not_ready", "too many of this caller's requests are being reviewed; retry later")
 				return
 			}
+			if r.Context().Err() != nil {
+				// The caller hung up before this request was read (a manager that stood still
+				// while the REST apiserver's calls waited, then gave up): its answer reaches
+				// nobody. No review is made for it: the webhook authorizer, whose cache of a
+				// path lasts minutes, would fail it with the cancelled context and log that as an
+				// error with a stack trace, through klog, for every such call. Answered as a
+				// review that could not be made is: nothing was done.
+				denials.giveBack(spent)
+				log.V(1).Info("a ledger caller gave up before it was answered", "user", u.GetName(), "path", r.URL.Path)
+				refuse(w, http.StatusServiceUnavailable, "not_ready", "the caller's access could not be reviewed; retry")
+				return
+			}
 			decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
 				User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path})
 			if err != nil {
 				denials.giveBack(spent) // not a refusal
+				if r.Context().Err() != nil {
+					// The caller hung up while its review was on its way: not a failure of
+					// authorization (the webhook authorizer's error does not wrap the context's).
+					log.V(1).Info("a ledger caller gave up before it was answered", "user", u.GetName(), "path", r.URL.Path, "error", err.Error())
+					refuse(w, http.StatusServiceUnavailable, "not_ready", "the caller's access could not be reviewed; retry")
+					return
+				}
 				log.Error(err, "Authorization failed", "user", u.GetName())
 				refuse(w, http.StatusServiceUnavailable, "not_ready", "the caller's access could not be reviewed; retry")
 				return
