@@ -34,7 +34,7 @@ func flags(cfg *localstack.Config) (fs *flag.FlagSet, restart *bool) {
 			return err
 		})
 	flag.StringVar(&cfg.ManagerMetricsAddress, "manager-metrics-address", "", "Serve the manager's Prometheus metrics over HTTP here (e.g. 127.0.0.1:8443); none if empty.")
-	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty.")
+	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty. Only the replica of --api-address serves them: those of --more-api-address serve none.")
 	flag.Var((*flagList)(&cfg.MoreAPIAddresses), "more-api-address",
 		"Run one more REST apiserver replica here (repeat for more), beside --api-address: all ask the manager's one ledger, as replicas behind a Service do.")
 	restart = flag.Bool("restart", false,
