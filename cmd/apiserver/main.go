@@ -72,8 +72,8 @@ func run() error {
 	flag.StringVar(&publicURL, "public-url", "http://localhost:8080", "Base URL under which this apiserver is reachable by generation backends (blob links).")
 	flag.StringVar(&allowPrivate, "allow-private-urls", "", "Comma-separated CIDRs that caller-supplied URLs may point into (private ranges are refused otherwise).")
 	flag.Int64Var(&defaultPrice, "default-price", 10, "System default price in points; keep equal to the manager's --default-price.")
-	flag.Float64Var(&rateLimit, "rate-limit", 50, "Requests per second allowed per API key.")
-	flag.IntVar(&rateBurst, "rate-burst", 100, "Burst of requests allowed per API key.")
+	flag.Float64Var(&rateLimit, "rate-limit", 50, "Requests per second allowed per API key, by this replica (each replica keeps its own buckets).")
+	flag.IntVar(&rateBurst, "rate-burst", 100, "Burst of requests allowed per API key, by this replica.")
 	flag.StringVar(&ledgerURL, "ledger-url", "http://127.0.0.1:8084",
 		"URL of the points ledger in the elected manager (its --ledger-bind-address; the Service videogen-ledger with several replicas), which admits tasks and tells balances.")
 	flag.StringVar(&ledgerTokenFile, "ledger-token-file", defaultTokenFile(),
