@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -228,8 +229,19 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// internalError logs err with the request id and answers 500 without details.
+// statusClientClosedRequest is nginx's 499: the client hung up before its answer was ready.
+// No client ever reads it; the request's metric and log line carry it.
+const statusClientClosedRequest = 499
+
+// internalError logs err with the request id and answers 500 without details. An error that is
+// the client's own hanging up (the request's context canceled, and err says so: a ledger call
+// the client stopped waiting for) is no fault of the server's: 499, and no error line, so that
+// impatient clients during a ledger outage do not count as 5xx (VideogenAPIErrors).
 func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
+		w.WriteHeader(statusClientClosedRequest)
+		return
+	}
 	s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", httpjson.RequestID(r.Context()), "error", err.Error())
 	httpjson.WriteError(w, r, http.StatusInternalServerError, httpjson.CodeInternal, "internal error; quote the request id when reporting it")
 }
