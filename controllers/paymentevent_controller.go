@@ -241,7 +241,8 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 	meta.SetStatusCondition(&pe.Status.Conditions, metav1.Condition{
 		Type: videogenv1alpha1.ConditionProcessed, Status: metav1.ConditionTrue, ObservedGeneration: pe.Generation,
 		Reason: reason,
-		Message: fmt.Sprintf("%s (%s) from %s recorded; forwarded to %d sink(s); no points are credited from payment events",
+		// The deliveries are still to come: Forwarded tells how they went.
+		Message: fmt.Sprintf("%s (%s) from %s recorded; %d sink(s) take it (Forwarded says how its delivery went); no points are credited from payment events",
 			pe.Spec.EventType, pe.Spec.ConnectorEventType, pe.Spec.Connector, len(pe.Status.Sinks)),
 	})
 	setForwarded(pe)

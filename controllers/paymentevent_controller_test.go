@@ -240,6 +240,11 @@ var _ = Describe("PaymentEvent", func() {
 		Expect(forwarded.Status).To(Equal(metav1.ConditionFalse))
 		Expect(forwarded.Reason).To(Equal(videogenv1alpha1.ReasonSinkFailed))
 		Expect(forwarded.Message).To(ContainSubstring("410"))
+		// Processed is written before any delivery: it may not say the event was forwarded
+		// where Forwarded says it was not.
+		recorded := meta.FindStatusCondition(paymentEventOf(pe).Status.Conditions, videogenv1alpha1.ConditionProcessed)
+		Expect(recorded.Message).NotTo(ContainSubstring("forwarded to"))
+		Expect(recorded.Message).To(ContainSubstring("1 sink(s) take it (Forwarded says how its delivery went)"))
 	})
 
 	It("gives up after the last attempt and says so", func() {
