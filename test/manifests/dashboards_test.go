@@ -75,3 +75,54 @@ func dashboardQueries(t *testing.T) map[string][]string {
 	}
 	return queried
 }
+
+// The dashboard's variables list label values of registered metrics too. The capability list
+// comes from videogen_capability_served, which has a series for every capability a backend
+// serves: videogen_tasks has series only while tasks are open, so an idle capability (the one
+// an on-call engineer checks when nothing runs) was missing from the list.
+func TestTheDashboardsVariablesQueryRegisteredMetrics(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "grafana", "videogen.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("videogen.json: %v", err)
+	}
+	seen := map[string][]string{} // variable → metrics
+	for _, v := range dash.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q, ok := v.Query.(map[string]any)
+		if !ok {
+			t.Fatalf("variable %s: query %v is not Prometheus' query object", v.Name, v.Query)
+		}
+		expr, _ := q["query"].(string)
+		names := metricnames.In(expr)
+		if len(names) == 0 {
+			t.Errorf("variable %s queries no metric: %q", v.Name, expr)
+		}
+		for _, name := range names {
+			if !metricnames.Registered(name) {
+				t.Errorf("variable %s queries %s, which neither the manager nor the apiserver registers", v.Name, name)
+			}
+		}
+		seen[v.Name] = names
+	}
+	if got := seen["capability"]; len(got) != 1 || got[0] != "videogen_capability_served" {
+		t.Errorf("the capability variable lists %v, want the capabilities of videogen_capability_served", got)
+	}
+}
