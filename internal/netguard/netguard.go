@@ -112,6 +112,9 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 		}
 		return nil, fmt.Errorf("not a valid URL: %s", echoQuoted(err.Error()))
 	}
+	if u.Scheme == "" { // a host and path, or a relative reference: there is no scheme to name
+		return nil, errors.New("must be an absolute URL starting with http:// or https://")
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("must be an http or https URL, not %s", httpjson.Echo(u.Scheme))
 	}

@@ -220,3 +220,20 @@ func TestRefusalsQuoteLongValuesCut(t *testing.T) {
 		}
 	}
 }
+
+// A value without a scheme ("cdn.example.com/f.jpg", a relative path) is not a URL at all: the
+// refusal says what to send, not `not ""`, which reads as if the field had been left empty.
+func TestCheckURLSaysWhatAValueWithoutASchemeLacks(t *testing.T) {
+	for _, raw := range []string{"notaurl", "cdn.example.com/hook", "/relative/path", "c.jpg", "//cdn.example.com/f.jpg"} {
+		_, err := Policy{}.CheckURL(raw)
+		if err == nil {
+			t.Fatalf("CheckURL(%q) accepted a value without a scheme", raw)
+		}
+		if strings.Contains(err.Error(), `""`) || !strings.Contains(err.Error(), "http://") {
+			t.Errorf("CheckURL(%q) = %q, want a message naming the missing http:// or https://, not an empty quoted scheme", raw, err)
+		}
+	}
+	if _, err := (Policy{}).CheckURL("ftp://cdn.example.com/f.jpg"); err == nil || !strings.Contains(err.Error(), `not "ftp"`) {
+		t.Errorf(`CheckURL("ftp://…") = %v, want it to name the scheme "ftp"`, err)
+	}
+}
