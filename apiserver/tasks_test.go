@@ -95,6 +95,28 @@ var _ = Describe("Generation endpoints", func() {
 		suite.ExpectBalanced(a.ns, 50, 0, 0)
 	})
 
+	It("tells a face or video URL written without http:// or https:// to add it, not that it is bad base64", func() {
+		a := newAccount(50)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](5), nil)
+		for _, face := range []string{"cdn.example.com/me.jpg", "https:/cdn.example.com/me.jpg", "me.jpg"} {
+			resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl, "face": face})
+			Expect(resp.Status).To(Equal(http.StatusBadRequest), face)
+			Expect(resp.Message()).To(ContainSubstring("http:// or https://"), face)
+		}
+		for _, video := range []string{"cdn.example.com/clip.mp4", "https:/cdn.example.com/clip.mp4"} {
+			resp := api.post("/v1/videos/eraser", a.key, map[string]any{"video": video})
+			Expect(resp.Status).To(Equal(http.StatusBadRequest), video)
+			Expect(resp.Message()).To(ContainSubstring("http:// or https://"), video)
+		}
+		// A base64 face that is no image keeps its message, with no hint about URLs.
+		resp := api.post("/v1/videos/short", a.key, map[string]any{"template_id": tmpl,
+			"face": "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("definitely not an image"))})
+		Expect(resp.Status).To(Equal(http.StatusBadRequest))
+		Expect(resp.Message()).NotTo(ContainSubstring("http://"))
+		Expect(tasksIn(a.ns)).To(BeEmpty())
+		suite.ExpectBalanced(a.ns, 50, 0, 0)
+	})
+
 	It("cleans a public video with the eraser and refuses base64 video", func() {
 		a := newAccount(50)
 		bad := api.post("/v1/videos/eraser", a.key, map[string]any{"video": base64.StdEncoding.EncodeToString([]byte("mp4"))})

@@ -91,7 +91,7 @@ func (s *Server) createEraser(w http.ResponseWriter, r *http.Request, p apikeys.
 		}
 		video := strings.TrimSpace(*req.Video)
 		if !looksLikeURL(video) {
-			return taskInput{}, badRequest("field \"video\" must be a public http(s) URL; base64 video is not accepted, upload it somewhere public first")
+			return taskInput{}, badRequest("field \"video\" must be a public http(s) URL, starting with http:// or https://; base64 video is not accepted, upload it somewhere public first")
 		}
 		video, err := checkURL(s.cfg.URLPolicy, "video", video)
 		if err != nil {
@@ -133,6 +133,9 @@ func (s *Server) faceAndWebhook(in *taskInput, face string, webhookURL *string) 
 	} else {
 		img, err := imageinput.DecodeBase64(face, s.cfg.ImageLimits)
 		if err != nil {
+			if urlWithoutScheme(face) {
+				return badRequest("field \"face\" must be an http(s) URL starting with http:// or https://, or a base64 image (read as base64: %v)", err)
+			}
 			return badRequest("field \"face\": %v", err)
 		}
 		in.face = img
@@ -150,6 +153,13 @@ func (s *Server) webhook(in *taskInput, webhookURL *string) error {
 	}
 	in.webhookURL = u
 	return nil
+}
+
+// urlWithoutScheme reports whether a face that is not valid base64 was meant as a URL: it has a
+// '.' or a ':' (cdn.example.com/me.jpg, https:/cdn…), which the base64 alphabet lacks, and no
+// data: prefix, whose ':' is base64's own.
+func urlWithoutScheme(s string) bool {
+	return strings.ContainsAny(s, ".:") && !strings.HasPrefix(strings.ToLower(s), "data:")
 }
 
 func looksLikeURL(s string) bool {
