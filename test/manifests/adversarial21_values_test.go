@@ -65,10 +65,7 @@ func renderChartFile(t *testing.T, namespace, values string) []*unstructured.Uns
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm := filepath.Join(root, "bin", "helm")
-	if _, err := os.Stat(helm); err != nil {
-		t.Skip("bin/helm is missing (make verify-chart builds it)")
-	}
+	helm := helmBinary(t)
 	return run(t, exec.Command(helm, "template", "videogen", filepath.Join(root, "charts", "videogen-operator"),
 		"--namespace", namespace, "-f", values))
 }

@@ -79,8 +79,9 @@ func TestChartFollowsItsPrefixAndNamespace(t *testing.T) {
 	checkBackendsAndURLs(t, objs)
 }
 
-// renderChart runs `helm template` on the chart with --set values.
-func renderChart(t *testing.T, namespace string, set ...string) []*unstructured.Unstructured {
+// helmBinary is bin/helm, or skips the test without it (make verify-chart builds it; a fresh
+// clone has none, and `go test ./test/manifests/` then checks what needs no Helm).
+func helmBinary(t *testing.T) string {
 	t.Helper()
 	root, err := testenv.ModuleRoot()
 	if err != nil {
@@ -90,6 +91,17 @@ func renderChart(t *testing.T, namespace string, set ...string) []*unstructured.
 	if _, err := os.Stat(helm); err != nil {
 		t.Skip("bin/helm is missing (make verify-chart builds it)")
 	}
+	return helm
+}
+
+// renderChart runs `helm template` on the chart with --set values.
+func renderChart(t *testing.T, namespace string, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := helmBinary(t)
 	args := []string{"template", "videogen", filepath.Join(root, "charts", "videogen-operator"), "--namespace", namespace}
 	for _, s := range set {
 		args = append(args, "--set", s)

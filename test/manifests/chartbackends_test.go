@@ -150,7 +150,7 @@ func chartNotes(t *testing.T, values string) string {
 	if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(root, "bin", "helm"), "install", "videogen",
+	out, err := exec.Command(helmBinary(t), "install", "videogen",
 		filepath.Join(root, "charts", "videogen-operator"), "-n", "videogen-system", "--dry-run=client", "-f", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm install --dry-run=client: %v\n%s", err, out)
@@ -315,13 +315,7 @@ apiserver:
 // with `--set image.repository=…,image.tag=0.1.0` (docs/deploy.md, Installing), it said
 // "videogen-operator latest is installed", the chart's appVersion, not the image running.
 func TestChartNotesNameTheInstalledImage(t *testing.T) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "bin", "helm")); err != nil {
-		t.Skip("bin/helm is missing (make verify-chart builds it)")
-	}
+	helmBinary(t)
 	notes := chartNotes(t, "image: {repository: registry.example.com/videogen-operator, tag: 0.1.0}\n")
 	first, _, _ := strings.Cut(notes, "\n")
 	if !strings.Contains(first, "registry.example.com/videogen-operator:0.1.0") || strings.Contains(first, "latest") {

@@ -60,7 +60,7 @@ func TestTheChartRefusesAShutdownDelayInExtraArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm := filepath.Join(root, "bin", "helm")
+	helm := helmBinary(t)
 	cmd := exec.Command(helm, "template", "videogen", filepath.Join(root, "charts", "videogen-operator"),
 		"--set", "apiserver.extraArgs={--shutdown-delay=60s}")
 	var stderr bytes.Buffer
@@ -90,7 +90,7 @@ func TestTheChartRefusesADefaultPriceInExtraArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm := filepath.Join(root, "bin", "helm")
+	helm := helmBinary(t)
 	for _, set := range []string{"manager.extraArgs={--default-price=20}", "apiserver.extraArgs={--default-price=20}"} {
 		cmd := exec.Command(helm, "template", "videogen", filepath.Join(root, "charts", "videogen-operator"), "--set", set)
 		var stderr bytes.Buffer
@@ -131,7 +131,7 @@ func helmRefusal(t *testing.T, what string, args ...string) string {
 		t.Fatal(err)
 	}
 	args = append([]string{"template", "videogen", filepath.Join(root, "charts", "videogen-operator")}, args...)
-	cmd := exec.Command(filepath.Join(root, "bin", "helm"), args...)
+	cmd := exec.Command(helmBinary(t), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if _, err := cmd.Output(); err == nil {
