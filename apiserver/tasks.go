@@ -82,6 +82,12 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p apikeys.Pri
 	sort.Slice(items, func(i, j int) bool { return newerFirst(&items[i], &items[j]) })
 	start := 0
 	if after := q.Get("after"); after != "" {
+		if len(validation.IsDNS1123Subdomain(after)) > 0 {
+			httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest,
+				"query parameter \"after\" takes the id of a task of the list's last page (\"id\"); "+
+					httpjson.Echo(after)+" can be no task's id")
+			return
+		}
 		cursor, err := s.cursorTask(r.Context(), p.Account, after, items)
 		if apierrors.IsNotFound(err) {
 			// A finished task is deleted after the manager's --finished-task-ttl: a page's last

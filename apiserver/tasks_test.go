@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -352,6 +353,12 @@ var _ = Describe("Generation endpoints", func() {
 		gone := api.get("/v1/tasks?after=vt-nope", a.key)
 		Expect(gone.Status).To(Equal(http.StatusBadRequest))
 		Expect(gone.Message()).To(ContainSubstring("list again from the first page"), "a cursor whose task was deleted says what to do")
+		for _, never := range []string{"ushort_x", "../../x", "VT-Upper"} {
+			bad := api.get("/v1/tasks?after="+url.QueryEscape(never), a.key)
+			Expect(bad.Status).To(Equal(http.StatusBadRequest))
+			Expect(bad.Message()).To(ContainSubstring("can be no task's id"), "a cursor that no task can have is not explained as a deleted task: %s", never)
+			Expect(bad.Message()).NotTo(ContainSubstring("deleted"))
+		}
 	})
 })
 
