@@ -222,6 +222,22 @@ var _ = Describe("Errors", func() {
 			To(BeNumerically(">=", 1))
 	})
 
+	// A 405 and a 404 of no route were counted under route "/", the catch-all that answers
+	// them, so a by-route panel could not tell DELETE /v1/balance from a typo (SRE tour).
+	It("counts a method a route does not serve under that route, and a path no route serves as unmatched", func() {
+		Expect(api.do(call{method: http.MethodDelete, path: "/v1/balance", key: a.key}).Status).To(Equal(http.StatusMethodNotAllowed))
+		Expect(api.get("/v1/no-such-thing", a.key).Status).To(Equal(http.StatusNotFound))
+		Eventually(func(g Gomega) {
+			families, err := registry.Gather()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(counter(families, "videogen_api_requests_total",
+				map[string]string{"route": "/v1/balance", "method": "DELETE", "code": "405"})).To(BeNumerically(">=", 1))
+			g.Expect(counter(families, "videogen_api_requests_total",
+				map[string]string{"route": "unmatched", "method": "GET", "code": "404"})).To(BeNumerically(">=", 1))
+			g.Expect(counter(families, "videogen_api_requests_total", map[string]string{"route": "/"})).To(BeZero())
+		}).Should(Succeed())
+	})
+
 	It("records each request's latency in the histogram of its route", func() {
 		route := map[string]string{"route": "GET /v1/tasks", "method": "GET", "code": "200"}
 		samples := func() (uint64, float64) {

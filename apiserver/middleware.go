@@ -186,10 +186,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		route := r.Pattern
-		if route == "" {
-			route = "unmatched"
-		}
+		route := s.routeLabel(r)
 		code := strconv.Itoa(rec.status)
 		elapsed := time.Since(start)
 		method := metricMethod(r.Method)

@@ -171,6 +171,27 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 		httpjson.Echo(r.Method)+" is not allowed on "+httpjson.Echo(r.URL.Path)+"; allowed: "+strings.Join(allow, ", "))
 }
 
+// routeLabel is the route a request is counted under: its pattern, or, for one that only
+// catchAll took, the path pattern of the routes that serve its path with other methods (a 405:
+// DELETE /v1/balance is counted under /v1/balance), else "unmatched" (a 404 of no route), so
+// that neither is counted under "/", which names no route.
+func (s *Server) routeLabel(r *http.Request) string {
+	if r.Pattern != "" && r.Pattern != catchAll {
+		return r.Pattern
+	}
+	for _, m := range probeMethods {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != catchAll {
+			_, path, found := strings.Cut(pattern, " ")
+			if !found {
+				path = pattern
+			}
+			return path
+		}
+	}
+	return "unmatched"
+}
+
 // allowedMethods lists the methods some route other than catchAll serves r's path with, as
 // the mux itself routes them (routes mounted on Mux() included).
 func (s *Server) allowedMethods(r *http.Request) []string {
