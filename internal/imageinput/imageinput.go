@@ -67,13 +67,28 @@ func DecodeBase64(s string, lim Limits) (*Image, error) {
 		}
 		return r
 	}, s)
-	data, err := base64.StdEncoding.DecodeString(s)
+	data, err := decodeAnyBase64(s)
 	if err != nil {
-		if data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "=")); err != nil {
-			return nil, fmt.Errorf("%w: not valid base64", ErrInvalid)
-		}
+		return nil, fmt.Errorf("%w: not valid base64", ErrInvalid)
 	}
 	return Check(data, lim)
+}
+
+// decodeAnyBase64 decodes standard base64, padded or not, or its URL-safe alphabet (RFC 4648
+// §5: '-' and '_' for '+' and '/', what Python's urlsafe_b64encode and JWT-minded clients
+// send). The alphabets differ only in characters the other lacks, so no input is read two ways.
+func decodeAnyBase64(s string) ([]byte, error) {
+	var err error
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		var data []byte
+		if data, err = enc.DecodeString(s); err == nil {
+			return data, nil
+		}
+		if data, err = enc.WithPadding(base64.NoPadding).DecodeString(strings.TrimRight(s, "=")); err == nil {
+			return data, nil
+		}
+	}
+	return nil, err
 }
 
 // Check verifies that data is a JPEG, PNG or WebP image within lim.

@@ -44,6 +44,12 @@ func TestDecodeBase64AcceptsRealImages(t *testing.T) {
 		"upper-case data URL": {"DATA:IMAGE/JPEG;BASE64," + base64.StdEncoding.EncodeToString(jpg), "image/jpeg"},
 		"unpadded":            {base64.RawStdEncoding.EncodeToString(pngOf(t, 5, 7)), "image/png"},
 		"with newlines":       {wrap(base64.StdEncoding.EncodeToString(pngOf(t, 40, 40))), "image/png"},
+		// RFC 4648's URL-safe alphabet, as Python's urlsafe_b64encode writes it.
+		"url-safe":          {base64.URLEncoding.EncodeToString(jpg), "image/jpeg"},
+		"url-safe unpadded": {base64.RawURLEncoding.EncodeToString(jpg), "image/jpeg"},
+	}
+	if base64.URLEncoding.EncodeToString(jpg) == base64.StdEncoding.EncodeToString(jpg) {
+		t.Fatal("the test JPEG's base64 has no '+' or '/': the url-safe cases test nothing")
 	}
 	for name, c := range cases {
 		img, err := DecodeBase64(c.in, DefaultLimits)
@@ -108,6 +114,8 @@ func TestDecodeBase64Refuses(t *testing.T) {
 		"bad data URL":     "data:image/png,notbase64",
 		"too many pixels":  base64.StdEncoding.EncodeToString(pngOf(t, 300, 300)),
 		"too large a side": base64.StdEncoding.EncodeToString(pngOf(t, 120, 2)),
+		// Both alphabets in one string is neither encoding.
+		"mixed alphabets": "iVBORw0K+Ggo-AAAA",
 	}
 	lim := Limits{MaxBytes: 1 << 20, MaxSide: 100, MaxPixels: 50_000}
 	for name, in := range cases {
