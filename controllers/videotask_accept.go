@@ -123,6 +123,8 @@ func (r *VideoTaskReconciler) reject(ctx context.Context, task *videogenv1alpha1
 	}
 	r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, reason, "Reject", "%s", message)
 	tasksFinished.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase), reason).Inc()
+	taskDuration.WithLabelValues(string(task.Spec.Capability), outcomeOf(task.Status.Phase)).
+		Observe(task.Status.CompletedAt.Sub(task.CreationTimestamp.Time).Seconds())
 	return nil
 }
 

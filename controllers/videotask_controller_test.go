@@ -300,6 +300,9 @@ var _ = Describe("VideoTask lifecycle", func() {
 	})
 
 	It("fails with InsufficientBalance and moves no points when the balance is short", func() {
+		failedShort := map[string]string{"capability": string(videogenv1alpha1.CapabilityShort), "outcome": "failed"}
+		finishedBefore := metricValue("videogen_tasks_finished_total", failedShort)
+		timedBefore := histogramCount("videogen_task_duration_seconds", failedShort)
 		ns := suite.NewAccount(25)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(30).Create()
 		task := aShortTask(ns, tmpl).Create()
@@ -316,6 +319,13 @@ var _ = Describe("VideoTask lifecycle", func() {
 			return []int64{st.Balance, st.Frozen, st.Spent, int64(st.Holds)}
 		}, time.Second).Should(Equal([]int64{25, 0, 0, 0}))
 		Eventually(func() []string { return eventReasons(ns, task.Name) }).Should(ContainElement(videogenv1alpha1.ReasonInsufficientBalance))
+		// A task refused at admission ends too: the duration histogram counts every end that
+		// videogen_tasks_finished_total counts (it counted none of the refused ones).
+		Eventually(func(g Gomega) {
+			finished := metricValue("videogen_tasks_finished_total", failedShort) - finishedBefore
+			g.Expect(finished).To(BeNumerically(">=", 1))
+			g.Expect(float64(histogramCount("videogen_task_duration_seconds", failedShort) - timedBefore)).To(Equal(finished))
+		}).Should(Succeed())
 	})
 
 	// A kubectl user whose namespace is no account is told what is missing and what to do.
@@ -584,6 +594,16 @@ func metricValue(name string, want map[string]string) float64 {
 	var total float64
 	for _, m := range metricSamples(name, want) {
 		total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return total
+}
+
+// histogramCount sums the sample counts of a histogram in the manager's registry whose labels
+// include want.
+func histogramCount(name string, want map[string]string) uint64 {
+	var total uint64
+	for _, m := range metricSamples(name, want) {
+		total += m.GetHistogram().GetSampleCount()
 	}
 	return total
 }
