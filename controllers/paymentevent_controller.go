@@ -218,6 +218,15 @@ func processed(pe *videogenv1alpha1.PaymentEvent) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == pe.Generation
 }
 
+// sinksTaking says how many sinks an event is for, in its Processed condition, which is written
+// before any delivery: Forwarded tells how they went.
+func sinksTaking(n int) string {
+	if n == 0 {
+		return "no configured sink takes it"
+	}
+	return fmt.Sprintf("%d sink(s) take it (Forwarded says how its delivery went)", n)
+}
+
 // record marks the event Processed and plans one delivery per sink that accepts it; events
 // and metrics follow the status write (once it landed), so a retried reconcile does not repeat
 // them.
@@ -241,9 +250,8 @@ func (r *PaymentEventReconciler) record(ctx context.Context, pe *videogenv1alpha
 	meta.SetStatusCondition(&pe.Status.Conditions, metav1.Condition{
 		Type: videogenv1alpha1.ConditionProcessed, Status: metav1.ConditionTrue, ObservedGeneration: pe.Generation,
 		Reason: reason,
-		// The deliveries are still to come: Forwarded tells how they went.
-		Message: fmt.Sprintf("%s (%s) from %s recorded; %d sink(s) take it (Forwarded says how its delivery went); no points are credited from payment events",
-			pe.Spec.EventType, pe.Spec.ConnectorEventType, pe.Spec.Connector, len(pe.Status.Sinks)),
+		Message: fmt.Sprintf("%s (%s) from %s recorded; %s; no points are credited from payment events",
+			pe.Spec.EventType, pe.Spec.ConnectorEventType, pe.Spec.Connector, sinksTaking(len(pe.Status.Sinks))),
 	})
 	setForwarded(pe)
 	pe.Status.ObservedGeneration = pe.Generation

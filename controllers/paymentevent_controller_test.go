@@ -332,6 +332,8 @@ var _ = Describe("PaymentEvent", func() {
 		forwarded := meta.FindStatusCondition(got.Status.Conditions, videogenv1alpha1.ConditionForwarded)
 		Expect(forwarded.Reason).To(Equal(videogenv1alpha1.ReasonNoSinks))
 		Expect(got.Status.Sinks).To(BeEmpty())
+		Expect(meta.FindStatusCondition(got.Status.Conditions, videogenv1alpha1.ConditionProcessed).Message).
+			To(ContainSubstring("recorded; no configured sink takes it;"))
 
 		// Asked to redeliver, it says there is no sink to send to, not that every sink has it.
 		patch := client.MergeFrom(got.DeepCopy())
