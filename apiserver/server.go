@@ -179,15 +179,8 @@ func (s *Server) routeLabel(r *http.Request) string {
 	if r.Pattern != "" && r.Pattern != catchAll {
 		return r.Pattern
 	}
-	for _, m := range probeMethods {
-		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
-		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != catchAll {
-			_, path, found := strings.Cut(pattern, " ")
-			if !found {
-				path = pattern
-			}
-			return path
-		}
+	if _, path := s.otherRoutes(r); path != "" {
+		return path
 	}
 	return "unmatched"
 }
@@ -195,14 +188,28 @@ func (s *Server) routeLabel(r *http.Request) string {
 // allowedMethods lists the methods some route other than catchAll serves r's path with, as
 // the mux itself routes them (routes mounted on Mux() included).
 func (s *Server) allowedMethods(r *http.Request) []string {
-	var allow []string
+	methods, _ := s.otherRoutes(r)
+	return methods
+}
+
+// otherRoutes probes the mux with r's path and each of probeMethods: the methods some route
+// other than catchAll serves it with, and the path pattern of the first such route.
+func (s *Server) otherRoutes(r *http.Request) (methods []string, path string) {
 	for _, m := range probeMethods {
 		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
-		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != catchAll {
-			allow = append(allow, m)
+		_, pattern := s.mux.Handler(probe)
+		if pattern == "" || pattern == catchAll {
+			continue
+		}
+		methods = append(methods, m)
+		if path == "" {
+			path = pattern
+			if _, p, found := strings.Cut(pattern, " "); found {
+				path = p
+			}
 		}
 	}
-	return allow
+	return methods, path
 }
 
 // now is the server's clock.
