@@ -121,10 +121,8 @@ func (s *Server) cursorTask(ctx context.Context, account, name string, items []v
 			return &items[i], nil
 		}
 	}
+	// name is a valid object name: listTasks refused any other.
 	notFound := apierrors.NewNotFound(videogenv1alpha1.GroupVersion.WithResource("videotasks").GroupResource(), name)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nil, notFound
-	}
 	task := &videogenv1alpha1.VideoTask{}
 	err := s.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, task)
 	if apierrors.IsInvalid(err) {

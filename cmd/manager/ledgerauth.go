@@ -159,10 +159,9 @@ func ledgerAuthWithClock(cfg *rest.Config, hc *http.Client, log logr.Logger, clk
 					// The caller hung up while its review was on its way: not a failure of
 					// authorization (the webhook authorizer's error does not wrap the context's).
 					log.V(1).Info("a ledger caller gave up before it was answered", "user", u.GetName(), "path", r.URL.Path, "error", err.Error())
-					refuse(w, http.StatusServiceUnavailable, "not_ready", "the caller's access could not be reviewed; retry")
-					return
+				} else {
+					log.Error(err, "Authorization failed", "user", u.GetName())
 				}
-				log.Error(err, "Authorization failed", "user", u.GetName())
 				refuse(w, http.StatusServiceUnavailable, "not_ready", "the caller's access could not be reviewed; retry")
 				return
 			}
