@@ -46,14 +46,7 @@ func TestTheDashboardShowsTheAPIServersMetrics(t *testing.T) {
 // dashboardQueries returns the metrics the dashboard's panels query, each with those panels' titles.
 func dashboardQueries(t *testing.T) map[string][]string {
 	t.Helper()
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "config", "grafana", "videogen.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := dashboardJSON(t)
 	var dash struct {
 		Panels []struct {
 			Title   string `json:"title"`
@@ -81,14 +74,7 @@ func dashboardQueries(t *testing.T) map[string][]string {
 // serves: videogen_tasks has series only while tasks are open, so an idle capability (the one
 // an on-call engineer checks when nothing runs) was missing from the list.
 func TestTheDashboardsVariablesQueryRegisteredMetrics(t *testing.T) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "config", "grafana", "videogen.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := dashboardJSON(t)
 	var dash struct {
 		Templating struct {
 			List []struct {
@@ -125,4 +111,18 @@ func TestTheDashboardsVariablesQueryRegisteredMetrics(t *testing.T) {
 	if got := seen["capability"]; len(got) != 1 || got[0] != "videogen_capability_served" {
 		t.Errorf("the capability variable lists %v, want the capabilities of videogen_capability_served", got)
 	}
+}
+
+// dashboardJSON is config/grafana/videogen.json as it is in the checkout.
+func dashboardJSON(t *testing.T) []byte {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "grafana", "videogen.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
