@@ -33,7 +33,7 @@ func TestATaskRefusedByItsBackendSaysWhatTheBackendSaidOfTheInput(t *testing.T) 
 	}
 }
 
-// Round 24c: a stage with a handle that a permanent, non-lost error ended (its backend's
+// A stage with a handle that a permanent, non-lost error ended (its backend's
 // answer broke the protocol: outputs that are not strings, a 414 on its id) tells the caller
 // so, instead of "the backend lost the render stage (it may have restarted)", which was untrue.
 func TestPermanentErrorMessageOfABrokenAnswerIsNotLost(t *testing.T) {

@@ -322,7 +322,7 @@ var _ = Describe("Completion webhooks", func() {
 		})
 
 		// Three accounts, each with its own receiver: a receiver's host, and an account, get a
-		// quarter of the workers at most (see adversarial25_webhookfair_internal_test.go).
+		// quarter of the workers at most (see videotask_webhook_fairness_internal_test.go).
 		for range 3 {
 			slow := httptest.NewServer(hold)
 			DeferCleanup(slow.Close)
