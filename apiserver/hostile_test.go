@@ -144,7 +144,7 @@ var _ = Describe("Hostile input", func() {
 		Entry("NAT64 of the metadata address", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[64:ff9b::a9fe:a9fe]/latest"), nil}, 400, "invalid_request", `"video"`),
 		Entry("6to4 of a private address", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[2002:c0a8:101::1]/v.mp4"), nil}, 400, "invalid_request", `"video"`),
 		Entry("metadata webhook", hostile{"POST", "/v1/videos/template", webhookWith("http://169.254.169.254/latest/meta-data/"), nil}, 400, "invalid_request", `"webhook_url"`),
-		// Round 25: a zone hid these ranges from the nonPublic list (netguard's adversarial25 test).
+		// A zone hid these ranges from the nonPublic list (netguard's TestAZonedNonPublicAddressIsRefused).
 		Entry("a zoned NAT64 metadata webhook", hostile{"POST", "/v1/videos/template", webhookWith("http://[64:ff9b::a9fe:a9fe%251]/latest/meta-data/"), nil}, 400, "invalid_request", `"webhook_url"`),
 		Entry("a zoned 6to4 video", hostile{"POST", "/v1/videos/eraser", eraserWith("http://[2002:c0a8:101::1%25eth0]/v.mp4"), nil}, 400, "invalid_request", `"video"`),
 		Entry("IPv6 metadata webhook (ULA)", hostile{"POST", "/v1/videos/template", webhookWith("http://[fd00:ec2::254]/"), nil}, 400, "invalid_request", `"webhook_url"`),

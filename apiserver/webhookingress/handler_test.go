@@ -204,7 +204,7 @@ var _ = Describe("POST /v1/webhooks/{connector}", func() {
 
 	// An existing object that cannot be read back may be another event with the same id (409),
 	// so it is not acknowledged unread: 503, and the processor's retry gets the real answer
-	// (see TestAdversarialStoreDuplicateUnreadableIsNotAcknowledged).
+	// (see TestStoreDuplicateUnreadableIsNotAcknowledged).
 	It("answers 503, not a duplicate, when an existing event cannot be read back to compare", func() {
 		base, err := client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
 		Expect(err).NotTo(HaveOccurred())
