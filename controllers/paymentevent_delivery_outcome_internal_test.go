@@ -113,10 +113,7 @@ func TestDeliveryOutcomeCountedOnlyOnceRecorded(t *testing.T) {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100),
-		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
-		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
-			Sinks: []paymentevents.Sink{sink}, Retry: paymentevents.RetryPolicy{MaxAttempts: 3}}}}}
+	r := deliveringReconciler(c, events.NewFakeRecorder(100), now, 3, sink)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
 	gaveUp := func() float64 { return deliveriesCount(t, sink.Name, "gave_up") }
 	delivered := func() float64 { return deliveriesCount(t, sink.Name, "delivered") }
@@ -170,10 +167,7 @@ func TestGiveUpWhoseWriteLandsButErrsIsCounted(t *testing.T) {
 			},
 		}).Build()
 	recorder := events.NewFakeRecorder(100)
-	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
-		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
-		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
-			Sinks: []paymentevents.Sink{sink}, Retry: paymentevents.RetryPolicy{MaxAttempts: 3}}}}}
+	r := deliveringReconciler(c, recorder, now, 3, sink)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
 
 	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsTimeout(err) {
@@ -192,13 +186,7 @@ func TestGiveUpWhoseWriteLandsButErrsIsCounted(t *testing.T) {
 	if n := deliveriesCount(t, sink.Name, "gave_up"); n != 1 {
 		t.Fatalf("deliveries_total{sink=%q,outcome=gave_up} = %v, want 1: the row is given up", sink.Name, n)
 	}
-	var warnings int
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonSinkFailed) {
-			warnings++
-		}
-	}
-	if warnings != 1 {
+	if warnings := drainWarnings(recorder, videogenv1alpha1.ReasonSinkFailed); warnings != 1 {
 		t.Fatalf("%d SinkFailed Warning events, want 1", warnings)
 	}
 }
@@ -231,9 +219,7 @@ func TestDisputeRecordedByAWriteThatErrsIsTold(t *testing.T) {
 			},
 		}).Build()
 	recorder := events.NewFakeRecorder(100)
-	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
-		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
-		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{}}}
+	r := deliveringReconciler(c, recorder, now, 0)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
 
 	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsTimeout(err) {
@@ -242,13 +228,7 @@ func TestDisputeRecordedByAWriteThatErrsIsTold(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("reconcile 2: %v", err)
 	}
-	var disputes int
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonDisputeCreated) {
-			disputes++
-		}
-	}
-	if disputes != 1 {
+	if disputes := drainWarnings(recorder, videogenv1alpha1.ReasonDisputeCreated); disputes != 1 {
 		t.Fatalf("%d DisputeCreated Warning events, want 1", disputes)
 	}
 }
@@ -272,10 +252,7 @@ func TestEventDeletedMidDeliveryStops(t *testing.T) {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100),
-		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
-		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
-			Sinks: []paymentevents.Sink{sink}}}}}
+	r := deliveringReconciler(c, events.NewFakeRecorder(100), now, 0, sink)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
 
 	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsNotFound(err) {
@@ -287,4 +264,27 @@ func TestEventDeletedMidDeliveryStops(t *testing.T) {
 	if err := c.Get(context.Background(), req.NamespacedName, &videogenv1alpha1.PaymentEvent{}); !apierrors.IsNotFound(err) || hits() != 1 {
 		t.Fatalf("get after delete: %v; sink hit %d time(s), want 1", err, hits())
 	}
+}
+
+// deliveringReconciler is a PaymentEventReconciler on c at now, without jitter, delivering to
+// sinks (none: no sink config) with maxAttempts attempts (0: the default).
+func deliveringReconciler(c client.Client, recorder events.EventRecorder, now time.Time, maxAttempts int32, sinks ...paymentevents.Sink) *PaymentEventReconciler {
+	var config *paymentevents.SinkConfig
+	if len(sinks) > 0 {
+		config = &paymentevents.SinkConfig{Sinks: sinks, Retry: paymentevents.RetryPolicy{MaxAttempts: maxAttempts}}
+	}
+	return &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
+		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
+		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: config}}}
+}
+
+// drainWarnings takes every event recorder holds and counts the Warnings of reason.
+func drainWarnings(recorder *events.FakeRecorder, reason string) int {
+	n := 0
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+reason) {
+			n++
+		}
+	}
+	return n
 }

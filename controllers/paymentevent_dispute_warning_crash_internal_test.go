@@ -64,9 +64,7 @@ func TestCrashAfterDisputeRecordedStillWarns(t *testing.T) {
 		}).Build()
 	newManager := func() (*PaymentEventReconciler, *events.FakeRecorder) {
 		recorder := events.NewFakeRecorder(100)
-		return &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
-			Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
-			Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{}}}, recorder
+		return deliveringReconciler(c, recorder, now, 0), recorder
 	}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
 
@@ -171,13 +169,7 @@ func TestOwedWarningToldOnceDespiteLaggingCache(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("reconcile 3: %v", err)
 	}
-	warnings := 0
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonDisputeCreated) {
-			warnings++
-		}
-	}
-	if warnings != 1 {
+	if warnings := drainWarnings(recorder, videogenv1alpha1.ReasonDisputeCreated); warnings != 1 {
 		t.Fatalf("%d DisputeCreated Warning events, want 1", warnings)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -72,9 +71,7 @@ func TestFirstOpeningWarnsWhenItsTellingWaits(t *testing.T) {
 			},
 		}).Build()
 	recorder := events.NewFakeRecorder(100)
-	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
-		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
-		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{}}}
+	r := deliveringReconciler(c, recorder, now, 0)
 	reconcile := func(pe *videogenv1alpha1.PaymentEvent) error {
 		_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)})
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -198,10 +197,7 @@ func TestOutcomeToldWhenTheReadBackAfterALandedWriteFails(t *testing.T) {
 			},
 		}).Build()
 	recorder := events.NewFakeRecorder(100)
-	r := &PaymentEventReconciler{Client: c, APIReader: c, Recorder: recorder,
-		Clock: clocktesting.NewFakePassiveClock(now), Jitter: func() float64 { return 0 },
-		Options: PaymentEventOptions{HTTPClient: paymentevents.NewHTTPClient(), Sinks: paymentevents.StaticSinks{Config: &paymentevents.SinkConfig{
-			Sinks: []paymentevents.Sink{sink}, Retry: paymentevents.RetryPolicy{MaxAttempts: 3}}}}}
+	r := deliveringReconciler(c, recorder, now, 3, sink)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pe)}
 
 	if _, err := r.Reconcile(context.Background(), req); !apierrors.IsTimeout(err) {
@@ -220,13 +216,7 @@ func TestOutcomeToldWhenTheReadBackAfterALandedWriteFails(t *testing.T) {
 	if n := deliveriesCount(t, sink.Name, "gave_up"); n != 1 {
 		t.Fatalf("deliveries_total{sink=%q,outcome=gave_up} = %v, want 1: the row is given up", sink.Name, n)
 	}
-	var warnings int
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.HasPrefix(e, "Warning "+videogenv1alpha1.ReasonSinkFailed) {
-			warnings++
-		}
-	}
-	if warnings != 1 {
+	if warnings := drainWarnings(recorder, videogenv1alpha1.ReasonSinkFailed); warnings != 1 {
 		t.Fatalf("%d SinkFailed Warning events, want 1", warnings)
 	}
 	// A third reconcile tells nothing more.

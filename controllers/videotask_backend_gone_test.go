@@ -18,7 +18,6 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
-	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 	"github.com/videogen-dev/videogen-operator/internal/jobtest"
@@ -123,14 +122,8 @@ var _ = Describe("Backends and reroutes", func() {
 		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
 		gpuA.setRender(generation.Running)
 		gpuB.setAnalyze(generation.Running)
-		routes := func(short, other *routeBackend) generation.Routes {
-			return generation.Routes{
-				videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
-				videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
-			}
-		}
 		before := directReconciler(k8sClient, l, gpuA)
-		before.Backends = routes(gpuA, gpuB)
+		before.Backends = shortAndEraser(gpuA, gpuB)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
 		Eventually(func(g Gomega) {
@@ -151,7 +144,7 @@ var _ = Describe("Backends and reroutes", func() {
 		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
 
 		after := directReconciler(k8sClient, l, gpuB)
-		after.Backends = routes(gpuB, gpuA)
+		after.Backends = shortAndEraser(gpuB, gpuA)
 		Eventually(func(g Gomega) {
 			reconcileOnce(g, after, task)
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})
@@ -202,8 +195,7 @@ var _ = Describe("A Job backend replaced by an http one under the same name", fu
 		gpu.setRender(generation.Running)
 		worker := newRefusingWorker()
 		DeferCleanup(worker.Close)
-		hb, err := httpbackend.New(httpbackend.Config{BaseURL: worker.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		hb := clientOf(worker.URL)
 
 		before := directReconciler(k8sClient, l, gpu)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: gpu}}

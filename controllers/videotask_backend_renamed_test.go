@@ -49,13 +49,10 @@ var _ = Describe("A backend renamed as its capability moves", func() {
 		oldServer.noCancelByKey, newServer.noCancelByKey = true, true
 		DeferCleanup(oldServer.Close)
 		DeferCleanup(newServer.Close)
-		gpuA, err := httpbackend.New(httpbackend.Config{BaseURL: oldServer.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		gpuA := clientOf(oldServer.URL)
 		// Another client value for the same url, as a restart builds one from the config.
-		renamed, err = httpbackend.New(httpbackend.Config{BaseURL: oldServer.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		newB, err = httpbackend.New(httpbackend.Config{BaseURL: newServer.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		renamed = clientOf(oldServer.URL)
+		newB = clientOf(newServer.URL)
 
 		before := directReconciler(k8sClient, l, gpuA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
@@ -359,11 +356,8 @@ var _ = Describe("An analyze that ended at its old backend as its capability mov
 		newServer = newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageAnalyze: "running"})
 		DeferCleanup(oldServer.Close)
 		DeferCleanup(newServer.Close)
-		var err error
-		gpuA, err = httpbackend.New(httpbackend.Config{BaseURL: oldServer.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		newB, err = httpbackend.New(httpbackend.Config{BaseURL: newServer.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		gpuA = clientOf(oldServer.URL)
+		newB = clientOf(newServer.URL)
 		before := directReconciler(k8sClient, l, gpuA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()

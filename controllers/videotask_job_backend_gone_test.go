@@ -11,7 +11,6 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
-	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
 	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
@@ -106,8 +105,7 @@ var _ = Describe("Backends and reroutes", func() {
 		Expect(err).NotTo(HaveOccurred())
 		worker := newNumberingWorker(nil)
 		DeferCleanup(worker.Close)
-		hb, err := httpbackend.New(httpbackend.Config{BaseURL: worker.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		hb := clientOf(worker.URL)
 
 		before := directReconciler(k8sClient, l, jobs)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu", Backend: jobs}}
@@ -158,16 +156,9 @@ var _ = Describe("Backends and reroutes", func() {
 		DeferCleanup(workerA.Close)
 		workerB := newNumberingWorker(nil)
 		DeferCleanup(workerB.Close)
-		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		for _, stage := range videogenv1alpha1.Stages {
-			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
-				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
-			_, err := clientB.Submit(ctx, y)
-			Expect(err).NotTo(HaveOccurred())
-		}
+		clientA := clientOf(workerA.URL)
+		clientB := clientOf(workerB.URL)
+		runAnotherAccountsTask(clientB)
 
 		before := directReconciler(k8sClient, l, clientA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientA}}
@@ -250,8 +241,7 @@ var _ = Describe("A Job stage whose Job backend is gone", func() {
 		task := startAt("gpu")
 		worker := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageAnalyze: "running"})
 		DeferCleanup(worker.Close)
-		hb, err := httpbackend.New(httpbackend.Config{BaseURL: worker.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		hb := clientOf(worker.URL)
 		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
 
 		after := directReconciler(k8sClient, l, hb)
@@ -313,10 +303,8 @@ var _ = Describe("An analyze recorded without a server", func() {
 		DeferCleanup(workerA.Close)
 		workerB := newRefusingWorker()
 		DeferCleanup(workerB.Close)
-		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		clientA := clientOf(workerA.URL)
+		clientB := clientOf(workerB.URL)
 
 		before := directReconciler(k8sClient, l, clientA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientA}}

@@ -13,7 +13,6 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
-	"github.com/videogen-dev/videogen-operator/internal/generation/httpbackend"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
@@ -180,14 +179,8 @@ var _ = Describe("A route change rolled back", func() {
 		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
 		workerA.setRender(generation.Running)
 		gpuB.setRender(generation.Running)
-		routes := func(short, other *routeBackend) generation.Routes {
-			return generation.Routes{
-				videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
-				videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
-			}
-		}
 		first := directReconciler(k8sClient, l, workerA)
-		first.Backends = routes(workerA, gpuB)
+		first.Backends = shortAndEraser(workerA, gpuB)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
 		Eventually(func(g Gomega) {
@@ -196,7 +189,7 @@ var _ = Describe("A route change rolled back", func() {
 		}).Should(Succeed())
 
 		moved := directReconciler(k8sClient, l, gpuB)
-		moved.Backends = routes(gpuB, workerA)
+		moved.Backends = shortAndEraser(gpuB, workerA)
 		Eventually(func(g Gomega) {
 			reconcileOnce(g, moved, task)
 			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageRender).Backend).To(Equal("gpu-b"))
@@ -204,7 +197,7 @@ var _ = Describe("A route change rolled back", func() {
 
 		workerA.setRender(generation.Succeeded) // it would render now
 		rolledBack := directReconciler(k8sClient, l, workerA)
-		rolledBack.Backends = routes(workerA, gpuB)
+		rolledBack.Backends = shortAndEraser(workerA, gpuB)
 		Eventually(func(g Gomega) {
 			reconcileOnce(g, rolledBack, task)
 			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
@@ -221,15 +214,9 @@ var _ = Describe("A route change rolled back", func() {
 // A under the key A cancelled: either task fails "cancelled", as in the spec above. Each move is
 // a ConfigMap edit and a restart, as above.
 var _ = Describe("Stages moved back and forth", func() {
-	routes := func(short, other *routeBackend) generation.Routes {
-		return generation.Routes{
-			videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
-			videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
-		}
-	}
 	move := func(l *ledger.Ledger, ns string, task *videogenv1alpha1.VideoTask, to, other *routeBackend) {
 		r := directReconciler(k8sClient, l, to)
-		r.Backends = routes(to, other)
+		r.Backends = shortAndEraser(to, other)
 		Eventually(func(g Gomega) {
 			reconcileOnce(g, r, task)
 			now := taskOf(ns, task.Name)
@@ -254,7 +241,7 @@ var _ = Describe("Stages moved back and forth", func() {
 		move(l, ns, task, b, a) // the same routes: the render succeeds at b
 		Eventually(func(g Gomega) {
 			r := directReconciler(k8sClient, l, b)
-			r.Backends = routes(b, a)
+			r.Backends = shortAndEraser(b, a)
 			reconcileOnce(g, r, task)
 			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
 		}).WithTimeout(10 * time.Second).Should(Succeed())
@@ -276,7 +263,7 @@ var _ = Describe("Stages moved back and forth", func() {
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
 		first := directReconciler(k8sClient, l, a)
-		first.Backends = routes(a, b)
+		first.Backends = shortAndEraser(a, b)
 		Eventually(func(g Gomega) {
 			reconcileOnce(g, first, task)
 			g.Expect(stageOf(taskOf(ns, task.Name), videogenv1alpha1.StageAnalyze).Handle).NotTo(BeEmpty())
@@ -286,7 +273,7 @@ var _ = Describe("Stages moved back and forth", func() {
 		move(l, ns, task, a, b) // rolled back: the analyze runs again at a, then the render
 		Eventually(func(g Gomega) {
 			r := directReconciler(k8sClient, l, a)
-			r.Backends = routes(a, b)
+			r.Backends = shortAndEraser(a, b)
 			reconcileOnce(g, r, task)
 			g.Expect(taskOf(ns, task.Name).Status.Phase.Terminal()).To(BeTrue())
 		}).WithTimeout(10 * time.Second).Should(Succeed())
@@ -314,6 +301,14 @@ type routeBackend struct {
 	render   generation.State
 	submits  map[string]int
 	canceled map[string]bool
+}
+
+// shortAndEraser routes video.short to short and video.eraser to other.
+func shortAndEraser(short, other *routeBackend) generation.Routes {
+	return generation.Routes{
+		videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
+		videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
+	}
 }
 
 func newRouteBackend(name string, outputs map[string]string, needs string) *routeBackend {
@@ -417,16 +412,9 @@ var _ = Describe("A backend's server changes under the same name", func() {
 		DeferCleanup(workerA.Close)
 		workerB := newNumberingWorker(nil)
 		DeferCleanup(workerB.Close)
-		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		for _, stage := range videogenv1alpha1.Stages {
-			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
-				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
-			_, err := clientB.Submit(ctx, y)
-			Expect(err).NotTo(HaveOccurred())
-		}
+		clientA := clientOf(workerA.URL)
+		clientB := clientOf(workerB.URL)
+		runAnotherAccountsTask(clientB)
 
 		before := directReconciler(k8sClient, l, clientA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker", Backend: clientA}}
@@ -473,14 +461,8 @@ var _ = Describe("A task deleted as its stage is rerouted", func() {
 		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
 		gpuA.setRender(generation.Running)
 		gpuB.setRender(generation.Running)
-		routes := func(short, other *routeBackend) generation.Routes {
-			return generation.Routes{
-				videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
-				videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
-			}
-		}
 		before := directReconciler(k8sClient, l, gpuA)
-		before.Backends = routes(gpuA, gpuB)
+		before.Backends = shortAndEraser(gpuA, gpuB)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		task := aShortTask(ns, tmpl).Timeout(time.Hour).Create()
 		Eventually(func(g Gomega) {
@@ -499,7 +481,7 @@ var _ = Describe("A task deleted as its stage is rerouted", func() {
 		Expect(k8sClient.Delete(ctx, taskOf(ns, task.Name))).To(Succeed())
 
 		after := directReconciler(k8sClient, l, gpuB)
-		after.Backends = routes(gpuB, gpuA)
+		after.Backends = shortAndEraser(gpuB, gpuA)
 		Eventually(func(g Gomega) {
 			reconcileOnce(g, after, task)
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(task), &videogenv1alpha1.VideoTask{})

@@ -124,18 +124,11 @@ var _ = Describe("The routes change across a restart", func() {
 		DeferCleanup(workerA.Close)
 		workerB := newNumberingWorker(nil)
 		DeferCleanup(workerB.Close)
-		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
+		clientA := clientOf(workerA.URL)
+		clientB := clientOf(workerB.URL)
 
 		// Y, another account's task, ran both stages at worker-b: stg-1 and stg-2 there.
-		for _, stage := range videogenv1alpha1.Stages {
-			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
-				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
-			_, err := clientB.Submit(ctx, y)
-			Expect(err).NotTo(HaveOccurred())
-		}
+		runAnotherAccountsTask(clientB)
 
 		before := directReconciler(k8sClient, l, clientA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker-a", Backend: clientA}}
@@ -175,16 +168,9 @@ var _ = Describe("The routes change across a restart", func() {
 		workerB := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
 		workerB.noCancelByKey = true
 		DeferCleanup(workerB.Close)
-		clientA, err := httpbackend.New(httpbackend.Config{BaseURL: workerA.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		clientB, err := httpbackend.New(httpbackend.Config{BaseURL: workerB.URL, MaxAttempts: 1})
-		Expect(err).NotTo(HaveOccurred())
-		for _, stage := range videogenv1alpha1.Stages {
-			y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
-				Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
-			_, err := clientB.Submit(ctx, y)
-			Expect(err).NotTo(HaveOccurred())
-		}
+		clientA := clientOf(workerA.URL)
+		clientB := clientOf(workerB.URL)
+		runAnotherAccountsTask(clientB)
 
 		before := directReconciler(k8sClient, l, clientA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "worker-a", Backend: clientA}}
@@ -310,4 +296,24 @@ func newNumberingWorker(states map[videogenv1alpha1.StageName]string) *numbering
 		_ = json.NewEncoder(rw).Encode(st)
 	}))
 	return w
+}
+
+// clientOf is the operator's http backend client for a test server, one attempt a call.
+func clientOf(url string) *httpbackend.Client {
+	GinkgoHelper()
+	c, err := httpbackend.New(httpbackend.Config{BaseURL: url, MaxAttempts: 1})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// runAnotherAccountsTask runs both stages of task-y, another account's, at backend, so that a
+// numbering worker's first ids (stg-1 and stg-2) are that task's.
+func runAnotherAccountsTask(backend generation.Backend) {
+	GinkgoHelper()
+	for _, stage := range videogenv1alpha1.Stages {
+		y := generation.Work{Key: generation.WorkKey("other-account", "task-y", "y-uid", stage), Namespace: "other-account",
+			Task: "task-y", TaskUID: "y-uid", Capability: videogenv1alpha1.CapabilityShort, Stage: stage}
+		_, err := backend.Submit(ctx, y)
+		Expect(err).NotTo(HaveOccurred())
+	}
 }
