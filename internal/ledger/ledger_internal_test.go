@@ -318,7 +318,7 @@ func TestTopUps(t *testing.T) {
 // A deleted account takes no new task and goes only when empty: no hold, no balance, nothing
 // in its journal. (The admission policy refuses the deletion of an account whose status shows
 // points, so the books must hold the rest: here a status edited by hand to show nothing, which
-// the books do not believe.) A credit to it waits for the next account (round 24): it would
+// the books do not believe.) A credit to it waits for the next account: it would
 // only keep the account from closing.
 func TestAClosingAccountGoesOnlyWhenEmpty(t *testing.T) {
 	h := newHarness(t, 30)
