@@ -155,7 +155,7 @@ func TestNameIn(t *testing.T) {
 	}
 }
 
-// What breaks (adversarial review, round 20): GET /v1/blobs/<name> hands the request to
+// What breaks: GET /v1/blobs/<name> hands the request to
 // http.ServeContent, which answers a Range it cannot satisfy (bytes=999999-, or a malformed
 // one) with a text/plain 416 "invalid range: failed to overlap", and an If-Match or
 // If-Unmodified-Since that fails with an empty 412: not the error envelope every other

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Found by review round 23 (hostile-input sweep of the /v1 routes): CheckURL accepted host
+// Found by a hostile-input sweep of the /v1 routes: CheckURL accepted host
 // names no resolver can look up, because its IDNA profile does not check DNS lengths: an empty
 // label (a leading dot, two dots in a row), a label longer than 63 bytes, a name longer than 253.
 //

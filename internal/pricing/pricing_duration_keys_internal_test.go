@@ -7,7 +7,7 @@ import (
 )
 
 // What breaks: Summary (a Template's status.price, the Price column of `kubectl get
-// templates`, and since round 21 its Ready message) reads a durationPrices key with Atoi,
+// templates`, and its Ready message) reads a durationPrices key with Atoi,
 // which takes "05", "+5" and "005" as 5, then looks the price up under "5": a template whose
 // only entry is {"05": 20} shows "5s=0, others 10 (default)" (free!), and one with {"5": 20,
 // "05": 30} shows "5s=20, 5s=20". Quote, which prices the task, looks the duration up under

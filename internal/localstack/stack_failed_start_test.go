@@ -10,8 +10,6 @@ import (
 	"testing"
 )
 
-// Adversarial round 21 (operability).
-
 // A start that fails after the control plane is up leaves no process behind. Interleaving:
 // `make run` starts etcd and kube-apiserver (envtest, each in a process group of its own, so
 // neither sees the terminal's Ctrl-C: only the launcher stops them), then fails in what follows
@@ -23,7 +21,7 @@ import (
 // .run: the next `make run` cannot start its etcd on that data until the developer finds and
 // kills them by hand. Here the step that fails is the kubeconfig's write (a directory is in
 // its place), the one such failure a test can force without touching config/.
-func TestAdversarialFailedStartLeavesNoControlPlaneBehind(t *testing.T) {
+func TestFailedStartLeavesNoControlPlaneBehind(t *testing.T) {
 	if _, err := os.Stat(os.Getenv("KUBEBUILDER_ASSETS")); os.Getenv("KUBEBUILDER_ASSETS") == "" || err != nil {
 		t.Skip("needs the envtest control plane (KUBEBUILDER_ASSETS)")
 	}

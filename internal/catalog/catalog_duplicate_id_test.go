@@ -13,7 +13,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
-// Adversarial round 18: while two templates carry one id, the lookup picks the one the
+// While two templates carry one id, the lookup picks the one the
 // ShortTemplate controller keeps. Interleaving: an account (kubectl apply, GitOps) creates
 // ShortTemplate zz-older with label ushort_promo and, a minute later, aa-newer with the same
 // label (a copied manifest); neither was reconciled yet (the manager is restarting, or its
@@ -22,7 +22,7 @@ import (
 // took the first of the list, ordered by name, so a task created with template_id
 // ushort_promo in that window rendered the newcomer's media: not the template the id goes
 // on naming, and not what GET /v1/short_templates/ushort_promo shows a moment later.
-func TestAdversarialDuplicateIDResolvesToTheTemplateThatKeepsIt(t *testing.T) {
+func TestDuplicateIDResolvesToTheTemplateThatKeepsIt(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Minute))
 	older := &videogenv1alpha1.ShortTemplate{

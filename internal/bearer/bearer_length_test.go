@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Adversarial round 23: FromHeader returned a token of any length (up to net/http's 1 MiB header
+// FromHeader returned a token of any length (up to net/http's 1 MiB header
 // limit), which every server of the project then hashes, looks up or, on the ledger's port,
 // sends to the kube-apiserver as a TokenReview (cmd/manager's
 // TestAnOversizedBearerTokenIsNotSentToTheKubeAPIServer measures it). Want: a token longer than

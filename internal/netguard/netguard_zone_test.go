@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Found by review round 25 (wave 2, the /v1 REST API and webhook_url deliveries): an IPv6
+// Found by a review of the /v1 REST API and webhook_url deliveries: an IPv6
 // literal written with a zone (RFC 6874: http://[64:ff9b::a9fe:a9fe%251]/) passed every check,
 // at submission and when connecting, if its address is one of the non-public ranges that only
 // the nonPublic list refuses: NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4 (2002::/16),
