@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/worker/ffmpeg"
 )
 
-// Adversarial round 21, new finding: a caller's "video" that is an HLS playlist makes ffmpeg
+// A caller's "video" that is an HLS playlist makes ffmpeg
 // read files of the worker's own disk.
 //
 // Input: a video.eraser source_video_url (or a ShortTemplate's target_url) that serves a text

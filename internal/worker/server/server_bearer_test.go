@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Adversarial round 22b: the worker read only the first of two Authorization headers.
+// The worker read only the first of two Authorization headers.
 //
 // Input: a call to /v1/stages with two Authorization headers (a proxy or sidecar in front of
 // the worker adding its own, a caller's library appending the configured token to one already

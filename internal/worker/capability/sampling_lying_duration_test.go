@@ -39,7 +39,7 @@ func lyingVideo(t *testing.T, dir string, frames int) string {
 	return out
 }
 
-// Adversarial round 21, new finding: a video whose declared duration is far shorter than its
+// A video whose declared duration is far shorter than its
 // frames makes the analyze stages keep every frame in memory.
 //
 // Input: a video.eraser source video or a ShortTemplate's target_url (both the caller's URLs)
@@ -49,7 +49,7 @@ func lyingVideo(t *testing.T, dir string, frames int) string {
 // to 960 pixels a side (1.5 MB at 960×540): 10,000 frames (a 200 KB file) are 15 GB. What the
 // user (every user of that worker) sees: the worker is OOM-killed, every stage it ran is lost
 // (resubmitted, or failed), and the same task does it again on resubmission. The 4K frame-size
-// limit (round 20) does not help: the frames are small, there are just many.
+// limit does not help: the frames are small, there are just many.
 //
 // Fixed: sample keeps at most twice the frames it asked for, and fails the stage with a clear
 // message when the video has many more frames than it declares.

@@ -7,13 +7,13 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/paymentevents"
 )
 
-// Round 29 (payment tour): round 19 refused a connectors filter value that is not a connector
-// name by its form (^[a-z0-9]{1,32}$), so `connectors: [Stripe]` is refused, but a misspelling
-// of the right form (`strpe`, `authorize`, `checkoutcom`, `paypal`) was accepted: the manager
+// A connectors filter value that is not a connector name by its form (^[a-z0-9]{1,32}$) is
+// refused (sinks_filter_backoff_test.go), so `connectors: [Stripe]` is, but a misspelling of
+// the right form (`strpe`, `authorize`, `checkoutcom`, `paypal`) was accepted: the manager
 // reloaded the file happily and the sink silently received nothing, for good (sinks are chosen
-// when an event is recorded), the very loss round 19 closed for eventTypes. A value is now one
-// of the connectors the ingress serves, and the error lists them.
-func TestAdversarial29SinkConnectorFilterNamesAServedConnector(t *testing.T) {
+// when an event is recorded), the very loss sinks_filter_backoff_test.go closes for
+// eventTypes. A value is now one of the connectors the ingress serves, and the error lists them.
+func TestSinkConnectorFilterNamesAServedConnector(t *testing.T) {
 	const head = "sinks:\n- name: billing\n  url: https://billing.example/hooks\n  secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n"
 	for _, name := range []string{"strpe", "authorize", "checkoutcom", "paypal"} {
 		_, err := paymentevents.ParseSinkConfig([]byte(head + "  connectors: [stripe, " + name + "]\n"))

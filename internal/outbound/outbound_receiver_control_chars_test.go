@@ -21,7 +21,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
-// Found by review round 27: what a receiver sends reaches an attempt's error in more ways than
+// What a receiver sends reaches an attempt's error in more ways than
 // its reason phrase. Its TLS certificate's names are one: Go checks the host name before the
 // chain, and its error lists the certificate's DNS names as they are ("x509: certificate is
 // valid for <names>, not localhost"), and a DNS name may hold any ASCII byte, ESC and BEL

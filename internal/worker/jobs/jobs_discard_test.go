@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Adversarial round 21, finding (1) at the table: a stage whose work returns a result after a
+// A stage whose work returns a result after a
 // cancel ended it has that result discarded (Outcome.Discard, which deletes the stored blob),
 // and a result the table records is never discarded. The cancel is forced between the work's
 // last step and its return.
@@ -35,7 +35,7 @@ func TestADroppedResultIsDiscardedAndAKeptOneIsNot(t *testing.T) {
 	}
 }
 
-// Checked, holds (adversarial round 21): a stage that ends between the controller's poll (which
+// Checked, holds: a stage that ends between the controller's poll (which
 // saw it running) and its cancel (the task timed out, or its owner cancelled it) stays
 // succeeded, with its result, and the result is not discarded. It must not be: a status write
 // that landed but reported an error can leave the controller with a stale copy that still

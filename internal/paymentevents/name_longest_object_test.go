@@ -47,7 +47,7 @@ func (s nameCheckingSink) Patch(_ context.Context, e *eventsv1.Event, _ []byte) 
 // random UUID when "<name>.<hex>" is not a DNS subdomain. This pins that, through the same
 // broadcaster and recorder the manager builds, for the longest name an object can have: a
 // client-go upgrade that dropped the fallback would lose those Events silently.
-func TestAdversarial21EventAboutAnObjectWithTheLongestNameIsNotLost(t *testing.T) {
+func TestEventAboutAnObjectWithTheLongestNameIsNotLost(t *testing.T) {
 	sink := nameCheckingSink{created: make(chan *eventsv1.Event, 4)}
 	broadcaster := events.NewBroadcaster(sink)
 	ctx, cancel := context.WithCancel(context.Background())

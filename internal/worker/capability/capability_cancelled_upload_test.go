@@ -53,7 +53,7 @@ func blobFiles(t *testing.T, dir string) []string {
 	return names
 }
 
-// Adversarial round 21, known finding (1): a stage cancelled while it uploads its result keeps
+// A stage cancelled while it uploads its result keeps
 // the uploaded blob.
 //
 // Interleaving, forced step by step: a render stage runs in the worker's table and reaches
@@ -95,7 +95,7 @@ func TestAStageCancelledWhileItUploadsLeavesNoBlob(t *testing.T) {
 	}
 }
 
-// Adversarial round 21: the same leak by another road. The stage is cancelled (or passes its
+// The same leak by another road. The stage is cancelled (or passes its
 // deadline, or the worker stops) while Put uploads; the upload is committed by S3 but the
 // cancelled context makes the client report an error (minio returns ctx.Err() when the
 // context ends before the response is read). The stage fails "storing the result: context

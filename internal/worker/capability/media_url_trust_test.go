@@ -18,7 +18,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/worker/testmedia"
 )
 
-// Checked, holds (adversarial round 20, the worker's trust boundary for input URLs): a URL the
+// Checked, holds (the worker's trust boundary for input URLs): a URL the
 // caller chose (a face by URL, a ShortTemplate's target_url, an eraser's source video) cannot
 // reach the --allow-private-service-media range by any road, while the service's own media (an
 // uploaded face, an official template's media) on that range still works.

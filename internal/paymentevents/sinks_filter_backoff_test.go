@@ -26,7 +26,7 @@ import (
 //
 // Fixed: ParseSinkConfig rejects an eventTypes value that is not a normalized type and a
 // connectors value that is not a connector name (the CRD's ^[a-z0-9]{1,32}$), naming it.
-func TestAdversarial19SinkFilterThatCanNeverMatchIsRejected(t *testing.T) {
+func TestSinkFilterThatCanNeverMatchIsRejected(t *testing.T) {
 	const head = "sinks:\n- name: billing\n  url: https://billing.example/hooks\n  secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n"
 	dispute := &videogenv1alpha1.PaymentEventSpec{Connector: "stripe", EventType: "DISPUTE_CREATED"}
 	for _, tc := range []struct{ filter, want string }{
@@ -65,7 +65,7 @@ func TestAdversarial19SinkFilterThatCanNeverMatchIsRejected(t *testing.T) {
 //
 // Fixed in outbound.Exponential (only these retries use it): the step stops at maxWait before
 // it can overflow.
-func TestAdversarial19BackoffNeverNegative(t *testing.T) {
+func TestBackoffNeverNegative(t *testing.T) {
 	cfg, err := paymentevents.ParseSinkConfig([]byte("retry:\n  maxBackoff: 2000000h\n  maxAttempts: 100\n"))
 	if err != nil {
 		t.Fatal(err)

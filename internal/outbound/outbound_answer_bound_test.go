@@ -10,7 +10,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
-// Review round 27 (regression, holds): a receiver's answer costs a delivery worker no more than
+// Checked, holds (a regression pin): a receiver's answer costs a delivery worker no more than
 // the sender's timeout and 64 KiB, however large or slow its body: a 2xx whose body never ends
 // (sent fast, or a byte at a time) is delivered, and a 503 with an endless body is a Retry.
 func TestSendIsBoundedByAHugeOrSlowAnswer(t *testing.T) {

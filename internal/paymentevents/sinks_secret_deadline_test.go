@@ -39,7 +39,7 @@ import (
 // paymentevents.MinSecretBytes (24, Standard Webhooks' minimum), naming the sink and the
 // length; a reloaded file with one is refused like an unreadable one: logged, the last good
 // configuration stays in force.
-func TestAdversarial21ShortSinkSecretIsRefusedAndTheLastGoodConfigurationKept(t *testing.T) {
+func TestShortSinkSecretIsRefusedAndTheLastGoodConfigurationKept(t *testing.T) {
 	key := func(n int) string {
 		return "whsec_" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", n)))
 	}
@@ -108,7 +108,7 @@ func TestAdversarial21ShortSinkSecretIsRefusedAndTheLastGoodConfigurationKept(t 
 // slow work before answering, reachable whenever its latency passes the configured timeout.
 // What the user sees: the row is a retry ("no answer within 50ms"), the next attempt carries
 // the same webhook-id, so a receiver that did process the late one de-duplicates it.
-func TestAdversarial21SinkAnsweringAfterTheDeadlineIsARetry(t *testing.T) {
+func TestSinkAnsweringAfterTheDeadlineIsARetry(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body) // read: the server then notices the client hanging up
 		if r.URL.Path == "/late" {

@@ -15,7 +15,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/standardwebhooks"
 )
 
-// Found by review round 27: the reason phrase of a receiver's status line ("HTTP/1.1 503
+// The reason phrase of a receiver's status line ("HTTP/1.1 503
 // <anything>") is the receiver's own bytes, and Send put it verbatim into the attempt's error:
 // a completion webhook's status.webhook.lastError and its Warning events (WebhookRetrying,
 // WebhookStopped, WebhookFailed), which kubectl describe and kubectl get events print as they

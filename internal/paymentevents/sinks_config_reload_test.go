@@ -39,7 +39,7 @@ import (
 // configuration: it is refused like a file that does not parse, the error is logged once
 // ("payment event sinks changed but cannot be used; keeping the previous configuration") and
 // the last good configuration stays in force. "No sinks" is said explicitly: `sinks: []`.
-func TestAdversarial20EmptySinksFileKeepsTheLastGoodConfiguration(t *testing.T) {
+func TestEmptySinksFileKeepsTheLastGoodConfiguration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sinks.yaml")
 	write := func(content string) {
 		t.Helper()
@@ -108,7 +108,7 @@ func slicesContain(lines []string, s string) bool {
 // signed with the secret and each previous one (several v1 signatures, as Standard Webhooks
 // allows), so a receiver holding either key verifies it. Rotate: add the new key as secret
 // and the old one under previousSecrets, switch the receiver, then drop previousSecrets.
-func TestAdversarial20SinkSecretRotationWithoutRejection(t *testing.T) {
+func TestSinkSecretRotationWithoutRejection(t *testing.T) {
 	oldKey, newKey := standardwebhooks.NewSecret(), standardwebhooks.NewSecret()
 	for _, receiverKey := range []string{oldKey, newKey} {
 		var verifyErr error
@@ -151,7 +151,7 @@ func TestAdversarial20SinkSecretRotationWithoutRejection(t *testing.T) {
 // built-in `view` role (Events, not Secrets) reads.
 //
 // Fixed: Deliver names the sink by name and its URL without query, fragment or user info.
-func TestAdversarial20DeliveryErrorDoesNotQuoteTheSinkURLQuery(t *testing.T) {
+func TestDeliveryErrorDoesNotQuoteTheSinkURLQuery(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close() // nothing listens there any more: connection refused
