@@ -7,7 +7,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/square"
 )
 
-// Round 24c (open from round 24): a tipped Square payment is reported with the amount the buyer
+// A tipped Square payment is reported with the amount the buyer
 // was charged, not the amount before the tip.
 //
 // Square's Payment object reference (developer.squareup.com/reference/square/objects/Payment):
@@ -23,7 +23,7 @@ import (
 // `kubectl describe paymentevent`) were told 2.00 USD less than the buyer paid, for every
 // tipped payment. A body without total_money (older payloads, the tests' own fixtures) keeps
 // amount_money.
-func TestAdv24cSquareTippedPaymentReportsTotalCharged(t *testing.T) {
+func TestSquareTippedPaymentReportsTotalCharged(t *testing.T) {
 	body := `{"merchant_id":"6SSW7HV8K2ST5","type":"payment.updated","event_id":"0b3c0c7e-24c0-4f2e-9d39-7c4a8d1e2f24",` +
 		`"created_at":"2020-11-22T21:19:00.900Z","data":{"type":"payment","id":"TIPPEDpaymentAB24cZY",` +
 		`"object":{"payment":{"id":"TIPPEDpaymentAB24cZY","created_at":"2020-11-22T21:16:51.086Z",` +
@@ -43,7 +43,7 @@ func TestAdv24cSquareTippedPaymentReportsTotalCharged(t *testing.T) {
 	}
 }
 
-// Round 24c (open from round 24), checked, holds (documented, not changed): a delayed capture and
+// Checked, holds (documented, not changed): a delayed capture and
 // a later change of the completed payment (a refund adds refund_ids; Square: "payment.updated
 // event notification. The Payment object in the notification includes the refund ID",
 // developer.squareup.com/docs/payments-api/webhooks) are two payment.updated COMPLETED, each one
@@ -55,7 +55,7 @@ func TestAdv24cSquareTippedPaymentReportsTotalCharged(t *testing.T) {
 // card_payment_timeline.captured_at are the same in every later version. Keying the event on
 // them would make the later update a 409 conflict (another body under the same id) that Square
 // retries until it gives up. Sinks key payments on PaymentID.
-func TestAdv24cSquareCompletedTwiceIsTwoEventsOfOnePayment(t *testing.T) {
+func TestSquareCompletedTwiceIsTwoEventsOfOnePayment(t *testing.T) {
 	completed := func(eventID, versionToken, extra string) string {
 		return `{"merchant_id":"6SSW7HV8K2ST5","type":"payment.updated","event_id":"` + eventID + `",` +
 			`"created_at":"2020-11-22T21:19:00.900Z","data":{"type":"payment","id":"DELAYEDcaptureAB24cZY",` +

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/stripe"
 )
 
-// Round 24: a partial capture's charge.captured reported the authorized amount as captured.
+// A partial capture's charge.captured reported the authorized amount as captured.
 //
 // Stripe's Charge object (docs.stripe.com/api/charges/object; the same text in stripe-ruby's
 // Stripe::Charge reference): amount is the "Amount intended to be collected by this payment",
@@ -27,7 +27,7 @@ import (
 // payment's payment_intent.succeeded said 600: two events of one capture disagreeing on the
 // money. A captured charge's amount is amount_captured; an uncaptured one (charge.succeeded
 // with captured false: an authorization) keeps amount, what was authorized.
-func TestAdv24PartialCaptureReportsTheAmountCaptured(t *testing.T) {
+func TestPartialCaptureReportsTheAmountCaptured(t *testing.T) {
 	const secret = "whsec_adv24"
 	const partial = `{"id":"ch_3MmlLrLkdIwHu7ix0snN0B15","object":"charge","amount":1099,"amount_captured":600,` +
 		`"amount_refunded":0,"captured":true,"currency":"eur","status":"succeeded","created":1679090539,` +

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/adyen"
 )
 
-// Round 24b (open from round 24): the end of a dispute's defence or of the issuer's response
+// The end of a dispute's defence or of the issuer's response
 // time is the dispute's outcome, not an event nothing maps.
 //
 // Adyen's webhook reference (both are dispute webhooks of the standard webhook, sent with the
@@ -34,7 +34,7 @@ import (
 // both were EVENT_TYPE_UNSUPPORTED: the last thing any sink heard of the first dispute was
 // DISPUTE_CHALLENGED (INFORMATION_SUPPLIED) or DISPUTE_CREATED, for good, though it was over and
 // won; the second stayed "opened" for good though it was lost. Ids are unchanged.
-func TestAdv24bDefencePeriodAndIssuerTimeframeEndAreOutcomes(t *testing.T) {
+func TestDefencePeriodAndIssuerTimeframeEndAreOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name, code, extra string
 		want              connectors.EventType
@@ -73,7 +73,7 @@ func TestAdv24bDefencePeriodAndIssuerTimeframeEndAreOutcomes(t *testing.T) {
 	}
 }
 
-// Round 24b (open from round 24), checked, holds: a CHARGEBACK that follows a
+// Checked, holds: a CHARGEBACK that follows a
 // NOTIFICATION_OF_CHARGEBACK is DISPUTE_CREATED again, under its own id and the same DisputeID.
 //
 // Adyen (support.adyen.com article 360002165470, "We received a Notification of Chargeback and a
@@ -89,7 +89,7 @@ func TestAdv24bDefencePeriodAndIssuerTimeframeEndAreOutcomes(t *testing.T) {
 // The connector is stateless, so the sink sees two DISPUTE_CREATED (and the PaymentEvent
 // controller two "Dispute … opened" Warnings) that name the same dispute id and the same payment:
 // a sink keys disputes on DisputeID. No points move on payment events. Not changed.
-func TestAdv24bChargebackAfterNoticeIsTheSameDispute(t *testing.T) {
+func TestChargebackAfterNoticeIsTheSameDispute(t *testing.T) {
 	var ids []string
 	for _, tc := range []struct{ code, extra string }{
 		{"NOTIFICATION_OF_CHARGEBACK", `,"disputeStatus":"Undefended"`},

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/checkout"
 )
 
-// Round 23: the outcome of a Checkout.com dispute arbitration is the dispute's outcome.
+// The outcome of a Checkout.com dispute arbitration is the dispute's outcome.
 //
 // Checkout's dispute flow: dispute_evidence_required (CREATED), dispute_lost (LOST), and, when
 // the merchant takes the case to arbitration, dispute_arbitration_evidence_submitted ("occurs
@@ -26,7 +26,7 @@ import (
 // review", for good, and a sink filtered on DISPUTE_WON or DISPUTE_LOST never heard of the
 // final outcome (nor of the arbitration fees debited with a loss). Now the ruling is
 // DISPUTE_WON / DISPUTE_LOST with the dispute's details, like dispute_won / dispute_lost.
-func TestAdv23ArbitrationOutcomeIsTheDisputesOutcome(t *testing.T) {
+func TestArbitrationOutcomeIsTheDisputesOutcome(t *testing.T) {
 	const key = "adv23-checkout-key"
 	for _, tt := range []struct {
 		name, body string

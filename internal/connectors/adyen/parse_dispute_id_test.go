@@ -7,13 +7,13 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/adyen"
 )
 
-// Round 22b: a dispute's notifications share its pspReference, and one eventCode may come
+// A dispute's notifications share its pspReference, and one eventCode may come
 // again with another additionalData.disputeStatus (CHARGEBACK Pending then Lost): the status is
 // part of the id, so the second is another event, not a conflict answered 409 on every retry
-// (see apiserver/webhookingress TestAdversarial22bAdyenDisputeStatusChangeUnderOneEventCodeIsStored).
+// (see apiserver/webhookingress TestAdyenDisputeStatusChangeUnderOneEventCodeIsStored).
 // The same item parsed again (Adyen's retry resends it as it was) keeps its id; items without a
 // disputeStatus (payments, refunds, disputes processed in Brazil) keep the id they always had.
-func TestAdv22bDisputeStatusIsPartOfAnItemsID(t *testing.T) {
+func TestDisputeStatusIsPartOfAnItemsID(t *testing.T) {
 	id := func(code, success, extra string) string {
 		t.Helper()
 		ev, err := adyen.New().Parse(request(batch(signItem(testKey, "QFQTPCQ8HXSKGK82", "JVBXGSDM53RZNN82", code, success, "500", "EUR", extra))))
@@ -47,7 +47,7 @@ func TestAdv22bDisputeStatusIsPartOfAnItemsID(t *testing.T) {
 
 // Checked, holds: a dispute item resent with its unsigned eventDate and reason changed (Adyen
 // resends may differ there) keeps its id: only the documented disputeStatus was added to it.
-func TestAdv22bDisputeItemResentWithAnotherDateAndReasonKeepsItsID(t *testing.T) {
+func TestDisputeItemResentWithAnotherDateAndReasonKeepsItsID(t *testing.T) {
 	item := signItem(testKey, "QFQTPCQ8HXSKGK82", "JVBXGSDM53RZNN82", "CHARGEBACK", "true", "500", "EUR", `,"disputeStatus":"Lost"`)
 	resent := strings.Replace(strings.Replace(item, `"2024-03-01T10:00:00+01:00"`, `"2024-03-02T11:30:00+01:00"`, 1),
 		`"reason":""`, `"reason":"Fraud: card absent"`, 1)

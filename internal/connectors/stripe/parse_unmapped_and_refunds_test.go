@@ -10,7 +10,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/stripe"
 )
 
-// Round 22: genuine, correctly signed Stripe deliveries of events the connector does not map
+// Genuine, correctly signed Stripe deliveries of events the connector does not map
 // must be verified and answered EVENT_TYPE_UNSUPPORTED, never refused as unparseable.
 //
 // Input: an endpoint subscribed to more than the payment events (enabled_events ["*"] is the
@@ -29,7 +29,7 @@ import (
 // may disable it, which stops the payment events too. What the user sees: a verified Stripe
 // event answered "cannot parse the stripe webhook body: field data.object.amount is a JSON
 // object, want an integer".
-func TestAdv22UnmappedStripeEventsWithOtherShapesAreUnsupportedNotRefused(t *testing.T) {
+func TestUnmappedStripeEventsWithOtherShapesAreUnsupportedNotRefused(t *testing.T) {
 	now := time.Unix(1726554052, 0)
 	tests := []struct {
 		name, body, id string
@@ -75,7 +75,7 @@ func TestAdv22UnmappedStripeEventsWithOtherShapesAreUnsupportedNotRefused(t *tes
 // Checked, holds (and must keep holding after the fix above): a mapped type whose object does
 // not have the shape Stripe documents for it is still a ParseError, not a silently
 // unsupported event, and a top-level "created" that is neither a number nor a string is too.
-func TestAdv22MappedStripeEventWithAWrongShapeIsStillAParseError(t *testing.T) {
+func TestMappedStripeEventWithAWrongShapeIsStillAParseError(t *testing.T) {
 	for _, body := range []string{
 		`{"id":"evt_1","type":"payment_intent.succeeded","created":1,"data":{"object":{"id":"pi_1","amount":{"value":1}}}}`,
 		`{"id":"evt_1","type":"charge.refund.updated","created":1,"data":{"object":{"id":"re_1","status":7}}}`,
@@ -89,7 +89,7 @@ func TestAdv22MappedStripeEventWithAWrongShapeIsStillAParseError(t *testing.T) {
 	}
 }
 
-// Round 22: charge.refunded names the newest refund but reported the charge's cumulative
+// Charge.refunded names the newest refund but reported the charge's cumulative
 // amount_refunded as that refund's amount.
 //
 // Input: a 1000-cent charge refunded in two parts, 400 then 600. Stripe sends charge.refunded
@@ -100,7 +100,7 @@ func TestAdv22MappedStripeEventWithAWrongShapeIsStillAParseError(t *testing.T) {
 // a sink adding up refunds (the event's refund id is unique, so nothing dedups it) sees 1400
 // refunded on a 1000 charge, and re_2's own refund.created/charge.refund.updated events say
 // 600, so two events about one refund disagree about its amount.
-func TestAdv22ChargeRefundedReportsTheNewestRefundsOwnAmount(t *testing.T) {
+func TestChargeRefundedReportsTheNewestRefundsOwnAmount(t *testing.T) {
 	chargeWith := func(amountRefunded int, refunds string) string {
 		return `{"id":"ch_3Partial","object":"charge","amount":1000,"amount_refunded":` + fmt.Sprint(amountRefunded) +
 			`,"captured":true,"currency":"usd","status":"succeeded","created":1679090539,"payment_intent":"pi_3Partial",` +
@@ -135,14 +135,14 @@ func TestAdv22ChargeRefundedReportsTheNewestRefundsOwnAmount(t *testing.T) {
 	}
 }
 
-// Round 22: charge.refunded is sent when a refund is created, and a refund may be created
+// Charge.refunded is sent when a refund is created, and a refund may be created
 // pending (bank debits, some wallets: Refund.status "pending", later "succeeded", or "failed"
 // with charge.refund.updated). CHARGE_REFUNDED means the refund succeeded (event.go); when the
 // charge lists its refunds, the newest one's own status says whether it did. Before the fix a
 // pending refund's charge.refunded was CHARGE_REFUNDED with the charge's status "succeeded"
 // as the refund's: a sink was told the customer had their money back, and if the refund then
 // failed, it received REFUND_FAILURE for a refund it had been told succeeded.
-func TestAdv22ChargeRefundedOfAPendingRefundIsRefundProcessing(t *testing.T) {
+func TestChargeRefundedOfAPendingRefundIsRefundProcessing(t *testing.T) {
 	object := `{"id":"ch_3Pending","object":"charge","amount":1000,"amount_refunded":1000,"captured":true,"currency":"eur",` +
 		`"status":"succeeded","created":1679090539,"payment_intent":"pi_3Pending","refunds":{"object":"list","data":[` +
 		`{"id":"re_pending","object":"refund","amount":1000,"status":"%s"}]}}`

@@ -7,7 +7,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/square"
 )
 
-// Round 25 (new): a Square inquiry that escalates to a chargeback is the chargeback opened, not
+// A Square inquiry that escalates to a chargeback is the chargeback opened, not
 // an event nothing maps.
 //
 // Square's DisputeState enum (square/square-python-sdk doc/models/dispute-state.md, the
@@ -27,7 +27,7 @@ import (
 // it; the last thing they knew was an inquiry. Now it is DISPUTE_CREATED with the dispute's
 // details and state EVIDENCE_REQUIRED (the controller warns again for it: the earlier opening
 // was an inquiry).
-func TestAdv25SquareInquiryEscalatedToChargebackIsADisputeOpened(t *testing.T) {
+func TestSquareInquiryEscalatedToChargebackIsADisputeOpened(t *testing.T) {
 	inquiry, err := square.New().Parse(&connectors.Request{Body: []byte(disputeEvent("dispute.created", "INQUIRY_EVIDENCE_REQUIRED"))})
 	if err != nil || inquiry.Type != connectors.DisputeCreated {
 		t.Fatalf("the inquiry: %v, %+v; want DISPUTE_CREATED", err, inquiry)

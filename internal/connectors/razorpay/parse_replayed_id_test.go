@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/razorpay"
 )
 
-// Round 24b (open from round 24), checked, holds: one Razorpay event keeps one id across its
+// Checked, holds: one Razorpay event keeps one id across its
 // deliveries, though the id is the hash of the body.
 //
 // Razorpay's body carries no event id; its x-razorpay-event-id header (which Razorpay's
@@ -26,7 +26,7 @@ import (
 // event's creation time). So a retry (same bytes, same signature), a replay after a secret
 // rotation (same bytes, new signature) and a delivery with another x-razorpay-event-id header
 // all meet the first delivery's id; another event (another body) gets another id.
-func TestAdv24bRazorpayRetriesAndReplaysKeepOneID(t *testing.T) {
+func TestRazorpayRetriesAndReplaysKeepOneID(t *testing.T) {
 	body := paymentEvent("payment.captured")
 	handle := func(secret string, body []byte, eventIDHeader string) *connectors.Event {
 		t.Helper()

@@ -10,7 +10,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/stripe"
 )
 
-// Round 26: a Stripe inquiry that escalates to a chargeback was never told to a sink.
+// A Stripe inquiry that escalates to a chargeback was never told to a sink.
 //
 // Stripe (docs.stripe.com/disputes/how-disputes-work, "Inquiries"; the Dispute object's
 // status): an inquiry is a Dispute in warning_needs_response / warning_under_review /
@@ -25,7 +25,7 @@ import (
 // (charge.dispute.updated needs_response is unsupported too: an evidence save sends it), so a
 // sink heard of the inquiry and never that money was taken back. It is DISPUTE_CREATED, with
 // the dispute read as the other charge.dispute.* events read it.
-func TestAdv26FundsWithdrawnOpensTheChargeback(t *testing.T) {
+func TestFundsWithdrawnOpensTheChargeback(t *testing.T) {
 	const secret = "whsec_adv26"
 	body, err := os.ReadFile("testdata/charge_dispute_funds_withdrawn.json")
 	if err != nil {

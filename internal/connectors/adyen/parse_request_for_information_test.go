@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/adyen"
 )
 
-// Round 24 (open from round 23): a REQUEST_FOR_INFORMATION whose disputeStatus is Responded or
+// A REQUEST_FOR_INFORMATION whose disputeStatus is Responded or
 // Expired is not a dispute opened.
 //
 // Adyen's dispute webhooks table (docs.adyen.com/risk-management/disputes-api/dispute-notifications)
@@ -36,8 +36,8 @@ import (
 // Before the fix every one was DISPUTE_CREATED: a sink was told three times that a dispute was
 // opened, never that the merchant had answered or that the inquiry was over, and a sink that opens
 // a case (or flags the customer) per DISPUTE_CREATED opened a second and third case for one RFI.
-// Ids are unchanged (the status is part of them since round 22b).
-func TestAdv24RequestForInformationRespondedOrExpiredIsNotADisputeOpened(t *testing.T) {
+// Ids are unchanged (the status is part of them: parse_dispute_id_test.go).
+func TestRequestForInformationRespondedOrExpiredIsNotADisputeOpened(t *testing.T) {
 	for _, tc := range []struct {
 		name, extra string
 		want        connectors.EventType
@@ -54,7 +54,7 @@ func TestAdv24RequestForInformationRespondedOrExpiredIsNotADisputeOpened(t *test
 			"RFIRSPND0000AB24:REQUEST_FOR_INFORMATION", "success"},
 		// Checked, holds: a status Adyen does not document for an RFI (additionalData is not
 		// signed) is no outcome of it: the RFI stays opened (the id keeps the status, a
-		// documented one, as since round 22b).
+		// documented one, as parse_dispute_id_test.go pins).
 		{"made-up status", `,"disputeStatus":"Won"`, connectors.DisputeCreated,
 			"RFIRSPND0000AB24:REQUEST_FOR_INFORMATION:Won", "Won"},
 	} {

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/adyen"
 )
 
-// Round 23: CHARGEBACK_REVERSED with additionalData.disputeStatus "Pending" is not a dispute won.
+// CHARGEBACK_REVERSED with additionalData.disputeStatus "Pending" is not a dispute won.
 //
 // Adyen's webhook reference, CHARGEBACK_REVERSED ("Chargeback successfully defended",
 // docs.adyen.com/api-explorer/Webhooks/1/post/CHARGEBACK_REVERSED): "The chargeback was
@@ -29,8 +29,8 @@ import (
 // the merchant's defence accepted for now: DISPUTE_CHALLENGED, with status "Pending" in the
 // details. CHARGEBACK_REVERSED with Won, and without a status (Brazil, where Adyen sends
 // none: nothing tells a pending reversal from a final one), stay DISPUTE_WON as before; ids are
-// unchanged (the status was already part of them since round 22b).
-func TestAdv23ChargebackReversedPendingIsNotADisputeWon(t *testing.T) {
+// unchanged (the status was already part of them: parse_dispute_id_test.go).
+func TestChargebackReversedPendingIsNotADisputeWon(t *testing.T) {
 	handle := func(code, extra string) *connectors.Event {
 		t.Helper()
 		body := batch(signItem(testKey, "RVRSDPND0000AB12", "JVBXGSDM53RZNN82", code, "true", "500", "EUR", extra))
@@ -68,7 +68,7 @@ func TestAdv23ChargebackReversedPendingIsNotADisputeWon(t *testing.T) {
 	}
 }
 
-// Round 23: the scheme's arbitration ruling is the dispute's outcome.
+// The scheme's arbitration ruling is the dispute's outcome.
 //
 // Adyen's webhook reference: SCHEME_ARBITRATION_WON "The pre-arbitration case was escalated to
 // scheme arbitration, and the case was won. The payment scheme has ruled that the issuer is
@@ -82,7 +82,7 @@ func TestAdv23ChargebackReversedPendingIsNotADisputeWon(t *testing.T) {
 // EVENT_TYPE_UNSUPPORTED: the last outcome any sink saw was DISPUTE_LOST, for good, though the
 // scheme ruled the issuer liable and closed the dispute; likewise a final loss after a won
 // pre-arbitration stayed DISPUTE_WON. Now the ruling is DISPUTE_WON / DISPUTE_LOST.
-func TestAdv23SchemeArbitrationRulingIsTheDisputesOutcome(t *testing.T) {
+func TestSchemeArbitrationRulingIsTheDisputesOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		code string
 		want connectors.EventType

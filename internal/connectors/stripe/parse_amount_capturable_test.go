@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/stripe"
 )
 
-// Round 24b (open from round 24): payment_intent.amount_capturable_updated reported the amount
+// Payment_intent.amount_capturable_updated reported the amount
 // asked for, not the amount authorized.
 //
 // Stripe's event reference for payment_intent.amount_capturable_updated (the same text in
@@ -28,7 +28,7 @@ import (
 // AmountMinor 2000: every sink was told 20.00 was held on the card while 12.00 was (a merchant who
 // ships against the authorization ships 8.00 it cannot capture). An authorization's amount is
 // amount_capturable, as a capture's is amount_received / amount_captured (rounds 22, 24).
-func TestAdv24bAmountCapturableUpdatedReportsTheAmountCapturable(t *testing.T) {
+func TestAmountCapturableUpdatedReportsTheAmountCapturable(t *testing.T) {
 	const secret = "whsec_adv24b"
 	const pi = `{"id":"pi_3MtwBwLkdIwHu7ix28a3tqPa","object":"payment_intent","amount":2000,"amount_capturable":1200,` +
 		`"amount_received":0,"currency":"usd","status":"requires_capture","created":1680800504,` +

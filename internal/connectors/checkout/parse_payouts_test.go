@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/checkout"
 )
 
-// Round 22: Checkout.com sends payment_approved, payment_declined and payment_paid for payouts
+// Checkout.com sends payment_approved, payment_declined and payment_paid for payouts
 // as well as for payments ("This event occurs when a payment authorization or a payout is
 // approved", docs/workflows/webhook-event-types/payment_approved). A payout's data carries a
 // "destination" (the bank account or card paid out to) and a "source" of type
@@ -22,7 +22,7 @@ import (
 // customer's payment of that amount was authorized, when the money went the other way. A
 // payout is not a payment event this model describes: EVENT_TYPE_UNSUPPORTED (stored, with
 // the processor's type kept in connector_event_type), never a guess.
-func TestAdv22PayoutApprovedIsNotAPaymentAuthorization(t *testing.T) {
+func TestPayoutApprovedIsNotAPaymentAuthorization(t *testing.T) {
 	const key = "adv22-checkout-key"
 	for _, tt := range []struct{ name, body string }{
 		{"payment_approved", `{"id":"evt_adv22_payout_ok","type":"payment_approved","version":"1.0.43","created_on":"2024-11-12T17:56:40.889Z",` +

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/authorizenet"
 )
 
-// Round 24b (open from round 24): a capture or refund held for review has not succeeded.
+// A capture or refund held for review has not succeeded.
 //
 // Authorize.net's response codes (developer.authorize.net/api/reference/responseCodes.html;
 // support.authorize.net knowledge article 000001111, "API and Transaction Response Codes"):
@@ -19,7 +19,7 @@ import (
 // net.authorize.payment.* notification carries the transaction's responseCode (the webhook
 // payload examples, developer.authorize.net/api/reference/features/webhooks.html). The connector
 // already reads 4 as PROCESSING for authcapture.created and authorization.created, and as "no
-// cancel" for void.created (round 24); capture.created, priorAuthCapture.created and
+// cancel" for void.created (parse_declined_void_test.go); capture.created, priorAuthCapture.created and
 // refund.created read only 2/3 and took 4 for success.
 //
 // Input: a merchant captures a prior authorization (or refunds a settled one) and the
@@ -31,7 +31,7 @@ import (
 // PAYMENT_INTENT_PROCESSING / REFUND_PROCESSING ("the outcome is pending (async method,
 // review)", "a refund was created and is not final yet", connectors/event.go). Ids
 // (notificationId) are unchanged; 1 and 2/3 keep their types.
-func TestAdv24bHeldCaptureOrRefundIsNotASuccess(t *testing.T) {
+func TestHeldCaptureOrRefundIsNotASuccess(t *testing.T) {
 	const key = "adv24b-anet-signature-key"
 	for _, tc := range []struct {
 		eventType string

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/adyen"
 )
 
-// Round 24c (open from round 24): a successful TECHNICAL_CANCEL is the payment cancelled.
+// A successful TECHNICAL_CANCEL is the payment cancelled.
 //
 // Adyen's webhook reference (docs.adyen.com/api-explorer/Webhooks/1/post/TECHNICAL_CANCEL):
 // "The result of the technical cancel request". Checkout API POST /cancels ("Cancel an
@@ -27,7 +27,7 @@ import (
 // AUTHORIZATION_SUCCESS, for good. A failed one (success=false) leaves the payment as it was
 // and stays unsupported, as a failed CANCELLATION does. Its id is unchanged
 // (pspReference:TECHNICAL_CANCEL).
-func TestAdv24cTechnicalCancelIsACancellation(t *testing.T) {
+func TestTechnicalCancelIsACancellation(t *testing.T) {
 	body := batch(signItem(testKey, "TCANCELREQ00AB24", "JVBXGSDM53RZNN82", "TECHNICAL_CANCEL", "true", "500", "EUR", ""))
 	ev, err := connectors.HandleWith(context.Background(), adyen.New(), request(body), connectors.SecretsFromStrings(testKey), "", time.Now())
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/checkout"
 )
 
-// Round 24c (new): a Checkout.com dispute left unanswered until its deadline is the dispute
+// A Checkout.com dispute left unanswered until its deadline is the dispute
 // lost, not an event nothing maps.
 //
 // Checkout's event types (checkout.com/docs/reporting-and-insights/events-api/event-types):
@@ -17,7 +17,7 @@ import (
 // account has been debited the disputed amount"; dispute_expired "Notifies you that you can no
 // longer respond to a dispute, because the time limit to take action has been exceeded". Nothing
 // follows it for the merchant (dispute_lost is "the issuing bank has rejected your evidence",
-// which an expired dispute never had): the debit stands for good. Round 24b mapped Adyen's
+// which an expired dispute never had): the debit stands for good. The Adyen connector maps its
 // equivalent, DISPUTE_DEFENSE_PERIOD_ENDED ("You have not defended the dispute within the
 // timeframe"), to DISPUTE_LOST for the same reason.
 //
@@ -26,7 +26,7 @@ import (
 // EVENT_TYPE_UNSUPPORTED: the last thing any sink heard of the dispute was DISPUTE_CREATED, for
 // good, though it was over and lost; a sink filtered on DISPUTE_LOST never heard of it. Its id
 // (evt_…) is unchanged.
-func TestAdv24cDisputeExpiredIsTheDisputeLost(t *testing.T) {
+func TestDisputeExpiredIsTheDisputeLost(t *testing.T) {
 	const key = "adv24c-checkout-key"
 	body := []byte(`{"id":"evt_adv24cexpired0000000000000","type":"dispute_expired",` +
 		`"created_on":"2025-12-15T15:20:32.582+00:00","version":"1.0.0","data":{"id":"dsp_9rjdlsd4epepfjyyf9vl",` +

@@ -10,7 +10,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/authorizenet"
 )
 
-// Round 24 (open from round 23): a void Authorize.net declined is not a payment canceled.
+// A void Authorize.net declined is not a payment canceled.
 //
 // Every net.authorize.payment.* notification carries the transaction's responseCode in its
 // payload, void.created included (the payload examples in the appendix of
@@ -32,7 +32,7 @@ import (
 // Adyen's failed CANCELLATION (EVENT_TYPE_UNSUPPORTED, a normal verified result with no details,
 // never a guess). A void held for review (4) has canceled nothing yet either. An approved void
 // (1) stays PAYMENT_INTENT_CANCELED; the id (notificationId) is unchanged.
-func TestAdv24DeclinedVoidIsNotAPaymentCanceled(t *testing.T) {
+func TestDeclinedVoidIsNotAPaymentCanceled(t *testing.T) {
 	const key = "adv24-anet-signature-key"
 	for _, tc := range []struct {
 		code int
