@@ -58,9 +58,9 @@ backends:
 	}
 }
 
-// Checked, holds (round 24): the backends the manager routes to say which server they talk to
-// (stages[].server), as loaded from the file: an http backend its url, a Job backend "job" (round
-// 24c: its kind, so that an http backend configured under its name later is another server). A
+// Checked, holds: the backends the manager routes to say which server they talk to
+// (stages[].server), as loaded from the file: an http backend its url, a Job backend "job" (its
+// kind, so that an http backend configured under its name later is another server). A
 // backend wrapped in something that does not say would record no server, and a url changed
 // under the same name would be taken for the same server again.
 func TestLoadedBackendsSayTheirServer(t *testing.T) {

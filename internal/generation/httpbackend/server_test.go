@@ -2,7 +2,7 @@ package httpbackend
 
 import "testing"
 
-// Checked, holds (round 24): the server a stage's status records (stages[].server, readable by
+// Checked, holds: the server a stage's status records (stages[].server, readable by
 // the task's namespace) is the base URL without credentials, and changes with the host, so a
 // url edited under the same backend name reads as another server.
 func TestServerIsTheBaseURLWithoutUserInfo(t *testing.T) {

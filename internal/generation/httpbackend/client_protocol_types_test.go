@@ -10,7 +10,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Found by the twenty-fourth adversarial review (round 24c; suspected by round 24). A backend
+// A backend
 // that answers a stage's GET in valid JSON whose fields have the wrong types (outputs holding
 // numbers or objects, against docs/backend-protocol.md: "outputs": string to string) gives the
 // same answer at every poll. Input: GET /v1/stages/{id} answered 200 with

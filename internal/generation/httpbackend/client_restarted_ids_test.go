@@ -15,7 +15,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 )
 
-// Adversarial round 22: a backend whose stage ids start over when it restarts.
+// A backend whose stage ids start over when it restarts.
 //
 // Interleaving: task A's analyze stage is submitted and gets id stg-1 (the handle stored in
 // A's status). The backend restarts and forgets its stages, as the protocol allows (docs:
@@ -30,7 +30,7 @@ import (
 // tenant's); and B's work, once A's task ended, was cancelled under A's name. The user sees
 // someone else's video. The answer names another key, so A's stage is one the backend no
 // longer knows: lost, to be submitted again under A's key.
-func TestAdversarial22AStageAnsweredWithAnotherKeysStageIsLost(t *testing.T) {
+func TestAStageAnsweredWithAnotherKeysStageIsLost(t *testing.T) {
 	fake := newFake()
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
@@ -76,7 +76,7 @@ func TestAdversarial22AStageAnsweredWithAnotherKeysStageIsLost(t *testing.T) {
 	}
 }
 
-// Adversarial round 22: cancelling by a handle that no longer names the stage.
+// Cancelling by a handle that no longer names the stage.
 //
 // Interleaving (a): as above, a restarted backend that numbers its stages afresh gave A's id
 // to B's stage; A is deleted (or cancelled) before its next look, so the controller cancels
@@ -91,7 +91,7 @@ func TestAdversarial22AStageAnsweredWithAnotherKeysStageIsLost(t *testing.T) {
 // submitted again ran on to its deadline (the task's timeout plus a minute, up to 30 days
 // away), holding one of the worker's few slots. A handle the backend no longer knows, or
 // that names another key, is cancelled by the key instead.
-func TestAdversarial22CancelByAHandleThatNoLongerNamesTheStage(t *testing.T) {
+func TestCancelByAHandleThatNoLongerNamesTheStage(t *testing.T) {
 	t.Run("an id given to another key's stage", func(t *testing.T) {
 		fake := newFake()
 		var (

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-// Adversarial round 22b: a backend's tokenFile that no request can carry (two lines, as an
+// A backend's tokenFile that no request can carry (two lines, as an
 // operator rotating tokens one a line writes it, or a control character) was loaded, trimmed at
 // its ends only; the manager started and every call to the backend failed in net/http
 // ("invalid header field value for Authorization") before it was sent: every task routed there

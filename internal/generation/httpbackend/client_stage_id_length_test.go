@@ -14,12 +14,12 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 )
 
-// Found by the twenty-fifth adversarial review (suspected by round 24c). Input: a backend
+// Input: a backend
 // answers POST /v1/stages with 201 and a stage id of 4,000 bytes (a third-party server that
 // packs the whole request into its id, or a misbehaving one; the answer may hold up to 1 MiB).
 // Submit took any id: the controller recorded it as the stage's handle, the stage ran at the
 // backend, and only the first GET /v1/stages/{id} found that the id is unusable: a proxy's 414
-// (permanent since round 24c), or, from a Go server whose request line goes past its header
+// (permanent: client_protocol_types_test.go), or, from a Go server whose request line goes past its header
 // limit, a 431, which is an outage polled until the task's timeout. Every poll of the stage
 // carried the whole id, and the task's status stored it. The fix: Submit refuses an id over
 // protocol.MaxIDBytes at once as a broken answer (a refusal that says the backend broke the
@@ -83,9 +83,9 @@ func TestAStageIDAtTheBoundIsTaken(t *testing.T) {
 	}
 }
 
-// Found by the twenty-fifth adversarial review. Input: a backend answers POST /v1/stages with
+// Input: a backend answers POST /v1/stages with
 // 201 and JSON whose fields have the wrong type ({"id":12345,"state":"running"}: a numeric id,
-// as a server built on an auto-increment column sends it). Round 24c made such an answer to GET
+// as a server built on an auto-increment column sends it). TestAnAnswerThatBreaksTheProtocolIsPermanent made such an answer to GET
 // permanent; to POST it stayed an ordinary error, so the controller took each Submit for an
 // outage ("backend unavailable", a Warning) and submitted again at every retry, answered the
 // same way (idempotent by key), until the task's timeout, hours later: then TimedOut,

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Found by the twenty-fifth adversarial review. Input: a backends config with two entries of
+// Input: a backends config with two entries of
 // the same name (a copy-pasted entry whose name was not changed), e.g. "worker" at url A for
 // video.short and "worker" at url B for video.eraser. It loaded: stages record their backend
 // by name (stages[].backend) and the controller finds the backend a stage ran at by that name

@@ -42,7 +42,7 @@ func cacheEntries(byObject map[client.Object]cache.ByObject, obj client.Object) 
 	return out
 }
 
-// Found by the twenty-fifth adversarial review, wave 2. Input: a backends config with two Job
+// Input: a backends config with two Job
 // backends whose Jobs run in namespaces of their own, e.g. gpu-a100 (namespace jobs-a100) for
 // video.short and gpu-h100 (namespace jobs-h100) for video.eraser (two node pools, a
 // ResourceQuota each), or one in each task's namespace and one in a namespace of its own.

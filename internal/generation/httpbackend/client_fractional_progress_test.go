@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Found by the twenty-fourth adversarial review. docs/backend-protocol.md says a stage's
+// docs/backend-protocol.md says a stage's
 // progress is "0–100", not that it is an integer, and a backend written in Python (json.dumps of
 // a float), JavaScript (a computed 42.5) or any that divides sends 42.5 or 100.0. The client
 // decoded progress into an int32: json refuses 42.5 and 100.0 there, so every answer was "not a

@@ -12,7 +12,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 )
 
-// Found by the twenty-fifth adversarial review, wave 2 (suspected by wave 1). Input: a backend
+// Input: a backend
 // answers POST /v1/stages with 201 and a stage id that is not one safe URL path segment:
 // "cancel" (the cancel-by-key endpoint's own segment, which the protocol says is never an id),
 // "." or "..". Submit took it: the controller stored it as the stage's handle, and every look
@@ -59,7 +59,7 @@ func TestStageIDsThatAreOnePathSegmentAreTaken(t *testing.T) {
 	}
 }
 
-// Found by the twenty-fifth adversarial review, wave 2. Input: a backend answers POST
+// Input: a backend answers POST
 // /v1/stages with the stage of another key (its idempotency broken: keys cut to a column's
 // width, so two long task names in one namespace share one; or a cache keyed wrongly), its
 // key echoed in the answer. Submit took its id: the controller's first look (the same

@@ -12,7 +12,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation/protocol"
 )
 
-// Adversarial round 21, new finding: a stage status larger than the 1 MiB the client reads.
+// A stage status larger than the 1 MiB the client reads.
 //
 // Input: a backend (a third-party one, or any that reports big analyze outputs or a long
 // message) answers GET /v1/stages/{id} 200 with a valid status document of 1.5 MiB. The client
