@@ -15,7 +15,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Adversarial round 21b, finding (1): Observe and Cancel trusted the namespace/name of the stage
+// Observe and Cancel trusted the namespace/name of the stage
 // handle in the task's status, and read or deleted whatever Job it named.
 //
 // Interleaving: a task's status.stages[].handle says "kube-system/x" (or "acme/<another task's
@@ -111,7 +111,7 @@ func TestTheWorksOwnHandlesAreStillUsed(t *testing.T) {
 		t.Fatalf("Observe(own handle %q) = %+v, %v", h, obs, err)
 	}
 	// Jobs moved to a namespace of their own: the manager's cache no longer covers the task's
-	// namespace (round 24, adversarial24_cache_test.go), so the stage of a task started before
+	// namespace (cache_namespace_moved_test.go), so the stage of a task started before
 	// is reported lost, to be submitted again where Jobs run now, as after any other move; its
 	// old Job is deleted (by its labels) and Cancel with the old handle is fine.
 	cfg.Namespace = "videogen-jobs"
@@ -136,7 +136,7 @@ func cutHandle(h string) (string, string, bool) {
 	return k.Namespace, k.Name, err == nil
 }
 
-// Adversarial round 21b, with finding (1): a handle that is no namespace/name at all (a status
+// With the handle check above: a handle that is no namespace/name at all (a status
 // written by hand, cut short) made Cancel fail without deleting anything. A deleted task's
 // finalizer retried that for CancelGrace, then let the task go with its Job running to its
 // deadline, unpaid. Cancel now deletes the Job derived from the work, as for an empty handle.

@@ -11,12 +11,12 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Adversarial round 23: the Job backend's configured namespace changes across a manager
+// The Job backend's configured namespace changes across a manager
 // restart while a stage runs. handle's comment said a namespace/name handle "keeps finding the
 // Job if the configured namespace changes", and workHandle accepts the Job in the task's own
 // namespace besides the configured one, so a move from "" to a namespace of its own holds
-// (TestTheWorksOwnHandlesAreStillUsed; round 24 found it did not behind the manager's cache,
-// adversarial24_cache_test.go, and reports that move lost too). The other moves did not: from a namespace of its own
+// (TestTheWorksOwnHandlesAreStillUsed; it did not behind the manager's cache:
+// cache_namespace_moved_test.go, which reports that move lost too). The other moves did not: from a namespace of its own
 // back to "" (the layout docs/job-backend.md calls recommended), or to another namespace.
 // Interleaving: 1. jobs.yaml says namespace: videogen-jobs; a task's render runs as the Job
 // videogen-jobs/vt-…-render, that handle in its status. 2. The platform team sets namespace: ""
@@ -28,7 +28,7 @@ import (
 // namespace instead, the refusal is the same.)
 // The fix: a handle that carries the work's own Job name in a namespace this backend no longer
 // uses is reported lost (generation.Lost, still a permanent error that reads nothing there, as
-// round 21b requires): the controller submits the stage again, in the namespace configured now,
+// backend_handle_test.go requires): the controller submits the stage again, in the namespace configured now,
 // and the task runs to its end instead of failing.
 func TestAStageWhoseJobNamespaceWasMovedIsSubmittedAgainNotFailed(t *testing.T) {
 	for _, move := range []struct{ from, to string }{

@@ -12,13 +12,13 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Adversarial round 24 (left open by round 23; docs/job-backend.md said "the old Job runs on to
-// its own deadline"). The
-// Job backend's namespace moves across a manager restart (jobs.yaml namespace: videogen-jobs →
-// "" or → gpu-jobs; round 23's TestAStageWhoseJobNamespaceWasMovedIsSubmittedAgainNotFailed).
+// The old Job of a moved stage is deleted (docs/job-backend.md said "the old Job runs on to its
+// own deadline"). The Job backend's namespace moves across a manager restart (jobs.yaml
+// namespace: videogen-jobs → "" or → gpu-jobs;
+// TestAStageWhoseJobNamespaceWasMovedIsSubmittedAgainNotFailed).
 // Interleaving: 1. a render runs as the Job videogen-jobs/vt-…-render. 2. The namespace is
 // changed and the manager restarted. 3. The new manager's Observe of that handle reports the
-// stage lost without touching videogen-jobs (round 21b: a handle must not make the manager
+// stage lost without touching videogen-jobs (backend_handle_test.go: a handle must not make the manager
 // read or delete a Job in a namespace it does not use); the controller submits the stage again
 // in the new namespace and drops the old handle from the status. 4. The task ends (its new
 // Job is cancelled or completes). Nothing ever deletes the first Job: it has no owner reference
@@ -68,7 +68,7 @@ func TestAJobLeftInTheOldNamespaceIsDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := after.Observe(context.Background(), w, old); !generation.IsLost(err) {
-				t.Fatalf("Observe(%q) = %v; want lost (round 23)", old, err)
+				t.Fatalf("Observe(%q) = %v; want lost", old, err)
 			}
 			again, err := after.Submit(context.Background(), w)
 			if err != nil {

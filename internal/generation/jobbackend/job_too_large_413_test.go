@@ -15,7 +15,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Adversarial round 24 (see adversarial24_size_test.go): a Job under maxJobBytes that the
+// A Job under maxJobBytes (see job_too_large_test.go) that the
 // cluster still refuses as too large, 413 RequestEntityTooLarge (an apiserver run with a lower
 // --max-request-bytes, or a proxy in front of it with a lower body limit). Before the fix the
 // 413 was an ordinary error, retried as an outage until the task's timeout; the same Job is

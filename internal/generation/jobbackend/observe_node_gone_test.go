@@ -18,7 +18,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Checked, holds (adversarial round 23): a Job's pod on a node scaled away. Interleaving: the
+// Checked, holds: a Job's pod on a node scaled away. Interleaving: the
 // render's pod succeeds and the Job controller writes the Job Complete; before the manager
 // reads the pod's termination message (it is down, or behind), the node goes (a spot GPU node
 // reclaimed, the autoscaler removing an emptied node) and the pod garbage collector deletes the

@@ -13,14 +13,14 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation"
 )
 
-// Adversarial round 23: analyze outputs over 128 KiB handed to a render Job. Every input goes
+// Analyze outputs over 128 KiB handed to a render Job. Every input goes
 // to every container as one environment string (VIDEOGEN_PREVIOUS=<the outputs' JSON>), and
 // with inputArgs also as one argument; Linux's execve refuses any single argument or
 // environment string over MAX_ARG_STRLEN (32 pages, 131072 bytes) with E2BIG. Reachable: a Job
 // backend's own analyze cannot write more than the kubelet's 4096-byte termination message, but
 // the controller keeps outputs up to 256 KiB, which an HTTP backend may return; when the
 // capability is routed to Jobs between the stages (a --backends-config change and a restart
-// while the analyze ran, see adversarial23_routes_test.go), the render is a Job with them.
+// while the analyze ran, see the controllers package's test of a route change between stages), the render is a Job with them.
 // What the user saw: the Job was created, its pod scheduled on a GPU node, and its container
 // never started (StartError, "exec: argument list too long"); the Job retried it to its
 // backoff limit and failed, and the task ended render_failed minutes later with a runtime error

@@ -15,7 +15,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/jobtest"
 )
 
-// Found by the twenty-fourth adversarial review. Round 23 keeps a stage's Job found after the
+// TestAStageWhoseJobNamespaceWasMovedIsSubmittedAgainNotFailed keeps a stage's Job found after the
 // Job backend's namespace moves from "" (each task's namespace) to one of its own: workHandle
 // accepts the task's namespace besides the configured one, and docs/job-backend.md says
 // "running stages keep finding their Jobs in their tasks' namespaces". Its pin
@@ -30,10 +30,10 @@ import (
 // reading Job …: unable to get … unknown namespace for the cache", a Warning event, at every
 // poll until the task's timeout, then TimedOut (refunded); a render that finished is never
 // read, and nothing is submitted again. The fix: a handle in the task's namespace, when the
-// backend now runs Jobs elsewhere, is reported lost like any other moved handle (round 23's
-// other moves), so the stage is submitted again where Jobs run now, and its old Job is
-// deleted there by its labels (round 24's deleteMoved).
-var _ = Describe("Adversarial round 24: a Job namespace set since the Job was made, behind the manager's cache", func() {
+// backend now runs Jobs elsewhere, is reported lost like any other moved handle (the
+// other moves of backend_namespace_moved_test.go), so the stage is submitted again where Jobs run now, and its old Job is
+// deleted there by its labels (deleteMoved, backend_old_job_deleted_test.go).
+var _ = Describe("A Job namespace set since the Job was made, behind the manager's cache", func() {
 	It("does not fail every look at the stage in the cache until the task's timeout", func() {
 		ns := newNamespace()
 		task := newTask(ns, "moved")

@@ -14,9 +14,9 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/generation/jobbackend"
 )
 
-// Found by the twenty-fourth adversarial review (left open by round 23). Every input goes into
+// Every input goes into
 // every container's env (init containers too), so a Job's size is about its inputs times its
-// containers: a render with analyze outputs just under round 23's per-string exec limit
+// containers: a render with analyze outputs just under the per-string exec limit (job_exec_arg_limit_test.go)
 // (128 KiB: an HTTP backend's analyze, handed to a Job render after a route change, or a Job
 // image's analyze whose termination message is read whole) in a pod template of a dozen
 // containers (a fetcher, sidecars, a GPU step per model) is a Job of 1.5 MiB or more. Input:
@@ -34,7 +34,7 @@ import (
 // cause. (A Job just under etcd's limit is stored, and its pods, as large plus their status,
 // may not be.) The fix: Submit refuses a Job over 1 MiB before sending it, as a permanent
 // error that says it is too large and why, and takes a 413 as permanent too.
-var _ = Describe("Adversarial round 24: a Job too large for the Kubernetes API", func() {
+var _ = Describe("A Job too large for the Kubernetes API", func() {
 	for _, tc := range []struct {
 		name       string
 		containers int

@@ -6,7 +6,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Adversarial round 21, known finding (2): ttlSecondsAfterFinished deleted a finished Job, and
+// ttlSecondsAfterFinished deleted a finished Job, and
 // the pod whose termination message is the only copy of its result, whether or not the
 // controller had read it.
 //
