@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Adversarial round 22b: the ledger's authentication read only the first of two Authorization
+// The ledger's authentication read only the first of two Authorization
 // headers.
 //
 // Input: a call to the ledger's port (anyone in the cluster who reaches it) with two

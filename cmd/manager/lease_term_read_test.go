@@ -12,7 +12,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-// Found by the tenth adversarial review: term reads the Lease with lock.Get, and lock is the
+// term reads the Lease with lock.Get, and lock is the
 // very LeaseLock the leader elector renews with (main passes it to controller-runtime as
 // LeaderElectionResourceLockInterface). client-go's LeaseLock.Get stores the copy it read
 // (ll.lease = lease), and LeaseLock.Update writes ll.lease back with the new record: the

@@ -21,7 +21,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
-// Found by the nineteenth adversarial review: the ledger's authentication answers a caller
+// The ledger's authentication answers a caller
 // whose TokenReview could not be made (the kube-apiserver answered 503 for a moment: a restart,
 // an overload) 500 internal_error. The REST apiserver's ledger Client retries only not_ready
 // and unanswered calls; a 500 is a plain error at once, and the replica answers its client 500

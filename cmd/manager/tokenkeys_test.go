@@ -25,7 +25,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-// Adversarial round 25 wave 2: a new token's reviews are its verified subject's, not its
+// A new token's reviews are its verified subject's, not its
 // address's, when it is a validly signed service account token (tokenKeys).
 
 const testIssuer = "https://kubernetes.default.svc.cluster.local"
@@ -152,7 +152,7 @@ func madeUp(i int) string { return fmt.Sprintf("random-%d", i) }
 // verified, so spends the address's reviews (drained: 503) and none of the replica's; 2. the
 // replica's new token (the kubelet rotated it), validly signed, from the same address: served
 // at once. 3. one more forged token: still 503 (the address's, not the subject's, reviews).
-func TestAdversarial25BATokenSignedByAnotherKeySpendsItsAddresssReviews(t *testing.T) {
+func TestATokenSignedByAnotherKeySpendsItsAddresssReviews(t *testing.T) {
 	cluster, forger := newTestSigner(t, "k1"), newTestSigner(t, "k1")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	rotated := cluster.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour))
@@ -187,7 +187,7 @@ func TestAdversarial25BATokenSignedByAnotherKeySpendsItsAddresssReviews(t *testi
 // Checked, holds with the fix: an expired token, validly signed, is not verified: it spends its
 // address's reviews (503 from the drained address) and is refused by its review as before (401
 // from another address). The clock is the manager's: the token expired an hour ago.
-func TestAdversarial25BAnExpiredSignedTokenIsRefusedAsBefore(t *testing.T) {
+func TestAnExpiredSignedTokenIsRefusedAsBefore(t *testing.T) {
 	cluster := newTestSigner(t, "k1")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	expired := cluster.token(t, testIssuer, theReplica, clk.Now().Add(-time.Hour))
@@ -211,7 +211,7 @@ func TestAdversarial25BAnExpiredSignedTokenIsRefusedAsBefore(t *testing.T) {
 // from the mesh's address drains it, its tokens naming a key id not known (each may ask for the
 // keys again: at most one fetch per keysRefetchEvery); 4. 5 s later the replica's new token,
 // signed by k2: the keys are fetched once, it is verified, reviewed and served.
-func TestAdversarial25BRotatedKeysAreFetchedOnceAndAccepted(t *testing.T) {
+func TestRotatedKeysAreFetchedOnceAndAccepted(t *testing.T) {
 	k1, k2, bogus := newTestSigner(t, "k1"), newTestSigner(t, "k2"), newTestSigner(t, "k-unknown")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	rotated := k2.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour))
@@ -252,7 +252,7 @@ func TestAdversarial25BRotatedKeysAreFetchedOnceAndAccepted(t *testing.T) {
 // /openid/v1/jwks, or the kube-apiserver down at start) change nothing: a signed token spends
 // its address's reviews as before the fix (503 from a drained address, reviewed and served from
 // another), and made-up tokens are limited per address as before.
-func TestAdversarial25BKeysNotFetchableChangeNothing(t *testing.T) {
+func TestKeysNotFetchableChangeNothing(t *testing.T) {
 	cluster := newTestSigner(t, "k1")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	rotated := cluster.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour))
@@ -285,7 +285,7 @@ func TestAdversarial25BKeysNotFetchableChangeNothing(t *testing.T) {
 // whose account may request its own tokens (each a TokenRequest) sends 100 new ones, each from
 // a new address: at most failedReviewBurst TokenReviews; the replica's new token is not limited
 // by them.
-func TestAdversarial25BSignedTokensAreLimitedPerSubject(t *testing.T) {
+func TestSignedTokensAreLimitedPerSubject(t *testing.T) {
 	cluster := newTestSigner(t, "k1")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	rotated := cluster.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour))
@@ -306,7 +306,7 @@ func TestAdversarial25BSignedTokensAreLimitedPerSubject(t *testing.T) {
 // Checked, holds with the fix: the manager's clock half a minute behind the kube-apiserver's (its
 // node's clock drifts): the replica's token, just issued, looks issued in the future; it is
 // still verified (a minute's leeway), so served from the drained address.
-func TestAdversarial25BATokenIssuedByAClockAheadIsVerified(t *testing.T) {
+func TestATokenIssuedByAClockAheadIsVerified(t *testing.T) {
 	cluster := newTestSigner(t, "k1")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	rotated := cluster.tokenIssued(t, testIssuer, theReplica, clk.Now().Add(30*time.Second), clk.Now().Add(time.Hour))
@@ -319,13 +319,13 @@ func TestAdversarial25BATokenIssuedByAClockAheadIsVerified(t *testing.T) {
 }
 
 // Checked, holds with the fix, against a real kube-apiserver (envtest: it signs service account
-// tokens and serves its issuer's discovery): the open finding's interleaving (round 25 wave 1)
-// with real tokens. 1. the replica's token (a TokenRequest) is accepted from the mesh's
+// tokens and serves its issuer's discovery): the interleaving of
+// TestARotatedTokenIsNotLockedOutByAFloodFromItsAddress with real tokens. 1. the replica's token (a TokenRequest) is accepted from the mesh's
 // address; 2. a flood of made-up tokens from that address drains its reviews; 3. the kubelet
 // rotates the replica's token (a second TokenRequest); 4. its first request with the new token,
 // from the drained address, is verified against the cluster's keys, reviewed and served. A
 // token of another account, over that account's burst, is not reviewed (503).
-func TestAdversarial25BARealRotatedTokenIsServedUnderAFlood(t *testing.T) {
+func TestARealRotatedTokenIsServedUnderAFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
@@ -388,7 +388,7 @@ func TestAdversarial25BARealRotatedTokenIsServedUnderAFlood(t *testing.T) {
 // 503, retried every second, one replica's token reviewed per second: 3 replicas still not
 // served after the client's 15 s, and their customers' requests (POST /v1/tasks, GET
 // /v1/balance) fail after every failover. Want: each token spends one review; all 20 served.
-func TestAdversarial25BReplicasSharingAnAccountAreNotLockedOutAfterAFailover(t *testing.T) {
+func TestReplicasSharingAnAccountAreNotLockedOutAfterAFailover(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	f := newReviewLimiter(clk)
 	const replicas, inFlight = 20, 10
@@ -444,7 +444,7 @@ func (k *downKube) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reviewed one a second: the last one 20 s after the outage, past its client's 15 s, its
 // customers refused for longer than the outage. Before the fix each replica (its own address,
 // no mesh) had its own 20. Want: every replica served within 2 s of the reviews working again.
-func TestAdversarial25BReplicasAreServedAtOnceWhenReviewsWorkAgain(t *testing.T) {
+func TestReplicasAreServedAtOnceWhenReviewsWorkAgain(t *testing.T) {
 	cluster := newTestSigner(t, "k1")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	const replicas = 20

@@ -16,8 +16,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-// Adversarial round 21 (operability).
-
 // Closing the terminal that runs `make run` stops the whole stack. Interleaving: a developer
 // runs `make run` and closes the terminal window (or the SSH session drops) instead of pressing
 // Ctrl-C. The terminal sends SIGHUP to its foreground process group: make and videogen-local.
@@ -29,7 +27,7 @@ import (
 // 127.0.0.1:8080 and :8090 and the etcd data in .run, and the next `make run` said "8080 is
 // taken" until the developer hunted the processes down. Here the components are stand-ins
 // that sleep; the hangup is sent once the launcher has started them.
-func TestAdversarialHangupStopsTheStack(t *testing.T) {
+func TestHangupStopsTheStack(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("needs the envtest control plane (KUBEBUILDER_ASSETS)")
 	}

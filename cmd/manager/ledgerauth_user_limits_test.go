@@ -13,7 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// Adversarial round 25 (the ledger port's review limits, open from round 24).
+// The ledger port's review limits: a caller's first burst, full limiter tables, a rotated token.
 
 // heldLedger is the ledger's authentication on a fake clock, before a kube-apiserver that holds
 // every SubjectAccessReview until kube.release is closed (as a loaded one does).
@@ -73,7 +73,7 @@ func burst(h http.Handler, kube *barrierKube, token, prefix string, n int) (reac
 	return reached, codes
 }
 
-// Found by review round 25 (open item 1 of round 24; fixed: every user not allowed lately spends
+// Fixed (every user not allowed lately spends
 // before its review, and one never refused is asked to retry over the limit): the per-user limit on
 // SubjectAccessReviews (denialLimiter) counts only callers refused before: a caller never
 // refused has no limiter, so every one of its requests passes until the first refusal comes
@@ -90,7 +90,7 @@ func burst(h http.Handler, kube *barrierKube, token, prefix string, n int) (reac
 // burst. Measured before the fix: 100 requests, 100 SubjectAccessReviews. Want: at most the burst
 // (20) reviewed; the others not reviewed, answered 503 not_ready busy (retry: the caller may
 // yet be allowed, nothing says it is not) -- never 200.
-func TestAdversarial25AFirstBurstOfACallerNeverRefusedIsLimited(t *testing.T) {
+func TestAFirstBurstOfACallerNeverRefusedIsLimited(t *testing.T) {
 	const intruderToken = "another-pods-service-account-token"
 	const n = 100
 	h, kube := heldLedger(t, map[string]string{intruderToken: "system:serviceaccount:team:default"}, n)
@@ -114,7 +114,7 @@ func TestAdversarial25AFirstBurstOfACallerNeverRefusedIsLimited(t *testing.T) {
 // (the replica's client retries them within its deadline), never 403. Once one review allowed
 // it, 100 more at once all pass the limit and are reviewed (an allowed caller is never
 // limited).
-func TestAdversarial25TheFirstBurstLimitNeverRefusesTheReplica(t *testing.T) {
+func TestTheFirstBurstLimitNeverRefusesTheReplica(t *testing.T) {
 	const n = 100
 	h, kube := heldLedger(t, nil, n)
 	_, codes := burst(h, kube, goodToken, "first", n)
@@ -128,7 +128,7 @@ func TestAdversarial25TheFirstBurstLimitNeverRefusesTheReplica(t *testing.T) {
 	}
 }
 
-// Open item 2 of round 24 (measured; fixed: the search for idle limiters is made at most once a
+// Measured, then fixed (the search for idle limiters is made at most once a
 // second): when the per-address limiters are full (maxLimitedHosts addresses, all busy: each
 // has spent a review in the last 20 seconds), every request with a new token from a new
 // address searched all of them under the limiter's one lock, which every request to the port
@@ -138,7 +138,7 @@ func TestAdversarial25TheFirstBurstLimitNeverRefusesTheReplica(t *testing.T) {
 // as when the limiters are not full. A bounded LRU (k8s.io/utils/lru) was not taken: it
 // evicts its oldest entry even when busy (a flooder cycling addresses would get a new burst
 // each time) and cannot look at the oldest without removing it.
-func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreFull(b *testing.B) {
+func BenchmarkANewAddressWhenTheLimitersAreFull(b *testing.B) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	f := newReviewLimiter(clk)
 	for i := range maxLimitedHosts {
@@ -155,7 +155,7 @@ func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreFull(b *testing.B) {
 }
 
 // The same request when the limiters are not full: the cost of a new address without the scan.
-func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreNotFull(b *testing.B) {
+func BenchmarkANewAddressWhenTheLimitersAreNotFull(b *testing.B) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	f := newReviewLimiter(clk)
 	for i := range b.N {
@@ -173,7 +173,7 @@ func BenchmarkAdversarial25ANewAddressWhenTheLimitersAreNotFull(b *testing.B) {
 // there yet, and no room for its limiter). It is reviewed (then allowed and never limited),
 // not refused 503 for as long as the table stays full, as it would be if a user with no room
 // were refused.
-func TestAdversarial25AFullUserTableDoesNotLockOutTheReplica(t *testing.T) {
+func TestAFullUserTableDoesNotLockOutTheReplica(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	d := newDenialLimiter(clk)
 	for i := range maxLimitedHosts {
@@ -193,7 +193,7 @@ func TestAdversarial25AFullUserTableDoesNotLockOutTheReplica(t *testing.T) {
 	}
 }
 
-// Open item 3 of round 24 (proved by round 25 wave 1; fixed in wave 2 as proposed below: tokenKeys).
+// Proved by the test below; fixed as proposed below (tokenKeys, tokenkeys_test.go).
 // A token the ledger has not accepted yet spends a review from its address's bucket, and a
 // flooder sharing that address takes every review as it refills. The REST replica's token is
 // new not only when a replica starts: its projected service account token is rotated by the
@@ -216,7 +216,7 @@ func TestAdversarial25AFullUserTableDoesNotLockOutTheReplica(t *testing.T) {
 // one it holds costs it a TokenRequest. A token's unverified claims (its sub, its audience)
 // would not do: the flooder can write the replica's. Nor would favouring a token sent again
 // after a 503: the flooder can send each made-up token twice.
-func TestAdversarial25ARotatedTokenIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
+func TestARotatedTokenIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	cluster := newTestSigner(t, "k1")
 	rotated := cluster.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour))

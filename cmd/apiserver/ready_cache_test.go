@@ -16,8 +16,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-// Adversarial round 21 (operability).
-
 // /readyz says ready only once the kinds the REST API reads are in its cache. Interleaving: a
 // rollout starts the apiserver sidecar; the kubelet asks /readyz (initialDelaySeconds 5) before
 // any request came in. Before the fix the check was WaitForCacheSync alone, which waits only
@@ -30,7 +28,7 @@ import (
 // the meantime left a 500 in the log. Here the cache fails a read of a kind that has no
 // informer (ReaderFailOnMissingInformer), so "ready with the kind not cached" shows as a
 // failed read right after the check passed.
-func TestAdversarialReadyMeansTheAPIsKindsAreCached(t *testing.T) {
+func TestReadyMeansTheAPIsKindsAreCached(t *testing.T) {
 	env, cfg, direct, err := testenv.Start()
 	if err != nil {
 		t.Skipf("no control plane: %v", err)

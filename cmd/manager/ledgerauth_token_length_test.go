@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Adversarial round 23: the ledger's port sent a token of any length to the kube-apiserver.
+// The ledger's port sent a token of any length to the kube-apiserver.
 //
 // Input: a call to the ledger's port (anyone in the cluster who reaches it: the port is a
 // ClusterIP Service, and with --ledger-secure it relies on the review alone) with

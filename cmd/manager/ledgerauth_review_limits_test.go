@@ -93,7 +93,7 @@ func newReviewedLedger(t *testing.T, kube *reviewCounter) http.Handler {
 	return auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 }
 
-// Adversarial round 24, open from round 23 (measured, then capped): every new bearer token
+// Measured, then capped: every new bearer token
 // sent to the ledger's port (or the manager's /metrics) was one TokenReview. The token cache
 // (k8s.io/apiserver's, keyed by the token's hash) keeps a failure for a minute, so the same
 // made-up token costs one review a minute; but a new random token misses it every time.
@@ -105,7 +105,7 @@ func newReviewedLedger(t *testing.T, kube *reviewCounter) http.Handler {
 // limited per caller address (a burst, then about one a second): the rest are refused with no
 // review (503 not_ready with Retry-After, which the REST apiserver's client retries within its
 // deadline); and a real token's first request from another address is reviewed and served.
-func TestAdversarialRandomTokensDoNotEachCostATokenReview(t *testing.T) {
+func TestRandomTokensDoNotEachCostATokenReview(t *testing.T) {
 	kube := &reviewCounter{}
 	h := newReviewedLedger(t, kube)
 	for i := range 200 {
@@ -185,19 +185,19 @@ func TestTheReviewLimitKeepsAcceptedTokensAndRefills(t *testing.T) {
 	}
 }
 
-// Found by review round 24: any pod's service account token is a valid token (the kube-apiserver
+// Any pod's service account token is a valid token (the kube-apiserver
 // accepts it), and the ledger then asks a SubjectAccessReview for the request's path; the
 // authorizer's cache is keyed by the path, so a caller the ledger role does not name makes one
 // SubjectAccessReview per new path. Input: from any pod that reaches the port (its mounted
 // token), `curl -H "Authorization: Bearer $(cat /var/run/secrets/kubernetes.io/serviceaccount/token)"
 // http://videogen-ledger:8084/ledger/v1/namespaces/$RANDOM/balance` in a loop (any path: the
-// review comes before the ledger's 404). The token is reviewed once (cached), and round 24's
-// limit on tokens not accepted does not apply (it is accepted). Measured before the fix: 200
+// review comes before the ledger's 404). The token is reviewed once (cached), and the limit on
+// tokens not accepted (TestRandomTokensDoNotEachCostATokenReview) does not apply (it is accepted). Measured before the fix: 200
 // requests, 200 SubjectAccessReviews, each answered 403, on the manager's connection and flow
 // (API Priority and Fairness throttles the manager's own writes with them). Want: a caller
 // refused this way gets a burst of reviews, then about one a second; the rest are 403 without
 // a review; the replica (allowed) is never limited.
-func TestAdversarialACallerNotAllowedDoesNotCostASubjectAccessReviewPerPath(t *testing.T) {
+func TestACallerNotAllowedDoesNotCostASubjectAccessReviewPerPath(t *testing.T) {
 	const intruderToken = "another-pods-service-account-token"
 	kube := &reviewCounter{also: map[string]string{intruderToken: "system:serviceaccount:team:default"}}
 	h := newReviewedLedger(t, kube)

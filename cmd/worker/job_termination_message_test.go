@@ -12,7 +12,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/worker/testmedia"
 )
 
-// Adversarial round 21b, finding (2): `worker job` wrote its result as the termination message
+// `worker job` wrote its result as the termination message
 // whatever its size, and the kubelet keeps 4096 bytes of it.
 //
 // Interleaving: a render stage succeeds and its result URL is long (a presigned bucket URL with

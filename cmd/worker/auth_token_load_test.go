@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// Adversarial round 22b, the worker's token at load.
+// The worker's token at load.
 //
 // (1) Short tokens. Input: an operator starts the worker with a placeholder (`echo dev >
 // token`, as the quick start did; `--from-literal=token=changeme`). The worker serves
 // /v1/stages, which fetches caller-chosen URLs and fills its disk, to whoever guesses the token:
 // a 3-byte one in a few thousand requests. The Event Service refuses a service token under 16
-// bytes since round 21b; the worker took any non-empty one. Want: a start error naming the
+// bytes; the worker took any non-empty one. Want: a start error naming the
 // 16-byte minimum and not the token.
 //
 // (2) A token no request can carry. Input: a token file of two lines (an operator rotating as

@@ -12,9 +12,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// Adversarial round 24c (the ledger port's review limits).
+// The ledger port's review limits: a token in use, X-Forwarded-For, bounded limiters and
+// concurrent refused calls.
 
-// Found by review round 24c (fixed: accepted moves the entry on): a token the kube-apiserver accepted passed the per-address limit
+// Fixed (accepted moves the entry on): a token the kube-apiserver accepted passed the per-address limit
 // for acceptedTokenTTL (10 minutes) from its FIRST acceptance, however often it was used and
 // accepted again since (accepted returned early while the entry was live, and never moved it
 // on). ledgerAuth's comment promises that a caller sharing its address with a flooder, "as
@@ -28,7 +29,7 @@ import (
 // flooder empties every second: customers' POST /v1/tasks and GET /v1/balance answer 503 (a
 // customer who can pay is refused) every 10 minutes, for as long as the flood goes on. Want:
 // a token in use stays accepted (the 10 minutes run from its last acceptance).
-func TestAdversarial24cATokenInUseIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
+func TestATokenInUseIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
 	kube := &reviewCounter{}
 	srv := httptest.NewServer(kube)
 	defer srv.Close()
@@ -68,7 +69,7 @@ func TestAdversarial24cATokenInUseIsNotLockedOutByAFloodFromItsAddress(t *testin
 // Checked, holds (a pin): the per-address limit keys on the connection's address only. A
 // flooder that sends X-Forwarded-For (or X-Real-IP) with a new address each time gets no new
 // reviews: 200 made-up tokens, each "from" another forwarded address, cost a burst.
-func TestAdversarial24cForwardedForIsNotTrusted(t *testing.T) {
+func TestForwardedForIsNotTrusted(t *testing.T) {
 	kube := &reviewCounter{}
 	h := newReviewedLedger(t, kube)
 	for i := range 200 {
@@ -88,7 +89,7 @@ func TestAdversarial24cForwardedForIsNotTrusted(t *testing.T) {
 // range, or many pods) each sending a made-up token leave at most maxLimitedHosts limiters;
 // once they have been idle a burst's time (their buckets full again), a new address is
 // reviewed again.
-func TestAdversarial24cTheAddressLimitersAreBounded(t *testing.T) {
+func TestTheAddressLimitersAreBounded(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	f := newReviewLimiter(clk)
 	for i := range 5000 {
@@ -121,8 +122,8 @@ func (k *barrierKube) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.reviewCounter.ServeHTTP(w, r)
 }
 
-// Found by review round 24c (fixed: denialLimiter.allow spends before the review): the per-user limit on SubjectAccessReviews of a refused caller
-// (round 24, 6b1551b) looks at the bucket before the review (allow: one left?) and spends only
+// Fixed (denialLimiter.allow spends before the review): the per-user limit on SubjectAccessReviews of a refused caller
+// (6b1551b, TestACallerNotAllowedDoesNotCostASubjectAccessReviewPerPath) looks at the bucket before the review (allow: one left?) and spends only
 // after the refusal came back (denied): every request that arrives while the reviews are on
 // their way sees the same token left, so concurrent requests all pass. The limit on tokens
 // (reviewLimiter) spends before the review for exactly this reason; this one does not.
@@ -133,7 +134,7 @@ func (k *barrierKube) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // kube-apiserver as SubjectAccessReviews, and so every second: the limit holds only for a
 // caller that sends one request at a time (curl in a loop), not for `xargs -P 100 curl`.
 // Want: one review, the other 29 refused without one.
-func TestAdversarial24cConcurrentRefusedCallsDoNotEachCostAReview(t *testing.T) {
+func TestConcurrentRefusedCallsDoNotEachCostAReview(t *testing.T) {
 	const intruderToken = "another-pods-service-account-token"
 	kube := &barrierKube{reviewCounter: &reviewCounter{also: map[string]string{intruderToken: "system:serviceaccount:team:default"}},
 		arrived: make(chan struct{}, 100), release: make(chan struct{})}
