@@ -10,7 +10,7 @@ import (
 // -o's help says which command takes name. Before, it ended "the task commands also name", which
 // reads as the task commands naming something; a user found no -o name in it and tried it on
 // account show (refused) or never on task list (taken). No cluster: help reads none.
-func TestAdversarial27cOutputHelpSaysWhoTakesName(t *testing.T) {
+func TestOutputHelpSaysWhoTakesName(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"task", "list", "--help"}, &out); err != nil {
 		t.Fatal(err)

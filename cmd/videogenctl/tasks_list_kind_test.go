@@ -13,12 +13,12 @@ import (
 )
 
 // Checked, holds: task list -o jsonpath='{.items[*].kind}' prints the items' kind, as kubectl's
-// does. Suspected by wave 1: a script that handles several kinds runs `videogenctl task list
+// does. Suspected by an earlier review: a script that handles several kinds runs `videogenctl task list
 // -n acme -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}{"\n"}{end}'`, and the items
 // of a typed list carry no kind. They do here: VideoTask is a CRD, and the kube-apiserver
 // serves a custom resource's list with each item's apiVersion and kind, which the typed
 // client keeps. A pin against a client that strips them (a cache read, a conversion through the scheme).
-func TestAdversarial25bTaskListItemsCarryTheirKind(t *testing.T) {
+func TestTaskListItemsCarryTheirKind(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })

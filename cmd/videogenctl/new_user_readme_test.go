@@ -23,7 +23,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Adversarial round 23: a new user reads the README and the help, and checks them.
+// A new user reads the README and the help, and checks them.
 
 // account show -o json/yaml gives every list as a list. Input: `account create acme`, then
 // `account show acme -o json` before the first top-up (every new account, and what a billing
@@ -31,7 +31,7 @@ import (
 // `recentTopUps: null`: `jq '.recentTopUps[]'` fails ("Cannot iterate over null") and a
 // script in a typed language that declares the field an array fails to decode the one account
 // that has no top-ups yet. Nothing is out of order: the first command line after account create.
-func TestAdversarial23AccountShowListsNoTopUpsAsAnEmptyList(t *testing.T) {
+func TestAccountShowListsNoTopUpsAsAnEmptyList(t *testing.T) {
 	env, ctx, _ := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	cli := func(args ...string) (string, error) {
@@ -66,7 +66,7 @@ func TestAdversarial23AccountShowListsNoTopUpsAsAnEmptyList(t *testing.T) {
 // the oldest, and the listing disagreed with GET /v1/tasks?limit=1 (ties by id, descending,
 // docs/api.md), which shows vt-3. The loop below only makes sure the three share a second (it
 // creates them again in the rare case a second boundary fell between them).
-func TestAdversarial23TaskListTiesAreNewestFirstAsTheRESTAPI(t *testing.T) {
+func TestTaskListTiesAreNewestFirstAsTheRESTAPI(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "acme")
@@ -121,7 +121,7 @@ func TestAdversarial23TaskListTiesAreNewestFirstAsTheRESTAPI(t *testing.T) {
 // said "videogenctl task list -n ACCOUNT" (a command alice does not have: she installed the
 // plugin) and task watch said only the kube-apiserver's "cannot list resource videotasks ...
 // at the cluster scope", with no hint at all.
-func TestAdversarial23TenantWithoutNamespaceIsToldTheCommandAsCalled(t *testing.T) {
+func TestTenantWithoutNamespaceIsToldTheCommandAsCalled(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "tasks-reader"},
@@ -158,7 +158,7 @@ func TestAdversarial23TenantWithoutNamespaceIsToldTheCommandAsCalled(t *testing.
 // topup does not say "credited" of a top-up the operator never credited. Interleaving: 1. the
 // administrator runs `topup acme 100 --reference INV-9`; the CLI creates the PointTopUp and
 // waits. 2. The operator has not applied it yet (a manager failover; here no manager runs), and
-// a second administrator marks it applied by hand, as the ledger's round 22b describes
+// a second administrator marks it applied by hand, as the ledger's TestHandSetAppliedAtCountsTheSameOnEveryManager describes
 // (`kubectl patch pointtopup … --subresource=status -p '{"status":{"appliedAt":"…"}}'`: "the
 // customer paid at the desk, mark it done"); the kube-apiserver takes appliedAt alone, and the
 // ledger never credits a top-up whose status says applied. 3. The CLI's next read sees
@@ -167,7 +167,7 @@ func TestAdversarial23TenantWithoutNamespaceIsToldTheCommandAsCalled(t *testing.
 // status 2 for a top-up that moved no point. (Had it not panicked it would have printed
 // "credited 100 points to acme", which is false: credited is unchanged.) Now it fails with
 // exit status 1, saying that the status was written without the operator's credit.
-func TestAdversarial23TopUpMarkedAppliedByHandIsNotCalledCredited(t *testing.T) {
+func TestTopUpMarkedAppliedByHandIsNotCalledCredited(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	stderr = io.Discard
@@ -215,10 +215,10 @@ func TestAdversarial23TopUpMarkedAppliedByHandIsNotCalledCredited(t *testing.T) 
 // belongs to no watch. 4. The CLI lists again: no task. Before the fix it opened a new watch on
 // the empty listing and waited for a task that can never change again: `task watch` (and the
 // script around it, which the README tells to wait on its exit status) hung until killed. Now
-// it says the task was deleted, exit status 1 (round 24: a task deleted before it ended did not
+// it says the task was deleted, exit status 1 (TestWatchOfADeletedRunningTaskSaysItDidNotSucceed: a task deleted before it ended did not
 // succeed, as one that failed; it was 2 here), as when the deletion comes through a watch. The
 // proxy below plays step 2 and 3 on the first watch; a second watch request is the hang.
-func TestAdversarial23TaskWatchEndsWhenTheTaskWentBetweenWatches(t *testing.T) {
+func TestTaskWatchEndsWhenTheTaskWentBetweenWatches(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"},

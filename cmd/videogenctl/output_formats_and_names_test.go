@@ -27,7 +27,8 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
-// Adversarial round 25: videogenctl, the items round 24 left open, then a new review.
+// videogenctl: API key order, -o jsonpath and go-template, an account named twice, top-up and
+// account-create waits, task watch's exit status.
 
 // apikey list orders the keys of one second newest first. Input: a rotation script runs
 // `videogenctl apikey create --account acme` three times in a row (each a few tens of
@@ -42,7 +43,7 @@ import (
 // ids chosen in the opposite order of their times (the worst case the ids gave), all created
 // in one second, listed in shuffled order; and Issue's own annotation is checked to be read
 // back as the time it issued the key.
-func TestAdversarial25APIKeysOfOneSecondAreNewestFirst(t *testing.T) {
+func TestAPIKeysOfOneSecondAreNewestFirst(t *testing.T) {
 	ctx := context.Background()
 	second := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	type made struct {
@@ -120,7 +121,7 @@ func TestAdversarial25APIKeysOfOneSecondAreNewestFirst(t *testing.T) {
 // kubectl itself prints its own objects' integers as integers (they are Unstructured, read
 // with int64s), as its go-template printer does for any JSON. Now the jsonpath formats get the
 // JSON with its integers as int64. go-template is checked too (it held: a pin).
-func TestAdversarial25JSONPathPrintsIntegersAsIntegers(t *testing.T) {
+func TestJSONPathPrintsIntegersAsIntegers(t *testing.T) {
 	const huge = int64(1)<<53 + 1 // 9007199254740993: a float64 rounds it to ...992
 	view := accountView{Account: "demo", Balance: 1000000, Frozen: 1500000, Spent: huge, Holds: []holdView{}, RecentTop: []topUpView{}}
 	for format, want := range map[string]string{
@@ -168,7 +169,7 @@ func TestAdversarial25JSONPathPrintsIntegersAsIntegers(t *testing.T) {
 }
 
 // An account named twice, differently, is refused by every command that takes one, before
-// anything is changed; round 24 refused it for --account and account show's NAME, not for
+// anything is changed; TestAccountAndNamespaceThatDisagreeAreRefused refused it for --account and account show's NAME, not for
 // topup's ACCOUNT, account create's NAME and apikey revoke under -n. Input: an administrator
 // whose shell alias (or the line copied from above: `task list -n globex`) adds `-n globex`
 // runs `topup acme 500 --reference INV-7 -n globex`, `account create acme -n globex`, or,
@@ -179,7 +180,7 @@ func TestAdversarial25JSONPathPrintsIntegersAsIntegers(t *testing.T) {
 // key was revoked: acme's production requests got 401 for a command that named globex. Now
 // each says the two name different accounts (or whose key it is), exit status 1, nothing
 // changed; the same account twice, or ACCOUNT without -n, still works (a pin).
-func TestAdversarial25AnAccountNamedTwiceDifferentlyIsRefused(t *testing.T) {
+func TestAnAccountNamedTwiceDifferentlyIsRefused(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	for _, ns := range []string{"acme", "globex"} {
@@ -235,12 +236,12 @@ func TestAdversarial25AnAccountNamedTwiceDifferentlyIsRefused(t *testing.T) {
 // Input: a rotation script runs `videogenctl apikey list -n acme -o go-template='{{range
 // .}}{{.id}}{{"\n"}}{{end}}'` to revoke the old keys, or a health check `connectors -o
 // go-template='{{range .}}{{.connector}}={{.ready}} {{end}}'`; the help and the README say
-// every command takes go-template=… (round 24's 32705e1). Before the fix both failed: "json:
+// every command takes go-template=… (32705e1). Before the fix both failed: "json:
 // cannot unmarshal array into Go value of type map[string]interface {}", exit status 1:
 // kubectl's go-template printer reads what it prints into a map, and these views are JSON
 // lists (as -o json prints them, and jsonpath takes them). An empty list prints what the
 // template says of it (its header, or nothing), not an error; the file formats too.
-func TestAdversarial25GoTemplatePrintsListViews(t *testing.T) {
+func TestGoTemplatePrintsListViews(t *testing.T) {
 	keys := []apikeys.Key{{ID: "000000000002", Account: "acme", Description: "new"}, {ID: "000000000001", Account: "acme", Description: "old"}}
 	file := t.TempDir() + "/keys.tmpl"
 	if err := os.WriteFile(file, []byte(`{{range .}}{{.id}} {{end}}`), 0o600); err != nil {
@@ -282,7 +283,7 @@ func TestAdversarial25GoTemplatePrintsListViews(t *testing.T) {
 // been made all the same and how to check before topping up again. The proxy forwards the
 // POST, writes the status the ledger writes (Credited, balance 300) and answers 504; in the
 // second run it answers 504 without forwarding. No operator runs.
-func TestAdversarial25TopUpWhoseCreateLandedButFailedIsWaitedFor(t *testing.T) {
+func TestTopUpWhoseCreateLandedButFailedIsWaitedFor(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
@@ -343,10 +344,10 @@ func TestAdversarial25TopUpWhoseCreateLandedButFailedIsWaitedFor(t *testing.T) {
 // as the help says: 0 succeeded, 1 the task did not succeed, 2 it could not be followed.
 // Before the fix a flag or argument error was exit status 1: the job reported "generation
 // failed" (and a pipeline re-submitted, paying again) for a task it never looked at, which may
-// well succeed. Round 24 made every error of task watch 2 (d9a2468), but cobra's flag and
+// well succeed. TestTaskWatchOfAnAccountExits2OnEveryError made every error of task watch 2 (d9a2468), but cobra's flag and
 // argument errors come before RunE. Now they are 2 as well. No cluster is needed: the command
 // line is refused first.
-func TestAdversarial25TaskWatchExits2ForACommandLineItCannotParse(t *testing.T) {
+func TestTaskWatchExits2ForACommandLineItCannotParse(t *testing.T) {
 	for _, args := range [][]string{
 		{"task", "watch", "vt-1", "-n", "acme", "--timeout", "10m"},
 		{"task", "watch", "vt-1", "vt-2"},
@@ -372,7 +373,7 @@ func TestAdversarial25TaskWatchExits2ForACommandLineItCannotParse(t *testing.T) 
 // points for one payment. Now it says how many top-ups wait for it and their points (-o json:
 // waitingTopUps, waitingPoints); those refused for good and those applied to the account
 // before are not counted. The statuses are what the ledger writes; no ledger runs.
-func TestAdversarial25AccountCreateSaysWhatTopUpsWaitForIt(t *testing.T) {
+func TestAccountCreateSaysWhatTopUpsWaitForIt(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	now := metav1.Now()

@@ -24,7 +24,7 @@ import (
 // names the flag, exit status 1 (2 for task watch, whose 1 says the task did not succeed).
 // Pinned: task watch's stream stays open past that bound, one list and one watch for a task that
 // ends later than it (cutting the stream would re-list every account's tasks every 30s).
-func TestAdversarial27cCommandsGiveUpOnAClusterThatNeverAnswers(t *testing.T) {
+func TestCommandsGiveUpOnAClusterThatNeverAnswers(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })

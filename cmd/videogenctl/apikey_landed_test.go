@@ -23,7 +23,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
-// Adversarial round 25, wave 2: videogenctl, the items wave 1 left open, then a new review.
+// API key commands whose write lands but whose answer is lost (a 504 after the commit).
 
 // landsThen504 is a proxy in front of env's kube-apiserver that answers the POSTs whose path
 // ends with suffix with the kube-apiserver's own 504 ("Timeout: request did not complete
@@ -79,7 +79,7 @@ func methodLandsThen504(t *testing.T, env *envtest.Environment, method, suffix s
 // key's hash, prints the key as issued. When the Secret is not there (the 504 came first, or
 // the write is still to land), it says the key may have been stored all the same, with its id,
 // and how to revoke it if apikey list shows it (never the key itself: on stderr, in logs).
-func TestAdversarial25bAPIKeyWhoseSecretLandedButFailedIsShown(t *testing.T) {
+func TestAPIKeyWhoseSecretLandedButFailedIsShown(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
@@ -132,7 +132,7 @@ func TestAdversarial25bAPIKeyWhoseSecretLandedButFailedIsShown(t *testing.T) {
 // with it is read again: there before and gone (or being deleted) now, it is revoked, and said
 // so. A delete that did not land says the key may still work and to check apikey list (the
 // Secret is still there: a pin that nothing is called revoked that is not).
-func TestAdversarial25bAPIKeyRevokeWhoseDeleteLandedButFailedSaysRevoked(t *testing.T) {
+func TestAPIKeyRevokeWhoseDeleteLandedButFailedSaysRevoked(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })

@@ -23,7 +23,8 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Adversarial round 24c: videogenctl, the items round 24's CLI review left open.
+// videogenctl, the items new_user_commands_test.go left open: the order of top-ups, task list
+// and watch, the views' output formats, and top-up and account-show waits.
 
 // account show lists the top-ups of one second newest first, so that its 10-newest cut never
 // hides a newer one behind an older one. Input: a billing script runs `videogenctl topup acme
@@ -38,7 +39,7 @@ import (
 // one second sort by the time they were made. Deterministic: the names are topUpName's for
 // chosen times and random parts (the random parts chosen in the opposite order of the times,
 // the worst case the old names had), all with the same creationTimestamp, in shuffled order.
-func TestAdversarial24cTopUpsOfOneSecondAreNewestFirst(t *testing.T) {
+func TestTopUpsOfOneSecondAreNewestFirst(t *testing.T) {
 	second := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	var made []videogenv1alpha1.PointTopUp
 	for i := range 12 {
@@ -80,7 +81,7 @@ func names(items []videogenv1alpha1.PointTopUp) []string {
 // table says "No tasks found in account "acme"." or that there is no account "acmee" (kubectl
 // get -o name says "No resources found" on stderr too); the typo went unnoticed. stdout stays
 // empty (a script reads names there); json and yaml print an empty list, which says it.
-func TestAdversarial24cTaskListByNameSaysItFoundNone(t *testing.T) {
+func TestTaskListByNameSaysItFoundNone(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
@@ -110,7 +111,7 @@ func TestAdversarial24cTaskListByNameSaysItFoundNone(t *testing.T) {
 // two minutes the watch said the task runs on, then ended "deleted". Now the row says
 // "deleting" from step 2 on, as kubectl says Terminating. Each step runs when the CLI has
 // written the row before it (no sleeps); a finalizer of the test's stands for the operator's.
-func TestAdversarial24cTaskWatchShowsATaskBeingDeleted(t *testing.T) {
+func TestTaskWatchShowsATaskBeingDeleted(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
@@ -192,7 +193,7 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // Only name stays the task commands' (a view is no object), refused as such; a template that
 // does not parse says what is wrong with it, here and for the task commands, not "unknown
 // output format". A refusal comes before anything is changed (checkViewFormat, as before).
-func TestAdversarial24cViewsTakeTheOutputFormatsOfTheTaskCommands(t *testing.T) {
+func TestViewsTakeTheOutputFormatsOfTheTaskCommands(t *testing.T) {
 	view := map[string]any{"account": "acme", "balanceAfter": 500, "holds": []map[string]any{{"task": "vt-1"}}}
 	for format, want := range map[string]string{
 		"kyaml":                       "---\n{\n  account: \"acme\",\n  balanceAfter: 500,\n  holds: [{\n    task: \"vt-1\",\n  }],\n}\n",
@@ -232,7 +233,7 @@ func TestAdversarial24cViewsTakeTheOutputFormatsOfTheTaskCommands(t *testing.T) 
 // keeps it until it is empty). 2. A credit arrives meanwhile: a payment webhook's PaymentEvent,
 // a GitOps PointTopUp, or `topup acme 300 --no-wait` run just before the delete; the ledger
 // does not apply it to the closing account but marks it Applied=False, AccountClosing, to go
-// to the account created after it (round 24's 3374951). 3. The administrator checks with
+// to the account created after it (3374951). 3. The administrator checks with
 // `account show acme`. Before the fix the credit was listed as "pending" (and -o json said
 // nothing else of it), which reads as about to be credited to this account: the
 // administrator waits for it, or debits it too ("refused: DebitExceedsBalance"), or, once
@@ -241,7 +242,7 @@ func TestAdversarial24cViewsTakeTheOutputFormatsOfTheTaskCommands(t *testing.T) 
 // the row says the credit is for the account created next, and -o json says waiting:
 // AccountClosing. The status is what the ledger writes (the test writes it, as the
 // neighbouring AccountNotFound test does); a finalizer of the test's stands for the ledger's.
-func TestAdversarial24cAccountShowSaysACreditWaitsForTheNextAccount(t *testing.T) {
+func TestAccountShowSaysACreditWaitsForTheNextAccount(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "acme")
@@ -287,7 +288,7 @@ func TestAdversarial24cAccountShowSaysACreditWaitsForTheNextAccount(t *testing.T
 // status, saying the credit goes to the account created next. The proxy plays step 2 on the
 // top-up's POST (after the CLI's account read) and step 3's status on the CLI's first read of
 // the top-up; no ledger runs (the status is what it writes).
-func TestAdversarial24cTopUpToAnAccountClosedMeanwhileEndsItsWait(t *testing.T) {
+func TestTopUpToAnAccountClosedMeanwhileEndsItsWait(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
@@ -340,7 +341,7 @@ func TestAdversarial24cTopUpToAnAccountClosedMeanwhileEndsItsWait(t *testing.T) 
 // the wait is 1 s, and the proxy answers the first read of the top-up only once that second
 // is over (a condition on the clock, not a guess: the read is then cut by the wait's deadline
 // before the fix, whatever the machine's speed); no operator runs.
-func TestAdversarial24cTopUpTimedOutBlamesNoReadItsDeadlineCut(t *testing.T) {
+func TestTopUpTimedOutBlamesNoReadItsDeadlineCut(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })

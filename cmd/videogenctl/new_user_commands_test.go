@@ -25,7 +25,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
-// Adversarial round 24: videogenctl as a new user meets it.
+// videogenctl as a new user meets it: task watch, API keys, accounts and namespaces, top-ups.
 
 // `task watch NAME` of a running task that is deleted answers "did not succeed" (exit status
 // 1), as it does for a task that failed or was canceled, not "could not follow it" (2).
@@ -42,7 +42,7 @@ import (
 // the same deletion would have been through `task cancel`, exits 1. Here the deletion comes
 // when the first row is printed, before the watch opens; the watch, opened from the listing's
 // resourceVersion, is sent the Deleted event all the same, so the event path is what runs.
-func TestAdversarial24WatchOfADeletedRunningTaskSaysItDidNotSucceed(t *testing.T) {
+func TestWatchOfADeletedRunningTaskSaysItDidNotSucceed(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
@@ -86,7 +86,7 @@ func TestAdversarial24WatchOfADeletedRunningTaskSaysItDidNotSucceed(t *testing.T
 // random key. The keys are Secrets as apikey create writes them, with ids chosen so that the
 // ids' order is the oldest first; each waits for the next second (the kube-apiserver keeps
 // creationTimestamp to the second) so that the three have different creation times.
-func TestAdversarial24APIKeyListIsNewestFirst(t *testing.T) {
+func TestAPIKeyListIsNewestFirst(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
@@ -129,7 +129,7 @@ func TestAdversarial24APIKeyListIsNewestFirst(t *testing.T) {
 // exit status 1: the administrator, told the key is revoked already, stops, and the leaked key
 // goes on working. Now a full key and a Secret's name revoke their key, and anything that is
 // not an id is refused as such, with what an id looks like.
-func TestAdversarial24APIKeyRevokeOfTheKeyItselfRevokesIt(t *testing.T) {
+func TestAPIKeyRevokeOfTheKeyItselfRevokesIt(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	mustCreateNamespace(t, ctx, c, "acme")
@@ -183,7 +183,7 @@ func TestAdversarial24APIKeyRevokeOfTheKeyItselfRevokesIt(t *testing.T) {
 // "an account that does not exist is an error (exit status 2)"). Before the fix only the
 // missing account exited 2: the cluster unreachable, a refusal (forbidden) or a bad -o exited
 // 1, the status `task watch NAME` gives for a task that did not succeed.
-func TestAdversarial24TaskWatchOfAnAccountExits2OnEveryError(t *testing.T) {
+func TestTaskWatchOfAnAccountExits2OnEveryError(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestAdversarial24TaskWatchOfAnAccountExits2OnEveryError(t *testing.T) {
 // status 0, from its first read: the administrator told the customer they were refunded. Now
 // it reads the answer of its patch, as it read the task before: "task vt-1 already succeeded
 // and cannot be canceled", exit status 1. The proxy plays step 2 when the PATCH comes.
-func TestAdversarial24TaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
+func TestTaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"},
@@ -261,7 +261,7 @@ func TestAdversarial24TaskCancelSaysWhenTheTaskEndedFirst(t *testing.T) {
 // and the script published the other task's result as this one's. Now a listed task with
 // another UID than the one watched means the watched one was deleted: exit status 1, as for
 // a deletion seen by the watch. The proxy plays steps 2 and 3 on the first watch.
-func TestAdversarial24TaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) {
+func TestTaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	newTask := func() *videogenv1alpha1.VideoTask {
@@ -335,7 +335,7 @@ func TestAdversarial24TaskWatchDoesNotFollowANewTaskOfTheSameName(t *testing.T) 
 // whoever asked for a globex key: acme's points, spent by another customer), and the listing
 // showed acme's tasks under a command line that says globex. Now the CLI says the two name
 // different accounts, exit status 1, and no key is issued.
-func TestAdversarial24AccountAndNamespaceThatDisagreeAreRefused(t *testing.T) {
+func TestAccountAndNamespaceThatDisagreeAreRefused(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	for _, ns := range []string{"acme", "globex"} {
@@ -373,7 +373,7 @@ func TestAdversarial24AccountAndNamespaceThatDisagreeAreRefused(t *testing.T) {
 // typed `task list -n acme` and `apikey list -n acme` (the README's lines) runs `account show -n
 // acme`. Before the fix: "usage: videogenctl account show NAME", exit status 1, though -n is
 // among the command's flags in its help. Now -n names the account when NAME is not given.
-func TestAdversarial24AccountShowTakesTheNamespaceFlag(t *testing.T) {
+func TestAccountShowTakesTheNamespaceFlag(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
@@ -401,7 +401,7 @@ func TestAdversarial24AccountShowTakesTheNamespaceFlag(t *testing.T) {
 // told it is still there, revoked it again (exit 0, "revoked") and again, or escalated a
 // revocation that had worked; a billing script counting a customer's keys counted it. Now a
 // key whose Secret is being deleted is not listed.
-func TestAdversarial24APIKeyListLeavesOutARevokedKeyAFinalizerKeeps(t *testing.T) {
+func TestAPIKeyListLeavesOutARevokedKeyAFinalizerKeeps(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	mustCreateNamespace(t, ctx, c, "acme")
@@ -454,7 +454,7 @@ func TestAdversarial24APIKeyListLeavesOutARevokedKeyAFinalizerKeeps(t *testing.T
 // videogen-system and answered "no API key with id …: it was never issued, or is revoked
 // already", exit status 1: nothing about where it looked, and the key went on working (and
 // `apikey list` printed an empty table, exit 0). Now both name the namespace and the flag.
-func TestAdversarial24APIKeyCommandsNameTheNamespaceTheyLookIn(t *testing.T) {
+func TestAPIKeyCommandsNameTheNamespaceTheyLookIn(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "videogen")
 	mustCreateNamespace(t, ctx, c, "acme")
@@ -493,7 +493,7 @@ func TestAdversarial24APIKeyCommandsNameTheNamespaceTheyLookIn(t *testing.T) {
 // operator gets to it; an administrator who then credits the customer another way (a second
 // top-up with another reference) credits them twice. Now it says it was interrupted, that the
 // top-up will be applied all the same, and how to follow it.
-func TestAdversarial24TopUpInterruptedSaysTheTopUpStands(t *testing.T) {
+func TestTopUpInterruptedSaysTheTopUpStands(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
@@ -534,7 +534,7 @@ func TestAdversarial24TopUpInterruptedSaysTheTopUpStands(t *testing.T) {
 // until someone debits it again: the customer paid for points they cannot use. Now create says
 // the account is being closed, topup refuses a credit to it (a debit, which closes it, still
 // goes), and apikey create a key for it (every task of which would be refused).
-func TestAdversarial24AClosingAccountIsSaidToBeAndNotCredited(t *testing.T) {
+func TestAClosingAccountIsSaidToBeAndNotCredited(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	startTopUpController(t, ctx, env)

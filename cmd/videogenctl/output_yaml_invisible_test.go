@@ -30,9 +30,9 @@ func rawForTerminal(out string) []string {
 	return raw
 }
 
-// Round 22: `videogenctl account show -o yaml` and `task get -o yaml` printed a top-up's note
+// `videogenctl account show -o yaml` and `task get -o yaml` printed a top-up's note
 // or a backend's message holding U+202E, a zero-width space or another invisible formatting
-// character raw: round 21 escaped them in -o json (as \u202e) and kyaml escapes them, but
+// character raw: -o json escaped them (as \u202e, output_escaping_test.go) and kyaml escapes them, but
 // kubectl's YAML printer re-emits the decoded string, and YAML's emitter counts every such
 // character printable, so it wrote them to the terminal as they are (the note
 // "Rechnung \u202eFDP.exe" shows as "Rechnung exe.PDF"; a zero-width space makes two

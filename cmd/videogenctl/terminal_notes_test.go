@@ -9,7 +9,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// Round 21: a top-up's spec.note is free text (the CRD bounds only its length) written by
+// A top-up's spec.note is free text (the CRD bounds only its length) written by
 // whoever may create PointTopUps, e.g. a billing integration fed from an invoice's memo
 // field. `videogenctl account show` printed it raw into the operator's terminal, so a note
 // such as
@@ -71,7 +71,7 @@ func TestTerminalSafe(t *testing.T) {
 	}
 }
 
-// Round 21: `account show -o yaml` failed outright ("yaml: control characters are not
+// `account show -o yaml` failed outright ("yaml: control characters are not
 // allowed", exit 1, nothing printed) for an account one of whose newest top-ups has a note
 // holding DEL or a C1 control (U+0080–U+009F), e.g. pasted from a Windows-1252 memo field:
 // encoding/json writes those characters raw, and the YAML printer's parser refuses them. The

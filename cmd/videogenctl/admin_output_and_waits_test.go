@@ -22,7 +22,8 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 )
 
-// Adversarial round 18 (the administrators' CLI).
+// The administrators' CLI: a bad output format, write commands' JSON, top-up waits, task
+// cancel's output.
 
 // An -o the command cannot print is refused before anything is written. Interleaving: the
 // administrator types `topup acme 500 --reference INV-1 -o jsn` (a typo of json; or -o name,
@@ -32,7 +33,7 @@ import (
 // the administrator) reads the failure as "not credited" and credits again under a fresh
 // reference. The same for `apikey create -o jsn`: the key was issued and its secret, shown
 // once, never shown, and for `account create`. Every step is an ordinary command line.
-func TestAdversarialBadOutputFormatChangesNothing(t *testing.T) {
+func TestBadOutputFormatChangesNothing(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "videogen-system")
@@ -87,7 +88,7 @@ func TestAdversarialBadOutputFormatChangesNothing(t *testing.T) {
 // English sentence ("top-up topup-… created") whatever -o said, so a script that parses the
 // answer (to keep the top-up's name, to check what it did) fails on a command that succeeded,
 // and may run it again.
-func TestAdversarialWriteCommandsPrintJSON(t *testing.T) {
+func TestWriteCommandsPrintJSON(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "videogen-system")
@@ -133,7 +134,7 @@ func TestAdversarialWriteCommandsPrintJSON(t *testing.T) {
 // and -o json said refused: AccountNotFound, which the field's documentation reserves for a
 // top-up "never applied". An administrator who believes it re-credits under a new reference:
 // then both are credited.
-func TestAdversarialAccountShowDoesNotCallAWaitingTopUpRefused(t *testing.T) {
+func TestAccountShowDoesNotCallAWaitingTopUpRefused(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "acme")
@@ -178,7 +179,7 @@ func TestAdversarialAccountShowDoesNotCallAWaitingTopUpRefused(t *testing.T) {
 // the operator credits the top-up a moment later. The administrator, told it did not apply and
 // blamed on the operator, credits it again under another reference. The proxy below fails
 // exactly the first GET of the created top-up; everything else reaches the kube-apiserver.
-func TestAdversarialTopUpWaitSurvivesAFailedRead(t *testing.T) {
+func TestTopUpWaitSurvivesAFailedRead(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	startTopUpController(t, ctx, env)
 	stderr = io.Discard
@@ -224,7 +225,7 @@ func TestAdversarialTopUpWaitSurvivesAFailedRead(t *testing.T) {
 // vt-1 -n acme -o jsn` (a typo) and `-o name` (which every other task command honours). Before
 // the fix cancel ignored -o: the typo canceled the task and exited 0 with the English sentence,
 // and -o name/json printed that sentence where a script expects the object.
-func TestAdversarialTaskCancelHonoursOutput(t *testing.T) {
+func TestTaskCancelHonoursOutput(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "acme")

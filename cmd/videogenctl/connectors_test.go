@@ -11,13 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// Round 29 (payment tour): `kubectl videogen connectors` ("which payment connectors can verify
+// `kubectl videogen connectors` ("which payment connectors can verify
 // webhooks", README) said adyen READY true, 1 signing secret, when the only Secret labelled
 // adyen held a key that is not hex. Adyen's HMAC key is hex and the connector skips any other,
 // so every Adyen delivery was answered 401 "no webhook secret configured (HMAC keys must be
 // hex)" while the health check said all was well. A secret the connector cannot use is no
 // signing secret: the row is not ready and its problem says why.
-func TestAdversarial29ConnectorsCountsOnlySecretsTheConnectorCanUse(t *testing.T) {
+func TestConnectorsCountsOnlySecretsTheConnectorCanUse(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
 	mustCreateNamespace(t, ctx, c, "videogen-system")

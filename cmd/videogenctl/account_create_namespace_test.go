@@ -34,7 +34,7 @@ import (
 // --key-namespace; nothing is created. A namespace of another app is no operator's, and a new
 // one is created as before (pins). Not told: a helm install with no key issued and no
 // connector Secret yet, to a platform administrator, whose roles do not read Deployments.
-func TestAdversarial25bAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *testing.T) {
+func TestAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
@@ -99,7 +99,7 @@ func TestAdversarial25bAccountCreateRefusesTheOperatorsNamespaceWhereverItIs(t *
 // exit status 1: a namespace made by a command that was refused, left behind. Now the
 // description is checked (256 characters, as the CRD counts them: not bytes) before anything is
 // created. 256 characters of a script three bytes each is no more than 256 (a pin).
-func TestAdversarial25bAccountCreateWithATooLongDescriptionCreatesNothing(t *testing.T) {
+func TestAccountCreateWithATooLongDescriptionCreatesNothing(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })

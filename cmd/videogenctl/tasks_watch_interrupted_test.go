@@ -14,8 +14,6 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Adversarial round 21 (operability).
-
 // `task watch NAME` interrupted before the task ended does not exit 0. Interleaving: a script
 // (or a CI job) runs `videogenctl task watch vt-1 -n acme && publish`; the task is running,
 // the watch has printed it and waits for its next change; then the watch is interrupted
@@ -26,7 +24,7 @@ import (
 // interrupted watch is one that could not follow the task: exit status 2 and a message.
 // Here the interruption comes when the task's second row has been printed, so the watch is
 // certainly in its event loop, where the bug was.
-func TestAdversarialInterruptedWatchIsNotSuccess(t *testing.T) {
+func TestInterruptedWatchIsNotSuccess(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	mustCreateNamespace(t, ctx, c, "acme")
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})

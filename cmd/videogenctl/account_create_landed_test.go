@@ -29,7 +29,7 @@ import (
 // asked for); an account that exists already is an error still (account create is no apply:
 // two people onboarding one customer learn of each other), saying when it was created, its
 // balance and how to see it; and a create that did not land says it may have been created.
-func TestAdversarial25bAccountCreateWhoseCreateLandedButFailedSaysCreated(t *testing.T) {
+func TestAccountCreateWhoseCreateLandedButFailedSaysCreated(t *testing.T) {
 	env, ctx, _ := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
@@ -61,16 +61,16 @@ func TestAdversarial25bAccountCreateWhoseCreateLandedButFailedSaysCreated(t *tes
 // PointAccount. 3. The top-up controller, woken by the new account, has the ledger apply both
 // (the ledger writes a new account's first journal at once, with no write interval to wait),
 // and their statuses say applied to it. 4. The CLI lists the namespace's top-ups to say which
-// wait for the account: round 25 wave 1 counted only those not applied yet, so none. The CLI
+// wait for the account: TestAccountCreateSaysWhatTopUpsWaitForIt counted only those not applied yet, so none. The CLI
 // said "account "acme" created with 0 points; top it up with: videogenctl topup acme AMOUNT
-// --reference REF" of an account that holds 350 points: the very answer wave 1 fixed
+// --reference REF" of an account that holds 350 points: the very answer that test's fix was for
 // (support credits the customer's payment by hand, under the invoice number: paid twice).
 // Step 3 before step 4 takes the ledger tens of milliseconds; the CLI's list comes one round
 // trip after its create, more than that from a laptop over a VPN or to a cluster abroad. The
 // proxy writes the statuses the ledger writes (Credited, accountUID the new account's) when
 // the CLI's list arrives, then lets the list through. Now a top-up applied to this account is
 // counted as well (it was made before it, or with it: it is applied to it now).
-func TestAdversarial25bAccountCreateCountsTopUpsAppliedBeforeItLooked(t *testing.T) {
+func TestAccountCreateCountsTopUpsAppliedBeforeItLooked(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })

@@ -19,7 +19,7 @@ import (
 // stderr (as account show's "(N older: …)", and kubectl's notes, out of a script's -o output)
 // says how many older tasks it left out and that --limit 0 lists them all; a listing that shows
 // every task says nothing more.
-func TestAdversarial27cTaskListSaysWhatLimitLeftOut(t *testing.T) {
+func TestTaskListSaysWhatLimitLeftOut(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	var notes bytes.Buffer
 	stderr = &notes

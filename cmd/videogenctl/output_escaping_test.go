@@ -20,7 +20,8 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
-// Round 21, the rest of videogenctl (account show was escaped first): every other command that
+// The rest of videogenctl (account show's escaping is in terminal_notes_test.go): every other
+// command that
 // prints text someone else wrote.
 
 // hostileText clears the line, hides a link behind "pay here" (OSC 8), rewrites the line (\r)
@@ -266,7 +267,7 @@ func TestTaskMachineFormatsAsKubectlForPlainText(t *testing.T) {
 	}
 }
 
-// kubectlPrinter is the printer kubectl (and videogenctl before round 21) prints objects with.
+// kubectlPrinter is the printer kubectl (and videogenctl before it escaped what others wrote) prints objects with.
 func kubectlPrinter(t *testing.T, format string) printers.ResourcePrinter {
 	flags := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.New())
 	flags.OutputFormat = &format
