@@ -18,7 +18,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// Docs/ledger.md rule 2 says a hold is counted
+// docs/ledger.md rule 2 says a hold is counted
 // before its create and un-counted "only when that write certainly failed (a refusal, or a
 // re-read showing no task)". CreateTask did not keep that when the create's error left it in
 // doubt AND its re-read never answered (readTask gave up after its ~2.5 s of retries): it

@@ -9,7 +9,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/connectors/stripe"
 )
 
-// Payment_intent.amount_capturable_updated reported the amount
+// payment_intent.amount_capturable_updated reported the amount
 // asked for, not the amount authorized.
 //
 // Stripe's event reference for payment_intent.amount_capturable_updated (the same text in

@@ -89,7 +89,7 @@ func TestMappedStripeEventWithAWrongShapeIsStillAParseError(t *testing.T) {
 	}
 }
 
-// Charge.refunded names the newest refund but reported the charge's cumulative
+// charge.refunded names the newest refund but reported the charge's cumulative
 // amount_refunded as that refund's amount.
 //
 // Input: a 1000-cent charge refunded in two parts, 400 then 600. Stripe sends charge.refunded
@@ -135,7 +135,7 @@ func TestChargeRefundedReportsTheNewestRefundsOwnAmount(t *testing.T) {
 	}
 }
 
-// Charge.refunded is sent when a refund is created, and a refund may be created
+// charge.refunded is sent when a refund is created, and a refund may be created
 // pending (bank debits, some wallets: Refund.status "pending", later "succeeded", or "failed"
 // with charge.refund.updated). CHARGE_REFUNDED means the refund succeeded (event.go); when the
 // charge lists its refunds, the newest one's own status says whether it did. Before the fix a
