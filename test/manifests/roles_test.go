@@ -226,7 +226,7 @@ func TestBuiltInRolesCoverTheTenantKinds(t *testing.T) {
 		{"bo-videogen-edit", "create", "", "pods", "exec", false},
 		{"bo-videogen-edit", "get", "", "pods", "", false},
 		{"bo-videogen-edit", "delete", "batch", "jobs", "", false},
-		// Checked, holds (adversarial round 23): the Job backend names a stage's Job after its
+		// Checked, holds: the Job backend names a stage's Job after its
 		// work key (JobName; the task's UID is in it, visible to any reader of the task) and
 		// adopts a Job already there under that name (Submit: AlreadyExists). One who could
 		// create it first, or a pod with its Job's labels, would choose the stage's result. With

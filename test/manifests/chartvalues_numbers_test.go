@@ -13,8 +13,6 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-// Adversarial round 21 (operability).
-
 // A number given in a values file reaches the binaries as the number, not as Go's shortest
 // float. Input: a platform engineer installs with `helm install -f values.yaml` where
 // values.yaml says `defaultPrice: 1000000` (within the documented 0..1000000000; points are

@@ -8,7 +8,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
-// Adversarial round 20: the chart's install notes must not send the Service CIDR back to
+// The chart's install notes must not send the Service CIDR back to
 // worker.allowPrivateURLs. Since 2bdd4bb that value opens its ranges to every tenant's URLs (a
 // face or video by URL, a short template's target_url), and the Service CIDR belongs in
 // worker.allowPrivateServiceMedia, which only uploaded faces and official templates' media may
