@@ -20,8 +20,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// A failed create's
-// confirm drops the task it counted when a re-read shows the name REPLACED by another task
+// A failed create's confirm (c277395) drops the task it counted when a re-read shows the name REPLACED by another task
 // (t.UID != uid), and that is right for the counted copy; but the replacing task's own Add
 // event reached the ledger while the REST create still held the name (observe leaves out any
 // copy not carrying the create's admission, book.go), and nothing brings it again. So the

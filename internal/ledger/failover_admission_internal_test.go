@@ -7,7 +7,8 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// A kubectl task's admission and a debit, written by one manager and counted by its successor.
+// A kubectl task's admission and a debit, written by one manager and counted by its successor
+// (after 1b0e96c).
 
 // frozenAt is the VideoTask controller's accept write of a task made with kubectl: its hold
 // (charge Frozen) at cost.

@@ -8,7 +8,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// plan() measures the
+// The journal cap (c97761b): plan() measures the
 // room left in a write by the whole journal of the account as last written, including the
 // entries this very write forgets, and lets an entry past the cap through only when that
 // journal is empty. A charge whose entry is larger than the cap less one small entry (a task

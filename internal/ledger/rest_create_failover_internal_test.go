@@ -17,7 +17,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// The REST admission path with several replicas and a failover.
+// The REST admission path (after d590212) with several replicas and a failover.
 
 // The window of rebuild_on_election_internal_test.go's TestATaskDeletedBetweenTheListAndTheWatchEndsItsHold (Start lists
 // the open tasks, and adds its handlers to the task informer only after the top-ups' list and

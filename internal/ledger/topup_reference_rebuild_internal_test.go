@@ -8,7 +8,8 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 )
 
-// A top-up credited before its status says so keeps its reference across a rebuild.
+// A top-up credited before its status says so keeps its reference across a rebuild
+// (after 0839624).
 
 // Rule 6 says a reference is unique in its namespace, for good. The books remember the
 // reference of a top-up in memory from ApplyTopUp on; a manager elected later rebuilds them
