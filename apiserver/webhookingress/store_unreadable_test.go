@@ -1,7 +1,7 @@
 package webhookingress_test
 
 // Plain `go test` tests on a fake client (no envtest): each forces one apiserver answer with an
-// interceptor, step by step. Run with: go test ./apiserver/webhookingress/ -run TestStore
+// interceptor, step by step. Run with: go test ./apiserver/webhookingress/ -run TestStoreDuplicateUnreadable
 
 import (
 	"bytes"

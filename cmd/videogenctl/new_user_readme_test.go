@@ -158,7 +158,7 @@ func TestTenantWithoutNamespaceIsToldTheCommandAsCalled(t *testing.T) {
 // topup does not say "credited" of a top-up the operator never credited. Interleaving: 1. the
 // administrator runs `topup acme 100 --reference INV-9`; the CLI creates the PointTopUp and
 // waits. 2. The operator has not applied it yet (a manager failover; here no manager runs), and
-// a second administrator marks it applied by hand, as the ledger's TestHandSetAppliedAtCountsTheSameOnEveryManager describes
+// a second administrator marks it applied by hand, as the ledger's TestAHandSetAppliedAtCountsTheSameOnEveryManager describes
 // (`kubectl patch pointtopup … --subresource=status -p '{"status":{"appliedAt":"…"}}'`: "the
 // customer paid at the desk, mark it done"); the kube-apiserver takes appliedAt alone, and the
 // ledger never credits a top-up whose status says applied. 3. The CLI's next read sees

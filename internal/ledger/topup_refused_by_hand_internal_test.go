@@ -89,7 +89,7 @@ func TestTopUpRefusedByHandAndDeletedKeepsItsReference(t *testing.T) {
 // refusal (a lagging cache), asked of the running manager and of a manager built since, is
 // never debited: ApplyTopUp reads the kube-apiserver's copy, and appliedAt there answers
 // AlreadyApplied. The status lies (an administrator who may write statuses could already write
-// appliedAt on a waiting top-up, TestHandSetAppliedAtCountsTheSameOnEveryManager), the books do not.
+// appliedAt on a waiting top-up, TestAHandSetAppliedAtCountsTheSameOnEveryManager), the books do not.
 func TestRefusedDebitMarkedDebitedByHandMovesNoPoints(t *testing.T) {
 	h := newHarness(t, 50)
 	closeOut, out := h.applyTopUp(h.l, "close", "CLOSE-1", -100)
