@@ -18,21 +18,20 @@ import (
 
 // A stage's reroutes when its backend changes kind, name or server.
 var _ = Describe("Backends and reroutes", func() {
-	// Interleaving: 1.
-	// video.short is routed to gpu-a; a task's render runs there under its plain key K. 2. gpu-a
-	// is taken out of the backends config altogether (video.short moved to gpu-b) and the
-	// manager restarted: the render is rerouted without a cancel (no backend is configured to
-	// send it to; gpu-a the server runs on), so it keeps K and runs at gpu-b under K. 3. The
+	// Interleaving: 1. video.short is routed to gpu-a; a task's render runs there under its plain
+	// key K. 2. gpu-a is taken out of the backends config altogether (video.short moved to gpu-b)
+	// and the manager restarted: the render is rerouted without a cancel (no backend is configured
+	// to send it to; gpu-a the server runs on), so it keeps K and runs at gpu-b under K. 3. The
 	// change is rolled back (gpu-a back for video.short, gpu-b kept for video.eraser) and the
 	// manager restarted: the render is rerouted again, cancelled at gpu-b (reroutes 1) and
 	// submitted at gpu-a under K-r1. gpu-a now runs the render twice: K (from step 1, never
-	// stopped) and K-r1. Each step is a ConfigMap edit and a restart, as rounds 23-24 have it.
-	// What the user sees: nothing wrong (checked: the task succeeds with gpu-a's K-r1 video and
-	// is charged once, 20 points); the service pays a second render at gpu-a, K, which runs
-	// unpaid to its deadline (the task's timeout plus a minute), holding a GPU from paying
-	// tasks. The fix: a stage submitted to a backend under a rerouted key first stops there, by
-	// key, the keys it ran under before (K … K-r<N-1>), any of which that backend may still run
-	// from a time it was configured and the stage could not be stopped at it.
+	// stopped) and K-r1. Each step is a ConfigMap edit and a restart, as
+	// videotask_routes_restart_test.go has it. What the user sees: nothing wrong (checked: the task
+	// succeeds with gpu-a's K-r1 video and is charged once, 20 points); the service pays a second
+	// render at gpu-a, K, which runs unpaid to its deadline (the task's timeout plus a minute),
+	// holding a GPU from paying tasks. The fix: a stage submitted to a backend under a rerouted key
+	// first stops there, by key, the keys it ran under before (K … K-r<N-1>), any of which that
+	// backend may still run from a time it was configured and the stage could not be stopped at it.
 	It("stops the plain key's render left at a backend removed and re-added", func() {
 		ns := accountWithoutController(100)
 		l, stop := startLedger()
@@ -83,18 +82,17 @@ var _ = Describe("Backends and reroutes", func() {
 		suite.ExpectBalanced(ns, 80, 0, 20)
 	})
 
-	// Interleaving: 1.
-	// the backend "gpu" is a Job backend serving video.short; a task's analyze runs in a Job
-	// (handle namespace/name, server "job"). 2. The platform team replaces "gpu" by an http
-	// backend under the same name (a ConfigMap edit kept small) and restarts the manager. 3. The
-	// new manager reroutes the analyze to the http server: no Job backend is
-	// configured to stop the Job, so nothing does. What the user sees: nothing wrong (the task
-	// succeeds at the http server, charged once); the Job holds its GPU node, unpaid, to its
-	// activeDeadlineSeconds (the task's timeout plus a minute). The manager may delete Jobs by
-	// label in any namespace (deletecollection, as the Job backend's moved handles use): the
-	// fix deletes the stage's own Jobs (its task UID and stage labels, never by the name the
-	// handle gives) in the namespace the handle names, when a stage recorded at server "job" is
-	// rerouted and no Job backend under its name can stop it.
+	// Interleaving: 1. the backend "gpu" is a Job backend serving video.short; a task's analyze
+	// runs in a Job (handle namespace/name, server "job"). 2. The platform team replaces "gpu" by
+	// an http backend under the same name (a ConfigMap edit kept small) and restarts the manager.
+	// 3. The new manager reroutes the analyze to the http server: no Job backend is configured to
+	// stop the Job, so nothing does. What the user sees: nothing wrong (the task succeeds at the
+	// http server, charged once); the Job holds its GPU node, unpaid, to its activeDeadlineSeconds
+	// (the task's timeout plus a minute). The manager may delete Jobs by label in any namespace
+	// (deletecollection, as the Job backend's moved handles use): the fix deletes the stage's own
+	// Jobs (its task UID and stage labels, never by the name the handle gives) in the namespace the
+	// handle names, when a stage recorded at server "job" is rerouted and no Job backend under its
+	// name can stop it.
 	It("deletes the Job of a stage rerouted from a Job backend to an http one under the same name", func() {
 		ns := accountWithoutController(100)
 		l, stop := startLedger()
@@ -229,14 +227,13 @@ var _ = Describe("A Job stage whose Job backend is gone", func() {
 		return task
 	}
 
-	// Interleaving: as
-	// above, "gpu" turns from a Job backend into an http one under its name and the manager
-	// restarts; the task's owner deletes it before the new manager reconciled it (a restart
-	// takes seconds to minutes; a delete meanwhile is any user's). finalize (cancelUnended)
-	// asks the http server to stop the stage by its key, and nothing stops the Job: it holds
-	// its GPU node, unpaid, to its activeDeadlineSeconds for a task that is gone. The fix:
-	// finalize deletes it by its labels as a reroute does. Failed before the fix with "the
-	// deleted task's Job runs on".
+	// Interleaving: as above, "gpu" turns from a Job backend into an http one under its name and
+	// the manager restarts; the task's owner deletes it before the new manager reconciled it (a
+	// restart takes seconds to minutes; a delete meanwhile is any user's). finalize (cancelUnended)
+	// asks the http server to stop the stage by its key, and nothing stops the Job: it holds its
+	// GPU node, unpaid, to its activeDeadlineSeconds for a task that is gone. The fix: finalize
+	// deletes it by its labels as a reroute does. Failed before the fix with "the deleted task's
+	// Job runs on".
 	It("deletes the Job of a task deleted after its Job backend became an http one", func() {
 		task := startAt("gpu")
 		worker := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageAnalyze: "running"})
@@ -279,21 +276,20 @@ var _ = Describe("A Job stage whose Job backend is gone", func() {
 // A stage
 // recorded without a server now records it at its next look; a succeeded analyze is never
 // looked at again, so one that succeeded before the upgrade keeps no server for good, which
-// analyzedElsewhere takes for "whatever is configured under the name now". Interleaving: 1.
-// an older manager runs task X at "worker" (url A, the reference worker): its analyze
-// succeeded there (outputs in A's format), its render runs there; no server in the status. 2.
-// The manager is upgraded; its first look at the render records url A. 3. A later rollout
-// points "worker" at server B, another implementation (a third-party model server replacing
-// the reference worker under the same name, as videotask_reroute_test.go has it) whose render needs its own
-// analyze's previous.face_track. 4. The render is rerouted to B (its server differs), and
-// handed A's analyze outputs, since the analyze is taken for B's. What the user sees: B
-// refuses (422) and the task fails "the render stage was refused: previous.face_track is
-// required…", refunded, blaming an input the caller never sent (a server that does not
-// check renders from outputs it cannot read: a wrong video, charged). The fix: a stage whose
-// server is recorded so records it on the other stages of its task recorded under the same
-// name without one (the analyze whose outputs it was handed ran at the same server, as
-// sameServer assumed when it handed them). Failed before the fix with the task failed "the
-// render stage was refused".
+// analyzedElsewhere takes for "whatever is configured under the name now". Interleaving: 1. an
+// older manager runs task X at "worker" (url A, the reference worker): its analyze succeeded there
+// (outputs in A's format), its render runs there; no server in the status. 2. The manager is
+// upgraded; its first look at the render records url A. 3. A later rollout points "worker" at
+// server B, another implementation (a third-party model server replacing the reference worker under
+// the same name, as videotask_reroute_test.go has it) whose render needs its own analyze's
+// previous.face_track. 4. The render is rerouted to B (its server differs), and handed A's analyze
+// outputs, since the analyze is taken for B's. What the user sees: B refuses (422) and the task
+// fails "the render stage was refused: previous.face_track is required…", refunded, blaming an
+// input the caller never sent (a server that does not check renders from outputs it cannot read: a
+// wrong video, charged). The fix: a stage whose server is recorded so records it on the other
+// stages of its task recorded under the same name without one (the analyze whose outputs it was
+// handed ran at the same server, as sameServer assumed when it handed them). Failed before the fix
+// with the task failed "the render stage was refused".
 var _ = Describe("An analyze recorded without a server", func() {
 	It("is analyzed again at the render's new server after a url change", func() {
 		ns := accountWithoutController(100)

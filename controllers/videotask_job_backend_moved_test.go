@@ -47,7 +47,7 @@ var _ = Describe("Job stages whose Job backend is gone", func() {
 	// 1. the Job backend "gpu" serves video.short; a task's analyze runs in a Job. 2. The
 	// platform team takes "gpu" out of the backends config and video.short with it (a
 	// capability withdrawn for a while: no backend serves it; a ConfigMap edit and a restart,
-	// as rounds 23-25 have them). 3. The task's owner cancels it (POST /v1/tasks/{id}/cancel),
+	// as the reroute specs have them). 3. The task's owner cancels it (POST /v1/tasks/{id}/cancel),
 	// or it times out. advance finds no route, and cancelRunningStages finds no backend to
 	// stop the analyze at (stageAt: none under its name): the stage is only marked Canceled,
 	// the task ends Canceled and is refunded. Nothing deletes the Job (cancelRecorded and

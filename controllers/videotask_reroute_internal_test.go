@@ -42,7 +42,7 @@ func (b *answeringCancels) Cancel(context.Context, generation.Work, string) erro
 
 // Interleaving: a
 // task's render has been rerouted N times (each a route change across a restart: a ConfigMap
-// edit rolled out and back, as rounds 23-25 have them), so it runs at gpu-a under K-rN. The
+// edit rolled out and back, as the reroute specs have them), so it runs at gpu-a under K-rN. The
 // routes change once more (video.short to gpu-b, gpu-a kept for another capability) while
 // gpu-b hangs (a server that accepts connections and never answers: a deadlocked worker, a
 // load balancer with no healthy target). rerouteStage stops the render at gpu-a and then, at

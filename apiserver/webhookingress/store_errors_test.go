@@ -63,7 +63,7 @@ var _ = Describe("A redelivery of an event whose PaymentEvent is being deleted",
 	// from its dashboard). Create answers AlreadyExists and the stored event has the same
 	// content, so it was acknowledged as a duplicate; (4) the holder lets go and the object
 	// disappears: the processor was told the event is stored, and it is stored nowhere. A
-	// retry after the deletion completes stores it again (adv21); during it, it must not be
+	// retry after the deletion completes stores it again (limits_and_retries_test.go); during it, it must not be
 	// acknowledged.
 	It("does not acknowledge a redelivery of an event whose PaymentEvent is being deleted", func() {
 		in := startIngress(newNamespace("adv27-terminating"), configured)

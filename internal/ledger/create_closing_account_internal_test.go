@@ -13,7 +13,7 @@ import (
 // apiserver's create (POST /v1/tasks and every task-creating POST), refused a task for a closing
 // or suspended account from the books' copy of the account alone, which only the account's
 // informer events bring. Admit (kubectl tasks) reads the account from the kube-apiserver before
-// such a refusal (stillClosing, stillSuspended) since rounds 19 and 22b; CreateTask did not.
+// such a refusal (stillClosing, stillSuspended); CreateTask did not.
 //
 // Interleaving (one manager; the REST replica calls its ledger port): 1. the account (empty)
 // is deleted; its finalizer keeps it, and the books see the deletionTimestamp; 2. it is

@@ -27,7 +27,7 @@ import (
 // amount_capturable 1200, signed. Before the fix it was PAYMENT_INTENT_AUTHORIZATION_SUCCESS with
 // AmountMinor 2000: every sink was told 20.00 was held on the card while 12.00 was (a merchant who
 // ships against the authorization ships 8.00 it cannot capture). An authorization's amount is
-// amount_capturable, as a capture's is amount_received / amount_captured (rounds 22, 24).
+// amount_capturable, as a capture's is amount_received / amount_captured.
 func TestAmountCapturableUpdatedReportsTheAmountCapturable(t *testing.T) {
 	const secret = "whsec_adv24b"
 	const pi = `{"id":"pi_3MtwBwLkdIwHu7ix28a3tqPa","object":"payment_intent","amount":2000,"amount_capturable":1200,` +
