@@ -115,35 +115,7 @@ func TestACreateTheKubeAPIServerTimedOutIsInDoubtThoughNotStoredYet(t *testing.T
 		"500 etcdserver: request timed out": apierrors.NewInternalError(errors.New("etcdserver: request timed out")),
 		"503 from the kube-apiserver":       apierrors.NewServiceUnavailable("etcdserver: leader changed"),
 	} {
-		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, 100)
-			var late *videogenv1alpha1.VideoTask
-			l := h.startWith(h.ctx, "ledger-21t", func(cfg *Config) {
-				cfg.Client = interceptor.NewClient(k8s, interceptor.Funcs{
-					Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-						if task, ok := obj.(*videogenv1alpha1.VideoTask); ok && task.Name == "a" {
-							late = task.DeepCopy() // step 2: queued in etcd
-							return answer
-						}
-						return c.Create(ctx, obj, opts...)
-					},
-				})
-			})
-			h.l = l
-			_, errA := l.CreateTask(h.ctx, h.task("a"), 60) // step 3 inside
-			_, errB := l.CreateTask(h.ctx, h.task("b"), 60) // step 4
-			must(t, k8s.Create(h.ctx, late))                // step 5
-			h.feed(l, late)
-			a := &videogenv1alpha1.VideoTask{}
-			must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "a"}, a))
-			v, err := l.View(a)
-			must(t, err)
-			var short *InsufficientBalanceError
-			if !errors.Is(errA, errCreateInDoubt) || v.Standing != Held || !errors.As(errB, &short) {
-				t.Fatalf("a create answered %s and stored after: %v (want in doubt: 503 \"may have been created\"); a stands %v "+
-					"(want Held: admitted when the account could pay); the create of b at 60 after it: %v (want 402, 40 available)", name, errA, v.Standing, errB)
-			}
-		})
+		t.Run(name, func(t *testing.T) { expectInDoubtUntilItLands(t, answer) })
 	}
 }
 
