@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -36,27 +37,13 @@ func TestAStageWhoseJobNamespaceWasMovedIsSubmittedAgainNotFailed(t *testing.T) 
 		{"videogen-jobs", "gpu-jobs"},
 	} {
 		t.Run(move.from+" to "+move.to, func(t *testing.T) {
-			cfg, err := LoadConfig("testdata/config.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
 			w := testWork(videogenv1alpha1.StageRender)
-			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-			cfg.Namespace = move.from
-			before, err := New(c, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before, after, _ := backendsAcrossAMove(t, move.from, move.to)
 			h, err := before.Submit(context.Background(), w)
 			if err != nil {
 				t.Fatal(err)
 			}
 
-			cfg.Namespace = move.to
-			after, err := New(c, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
 			_, err = after.Observe(context.Background(), w, h)
 			if !generation.IsLost(err) {
 				t.Fatalf("after the namespace moved from %q to %q, Observe(%q) = %v; want the stage reported lost, to be submitted again", move.from, move.to, h, err)
@@ -70,4 +57,24 @@ func TestAStageWhoseJobNamespaceWasMovedIsSubmittedAgainNotFailed(t *testing.T) 
 			}
 		})
 	}
+}
+
+// backendsAcrossAMove is the Job backend of testdata/config.yaml with namespace from, the one a
+// manager restarted with namespace to builds, and the cluster both use.
+func backendsAcrossAMove(t *testing.T, from, to string) (before, after *Backend, c client.Client) {
+	t.Helper()
+	cfg, err := LoadConfig("testdata/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	cfg.Namespace = from
+	if before, err = New(c, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Namespace = to
+	if after, err = New(c, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return before, after, c
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
@@ -28,7 +26,7 @@ import (
 // with Jobs of tasks long finished (each stage running in both namespaces for its whole run),
 // paid for by nobody; the user sees nothing, except that the queue is slower.
 // The fix: the backend deletes the old Job when it sees the moved handle (Observe reporting it
-// lost, or Cancel), without trusting the namespace the handle names, which 21b forbids it to
+// lost, or Cancel), without trusting the namespace the handle names, which backend_handle_test.go forbids it to
 // read or delete by name in (its test keeps kube-system/<the work's own Job name> untouched):
 // it deletes there, by label (deletecollection), only the Jobs that carry the work's own labels
 // (this backend's, the task's UID, the stage). A Job of another task there stays.
@@ -38,17 +36,8 @@ func TestAJobLeftInTheOldNamespaceIsDeleted(t *testing.T) {
 		{"videogen-jobs", "gpu-jobs"},
 	} {
 		t.Run(move.from+" to "+move.to, func(t *testing.T) {
-			cfg, err := LoadConfig("testdata/config.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
 			w := testWork(videogenv1alpha1.StageRender)
-			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-			cfg.Namespace = move.from
-			before, err := New(c, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before, after, c := backendsAcrossAMove(t, move.from, move.to)
 			old, err := before.Submit(context.Background(), w)
 			if err != nil {
 				t.Fatal(err)
@@ -62,11 +51,6 @@ func TestAJobLeftInTheOldNamespaceIsDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			cfg.Namespace = move.to
-			after, err := New(c, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if _, err := after.Observe(context.Background(), w, old); !generation.IsLost(err) {
 				t.Fatalf("Observe(%q) = %v; want lost", old, err)
 			}
