@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -31,19 +29,8 @@ import (
 // a token in use stays accepted (the 10 minutes run from its last acceptance).
 func TestATokenInUseIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
 	kube := &reviewCounter{}
-	srv := httptest.NewServer(kube)
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	h := newReviewedLedgerAt(t, kube, clk)
 	const path, mesh = "/ledger/v1/namespaces/team/balance", "127.0.0.6"
 	start := clk.Now()
 	flood := func(round int) {
@@ -138,19 +125,8 @@ func TestConcurrentRefusedCallsDoNotEachCostAReview(t *testing.T) {
 	const intruderToken = "another-pods-service-account-token"
 	kube := &barrierKube{reviewCounter: &reviewCounter{also: map[string]string{intruderToken: "system:serviceaccount:team:default"}},
 		arrived: make(chan struct{}, 100), release: make(chan struct{})}
-	srv := httptest.NewServer(kube)
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	h := newReviewedLedgerAt(t, kube, clk)
 	go func() { // the first 20, one at a time
 		for range failedReviewBurst {
 			<-kube.arrived

@@ -15,6 +15,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -78,6 +79,13 @@ func ledgerCall(h http.Handler, remote, path, token string) int {
 
 func newReviewedLedger(t *testing.T, kube *reviewCounter) http.Handler {
 	t.Helper()
+	return newReviewedLedgerAt(t, kube, clock.RealClock{})
+}
+
+// newReviewedLedgerAt is newReviewedLedger with kube any fake kube-apiserver and clk the clock
+// of the limit on failed authentications.
+func newReviewedLedgerAt(t *testing.T, kube http.Handler, clk clock.PassiveClock) http.Handler {
+	t.Helper()
 	srv := httptest.NewServer(kube)
 	t.Cleanup(srv.Close)
 	// QPS -1: no client-side limit, as the manager's config (controller-runtime's GetConfig).
@@ -86,7 +94,7 @@ func newReviewedLedger(t *testing.T, kube *reviewCounter) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := ledgerAuth(cfg, hc, logr.Discard())
+	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,19 +139,8 @@ func TestRandomTokensDoNotEachCostATokenReview(t *testing.T) {
 // sidecar may make every caller one address); 3. a second later, one more review.
 func TestTheReviewLimitKeepsAcceptedTokensAndRefills(t *testing.T) {
 	kube := &reviewCounter{}
-	srv := httptest.NewServer(kube)
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	h := newReviewedLedgerAt(t, kube, clk)
 	const path = "/ledger/v1/namespaces/team/balance"
 	for i := range failedReviewBurst {
 		if code := ledgerCall(h, "10.0.9.9:1", path, fmt.Sprintf("random-%d", i)); code != http.StatusUnauthorized {

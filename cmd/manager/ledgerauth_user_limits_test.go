@@ -221,18 +221,7 @@ func TestARotatedTokenIsNotLockedOutByAFloodFromItsAddress(t *testing.T) {
 	cluster := newTestSigner(t, "k1")
 	rotated := cluster.token(t, testIssuer, theReplica, clk.Now().Add(time.Hour))
 	kube := &issuerKube{reviewCounter: &reviewCounter{also: map[string]string{rotated: theReplica}}, keys: []jose.JSONWebKey{cluster.public()}}
-	srv := httptest.NewServer(kube)
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := ledgerAuthWithClock(cfg, hc, logr.Discard(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	h := newReviewedLedgerAt(t, kube, clk)
 	const path, mesh = "/ledger/v1/namespaces/team/balance", "127.0.0.6"
 	if code := ledgerCall(h, mesh+":2", path, goodToken); code != http.StatusOK {
 		t.Fatalf("the replica's token: %d, want 200", code)
