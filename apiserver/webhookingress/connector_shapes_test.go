@@ -9,8 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,7 +20,6 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
-	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
@@ -96,22 +93,7 @@ func TestAdyenBatchWithOneBadItemStoresNothingThenEverythingOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := webhookingress.New(webhookingress.Options{Service: svc, Client: cl, Namespace: "payments",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(items ...string) (int, string) {
-		body := `{"live":"false","notificationItems":[` + strings.Join(items, ",") + `]}`
-		req, err := http.NewRequest(http.MethodPost, "/v1/webhooks/adyen", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.SetPathValue("connector", "adyen")
-		rec := newRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.code, rec.body.String()
-	}
+	post := adyenPoster(t, svc, cl)
 	auth := signedAdyenNotification(t, adyenHMACKey, "ADV22AUTH0000001", "AUTHORISATION", "true", 1000)
 	capture := signedAdyenNotification(t, adyenHMACKey, "ADV22CAPT0000001", "CAPTURE", "true", 1000)
 	badRefund := signedAdyenNotification(t, strings.Repeat("0A", 32), "ADV22REFD0000001", "REFUND", "true", 400)

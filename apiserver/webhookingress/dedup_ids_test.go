@@ -82,22 +82,7 @@ func TestAdyenDisputeStatusChangeUnderOneEventCodeIsStored(t *testing.T) {
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			cl := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-			h, err := webhookingress.New(webhookingress.Options{Service: svc, Client: cl, Namespace: "payments",
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			post := func(items ...string) (int, string) {
-				body := `{"live":"false","notificationItems":[` + strings.Join(items, ",") + `]}`
-				req, err := http.NewRequest(http.MethodPost, "/v1/webhooks/adyen", strings.NewReader(body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.SetPathValue("connector", "adyen")
-				rec := newRecorder()
-				h.ServeHTTP(rec, req)
-				return rec.code, rec.body.String()
-			}
+			post := adyenPoster(t, svc, cl)
 			first := adyenDisputeItem(t, tc.code, tc.first)
 			then := adyenDisputeItem(t, tc.code, tc.then)
 			if code, out := post(first); code != http.StatusOK || !strings.Contains(out, `"stored":1`) {
@@ -172,5 +157,27 @@ func TestStripeRetryWithAnotherPendingWebhooksIsADuplicate(t *testing.T) {
 	}
 	if n := storedEvents(cl); n != 1 {
 		t.Fatalf("%d PaymentEvents, want 1", n)
+	}
+}
+
+// adyenPoster is the ingress of svc storing into cl, and a function posting it one Adyen batch
+// of items (signed NotificationRequestItems), answering its status and body.
+func adyenPoster(t *testing.T, svc *eventservice.Service, cl client.Client) func(items ...string) (int, string) {
+	t.Helper()
+	h, err := webhookingress.New(webhookingress.Options{Service: svc, Client: cl, Namespace: "payments",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(items ...string) (int, string) {
+		body := `{"live":"false","notificationItems":[` + strings.Join(items, ",") + `]}`
+		req, err := http.NewRequest(http.MethodPost, "/v1/webhooks/adyen", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetPathValue("connector", "adyen")
+		rec := newRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.code, rec.body.String()
 	}
 }

@@ -4,8 +4,6 @@ package webhookingress_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/eventservice"
-	"github.com/videogen-dev/videogen-operator/apiserver/webhookingress"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
 
@@ -41,22 +38,7 @@ func TestAdyenRFIExpiredStoredUnderTheOldMappingMeetsItsRedelivery(t *testing.T)
 		t.Fatal(err)
 	}
 	cl := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-	h, err := webhookingress.New(webhookingress.Options{Service: svc, Client: cl, Namespace: "payments",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(items ...string) (int, string) {
-		body := `{"live":"false","notificationItems":[` + strings.Join(items, ",") + `]}`
-		req, err := http.NewRequest(http.MethodPost, "/v1/webhooks/adyen", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.SetPathValue("connector", "adyen")
-		rec := newRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.code, rec.body.String()
-	}
+	post := adyenPoster(t, svc, cl)
 	expired := adyenDisputeItem(t, "REQUEST_FOR_INFORMATION", "Expired")
 	if code, out := post(expired); code != http.StatusOK || !strings.Contains(out, `"event_type":"DISPUTE_CLOSED"`) {
 		t.Fatalf("RFI Expired: %d %s, want 200 stored DISPUTE_CLOSED", code, out)
