@@ -110,6 +110,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 		*p = abs
 	}
+	if err := checkDataDirFree(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	s := &Stack{cfg: cfg, APIURL: "http://" + cfg.APIAddress, WorkerURL: "http://" + cfg.WorkerAddress}
 	for _, addr := range append([]string{cfg.APIAddress}, cfg.MoreAPIAddresses...) {
 		s.APIURLs = append(s.APIURLs, "http://"+addr)
