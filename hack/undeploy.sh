@@ -9,6 +9,12 @@
 # off those objects and waits until the CRDs are gone. A kustomization without the CRDs
 # leaves them and their objects alone.
 #
+# The kube-apiserver's CRD finalizer deletes a CRD's objects and then the CRD; a failed attempt
+# (a CRD deleted while its storage is still starting answers "storage is (re)initializing" on
+# a loaded control plane) is retried with an exponential backoff that reaches minutes. So each
+# round also annotates every CRD still being deleted: an update the finalizer sees makes it try
+# again at once.
+#
 # Usage: hack/undeploy.sh [DIR]
 #   KUSTOMIZE (bin/kustomize) and KUBECTL (kubectl) name the binaries; KUBECONFIG the cluster.
 case ${1:-} in -h | --help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;; esac
@@ -24,20 +30,26 @@ deleting() {
     grep '\.videogen\.dev$' || true
 }
 
-for _ in $(seq 60); do
+deadline=$((SECONDS + 120))
+while [ "$SECONDS" -lt "$deadline" ]; do
   crds=$(deleting)
   [ -n "$crds" ] || exit 0
   for crd in $crds; do
-    # Namespace and name of each object that still has finalizers (Templates: no namespace).
-    "$kubectl" get "$crd" -A -o jsonpath='{range .items[?(@.metadata.finalizers)]}{.metadata.namespace}{" "}{.metadata.name}{"\n"}{end}' 2>/dev/null |
-      while read -r ns name; do
-        [ -n "$name" ] || { name=$ns; ns=""; }
-        # It may be gone meanwhile; the next round sees what is left.
-        "$kubectl" patch "$crd" "$name" ${ns:+-n "$ns"} --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null || true
-      done || true # the CRD went meanwhile
+    # Each object as namespace|name|finalizers (Templates: no namespace).
+    objects=$("$kubectl" get "$crd" -A -o jsonpath='{range .items[*]}{.metadata.namespace}{"|"}{.metadata.name}{"|"}{.metadata.finalizers}{"\n"}{end}' 2>/dev/null) ||
+      continue # the CRD went meanwhile, or its storage is not serving yet
+    while IFS='|' read -r ns name finalizers; do
+      [ -n "$finalizers" ] || continue
+      # It may be gone meanwhile; the next round sees what is left.
+      "$kubectl" patch "$crd" "$name" ${ns:+-n "$ns"} --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null || true
+    done <<<"$objects"
+    "$kubectl" annotate crd "$crd" --overwrite videogen.dev/undeploy-retry="$SECONDS" >/dev/null 2>&1 || true
   done
   sleep 2
 done
 echo "CRDs still being deleted after 2 minutes: $(deleting | tr '\n' ' ')" >&2
 "$kubectl" get $(deleting | paste -sd, -) -A >&2 || true
+for crd in $(deleting); do
+  "$kubectl" get crd "$crd" -o jsonpath='{.metadata.name}{": "}{.status.conditions[?(@.type=="Terminating")].message}{"\n"}' >&2 || true
+done
 exit 1

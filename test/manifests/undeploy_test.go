@@ -56,7 +56,8 @@ func TestUndeployRemovesTheCRDsWithTheirObjects(t *testing.T) {
 	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Longer than the script gives the CRDs (2 minutes), so that its own account of what is left shows.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sh := func(stdin, script string) (string, error) {
 		cmd := exec.CommandContext(ctx, "bash", "-c", script)
