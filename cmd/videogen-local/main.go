@@ -26,6 +26,7 @@ func flags(cfg *localstack.Config) (fs *flag.FlagSet, restart *bool) {
 	flag.StringVar(&cfg.BinDir, "bin-dir", "", "Where the manager, apiserver and worker binaries are (make build-all; default: the repository's bin).")
 	flag.StringVar(&cfg.APIAddress, "api-address", "127.0.0.1:8080", "Address of the REST API.")
 	flag.StringVar(&cfg.WorkerAddress, "worker-address", "127.0.0.1:8090", "Address of the reference worker.")
+	flag.StringVar(&cfg.BackendsConfig, "backends-config", "", "The manager's --backends-config `file`, to route capabilities to a backend of your own (docs/backend-protocol.md, Routing) instead of the stack's, which routes every capability to the reference worker (url http://<--worker-address>, token in <data-dir>/worker-token; copy <data-dir>/backends.yaml to start from it).")
 	flag.Int64Var(&cfg.DemoPoints, "demo-points", 1000, "Points of the demo account's first top-up.")
 	flag.Func("default-price", "System default price in `points` (10 if not given), of the manager's and the REST apiserver's alike: what an eraser task, a custom short template and a duration without an entry cost.",
 		func(v string) error {

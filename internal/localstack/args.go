@@ -27,6 +27,7 @@ var ownFlagHints = map[string]string{
 	"apiserver metrics-bind-address": "--api-metrics-address",
 	"apiserver bind-address":         "--api-address",
 	"manager default-price":          "--default-price",
+	"manager backends-config":        "--backends-config",
 	"apiserver default-price":        "--default-price",
 }
 

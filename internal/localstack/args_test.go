@@ -146,3 +146,53 @@ func TestTheDefaultPriceIsOneValueForTheManagerAndTheAPIServer(t *testing.T) {
 		}
 	}
 }
+
+// A backend author routes a capability to their own server on the local stack with
+// videogen-local's --backends-config: the stack refused the manager's flag as its own (it
+// wires the reference worker with it) and offered nothing else, so the only way was to edit
+// the file it writes and kill the manager under --restart.
+func TestTheManagerReadsTheUsersBackendsConfig(t *testing.T) {
+	dataDir := t.TempDir()
+	mine := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(mine, []byte("backends: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{DataDir: dataDir, BackendsConfig: mine}
+	cfg.defaults()
+	s := &Stack{cfg: cfg, WorkerURL: "http://127.0.0.1:8090"}
+	got, err := s.backendsConfig(filepath.Join(dataDir, "worker-token"))
+	if err != nil || got != mine {
+		t.Fatalf("backendsConfig = %q, %v; want the user's %q", got, err, mine)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "backends.yaml")); err == nil {
+		t.Error("the stack wrote its own backends.yaml although the user gave one (the user's may be that very file)")
+	}
+	if args := strings.Join(s.commands(wiring{backends: got})[1].args(), " "); !strings.Contains(args, "--backends-config="+mine) {
+		t.Errorf("the manager's command line does not name the user's file: %s", args)
+	}
+
+	s.cfg.BackendsConfig = ""
+	got, err = s.backendsConfig(filepath.Join(dataDir, "worker-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(got); err != nil || !strings.Contains(string(b), "url: http://127.0.0.1:8090") {
+		t.Errorf("without a file of the user's, the stack's own routes to the reference worker: %q, %v", b, err)
+	}
+
+	refused := &Stack{cfg: Config{BinDir: t.TempDir(), ManagerArgs: []string{"--backends-config=" + mine}}, APIURLs: []string{"http://127.0.0.1:18080"}}
+	if err := refused.checkArgs(context.Background()); err == nil || !strings.Contains(err.Error(), "use videogen-local's --backends-config") {
+		t.Errorf("--manager-arg=--backends-config: %v, want it refused, naming videogen-local's --backends-config", err)
+	}
+
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	if st, err := Start(context.Background(), Config{DataDir: dataDir, BinDir: t.TempDir(), BackendsConfig: missing}); err == nil {
+		st.Stop()
+		t.Fatal("Start took a --backends-config file that does not exist")
+	} else if !strings.Contains(err.Error(), missing) {
+		t.Errorf("Start's error %q should name the missing file", err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "etcd")); err == nil {
+		t.Error("the control plane was started before the backends config was checked")
+	}
+}

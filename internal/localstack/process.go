@@ -88,16 +88,8 @@ func (s *Stack) startProcesses(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	backends := s.path("backends.yaml")
-	config := fmt.Sprintf(`# Written by the local stack: every capability runs on the reference worker.
-backends:
-- name: reference-worker
-  capabilities: [video.short, video.eraser, video.template, image.pose]
-  http:
-    url: %s
-    tokenFile: %q
-`, s.WorkerURL, workerToken)
-	if err := os.WriteFile(backends, []byte(config), 0o644); err != nil {
+	backends, err := s.backendsConfig(workerToken)
+	if err != nil {
 		return err
 	}
 	tokens, err := s.secretFile("event-service-tokens", "evs_", &s.EventServiceToken)
@@ -124,6 +116,26 @@ backends:
 		s.logf("started %s (pid %d, log: %s)", c.name, p.cmd.Process.Pid, s.path("logs", c.name+".log"))
 	}
 	return nil
+}
+
+// backendsConfig is the manager's --backends-config: the user's file (Config.BackendsConfig),
+// or one the stack writes that routes every capability to the reference worker, whose token
+// is in the file workerToken.
+func (s *Stack) backendsConfig(workerToken string) (string, error) {
+	if s.cfg.BackendsConfig != "" {
+		return s.cfg.BackendsConfig, nil
+	}
+	backends := s.path("backends.yaml")
+	config := fmt.Sprintf(`# Written by the local stack: every capability runs on the reference worker.
+# To route some elsewhere, give videogen-local --backends-config=FILE (a copy of this one, edited).
+backends:
+- name: reference-worker
+  capabilities: [video.short, video.eraser, video.template, image.pose]
+  http:
+    url: %s
+    tokenFile: %q
+`, s.WorkerURL, workerToken)
+	return backends, os.WriteFile(backends, []byte(config), 0o644)
 }
 
 // wiring is what the stack's own flags point the components at: files and the ledger's address.

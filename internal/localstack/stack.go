@@ -39,6 +39,12 @@ type Config struct {
 	// instead of the reference worker, which is then not started (tests' fault-injecting
 	// backends). It must answer GET /healthz with 200.
 	Backend string
+	// BackendsConfig, if set, is a --backends-config file of the user's that the manager reads
+	// instead of the one the stack writes (every capability on the reference worker): to route
+	// a capability to a backend of one's own (docs/backend-protocol.md, Routing). The
+	// reference worker still runs, for the entries that name it (its url is WorkerURL, its
+	// token in <DataDir>/worker-token).
+	BackendsConfig string
 	// ManagerMetricsAddress, APIMetricsAddress: where the manager and the (first) REST apiserver
 	// serve Prometheus metrics, over plain HTTP on this machine; empty serves none.
 	ManagerMetricsAddress, APIMetricsAddress string
@@ -103,7 +109,16 @@ type Stack struct {
 // the data (accounts, tasks, the demo key).
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	cfg.defaults()
-	for _, p := range []*string{&cfg.DataDir, &cfg.BinDir} {
+	if cfg.BackendsConfig != "" {
+		// Refused now rather than as a manager that exits once the control plane runs.
+		if _, err := os.Stat(cfg.BackendsConfig); err != nil {
+			return nil, fmt.Errorf("--backends-config: %w", err)
+		}
+	}
+	for _, p := range []*string{&cfg.DataDir, &cfg.BinDir, &cfg.BackendsConfig} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return nil, err
