@@ -129,7 +129,7 @@ var _ = Describe("A task whose backend is unreachable", func() {
 		// The manager's log, at its default verbosity: the outage once, not each retry.
 		var logged atomic.Int32
 		logger := funcr.New(func(_, args string) {
-			if strings.Contains(args, "backend unavailable, will retry") {
+			if strings.Contains(args, "backend unavailable, will retry") && strings.Contains(args, `"backend"="test-backend"`) {
 				logged.Add(1)
 			}
 		}, funcr.Options{})

@@ -174,7 +174,7 @@ stages:
 				break stages
 			}
 			if err != nil {
-				return r.backendError(ctx, task, before, view, backend, w, st, err, deadline, gone)
+				return r.backendError(ctx, task, before, view, name, backend, w, st, err, deadline, gone)
 			}
 			at := metav1.NewTime(now)
 			st.Handle, st.Backend, st.State, st.StartedAt, st.Message = handle, name, videogenv1alpha1.StageRunning, &at, runningMessage(st, "")
@@ -218,7 +218,7 @@ stages:
 			continue
 		}
 		if err != nil {
-			return r.backendError(ctx, task, before, view, where, w, st, err, deadline, gone)
+			return r.backendError(ctx, task, before, view, whereName, where, w, st, err, deadline, gone)
 		}
 		obs.Message = backendText(obs.Message)
 		if st.Server == "" && st.Backend == name && whereName == name {
@@ -514,11 +514,13 @@ func runningMessage(st *videogenv1alpha1.StageStatus, msg string) string {
 	return msg + " (" + note + ")"
 }
 
-// backendError handles a failed Submit or Observe of st (work w at b), judged at the time after
-// the call: a permanent error fails the stage, a task that must stop stops, with its running
-// work cancelled, and any other error is recorded and retried.
+// backendError handles a failed Submit or Observe of st (work w at b, configured as bName),
+// judged at the time after the call: a permanent error fails the stage, a task that must stop
+// stops, with its running work cancelled, and any other error is recorded and retried. Its log
+// lines name bName: a stage refused at Submit records no backend in its status, and the
+// events, shown to the task's owner, name none.
 func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1alpha1.VideoTask, before *videogenv1alpha1.VideoTaskStatus,
-	view ledger.View, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, deadline time.Time, gone *outcome) (ctrl.Result, error) {
+	view ledger.View, bName string, b generation.Backend, w generation.Work, st *videogenv1alpha1.StageStatus, err error, deadline time.Time, gone *outcome) (ctrl.Result, error) {
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		// A cancel request cut the call short (interruptCall): start again from the task as it
 		// is now. Nothing was written, so no event may tell of this reconcile's changes (its
@@ -530,7 +532,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 	if generation.IsPermanent(err) {
 		at := metav1.NewTime(now)
 		st.State, st.CompletedAt, st.Message = videogenv1alpha1.StageFailed, &at, backendText(err.Error())
-		logf.FromContext(ctx).Info("backend ended the stage", "stage", st.Name, "handle", st.Handle, "error", err.Error())
+		logf.FromContext(ctx).Info("backend ended the stage", "backend", bName, "stage", st.Name, "handle", st.Handle, "error", err.Error())
 		if st.Handle != "" && !generation.IsLost(err) {
 			// Ended by an answer no retry changes (one that breaks the protocol), not by the
 			// stage's end: the backend may run it still, and nothing else would stop it.
@@ -554,7 +556,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 		// backend down for minutes would otherwise log every task every other poll.
 		log = log.V(1)
 	}
-	log.Info("backend unavailable, will retry", "stage", st.Name, "error", err.Error())
+	log.Info("backend unavailable, will retry", "backend", bName, "stage", st.Name, "error", err.Error())
 	name, _, _ := r.Backends.Route(task.Spec.Capability)
 	backendErrors.WithLabelValues(name, string(st.Name)).Inc()
 	st.Message = "backend unavailable: " + backendText(err.Error())
