@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -83,8 +84,11 @@ func (r *VideoTaskReconciler) recordResubmissions(before, now progressMark, task
 		if i < 0 || i >= len(now.resubmitted) || now.resubmitted[i] <= before.resubmitted[i] {
 			continue
 		}
-		action := "Resubmit" + strings.ToUpper(string(st.Name[:1])) + string(st.Name[1:])
 		for n := before.resubmitted[i] + 1; n <= now.resubmitted[i]; n++ { // one reconcile may submit it again twice
+			// The action names the stage and the resubmission (ResubmitRender2): the recorder
+			// folds events that differ only in their note into one series, and "2 of 2" would
+			// show as a second count of "1 of 2".
+			action := fmt.Sprintf("Resubmit%s%s%d", strings.ToUpper(string(st.Name[:1])), st.Name[1:], n)
 			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, EventStageLost, action, "%s; submitted it again, %d of %d",
 				lostStage(st.Name), n, maxResubmissions)
 		}

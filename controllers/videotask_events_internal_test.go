@@ -1,10 +1,12 @@
 package controllers
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
@@ -88,4 +90,33 @@ func BenchmarkReconcileProgressSnapshot(b *testing.B) {
 			_ = st.DeepCopy()
 		}
 	})
+}
+
+// actionRecorder records each event's type, reason and action: what client-go's events
+// broadcaster folds events by (with the regarding and related objects and the reporter), not
+// the note.
+type actionRecorder struct{ keys, notes []string }
+
+func (a *actionRecorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	a.keys = append(a.keys, eventtype+"/"+reason+"/"+action)
+	a.notes = append(a.notes, fmt.Sprintf(note, args...))
+}
+
+// The backend tour's worker that lost a stage twice: kubectl showed one StageLost, "1 of 2",
+// with series.count 2. The two Warnings had the same type, reason and action, so the events
+// broadcaster folded the second ("2 of 2") into the first's series, its note lost. Each
+// resubmission's event must have a key of its own.
+func TestEachResubmissionsEventIsKeptApart(t *testing.T) {
+	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-1"}, Status: *runningStatus()}
+	recorder := &actionRecorder{}
+	r := &VideoTaskReconciler{Recorder: recorder}
+	before := markProgress(&task.Status)
+	task.Status.Stages[1].Resubmissions = 2
+	r.recordProgress(before, task)
+	if len(recorder.keys) != 2 {
+		t.Fatalf("events %q, want the two resubmissions'", recorder.notes)
+	}
+	if recorder.keys[0] == recorder.keys[1] {
+		t.Errorf("both resubmissions' events are %s: the broadcaster folds %q into the series of %q", recorder.keys[0], recorder.notes[1], recorder.notes[0])
+	}
 }
