@@ -60,6 +60,15 @@ func (s *Stack) spawn(name string, args ...string) (*process, error) {
 	return p, nil
 }
 
+// exit is how an exited process ended, as exec says it ("exit status 3", "signal: killed"),
+// also when it exited 0: Wait's error is nil then, and the progress line said "(<nil>)".
+func (p *process) exit() string {
+	if p.err == nil {
+		return "exit status 0"
+	}
+	return p.err.Error()
+}
+
 func (p *process) exited() bool {
 	select {
 	case <-p.done:
@@ -200,7 +209,7 @@ func (s *Stack) checkProcesses() error {
 			if len(tail) > 2000 {
 				tail = tail[len(tail)-2000:]
 			}
-			return fmt.Errorf("%s exited (%v); end of its log:\n%s", p.name, p.err, tail)
+			return fmt.Errorf("%s exited (%s); end of its log:\n%s", p.name, p.exit(), tail)
 		}
 	}
 	return nil

@@ -39,7 +39,7 @@ func (s *Stack) Supervise(ctx context.Context) {
 					d = min(2*prev, maxBackoff)
 				}
 				backoff[name], restartAt[name] = d, time.Now().Add(d)
-				s.logf("%s exited (%v); restarting it in %s (log: %s)", name, p.err, d, s.path("logs", name+".log"))
+				s.logf("%s exited (%s); restarting it in %s (log: %s)", name, p.exit(), d, s.path("logs", name+".log"))
 				continue
 			}
 			if time.Now().Before(at) {

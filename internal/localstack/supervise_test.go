@@ -37,7 +37,9 @@ func (b *syncBuffer) String() string {
 func TestSuperviseRestartsAComponentThatExits(t *testing.T) {
 	bin, data := t.TempDir(), t.TempDir()
 	// The first start crashes at once; later ones run until killed.
-	script := "#!/bin/sh\nif [ ! -e \"$1/started\" ]; then touch \"$1/started\"; exit 3; fi\nexec sleep 300\n"
+	script := "#!/bin/sh\nif [ ! -e \"$1/started\" ]; then touch \"$1/started\"; exit 3; fi\n" +
+		// The third start exits 0, as the manager does on SIGTERM: its exit is told as such.
+		"if [ ! -e \"$1/again\" ]; then touch \"$1/again\"; exec sleep 300; fi\nif [ ! -e \"$1/third\" ]; then touch \"$1/third\"; exit 0; fi\nexec sleep 300\n"
 	if err := os.WriteFile(filepath.Join(bin, "worker"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +89,15 @@ func TestSuperviseRestartsAComponentThatExits(t *testing.T) {
 	if !strings.Contains(progress.String(), "worker exited (signal: killed); restarting it in 2s") {
 		t.Errorf("the kill is not logged with a doubled delay:\n%s", progress.String())
 	}
+	waitFor("after exiting 0", 3)
+	if !strings.Contains(progress.String(), "worker exited (exit status 0); restarting it in 4s") {
+		t.Errorf("an exit 0 is not logged as such:\n%s", progress.String())
+	}
 	log, err := os.ReadFile(filepath.Join(data, "logs", "worker.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(string(log), "---- "); got != 3 {
-		t.Errorf("the worker's log has %d starts, want 3 (one file for all):\n%s", got, log)
+	if got := strings.Count(string(log), "---- "); got != 4 {
+		t.Errorf("the worker's log has %d starts, want 4 (one file for all):\n%s", got, log)
 	}
 }
