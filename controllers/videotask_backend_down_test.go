@@ -116,7 +116,9 @@ var _ = Describe("A task whose backend is unreachable", func() {
 			for {
 				select {
 				case e := <-recorder.Events:
-					if strings.HasPrefix(e, "Warning BackendUnavailable") {
+					// Not "did not answer": the outage may be answers (a 401 of a wrong token, a
+					// 503 busy, 500s), and the error in parentheses then says "backend answered".
+					if strings.HasPrefix(e, "Warning BackendUnavailable Backend test-backend is unavailable for the analyze stage; retrying") {
 						n++
 					}
 				default:

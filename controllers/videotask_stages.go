@@ -563,7 +563,7 @@ func (r *VideoTaskReconciler) backendError(ctx context.Context, task *videogenv1
 	if first {
 		// Once per outage of the task, not per retry: on-call sees it in kubectl describe.
 		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, videogenv1alpha1.ReasonBackendUnavailable, "Dispatch",
-			"Backend %s did not answer for the %s stage; retrying until the task's timeout (%v)", name, st.Name, err)
+			"Backend %s is unavailable for the %s stage; retrying until the task's timeout (%v)", name, st.Name, err)
 	}
 	r.setCondition(task, videogenv1alpha1.ConditionDispatched, metav1.ConditionFalse, videogenv1alpha1.ReasonBackendUnavailable, st.Message)
 	if werr := r.writeIfChanged(ctx, task, before); werr != nil {
