@@ -109,6 +109,15 @@ func startLedger() (*ledger.Ledger, func()) {
 	return startLedgerWithCache(cache.Options{ByObject: controllers.CacheByObject()})
 }
 
+// accountWithALedger is an account of points that no PointAccount controller runs, and a
+// ledger started for the spec (stopped when it ends): the set-up of the reroute specs.
+func accountWithALedger(points int64) (string, *ledger.Ledger) {
+	ns := accountWithoutController(points)
+	l, stop := startLedger()
+	DeferCleanup(stop)
+	return ns, l
+}
+
 // startLedgerWithCache is startLedger over a cache of those options (a lagging one, say).
 func startLedgerWithCache(cacheOpts cache.Options) (*ledger.Ledger, func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

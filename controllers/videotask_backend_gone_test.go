@@ -39,10 +39,8 @@ var _ = Describe("Backends and reroutes", func() {
 	// reroute does), before it waits or times out. Failed before the fix with the task still
 	// Running (NoBackend) after every reconcile.
 	It("takes a render that finished at its backend when no backend serves the capability any more", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		ns, l := accountWithALedger(100)
+		gpuA := newGPU("a")
 		gpuA.setRender(generation.Running)
 		before := directReconciler(k8sClient, l, gpuA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
@@ -71,10 +69,8 @@ var _ = Describe("Backends and reroutes", func() {
 	// Checked, holds (with the fix above): a render that still runs at its old backend while no
 	// backend serves the capability is not taken early, and is stopped there at the timeout.
 	It("still waits for a render that runs on, and stops it at the timeout", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		ns, l := accountWithALedger(100)
+		gpuA := newGPU("a")
 		gpuA.setRender(generation.Running)
 		before := directReconciler(k8sClient, l, gpuA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
@@ -115,11 +111,9 @@ var _ = Describe("Backends and reroutes", func() {
 	// backend, a stage that succeeded at another server than it. Failed before the fix with
 	// "the analyze runs on at gpu-b, unpaid".
 	It("stops the analyze a lost reroute started at the new backend when the task is deleted", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		ns, l := accountWithALedger(100)
+		gpuA := newGPU("a")
+		gpuB := newGPU("b")
 		gpuA.setRender(generation.Running)
 		gpuB.setAnalyze(generation.Running)
 		before := directReconciler(k8sClient, l, gpuA)
@@ -184,9 +178,7 @@ func (b *jobKindBackend) Server() string { return b.server }
 // refused" after a lost-stage resubmission.
 var _ = Describe("A Job backend replaced by an http one under the same name", func() {
 	It("reroutes its stages to the http server instead of asking it for Job handles", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
 		Expect(err).NotTo(HaveOccurred())
 		jobs, err := jobbackend.New(k8sClient, cfg)
@@ -270,10 +262,8 @@ func newRefusingWorker() *httptest.Server {
 // at a timeout). Failed before the fix with "the render runs on at gpu-a, unpaid".
 var _ = Describe("A task deleted while no backend serves its capability", func() {
 	It("stops its render at the backend it runs at", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
+		ns, l := accountWithALedger(100)
+		gpuA := newGPU("a")
 		gpuA.setRender(generation.Running)
 		before := directReconciler(k8sClient, l, gpuA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
@@ -325,9 +315,7 @@ func (b *brokenAnswerBackend) Observe(ctx context.Context, w generation.Work, ha
 // unpaid".
 var _ = Describe("A stage ended by a broken answer", func() {
 	It("is stopped at its backend", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		gpu := &brokenAnswerBackend{newRouteBackend("gpu", map[string]string{"face_track": "a"}, "")}
 		r := directReconciler(k8sClient, l, gpu)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()

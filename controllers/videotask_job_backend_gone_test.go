@@ -33,11 +33,9 @@ var _ = Describe("Backends and reroutes", func() {
 	// first stops there, by key, the keys it ran under before (K … K-r<N-1>), any of which that
 	// backend may still run from a time it was configured and the stage could not be stopped at it.
 	It("stops the plain key's render left at a backend removed and re-added", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		ns, l := accountWithALedger(100)
+		a := newGPU("a")
+		b := newGPU("b")
 		a.setRender(generation.Running)
 		b.setRender(generation.Running)
 		first := directReconciler(k8sClient, l, a)
@@ -94,9 +92,7 @@ var _ = Describe("Backends and reroutes", func() {
 	// handle names, when a stage recorded at server "job" is rerouted and no Job backend under its
 	// name can stop it.
 	It("deletes the Job of a stage rerouted from a Job backend to an http one under the same name", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		cfg, err := jobbackend.ParseConfig([]byte(jobtest.Config))
 		Expect(err).NotTo(HaveOccurred())
 		jobs, err := jobbackend.New(k8sClient, cfg)
@@ -147,9 +143,7 @@ var _ = Describe("Backends and reroutes", func() {
 	// status: nothing says which server issued the id): a url changed in the very rollout that
 	// upgrades the manager, at a server that echoes no key.
 	It("records the server of a stage recorded without one, so that a later url change is seen", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
 		DeferCleanup(workerA.Close)
 		workerB := newNumberingWorker(nil)
@@ -292,9 +286,7 @@ var _ = Describe("A Job stage whose Job backend is gone", func() {
 // with the task failed "the render stage was refused".
 var _ = Describe("An analyze recorded without a server", func() {
 	It("is analyzed again at the render's new server after a url change", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
 		DeferCleanup(workerA.Close)
 		workerB := newRefusingWorker()

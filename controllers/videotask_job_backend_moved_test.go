@@ -210,11 +210,9 @@ var _ = Describe("A reroute while the old backend is out", func() {
 	// the status does not keep), and a task whose old backend is gone for good would wait for
 	// it instead of running at the backend that serves it now.
 	It("runs again at the new backend a render finished at the old one it could not look at, charged once", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		a := &flakyRoute{routeBackend: newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")}
-		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		ns, l := accountWithALedger(100)
+		a := &flakyRoute{routeBackend: newGPU("a")}
+		b := newGPU("b")
 		a.setRender(generation.Running)
 		first := directReconciler(k8sClient, l, a)
 		first.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: a}}
@@ -272,11 +270,9 @@ var _ = Describe("A stage lost before its reroute", func() {
 	// and a new backend has lost nothing yet. The fix: a reroute starts the stage's
 	// resubmissions afresh. Failed before the fix with the task failed "lost 3 times".
 	It("gives a stage rerouted to another backend its resubmissions afresh", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		ns, l := accountWithALedger(100)
+		a := newGPU("a")
+		b := newGPU("b")
 		a.setAnalyze(generation.Running)
 		b.setAnalyze(generation.Running)
 		first := directReconciler(k8sClient, l, a)

@@ -44,8 +44,8 @@ var _ = Describe("A stage rerouted across a restart", func() {
 	// of gpu-a, so its answer is the stage's: the fix looks at the stage where it ran before
 	// rerouting a render, and a render that succeeded there is the task's result, charged once.
 	It("takes the render that finished at the old backend instead of running it again", func() {
-		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		gpuA := newGPU("a")
+		gpuB := newGPU("b")
 		gpuA.setRender(generation.Running)
 		before := directReconciler(k8sClient, l, gpuA)
 		before.Backends = generation.Routes{videogenv1alpha1.CapabilityShort: generation.Named{Name: "gpu-a", Backend: gpuA}}
@@ -82,8 +82,8 @@ var _ = Describe("A stage rerouted across a restart", func() {
 	// there and submitted at the new one, as videotask_routes_restart_test.go has it; the look at the old backend that
 	// the fix adds does not keep it there.
 	It("still reroutes a render that runs on at the old backend", func() {
-		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		gpuA := newGPU("a")
+		gpuB := newGPU("b")
 		gpuA.setRender(generation.Running)
 		gpuB.setRender(generation.Running)
 		before := directReconciler(k8sClient, l, gpuA)
@@ -172,11 +172,9 @@ var _ = Describe("A stage rerouted across a restart", func() {
 // cancelled the stage at and Submit there is told to start anew (a protocol change).
 var _ = Describe("A route change rolled back", func() {
 	It("runs the render again at the first backend instead of taking the stage cancelled there", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		workerA := newRouteBackend("worker-a", map[string]string{"face_track": "a"}, "")
-		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		gpuB := newGPU("b")
 		workerA.setRender(generation.Running)
 		gpuB.setRender(generation.Running)
 		first := directReconciler(k8sClient, l, workerA)
@@ -225,11 +223,9 @@ var _ = Describe("Stages moved back and forth", func() {
 	}
 
 	It("runs a render moved twice back to the same backend under a key that backend never cancelled", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		ns, l := accountWithALedger(100)
+		a := newGPU("a")
+		b := newGPU("b")
 		a.setRender(generation.Running)
 		b.setRender(generation.Running)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
@@ -253,11 +249,9 @@ var _ = Describe("Stages moved back and forth", func() {
 	})
 
 	It("runs an analyze stopped at the first backend under a key of its own when the routes come back", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		a := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		b := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		ns, l := accountWithALedger(100)
+		a := newGPU("a")
+		b := newGPU("b")
 		a.setAnalyze(generation.Running)
 		b.setRender(generation.Running)
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
@@ -309,6 +303,12 @@ func shortAndEraser(short, other *routeBackend) generation.Routes {
 		videogenv1alpha1.CapabilityShort:  generation.Named{Name: short.name, Backend: short},
 		videogenv1alpha1.CapabilityEraser: generation.Named{Name: other.name, Backend: other},
 	}
+}
+
+// newGPU is the route backend gpu-<letter>, whose analyze outputs face_track <letter>, so that a
+// render handed them says which backend analyzed.
+func newGPU(letter string) *routeBackend {
+	return newRouteBackend("gpu-"+letter, map[string]string{"face_track": letter}, "")
 }
 
 func newRouteBackend(name string, outputs map[string]string, needs string) *routeBackend {
@@ -405,9 +405,7 @@ func (b *routeBackend) Cancel(_ context.Context, w generation.Work, _ string) er
 // differs is rerouted as a route change across a restart is.
 var _ = Describe("A backend's server changes under the same name", func() {
 	It("never takes the new server's stage under the old server's id for the task's own", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		workerA := newNumberingWorker(map[videogenv1alpha1.StageName]string{videogenv1alpha1.StageRender: "running"})
 		DeferCleanup(workerA.Close)
 		workerB := newNumberingWorker(nil)
@@ -454,11 +452,9 @@ var _ = Describe("A backend's server changes under the same name", func() {
 // "the render runs on at gpu-b, unpaid / Expected <bool>: false to be true").
 var _ = Describe("A task deleted as its stage is rerouted", func() {
 	It("stops the render the reroute started at the new backend", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
-		gpuA := newRouteBackend("gpu-a", map[string]string{"face_track": "a"}, "")
-		gpuB := newRouteBackend("gpu-b", map[string]string{"face_track": "b"}, "")
+		ns, l := accountWithALedger(100)
+		gpuA := newGPU("a")
+		gpuB := newGPU("b")
 		gpuA.setRender(generation.Running)
 		gpuB.setRender(generation.Running)
 		before := directReconciler(k8sClient, l, gpuA)

@@ -16,9 +16,7 @@ import (
 // (InvalidRequest, template_not_found), which the customer did not send.
 var _ = Describe("VideoTask: a REST task's template deleted before its acceptance", func() {
 	It("ends TemplateUnavailable, refunded, as one deleted while the task runs", func() {
-		ns := accountWithoutController(100)
-		l, stop := startLedger()
-		DeferCleanup(stop)
+		ns, l := accountWithALedger(100)
 		r := directReconciler(k8sClient, l, testbackend.New())
 		tmpl := aTemplate(videogenv1alpha1.CapabilityShort).Price(20).Create()
 		var task *videogenv1alpha1.VideoTask
