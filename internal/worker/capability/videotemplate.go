@@ -10,8 +10,10 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/worker/jobs"
 )
 
-// maxTemplateSeconds bounds the requested duration, so one task cannot render for hours.
-const maxTemplateSeconds = 600
+// maxTemplateSeconds is the longest duration rendered: the API's and the CRDs' maximum
+// (spec.duration, a Template's maxDuration), so that every duration a catalog may offer renders
+// here. Below it, the stage's deadline (the task's timeout) bounds how long a render may take.
+const maxTemplateSeconds = 3600
 
 // videoTemplate trims or loops the template to the requested duration.
 func (p *Pipelines) videoTemplate(req protocol.StageRequest) (stage, error) {

@@ -43,3 +43,20 @@ func TestVideoTemplateRefusesAMissingDuration(t *testing.T) {
 		t.Fatal("accepted a video.template stage without a duration")
 	}
 }
+
+// The API and the CRDs take durations of 1 to 3600 seconds, and a Template may offer any of
+// them: the worker refused those over 600, so a catalog's hour-long offer failed every task it
+// took (frozen, then refunded with "duration must be between 1 and 600 seconds").
+func TestVideoTemplateTakesEveryDurationTheAPITakes(t *testing.T) {
+	r := newRig(t)
+	for _, seconds := range []int32{1, 600, 601, 3600} {
+		if _, err := r.p.Prepare(protocol.StageRequest{Key: "k", Capability: "video.template", Stage: "analyze", TemplateMediaURL: "http://x/y.mp4", Duration: &seconds}); err != nil {
+			t.Errorf("%d s: %v", seconds, err)
+		}
+	}
+	for _, seconds := range []int32{0, 3601} {
+		if _, err := r.p.Prepare(protocol.StageRequest{Key: "k", Capability: "video.template", Stage: "analyze", TemplateMediaURL: "http://x/y.mp4", Duration: &seconds}); err == nil {
+			t.Errorf("%d s: accepted", seconds)
+		}
+	}
+}
