@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/videogen-dev/videogen-operator/internal/localstack"
+	"github.com/videogen-dev/videogen-operator/internal/pricing"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
 
@@ -31,8 +32,16 @@ func flags(cfg *localstack.Config) (fs *flag.FlagSet, restart *bool) {
 	flag.Func("default-price", "System default price in `points` (10 if not given), of the manager's and the REST apiserver's alike: what an eraser task, a custom short template and a duration without an entry cost.",
 		func(v string) error {
 			price, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return err
+			}
+			// Checked here, as the manager and the apiserver check it: a price they refuse
+			// would otherwise stop the stack only once the control plane and both had started.
+			if err := pricing.CheckDefault(price); err != nil {
+				return err
+			}
 			cfg.DefaultPrice = &price
-			return err
+			return nil
 		})
 	flag.StringVar(&cfg.ManagerMetricsAddress, "manager-metrics-address", "", "Serve the manager's Prometheus metrics over HTTP here (e.g. 127.0.0.1:8443); none if empty.")
 	flag.StringVar(&cfg.APIMetricsAddress, "api-metrics-address", "", "Serve the REST apiserver's Prometheus metrics over HTTP here (e.g. 127.0.0.1:9090); none if empty. Only the replica of --api-address serves them: those of --more-api-address serve none.")
