@@ -67,3 +67,32 @@ func renderChartFile(t *testing.T, namespace, values string) []*unstructured.Uns
 	return run(t, exec.Command(helm, "template", "videogen", filepath.Join(root, "charts", "videogen-operator"),
 		"--namespace", namespace, "-f", values))
 }
+
+// defaultPrice outside what the binaries take is refused by `helm template`, not rendered.
+// Input: `--set defaultPrice=-1` (or 1000000001, 2.5, abc; or `defaultPrice: -3` in a values
+// file). Before the fix the chart rendered `--default-price=-1` for the manager and the
+// apiserver: the manager exits at start ("--default-price must be from 0 to 1000000000"), so
+// does the apiserver, and 2.5 or abc do not parse at all; the pod crash-loops with no REST API,
+// no ledger and no task reconciled. The range is pricing.CheckDefault's, the binaries' own.
+func TestTheChartRefusesADefaultPriceTheBinariesRefuse(t *testing.T) {
+	for _, v := range []string{"-1", "1000000001", "9999999999", "2.5", "abc"} {
+		if msg := chartRefusal(t, "defaultPrice="+v); msg != "" && !strings.Contains(msg, "defaultPrice must be a whole number of points from 0 to 1000000000") {
+			t.Errorf("--set defaultPrice=%s: the refusal does not say the range: %s", v, msg)
+		}
+	}
+	if msg := chartRefusalFile(t, "defaultPrice: -3\n"); msg != "" && !strings.Contains(msg, "from 0 to 1000000000") {
+		t.Errorf("defaultPrice: -3 in a values file: the refusal does not say the range: %s", msg)
+	}
+	for _, v := range []string{"0", "1000000000"} {
+		objs := renderChart(t, "videogen-system", "defaultPrice="+v)
+		n := 0
+		for _, inv := range invocations(t, objs) {
+			if slices.Contains(inv.args, "--default-price="+v) {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("--set defaultPrice=%s: %d containers render --default-price=%s, want the manager and the apiserver", v, n, v)
+		}
+	}
+}

@@ -97,6 +97,17 @@ takes -x or --x, =value or the next argument), dir without one. */}}
 {{- $kind -}}
 {{- end }}
 
+{{/* defaultPrice as the manager and the apiserver take it: a whole number of points from 0 to
+1000000000 (pricing.CheckDefault). Anything else would render, and both containers would exit
+on it at start (crash-looping), or not parse it at all. */}}
+{{- define "videogen.defaultPrice" -}}
+{{- $p := include "videogen.integer" (dict "name" "defaultPrice" "value" .Values.defaultPrice) }}
+{{- if or (not (regexMatch "^[0-9]{1,10}$" $p)) (gt ($p | int64) 1000000000) }}
+{{- fail (printf "defaultPrice must be a whole number of points from 0 to 1000000000 (as a template's price), not %s" $p) }}
+{{- end }}
+{{- $p -}}
+{{- end }}
+
 {{/* manager.replicas as a whole number (0 is a pause: NOTES.txt says what stops); fails on
 anything else, which int64 would quietly read as 0 or 1. */}}
 {{- define "videogen.managerReplicas" -}}
