@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/localstack"
 	"github.com/videogen-dev/videogen-operator/internal/pricing"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
@@ -28,7 +29,22 @@ func flags(cfg *localstack.Config) (fs *flag.FlagSet, restart *bool) {
 	flag.StringVar(&cfg.APIAddress, "api-address", "127.0.0.1:8080", "Address of the REST API.")
 	flag.StringVar(&cfg.WorkerAddress, "worker-address", "127.0.0.1:8090", "Address of the reference worker.")
 	flag.StringVar(&cfg.BackendsConfig, "backends-config", "", "The manager's --backends-config `file`, to route capabilities to a backend of your own (docs/backend-protocol.md, Routing) instead of the stack's, which routes every capability to the reference worker (url http://<--worker-address>, token in <data-dir>/worker-token; copy <data-dir>/backends.yaml to start from it).")
-	flag.Int64Var(&cfg.DemoPoints, "demo-points", 1000, "Points of the demo account's first top-up.")
+	cfg.DemoPoints = 1000
+	flag.Func("demo-points", "The demo account's first top-up in `points`, 1 to 1000000000 (1000 if not given).",
+		func(v string) error {
+			points, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return err
+			}
+			// The top-up's own bounds: below 1 it would be no credit (a negative amount is a
+			// debit, refused on the new account's 0 points, leaving the demo account empty
+			// without a word), above the CRD's maximum the seeding fails once the control plane runs.
+			if points < 1 || points > videogenv1alpha1.MaxPoints {
+				return fmt.Errorf("--demo-points must be from 1 to %d (what one top-up can credit), not %d", videogenv1alpha1.MaxPoints, points)
+			}
+			cfg.DemoPoints = points
+			return nil
+		})
 	flag.Func("default-price", "System default price in `points` (10 if not given), of the manager's and the REST apiserver's alike: what an eraser task, a custom short template and a duration without an entry cost.",
 		func(v string) error {
 			price, err := strconv.ParseInt(v, 10, 64)

@@ -54,3 +54,33 @@ func TestDefaultPriceOutOfRangeIsRefusedBeforeStart(t *testing.T) {
 		}
 	}
 }
+
+// --demo-points is the demo account's first top-up: one the top-up could not credit is refused
+// at parse time. Before, --demo-points=-5 seeded a debit of 5, refused on the new account's 0
+// points (DebitExceedsBalance), leaving the demo account empty without a word; 2000000000 was
+// refused by the PointTopUp schema only at seeding, once the control plane ran; 0 quietly
+// became 1000.
+func TestDemoPointsOutOfRangeAreRefusedBeforeStart(t *testing.T) {
+	for _, v := range []string{"-5", "0", "1000000001"} {
+		var cfg localstack.Config
+		fs, _ := flags(&cfg)
+		fs.Init("videogen-local", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse([]string{"--demo-points=" + v}); err == nil || !strings.Contains(err.Error(), "--demo-points must be from 1 to 1000000000") {
+			t.Errorf("--demo-points=%s: parse error %v, want the range refused", v, err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want int64
+	}{{nil, 1000}, {[]string{"--demo-points=1"}, 1}, {[]string{"--demo-points=1000000000"}, 1000000000}} {
+		var cfg localstack.Config
+		fs, _ := flags(&cfg)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if cfg.DemoPoints != c.want {
+			t.Errorf("%v: DemoPoints %d, want %d", c.args, cfg.DemoPoints, c.want)
+		}
+	}
+}
