@@ -73,6 +73,20 @@ var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
 	netip.MustParsePrefix("::/96"),           // deprecated IPv4-compatible (::127.0.0.1), could embed a private IPv4
 	netip.MustParsePrefix("::ffff:0:0:0/96"), // SIIT IPv4-translated (RFC 2765), could embed a private IPv4
+	// The rest of IANA's special-purpose ranges that are not globally reachable (RFC 6890's
+	// registries) and that netip's predicates pass as global unicast: no receiver or media host
+	// is there, and Teredo embeds an IPv4 as 6to4 does.
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	netip.MustParsePrefix("192.88.99.0/24"),  // deprecated 6to4 relay anycast (RFC 7526)
+	netip.MustParsePrefix("100::/64"),        // discard-only (RFC 6666)
+	netip.MustParsePrefix("2001::/32"),       // Teredo, could embed a private IPv4
+	netip.MustParsePrefix("2001:2::/48"),     // benchmarking
+	netip.MustParsePrefix("2001:10::/28"),    // deprecated ORCHID
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("3fff::/20"),       // documentation (RFC 9637)
+	netip.MustParsePrefix("5f00::/16"),       // SRv6 SIDs (RFC 9602)
 }
 
 // AllowedAddr reports whether a connection to addr is allowed.

@@ -237,3 +237,36 @@ func TestCheckURLSaysWhatAValueWithoutASchemeLacks(t *testing.T) {
 		t.Errorf(`CheckURL("ftp://…") = %v, want it to name the scheme "ftp"`, err)
 	}
 }
+
+// Every special-purpose range IANA marks not globally reachable is refused, not only those
+// netip's predicates know: before, a webhook_url or face URL at a documentation or
+// benchmarking address, 6to4's relay anycast, a discard-only prefix or a Teredo address (which
+// embeds an IPv4, as 6to4 does) was taken as public. Their public neighbours stay allowed.
+func TestCheckURLRefusesSpecialPurposeRanges(t *testing.T) {
+	p := Policy{}
+	for _, raw := range []string{
+		"http://192.0.2.1/x",                              // TEST-NET-1
+		"http://198.51.100.7/x",                           // TEST-NET-2
+		"http://203.0.113.200/x",                          // TEST-NET-3
+		"http://192.88.99.1/x",                            // 6to4 relay anycast
+		"http://[100::1]/x",                               // discard-only
+		"http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x", // Teredo, client 10.0.0.1
+		"http://[2001:2::1]/x",                            // benchmarking
+		"http://[2001:10::1]/x",                           // ORCHID
+		"http://[2001:db8::1]/x",                          // documentation
+		"http://[3fff::1]/x",                              // documentation
+		"http://[5f00::1]/x",                              // SRv6 SID
+		"http://[::ffff:192.0.2.1]/x",                     // IPv4-mapped TEST-NET-1
+		"http://3221225985/x",                             // 192.0.2.1 as one number
+	} {
+		if _, err := p.CheckURL(raw); !errors.Is(err, ErrForbiddenDestination) {
+			t.Errorf("CheckURL(%q) = %v, want %v", raw, err, ErrForbiddenDestination)
+		}
+	}
+	for _, raw := range []string{"http://192.0.3.1/x", "http://198.51.101.1/x", "http://203.0.114.1/x",
+		"http://192.88.100.1/x", "https://[2001:4860:4860::8888]/x", "https://[2001:200::1]/x", "https://[2606:4700::1]/x"} {
+		if _, err := p.CheckURL(raw); err != nil {
+			t.Errorf("CheckURL(%q) = %v, want accepted", raw, err)
+		}
+	}
+}
