@@ -7,12 +7,18 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
-// A face is the service's own copy (fetched from
-// --allow-private-service-media) only on a task the ledger made for the REST API, which always
+// The backend is told when the face is the service's copy of one sent inline (so that a failure
+// to read it back does not show the caller a URL of the service's storage), and only then may it
+// fetch it from --allow-private-service-media. A face is the service's own copy only on a task
+// the ledger made for the REST API, which always
 // carries the ledger's signed admission record; the face-image-uploaded annotation alone is not
 // proof of it.
+//
+// The signature, not the annotation's presence, is the proof: where the admission policies are
+// off, a tenant can write any annotation (the forged-record case below).
 //
 // Interleaving: until this release the annotation only kept a fetch failure from naming the
 // URL, and nothing stopped a tenant from setting it (the policy that keeps it to status-writers
@@ -32,23 +38,48 @@ import (
 // annotation (signed by the ledger, kept to status-writers by the policy since e2bcd5c, before
 // the face mark existed), and every REST task does (ledger.CreateTask signs every create).
 func TestAFaceIsTheServicesOnlyOnATaskTheLedgerMade(t *testing.T) {
-	r := &VideoTaskReconciler{}
-	marked := map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true"}
-	byLedger := map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true",
-		videogenv1alpha1.AnnotationAdmission: "5:c2lnbmVk"}
+	signer, err := ledger.NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &VideoTaskReconciler{Ledger: ledger.New(ledger.Config{Signer: signer})}
+	const service = "http://videogen-api.videogen-system.svc/v1/blobs/x.png"
+	aTask := func(face string, annotations map[string]string) *videogenv1alpha1.VideoTask {
+		task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt", UID: "u", Annotations: annotations}}
+		task.Spec.Inputs.FaceImageURL = face
+		return task
+	}
+	signed := func(face string, mark bool) *videogenv1alpha1.VideoTask {
+		task := aTask(face, map[string]string{})
+		if mark {
+			task.Annotations[videogenv1alpha1.AnnotationFaceImageUploaded] = "true"
+		}
+		signer.Sign(task, 5)
+		return task
+	}
+	// Signed for the service's URL, then given a tenant's (spec edits are refused by the CRD,
+	// but the signature must not depend on that).
+	swapped := signed(service, true)
+	swapped.Spec.Inputs.FaceImageURL = "http://10.96.0.10/internal"
 	for _, c := range []struct {
-		name        string
-		annotations map[string]string
-		face        string
-		want        bool
+		name string
+		task *videogenv1alpha1.VideoTask
+		want bool
 	}{
-		{"a REST task whose face was sent inline", byLedger, "http://videogen-api.videogen-system.svc/v1/blobs/x.png", true},
-		{"a kubectl task marked before the policy kept the mark", marked, "http://10.96.0.10/internal", false},
+		{"a REST task whose face was sent inline", signed(service, true), true},
+		{"a REST task whose face the caller gave by URL", signed("https://media.example/face.jpg", false), false},
+		{"a REST task marked, but without a face", signed("", true), false},
+		{"a kubectl task marked before the policy kept the mark", aTask("http://10.96.0.10/internal",
+			map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true"}), false},
+		// Found by a tenant's tour with the admission policies off: any admission annotation
+		// was taken as the ledger's, so a forged one made the worker fetch the tenant's URL from
+		// the Service CIDR. Failed before the fix: FaceImageUploaded = true.
+		{"a kubectl task with a forged admission record", aTask("http://10.96.0.10/internal",
+			map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true", videogenv1alpha1.AnnotationAdmission: "1:forged"}), false},
+		{"a signed task whose face URL changed since", swapped, false},
 	} {
-		task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt", UID: "u", Annotations: c.annotations}}
-		task.Spec.Inputs.FaceImageURL = c.face
 		for _, stage := range videogenv1alpha1.Stages {
-			if got := r.work(task, catalog.Template{ID: "beach"}, stage).FaceImageUploaded; got != c.want {
+			if got := r.work(c.task, catalog.Template{ID: "beach"}, stage).FaceImageUploaded; got != c.want {
 				t.Errorf("%s, %s: FaceImageUploaded = %v, want %v", c.name, stage, got, c.want)
 			}
 		}

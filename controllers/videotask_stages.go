@@ -852,14 +852,15 @@ func (r *VideoTaskReconciler) deadline(task *videogenv1alpha1.VideoTask) time.Ti
 const stageDeadlineGrace = time.Minute
 
 // faceImageUploaded reports whether the task's face is the service's copy of one the caller sent
-// inline, which the worker may fetch from the service's network: marked so by the ledger, on a
-// task it made for the REST API. Such a task carries the ledger's admission record too; a
-// kubectl task never does (the policy has kept that annotation to status-writers since before
-// the face mark existed), so a kubectl task marked while the policy did not yet keep the mark to
-// them (before this release, or as it was being installed) is not taken at its word.
-func faceImageUploaded(task *videogenv1alpha1.VideoTask) bool {
-	_, byLedger := task.Annotations[videogenv1alpha1.AnnotationAdmission]
-	return byLedger && task.Annotations[videogenv1alpha1.AnnotationFaceImageUploaded] == "true" && task.Spec.Inputs.FaceImageURL != ""
+// inline, which the worker may fetch from the service's network: marked so on a task the ledger
+// made for the REST API, which carries the ledger's admission record, signed over its spec (the
+// face URL among it). A kubectl task never carries a valid one: the policies keep both
+// annotations to status-writers, and where they are off (admissionPolicies.enabled: false) or
+// not yet loaded, a tenant's copy of either annotation does not verify, so the tenant's URL is
+// fetched as the caller's, public addresses only.
+func (r *VideoTaskReconciler) faceImageUploaded(task *videogenv1alpha1.VideoTask) bool {
+	return task.Annotations[videogenv1alpha1.AnnotationFaceImageUploaded] == "true" && task.Spec.Inputs.FaceImageURL != "" &&
+		r.Ledger.Admitted(task)
 }
 
 func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalog.Template, stage videogenv1alpha1.StageName) generation.Work {
@@ -876,7 +877,7 @@ func (r *VideoTaskReconciler) work(task *videogenv1alpha1.VideoTask, tmpl catalo
 		Inputs:                task.Spec.Inputs,
 		Duration:              task.Spec.Duration,
 		Deadline:              r.deadline(task).Add(stageDeadlineGrace),
-		FaceImageUploaded:     faceImageUploaded(task),
+		FaceImageUploaded:     r.faceImageUploaded(task),
 	}
 	if stage == videogenv1alpha1.StageRender {
 		w.Previous = stageStatus(task, videogenv1alpha1.StageAnalyze).Outputs

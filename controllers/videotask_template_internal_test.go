@@ -32,30 +32,6 @@ func TestAStageRunsOnTheTemplateMediaRecordedAtAcceptance(t *testing.T) {
 	}
 }
 
-// The backend is told when the face is the service's copy of one sent inline, so that a failure
-// to read it back does not show the caller a URL of the service's storage.
-func TestAStageIsToldWhetherTheFaceWasUploaded(t *testing.T) {
-	r := &VideoTaskReconciler{}
-	for _, c := range []struct {
-		name        string
-		annotations map[string]string
-		face        string
-		want        bool
-	}{
-		// The ledger marks it, on a task it makes for the REST API (with its admission record).
-		{"sent inline", map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true", videogenv1alpha1.AnnotationAdmission: "5:sig"},
-			"http://apiserver/v1/blobs/x.png", true},
-		{"given by URL", nil, "https://media.example/face.jpg", false},
-		{"marked, but without a face", map[string]string{videogenv1alpha1.AnnotationFaceImageUploaded: "true"}, "", false},
-	} {
-		task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt", UID: "u", Annotations: c.annotations}}
-		task.Spec.Inputs.FaceImageURL = c.face
-		if got := r.work(task, catalog.Template{ID: "beach"}, videogenv1alpha1.StageAnalyze).FaceImageUploaded; got != c.want {
-			t.Errorf("%s: FaceImageUploaded = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 // The backend is told when the template's media is an official Template's, the only template
 // media it may fetch from the service's own network: a ShortTemplate's target_url is the
 // account's, and so is a recorded URL an official template of that name never had.

@@ -120,6 +120,14 @@ func (l *Ledger) TaskEvents() <-chan event.GenericEvent    { return l.tasks }
 func (l *Ledger) TopUpEvents() <-chan event.GenericEvent   { return l.topUps }
 func (l *Ledger) AccountEvents() <-chan event.GenericEvent { return l.accounts }
 
+// Admitted reports whether the task carries this ledger's valid admission record: it was
+// made by the ledger for the REST API, with the spec it has now. The annotation's presence
+// alone proves nothing where the admission policies are off.
+func (l *Ledger) Admitted(task *videogenv1alpha1.VideoTask) bool {
+	_, ok := l.cfg.Signer.Admitted(task)
+	return ok
+}
+
 // Ready reports whether the ledger has built its books and keeps them.
 func (l *Ledger) Ready() bool { return l.ready.Load() }
 
