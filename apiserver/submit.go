@@ -103,6 +103,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		}
 	}
 	task, err := s.buildTask(ctx, p.Account, name, hash, &in, tmpl)
+	if errors.Is(err, blobstore.ErrFull) {
+		// The store is at its bound (--blob-dir-max-bytes): nothing was stored or frozen, and
+		// the sweep frees the faces of tasks gone. A face given by URL needs no storage.
+		s.cfg.Logger.WarnContext(ctx, "refusing an inline face: the blob store is full", "request_id", httpjson.RequestID(ctx), "error", err.Error())
+		w.Header().Set("Retry-After", "60")
+		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable,
+			"the service's storage for uploaded images is full; retry later, or give the face as an http(s) URL")
+		return
+	}
 	if err != nil {
 		s.internalError(w, r, err)
 		return

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
@@ -79,7 +80,17 @@ func ContentName(scope, contentType string, data []byte) string {
 type Dir struct {
 	Root    string
 	BaseURL string
+	// MaxBytes bounds what the directory holds (0: no bound): a Put that would take it past
+	// MaxBytes fails with ErrFull. In a pod the directory is an emptyDir, and the kubelet evicts
+	// a pod whose emptyDir passes its sizeLimit, every blob with it (and the apiserver's
+	// manager beside it): an upload refused keeps the rest serving.
+	MaxBytes int64
+
+	mu sync.Mutex // a Put's count and write, one at a time, when MaxBytes is set
 }
+
+// ErrFull: a Dir holds MaxBytes, or a Put of these bytes would take it past that.
+var ErrFull = errors.New("blob store: full")
 
 // Put implements Store.
 func (d *Dir) Put(_ context.Context, name, _ string, data []byte) (string, error) {
@@ -99,6 +110,19 @@ func (d *Dir) Put(_ context.Context, name, _ string, data []byte) (string, error
 	}
 	if err := os.MkdirAll(d.Root, 0o755); err != nil {
 		return "", fmt.Errorf("blob store: %w", err)
+	}
+	if d.MaxBytes > 0 {
+		// Counted from the directory each time, not kept: nothing to drift from what is on disk
+		// (files a sweep removed, a restart). One Put at a time, so that two cannot both fit.
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		held, err := d.bytesHeld()
+		if err != nil {
+			return "", fmt.Errorf("blob store: %w", err)
+		}
+		if held+int64(len(data)) > d.MaxBytes {
+			return "", fmt.Errorf("%w: it holds %d bytes of at most %d, and this blob is %d", ErrFull, held, d.MaxBytes, len(data))
+		}
 	}
 	tmp, err := os.CreateTemp(d.Root, ".upload-*")
 	if err != nil {
@@ -120,6 +144,28 @@ func (d *Dir) Put(_ context.Context, name, _ string, data []byte) (string, error
 		return "", fmt.Errorf("blob store: %w", err)
 	}
 	return link, nil
+}
+
+// bytesHeld is the size of every file in Root, uploads being written included.
+func (d *Dir) bytesHeld() (int64, error) {
+	entries, err := os.ReadDir(d.Root)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, e := range entries {
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since it was listed
+		}
+		if err != nil {
+			return 0, err
+		}
+		if info.Mode().IsRegular() {
+			n += info.Size()
+		}
+	}
+	return n, nil
 }
 
 // Delete implements Store.
