@@ -37,6 +37,7 @@ func run() error {
 	cfg.bindStageFlags(flag.CommandLine)
 	flag.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "Stages that run at once; more wait in a queue.")
 	flag.IntVar(&cfg.MaxQueued, "max-queued", cfg.MaxQueued, "Stages that may wait; beyond that submissions get 503 busy.")
+	flag.IntVar(&cfg.MaxPerAccount, "max-per-account", cfg.MaxPerAccount, "Stages of one account (the task's namespace) that may run or wait at once; beyond that its submissions get 503 busy while other accounts' are taken. 0: no bound but --max-queued's. A free slot goes to the account running the fewest.")
 	flag.StringVar(&cfg.Token, "token", cfg.Token, "Bearer token the protocol endpoints require (default $VIDEOGEN_WORKER_TOKEN; prefer it or --token-file: flags show in ps).")
 	flag.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "File holding the bearer token the protocol endpoints require.")
 	flag.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", cfg.InsecureNoAuth, "Serve /v1/stages without a token, for a worker nothing else can reach (local use only).")

@@ -31,6 +31,7 @@ type config struct {
 	// AllowPrivateServiceMedia: where the service's own media may be (see pipelines).
 	AllowPrivateServiceMedia   string
 	MaxConcurrent, MaxQueued   int
+	MaxPerAccount              int
 	MaxInputBytes              int64
 	FetchTimeout, ResultTTL    time.Duration
 	Token, FaceDetect, TempDir string
@@ -48,6 +49,7 @@ func defaults() config {
 		Blobs:         blobstore.Flags{Kind: "dir", Dir: "/var/lib/videogen/worker-blobs"},
 		MaxConcurrent: 2,
 		MaxQueued:     64,
+		MaxPerAccount: 16,
 		MaxInputBytes: 200 << 20,
 		FetchTimeout:  2 * time.Minute,
 		ResultTTL:     time.Hour,
@@ -151,7 +153,7 @@ func newWorker(ctx context.Context, cfg config, log *slog.Logger) (*worker, erro
 	if err != nil {
 		return nil, err
 	}
-	table := jobs.New(ctx, jobs.Config{MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, TTL: cfg.ResultTTL, Log: log})
+	table := jobs.New(ctx, jobs.Config{MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, MaxPerOwner: cfg.MaxPerAccount, TTL: cfg.ResultTTL, Log: log})
 
 	mux := http.NewServeMux()
 	if dir, ok := blobs.(*blobstore.Dir); ok {

@@ -57,7 +57,8 @@ type StageRequest struct {
 	Inputs                Inputs            `json:"inputs"`
 	Duration              *int32            `json:"duration,omitempty"`
 	Previous              map[string]string `json:"previous,omitempty"`
-	// Task names the task for the backend's logs only.
+	// Task names the task, for the backend's logs and for sharing it between accounts (its
+	// Namespace is the account).
 	Task *TaskRef `json:"task,omitempty"`
 	// Deadline, if set, is when the backend stops the stage on its own (RFC 3339): a cancel
 	// the operator could not deliver then cannot leave the work running for ever.

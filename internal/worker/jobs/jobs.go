@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +46,10 @@ type Config struct {
 	MaxConcurrent int
 	// MaxQueued stages may wait for a slot; beyond that Start returns ErrBusy.
 	MaxQueued int
+	// MaxPerOwner bounds the unfinished stages (running and waiting) of one owner, the task's
+	// account (0: no bound but the table's): beyond it StartFor returns ErrBusy to that owner
+	// only, so that one account's stages cannot fill the table for every other.
+	MaxPerOwner int
 	// TTL is how long a finished stage's status is kept.
 	TTL time.Duration
 	// Log receives a line per failed stage, with the detail its message leaves out (nil: none).
@@ -56,29 +61,38 @@ var ErrBusy = errors.New("too many stages are waiting; retry later")
 
 // Table holds every stage the worker knows.
 type Table struct {
-	cfg   Config
-	root  context.Context
-	slots chan struct{}
-	now   func() time.Time
-	wg    sync.WaitGroup
+	cfg  Config
+	root context.Context
+	now  func() time.Time
+	wg   sync.WaitGroup
 
 	mu    sync.Mutex
 	byID  map[string]*job
 	byKey map[string]*job
+	// The slots: free ones, the stages waiting for one in arrival order, and per owner the
+	// stages holding one and when it was last given one (a count of grants).
+	free      int
+	waiting   []*job
+	running   map[string]int
+	lastGrant map[string]uint64
+	grants    uint64
 }
 
 type job struct {
 	status   protocol.StageStatus
+	owner    string
 	cancel   context.CancelFunc
-	finished time.Time // zero while the stage runs
+	finished time.Time     // zero while the stage runs
+	ready    chan struct{} // closed when the stage is given a slot
+	granted  bool
 }
 
 // New returns a table whose stages all stop when root ends.
 func New(root context.Context, cfg Config) *Table {
 	cfg.MaxConcurrent = max(cfg.MaxConcurrent, 1)
 	cfg.MaxQueued = max(cfg.MaxQueued, 0)
-	return &Table{cfg: cfg, root: root, slots: make(chan struct{}, cfg.MaxConcurrent), now: time.Now,
-		byID: map[string]*job{}, byKey: map[string]*job{}}
+	return &Table{cfg: cfg, root: root, now: time.Now, free: cfg.MaxConcurrent,
+		byID: map[string]*job{}, byKey: map[string]*job{}, running: map[string]int{}, lastGrant: map[string]uint64{}}
 }
 
 // Start runs fn for key unless a stage with that key is already known, in which case that
@@ -91,6 +105,14 @@ func (t *Table) Start(key string, fn Func) (st protocol.StageStatus, created boo
 // and it reads failed with PastDeadline. A stage whose deadline has already passed is created
 // failed at once and never runs, so a resubmission still finds it by key.
 func (t *Table) StartBy(key string, deadline time.Time, fn Func) (st protocol.StageStatus, created bool, err error) {
+	return t.StartFor("", key, deadline, fn)
+}
+
+// StartFor is StartBy for a stage of owner (the task's account; "" for none): its stages are
+// bounded by MaxPerOwner, and a free slot goes to the waiting stage whose owner holds the fewest
+// slots, of those the owner given one longest ago, so that one account's queue does not keep
+// another's stages waiting behind it.
+func (t *Table) StartFor(owner, key string, deadline time.Time, fn Func) (st protocol.StageStatus, created bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweepLocked()
@@ -105,12 +127,17 @@ func (t *Table) StartBy(key string, deadline time.Time, fn Func) (st protocol.St
 		t.finishLocked(j, protocol.StateFailed, PastDeadline+" before it started", Outcome{})
 		return j.status, true, nil
 	}
-	if t.unfinishedLocked() >= t.cfg.MaxConcurrent+t.cfg.MaxQueued {
+	if t.unfinishedLocked("") >= t.cfg.MaxConcurrent+t.cfg.MaxQueued {
 		return protocol.StageStatus{}, false, ErrBusy
 	}
+	if t.cfg.MaxPerOwner > 0 && owner != "" && t.unfinishedLocked(owner) >= t.cfg.MaxPerOwner {
+		return protocol.StageStatus{}, false, fmt.Errorf("%w: %d stages of this account run or wait, the most one account may have", ErrBusy, t.cfg.MaxPerOwner)
+	}
 	ctx, cancel := stageContext(t.root, deadline)
-	j := &job{cancel: cancel, status: status}
+	j := &job{cancel: cancel, status: status, owner: owner, ready: make(chan struct{})}
 	t.byID[j.status.ID], t.byKey[key] = j, j
+	t.waiting = append(t.waiting, j)
+	t.grantLocked()
 	t.wg.Add(1)
 	go t.run(ctx, j, fn)
 	return j.status, true, nil
@@ -176,11 +203,20 @@ func (t *Table) run(ctx context.Context, j *job, fn Func) {
 	defer t.wg.Done()
 	defer j.cancel()
 	select {
-	case t.slots <- struct{}{}:
-		defer func() { <-t.slots }()
+	case <-j.ready:
 	case <-ctx.Done():
 	}
-	if ctx.Err() != nil { // select picks at random when a slot frees as the stage is cancelled
+	t.mu.Lock()
+	if !j.granted {
+		// Stopped while it waited: it leaves the queue without a slot.
+		t.waiting = slices.DeleteFunc(t.waiting, func(w *job) bool { return w == j })
+		t.mu.Unlock()
+		t.finish(j, protocol.StateFailed, stopped(ctx)+" before it started", Outcome{})
+		return
+	}
+	t.mu.Unlock()
+	defer t.release(j)
+	if ctx.Err() != nil { // given its slot as it was stopped
 		t.finish(j, protocol.StateFailed, stopped(ctx)+" before it started", Outcome{})
 		return
 	}
@@ -263,10 +299,48 @@ func (t *Table) finishLocked(j *job, state, message string, out Outcome) bool {
 	return true
 }
 
-func (t *Table) unfinishedLocked() int {
+// grantLocked gives the free slots to waiting stages: each to the stage of the owner holding
+// the fewest slots, among those the owner given one longest ago (never: first), the earliest
+// to arrive of that owner's.
+func (t *Table) grantLocked() {
+	for t.free > 0 && len(t.waiting) > 0 {
+		best := 0
+		for i, j := range t.waiting[1:] {
+			b := t.waiting[best]
+			if r, rb := t.running[j.owner], t.running[b.owner]; r < rb || r == rb && t.lastGrant[j.owner] < t.lastGrant[b.owner] {
+				best = i + 1
+			}
+		}
+		j := t.waiting[best]
+		t.waiting = slices.Delete(t.waiting, best, best+1)
+		t.grants++
+		t.free--
+		t.running[j.owner]++
+		t.lastGrant[j.owner] = t.grants
+		j.granted = true
+		close(j.ready)
+	}
+}
+
+// release gives back j's slot, and forgets its owner once it holds and waits for none.
+func (t *Table) release(j *job) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.free++
+	if t.running[j.owner]--; t.running[j.owner] == 0 {
+		delete(t.running, j.owner)
+		if !slices.ContainsFunc(t.waiting, func(w *job) bool { return w.owner == j.owner }) {
+			delete(t.lastGrant, j.owner)
+		}
+	}
+	t.grantLocked()
+}
+
+// unfinishedLocked counts the stages running or waiting: owner's, or all ("").
+func (t *Table) unfinishedLocked(owner string) int {
 	n := 0
 	for _, j := range t.byID {
-		if j.finished.IsZero() {
+		if j.finished.IsZero() && (owner == "" || j.owner == owner) {
 			n++
 		}
 	}

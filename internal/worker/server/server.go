@@ -102,7 +102,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if req.Deadline != nil {
 		deadline = *req.Deadline
 	}
-	st, created, err := s.table.StartBy(req.Key, deadline, fn)
+	owner := "" // the task's account: its stages share the worker fairly with other accounts'
+	if req.Task != nil {
+		owner = req.Task.Namespace
+	}
+	st, created, err := s.table.StartFor(owner, req.Key, deadline, fn)
 	if errors.Is(err, jobs.ErrBusy) {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, protocol.CodeBusy, err.Error())
