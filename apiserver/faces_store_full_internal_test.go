@@ -10,10 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/blobstore"
 	"github.com/videogen-dev/videogen-operator/internal/scheme"
 )
@@ -25,9 +23,7 @@ import (
 // a 503 that says what to do, nothing stored or frozen, and a face given by URL still runs.
 func TestAnInlineFaceIsRefusedWhenTheBlobStoreIsFull(t *testing.T) {
 	face := pngFace(t)
-	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-			MediaURL: "https://cdn.example/studio.mp4"}}
+	tmpl := studioTemplate()
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl).Build()
 	l := &accountLedger{available: 100}
 	blobs := &blobstore.Dir{Root: t.TempDir(), BaseURL: "http://apiserver.test/v1/blobs/", MaxBytes: int64(len(face)) / 2}

@@ -75,9 +75,7 @@ func hopServer(t *testing.T) (*Server, client.Client, func(l Ledger)) {
 		t.Fatal(err)
 	}
 	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: videogenv1alpha1.PointAccountName}}
-	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-			MediaURL: "https://cdn.example/studio.mp4"}}
+	tmpl := studioTemplate()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(acct, tmpl).Build()
 	cfg := Config{Client: c, APIReader: c, DefaultPrice: 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s := New(cfg)

@@ -37,9 +37,7 @@ func TestAKeyedRequestIsNotReplayedFromACachedTaskTheClusterNoLongerHas(t *testi
 			Inputs: videogenv1alpha1.TaskInputs{FaceImageURL: "https://cdn.example/face.png"}},
 	}
 	acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: videogenv1alpha1.PointAccountName}}
-	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-			MediaURL: "https://cdn.example/studio.mp4"}}
+	tmpl := studioTemplate()
 	sch := scheme.New()
 	cluster := fake.NewClientBuilder().WithScheme(sch).WithObjects(acct, tmpl).Build()
 	cache := fake.NewClientBuilder().WithScheme(sch).WithObjects(acct, tmpl, oldTenants).Build()

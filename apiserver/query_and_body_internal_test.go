@@ -29,9 +29,7 @@ import (
 // "vt-one"; it answers with the ledger l.
 func keyedServer(t *testing.T, l Ledger) (http.Handler, string, client.Client) {
 	t.Helper()
-	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-			MediaURL: "https://cdn.example/studio.mp4"}}
+	tmpl := studioTemplate()
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
 		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct"}}).Build()
@@ -175,9 +173,7 @@ func TestAJSONBodyLabelledCharsetUTF8WithoutTheHyphenIsRead(t *testing.T) {
 // anything changes. No body, or {}, stays accepted (every client today sends none).
 func TestABodyOnAPOSTThatTakesNoneIsRefusedAndChangesNothing(t *testing.T) {
 	l := &accountLedger{available: 100}
-	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-			MediaURL: "https://cdn.example/studio.mp4"}}
+	tmpl := studioTemplate()
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
 		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task,

@@ -46,9 +46,7 @@ import (
 // `data:image/png;base64,`.
 func TestADataURLFaceIsReadWhateverTheCaseOfItsSchemeAndBase64Token(t *testing.T) {
 	face := pngFace(t)
-	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-			MediaURL: "https://cdn.example/studio.mp4"}}
+	tmpl := studioTemplate()
 	for _, prefix := range []string{"DATA:image/png;base64,", "Data:image/png;base64,", "data:IMAGE/PNG;BASE64,",
 		"dAtA:image/png;Base64,", "data:image/png;base64,"} {
 		c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl).Build()
@@ -165,9 +163,7 @@ func TestAnEmptyBodyIsA400SayingSoUnderEveryContentType(t *testing.T) {
 // with the one key.
 func unlimitedKeyedServer(t *testing.T, l Ledger) (http.Handler, string, client.Client) {
 	t.Helper()
-	tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-		Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-			MediaURL: "https://cdn.example/studio.mp4"}}
+	tmpl := studioTemplate()
 	task := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acct", Name: "vt-one"},
 		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityShort}}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tmpl, task, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acct"}}).Build()

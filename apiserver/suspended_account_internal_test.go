@@ -97,9 +97,7 @@ func TestASuspendedAccountWithAShortBalanceIsToldItIsSuspendedForAnInlineFaceToo
 			acct.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 			acct.Finalizers = []string{videogenv1alpha1.FinalizerLedger}
 		}
-		tmpl := &videogenv1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Name: "studio"},
-			Spec: videogenv1alpha1.TemplateSpec{Capability: videogenv1alpha1.CapabilityShort, DisplayName: "Studio",
-				MediaURL: "https://cdn.example/studio.mp4"}}
+		tmpl := studioTemplate()
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(acct, tmpl).Build()
 		l := &accountLedger{available: 3, standing: tc.standing}
 		blobs := &blobstore.Dir{Root: t.TempDir(), BaseURL: "http://apiserver.test/v1/blobs/"}
