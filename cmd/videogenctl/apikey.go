@@ -150,7 +150,46 @@ func apiKeyList(ctx context.Context, o *options, account string) error {
 		fmt.Fprintf(stderr, "No API keys%s found in namespace %q; if the operator runs in another namespace, name it with --key-namespace.\n", of, o.keyNamespace)
 		return nil
 	}
-	return o.print(keys, func(w io.Writer) { keysTable(w, keys) })
+	views := keyViews(ctx, c, keys)
+	return o.print(views, func(w io.Writer) { keysTable(w, views) })
+}
+
+// keyView is a key as apikey list prints it: with AccountClosed, why a key that still works
+// is one to revoke.
+type keyView struct {
+	apikeys.Key
+	// AccountClosed says that the key's namespace has no account (closed: its PointAccount
+	// deleted), or one being closed, while the namespace stays: the key still reads the tasks
+	// and their results, makes and changes short templates and reads and rotates the webhook
+	// signing secret, and acts for an account made later in the namespace, whoever it is for.
+	// Closing an account revokes its keys (docs/ledger.md, "Deleting things"): this names those
+	// left. Empty for an orphaned key (its namespace gone, it no longer works) and when the
+	// account could not be read.
+	AccountClosed string `json:"accountClosed,omitempty"`
+}
+
+// keyViews reads the account of each key whose namespace is still its own, once per account.
+func keyViews(ctx context.Context, c client.Reader, keys []apikeys.Key) []keyView {
+	closed := map[string]string{}
+	views := make([]keyView, len(keys))
+	for i, k := range keys {
+		views[i].Key = k
+		if k.Orphaned != "" || k.Account == "" {
+			continue
+		}
+		note, read := closed[k.Account]
+		if !read {
+			switch acct, err := getAccount(ctx, c, k.Account); {
+			case apierrors.IsNotFound(err):
+				note = fmt.Sprintf("account %q is closed (no PointAccount) while its namespace stays: the key still reads its tasks and results and changes its short templates; revoke it", k.Account)
+			case err == nil && !acct.DeletionTimestamp.IsZero():
+				note = fmt.Sprintf("account %q is being closed: the key still reads its tasks and results and changes its short templates; revoke it", k.Account)
+			}
+			closed[k.Account] = note
+		}
+		views[i].AccountClosed = note
+	}
+	return views
 }
 
 // newestKeysFirst orders keys newest first, as task list and account show's top-ups: the
@@ -176,13 +215,17 @@ func newestKeysFirst(keys []apikeys.Key) {
 // which anyone who may edit Secrets in the operator's namespace writes: escaped. STATUS marks
 // a key whose namespace is gone (apikeys.Key.Orphaned, which -o json prints whole): it no
 // longer works, and is listed until the manager deletes it (at once while one runs) or it is
-// revoked.
-func keysTable(w io.Writer, keys []apikeys.Key) {
+// revoked; and one whose account is closed or closing in a namespace that stays
+// (keyView.AccountClosed), which still works and is left to revoke.
+func keysTable(w io.Writer, keys []keyView) {
 	fmt.Fprintln(w, "ID\tACCOUNT\tCREATED\tSTATUS\tDESCRIPTION")
 	for _, k := range keys {
 		status := "active"
-		if k.Orphaned != "" {
+		switch {
+		case k.Orphaned != "":
 			status = "namespace gone: revoke it"
+		case k.AccountClosed != "":
+			status = "account closed: revoke it"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Account, k.CreatedAt.Format(time.RFC3339), status, terminalSafe(k.Description))
 	}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/testenv"
 )
@@ -64,6 +67,75 @@ func TestAPIKeyListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
 		note, _ := k["orphaned"].(string)
 		if (note != "") != (k["account"] != "acme") || (note != "" && !regexp.MustCompile(`namespace ".*revoke it`).MatchString(note)) {
 			t.Errorf("apikey list -o json, key of %s: orphaned %q", k["account"], note)
+		}
+	}
+}
+
+// apikey list marks the keys of a closed account whose namespace stays. Interleaving: 1. keys
+// are issued for acme, globex and initech, each with its account. 2. globex is closed as
+// docs/ledger.md says, but its keys are not revoked: its PointAccount is deleted and gone, the
+// namespace stays; initech's PointAccount is deleted and kept by a finalizer (closing). 3. A
+// platform administrator runs apikey list to find the keys left to revoke. Before the fix both
+// were listed "active", as acme's: nothing said that they belong to a closed account, and they
+// still work (tasks and results read, short templates made and changed, the webhook secret
+// read and rotated; and they act for an account made later in the namespace).
+func TestAPIKeyListMarksKeysOfClosedAccounts(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	ids := map[string]string{}
+	for _, ns := range []string{"acme", "globex", "initech"} {
+		mustCreateNamespace(t, ctx, c, ns)
+		acct := &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: videogenv1alpha1.PointAccountName}}
+		if ns == "initech" {
+			acct.Finalizers = []string{"test.videogen.dev/hold"}
+		}
+		if err := c.Create(ctx, acct); err != nil {
+			t.Fatal(err)
+		}
+		_, k, err := apikeys.Issue(ctx, c, "videogen-system", ns, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[ns] = k.ID
+		if ns != "acme" {
+			if err := c.Delete(ctx, acct); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", path), &out)
+		return out.String(), err
+	}
+	out, err := cli("apikey", "list")
+	if err != nil {
+		t.Fatalf("apikey list: %v\n%s", err, out)
+	}
+	for ns, id := range ids {
+		status := `account closed: revoke it`
+		if ns == "acme" {
+			status = `active`
+		}
+		if !regexp.MustCompile(`(?m)^` + id + `\s+` + ns + `\s+\S+\s+` + status).MatchString(out) {
+			t.Errorf("apikey list, the key of %s: want STATUS %q\n%s", ns, status, out)
+		}
+	}
+	out, err = cli("apikey", "list", "-o", "json")
+	var listed []map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 3 {
+		t.Fatalf("apikey list -o json: %v\n%s; want the 3 keys", err, out)
+	}
+	for _, k := range listed {
+		note, _ := k["accountClosed"].(string)
+		want := map[any]string{"acme": "", "globex": "is closed", "initech": "is being closed"}[k["account"]]
+		if (note == "") != (want == "") || !strings.Contains(note, want) || (note != "" && !strings.HasSuffix(note, "revoke it")) {
+			t.Errorf("apikey list -o json, key of %s: accountClosed %q; want one saying %q", k["account"], note, want)
+		}
+		if k["orphaned"] != nil {
+			t.Errorf("apikey list -o json, key of %s: orphaned %v; its namespace is there", k["account"], k["orphaned"])
 		}
 	}
 }

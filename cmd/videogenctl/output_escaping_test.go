@@ -158,9 +158,9 @@ func (e errorString) Error() string { return string(e) }
 // and misses the one that does. It prints escaped; -o json and -o yaml carry it exactly.
 func TestAPIKeyListEscapesDescriptions(t *testing.T) {
 	created := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	keys := []apikeys.Key{
-		{ID: "k1", Account: "acme", Description: "ci\n" + "k9\tacme\t2026-01-01T00:00:00Z\tproduction\x1b[8m", CreatedAt: created},
-		{ID: "k2", Account: "acme", Description: "Grüße, C:\\keys", CreatedAt: created},
+	keys := []keyView{
+		{Key: apikeys.Key{ID: "k1", Account: "acme", Description: "ci\n" + "k9\tacme\t2026-01-01T00:00:00Z\tproduction\x1b[8m", CreatedAt: created}},
+		{Key: apikeys.Key{ID: "k2", Account: "acme", Description: "Grüße, C:\\keys", CreatedAt: created}},
 	}
 	var out bytes.Buffer
 	o := &options{out: &out}
