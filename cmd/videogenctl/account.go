@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,9 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/apiserver/connectorsecrets"
+	"github.com/videogen-dev/videogen-operator/internal/accountns"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
+	"github.com/videogen-dev/videogen-operator/internal/webhooksecrets"
 )
 
 func newAccountCommand(o *options) *cobra.Command {
@@ -100,8 +103,12 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 			"give the account a namespace of its own, and name the operator's with --key-namespace %s", name, what, name)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"videogen.dev/account": "true"}}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %q: %w", name, err)
+	nsExisted := false
+	if err := c.Create(ctx, ns); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %q: %w", name, err)
+		}
+		nsExisted = true
 	}
 	// Read first, so that an account found after a create that answered an error is known to
 	// be the one created (it was not there before).
@@ -133,6 +140,14 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 		}
 	}
 	view := map[string]any{"account": name, "description": description, "balance": 0}
+	if nsExisted {
+		// After the listing, on stderr as task list's notes: -o json stays what it was.
+		if left := leftInNamespace(ctx, o, c, acct); len(left) > 0 {
+			defer fmt.Fprintf(stderr, "Note: namespace %q was there already, and the new account takes over what is in it: %s. "+
+				"If the account is for someone else, delete it and the namespace, and create it again once the namespace is gone (docs/ledger.md, \"Deleting things\").\n",
+				name, strings.Join(left, "; "))
+		}
+	}
 	waiting, points := waitingTopUps(ctx, c, acct)
 	if waiting > 0 {
 		view["waitingTopUps"], view["waitingPoints"] = waiting, points
@@ -149,6 +164,74 @@ func accountCreate(ctx context.Context, o *options, name, description string) er
 		}
 		fmt.Fprintf(w, "account %q created with 0 points; top it up with: %s topup %s AMOUNT --reference REF\n", name, displayName(), name)
 	})
+}
+
+// leftInNamespace says what the namespace of acct, just created in a namespace that was there,
+// holds from before that the new account's API keys reach: the tasks and short templates of an
+// account closed there (a closed account's namespace stays until it is deleted:
+// docs/ledger.md), its webhook signing Secret and the API keys not revoked; and then the
+// top-ups of earlier accounts (alone they are only the audit trail, and say nothing). The REST
+// API serves a namespace's tasks, templates and secret to its keys, and the keys act for the
+// namespace. Each is best effort: what cannot be read is left out.
+func leftInNamespace(ctx context.Context, o *options, c client.Client, acct *videogenv1alpha1.PointAccount) []string {
+	name := acct.Namespace
+	var left []string
+	count := func(list client.ObjectList) string {
+		if err := c.List(ctx, list, client.InNamespace(name), client.Limit(1)); err != nil {
+			return ""
+		}
+		n := int64(meta.LenList(list))
+		switch r := list.(metav1.ListInterface).GetRemainingItemCount(); {
+		case n == 0:
+			return ""
+		case r != nil:
+			n += *r
+		case list.(metav1.ListInterface).GetContinue() != "":
+			return "more than one"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	if n := count(&videogenv1alpha1.VideoTaskList{}); n != "" {
+		left = append(left, n+" task(s), which its API keys list with their results, and whose Idempotency-Keys replay them")
+	}
+	if n := count(&videogenv1alpha1.ShortTemplateList{}); n != "" {
+		left = append(left, n+" short template(s), which its API keys use and change")
+	}
+	var nsObj corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &nsObj); err == nil {
+		var secret corev1.Secret
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.keyNamespace, Name: webhooksecrets.SecretName(name)}, &secret); err == nil &&
+			secret.DeletionTimestamp.IsZero() && accountns.MadeFor(&secret, &nsObj) {
+			left = append(left, fmt.Sprintf("the webhook signing secret (Secret %s in %s), which its API keys read: the earlier receivers verify deliveries with it", secret.Name, o.keyNamespace))
+		}
+	}
+	if keys, err := apikeys.List(ctx, c, o.keyNamespace, name); err == nil {
+		var ids []string
+		for _, k := range keys {
+			if k.Orphaned == "" {
+				ids = append(ids, k.ID)
+			}
+		}
+		if len(ids) > 0 {
+			left = append(left, fmt.Sprintf("API keys not revoked, which act for the new account (%s: %s apikey revoke ID)", strings.Join(ids, ", "), displayName()))
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps, client.InNamespace(name)); err == nil {
+		n := 0
+		for _, t := range topUps.Items {
+			if t.Status.AccountUID != "" && t.Status.AccountUID != acct.UID {
+				n++
+			}
+		}
+		if n > 0 {
+			left = append(left, fmt.Sprintf("%d top-up(s) of earlier accounts, whose references stay used", n))
+		}
+	}
+	return left
 }
 
 // accountExists is account create's error for an account that is there: being closed, or
