@@ -234,6 +234,33 @@ func leftInNamespace(ctx context.Context, o *options, c client.Client, acct *vid
 	return left
 }
 
+// noAccountError is account show's error for a namespace without an account. One whose account
+// was closed keeps its top-ups (they cannot be deleted: the audit trail of the points it was
+// credited and debited) until the namespace is deleted: the error says how many, and where.
+func noAccountError(ctx context.Context, c client.Reader, name string) error {
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps, client.InNamespace(name)); err != nil || len(topUps.Items) == 0 {
+		return fmt.Errorf("no account %q", name)
+	}
+	var sum int64
+	applied := 0
+	for _, t := range topUps.Items {
+		if t.Status.AppliedAt != nil {
+			applied++
+			sum += t.Spec.Amount
+		}
+	}
+	return fmt.Errorf("no account %q (closed, or not created yet); its namespace keeps %d top-up%s, %d of them applied (%+d points; an account closes at 0, so what the closed ones spent): kubectl get pointtopups -n %s",
+		name, len(topUps.Items), plural(len(topUps.Items)), applied, sum, name)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
 // accountExists is account create's error for an account that is there: being closed, or
 // open, with what it holds and how to see it (a create that failed may have made it).
 func accountExists(acct *videogenv1alpha1.PointAccount) error {
@@ -409,7 +436,7 @@ func accountShow(ctx context.Context, o *options, name string) error {
 	acct := &videogenv1alpha1.PointAccount{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: name, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no account %q", name)
+			return noAccountError(ctx, c, name)
 		}
 		return err
 	}

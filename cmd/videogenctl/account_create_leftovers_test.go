@@ -88,7 +88,16 @@ func TestAccountCreateInALeftNamespaceSaysWhatItTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// account show of the closed account pointed nowhere ("no account"): the top-ups, the
+	// audit trail of its points, are kept in the namespace, and it says so.
 	var out bytes.Buffer
+	if err := run(ctx, []string{"account", "show", "acme", "--kubeconfig", path}, &out); err == nil ||
+		!strings.Contains(err.Error(), "keeps 1 top-up, 1 of them applied (+100 points") || !strings.Contains(err.Error(), "kubectl get pointtopups -n acme") {
+		t.Errorf("account show acme, closed: %v; want it to name the top-up kept", err)
+	}
+	if err := run(ctx, []string{"account", "show", "globex", "--kubeconfig", path}, &out); err == nil || err.Error() != `no account "globex"` {
+		t.Errorf("account show globex, no namespace: %v; want no account \"globex\"", err)
+	}
 	if err := run(ctx, []string{"account", "create", "acme", "--kubeconfig", path}, &out); err != nil {
 		t.Fatalf("account create acme: %v\n%s", err, out.String())
 	}
