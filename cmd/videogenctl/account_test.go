@@ -66,11 +66,7 @@ func TestAReCreatedAccountShowsOnlyItsOwnTopUps(t *testing.T) {
 	startTopUpController(t, ctx, env)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, kubeconfig)
 	mustCLI := func(want string, args ...string) {
 		t.Helper()
 		if out, err := cli(args...); err != nil || !strings.Contains(out, want) {

@@ -40,11 +40,7 @@ func TestBadOutputFormatChangesNothing(t *testing.T) {
 	startTopUpController(t, ctx, env)
 	stderr = io.Discard
 	t.Cleanup(func() { stderr = os.Stderr })
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, kubeconfig)
 	if _, err := cli("account", "create", "acme"); err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +88,7 @@ func TestWriteCommandsPrintJSON(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "videogen-system")
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, kubeconfig)
 	jsonOf := func(args ...string) map[string]any {
 		t.Helper()
 		out, err := cli(append(args, "-o", "json")...)
@@ -152,11 +144,7 @@ func TestAccountShowDoesNotCallAWaitingTopUpRefused(t *testing.T) {
 	if err := c.Create(ctx, &videogenv1alpha1.PointAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}}); err != nil {
 		t.Fatal(err)
 	}
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, kubeconfig)
 	out, err := cli("account", "show", "acme", "-o", "json")
 	var shown accountView
 	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || len(shown.RecentTop) != 1 {
@@ -235,11 +223,7 @@ func TestTaskCancelHonoursOutput(t *testing.T) {
 	if err := c.Create(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", kubeconfig), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, kubeconfig)
 	if _, err := cli("task", "cancel", "vt-1", "-n", "acme", "-o", "jsn"); err == nil || !strings.Contains(err.Error(), "unknown output format") {
 		t.Errorf("task cancel -o jsn: %v, want unknown output format", err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -43,11 +42,7 @@ func TestAPIKeyListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
 	}
 	mustCreateNamespace(t, ctx, c, "initech")
 
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", path), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, path)
 	out, err := cli("apikey", "list")
 	if err != nil {
 		t.Fatalf("apikey list: %v\n%s", err, out)
@@ -105,11 +100,7 @@ func TestAPIKeyListMarksKeysOfClosedAccounts(t *testing.T) {
 			}
 		}
 	}
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", path), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, path)
 	out, err := cli("apikey", "list")
 	if err != nil {
 		t.Fatalf("apikey list: %v\n%s", err, out)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -40,4 +42,13 @@ func kubeProxy(t *testing.T, env *envtest.Environment, handle func(w http.Respon
 		t.Fatal(err)
 	}
 	return []string{"--server", srv.URL, "--insecure-skip-tls-verify", "--kubeconfig", kubeconfig}
+}
+
+// cliWith runs videogenctl with the kubeconfig at path, and returns what it printed.
+func cliWith(ctx context.Context, path string) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args, "--kubeconfig", path), &out)
+		return out.String(), err
+	}
 }

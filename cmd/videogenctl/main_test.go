@@ -45,11 +45,7 @@ func TestAdministratorWorkflow(t *testing.T) {
 	stderr = &progress
 	t.Cleanup(func() { stderr = os.Stderr })
 
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := run(ctx, append(args, "--kubeconfig", path), &out)
-		return out.String(), err
-	}
+	cli := cliWith(ctx, path)
 
 	if out, err := cli("account", "create", "acme", "--description", "ACME Corp"); err != nil || !strings.Contains(out, `account "acme" created`) {
 		t.Fatalf("account create: %v\n%s", err, out)
