@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,19 +18,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
 // PointAccountReconciler keeps an account's finalizer: an account goes only when the ledger has
-// closed its books. Its status (figures, journal, conditions) is the ledger's to write.
+// closed its books, and its API keys go with it. Its status (figures, journal, conditions) is
+// the ledger's to write.
 type PointAccountReconciler struct {
 	client.Client
-	Ledger   *ledger.Ledger
-	Recorder events.EventRecorder
+	// APIReader lists the keys to revoke around any cache: one issued a moment ago counts.
+	APIReader client.Reader
+	// KeyNamespace is where the API keys are (the operator's namespace).
+	KeyNamespace string
+	Ledger       *ledger.Ledger
+	Recorder     events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=videogen.dev,resources=pointaccounts/finalizers,verbs=update
+// A closed account's API keys are revoked:
+// +kubebuilder:rbac:groups="",namespace=videogen-system,resources=secrets,verbs=list;delete
 
 // Reconcile publishes the account's figures and runs the phase its lifecycle is in, as Cluster
 // API's reconcilers do: reconcileNormal for a live account, reconcileDelete for a deleted one.
@@ -70,7 +79,10 @@ func (r *PointAccountReconciler) reconcileNormal(ctx context.Context, acct *vide
 }
 
 // reconcileDelete removes the finalizer from a deleted account once the ledger has closed its
-// books (Ledger.Closable).
+// books (Ledger.Closable) and its API keys are revoked: a key left would still read the
+// namespace's tasks and results, and spend the points of an account made later in it, for
+// whoever that is. The signing Secret stays (its tasks' webhooks may still be retried): it
+// goes with the namespace, or by hand.
 func (r *PointAccountReconciler) reconcileDelete(ctx context.Context, acct *videogenv1alpha1.PointAccount) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(acct, videogenv1alpha1.FinalizerLedger) {
 		return ctrl.Result{}, nil
@@ -85,12 +97,22 @@ func (r *PointAccountReconciler) reconcileDelete(ctx context.Context, acct *vide
 		// and requeues it with each write; this is the safety net.
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
+	// Before the finalizer goes: a crash between the two revokes again, and finds none left.
+	revoked, err := apikeys.RevokeAll(ctx, r.Client, r.APIReader, r.KeyNamespace, acct.Namespace)
+	if len(revoked) > 0 {
+		// Said as they go: a pass that revokes them and then loses the finalizer's write to a
+		// conflict leaves none for the next to name.
+		r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "APIKeysRevoked", "Close", "Revoked the API keys of the account as it closes: %s", strings.Join(revoked, ", "))
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	orig := acct.DeepCopy()
 	controllerutil.RemoveFinalizer(acct, videogenv1alpha1.FinalizerLedger)
 	if err := r.Patch(ctx, acct, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "Closed", "Close", "The account is empty: its books are closed")
+	r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "Closed", "Close", "The account is empty: its books are closed and its API keys revoked")
 	return ctrl.Result{}, nil
 }
 

@@ -106,7 +106,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*ledger.Ledger, error) {
 			Recorder: mgr.GetEventRecorder("videotask-controller"), Config: opts.Task, Clock: opts.Clock,
 		}},
 		{"PointAccount", &PointAccountReconciler{
-			Client: mgr.GetClient(), Ledger: l, Recorder: mgr.GetEventRecorder("pointaccount-controller"),
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), KeyNamespace: opts.Webhooks.SecretNamespace,
+			Ledger: l, Recorder: mgr.GetEventRecorder("pointaccount-controller"),
 		}},
 		{"PointTopUp", &PointTopUpReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: l,

@@ -163,31 +163,38 @@ type keyView struct {
 	// and their results, makes and changes short templates and reads and rotates the webhook
 	// signing secret, and acts for an account made later in the namespace, whoever it is for.
 	// Closing an account revokes its keys (docs/ledger.md, "Deleting things"): this names those
-	// left. Empty for an orphaned key (its namespace gone, it no longer works) and when the
-	// account could not be read.
+	// it left (issued while it closed, or closed by a manager that did not revoke them) and
+	// those it will revoke. Empty for an orphaned key (its namespace gone, it no longer works)
+	// and when the account could not be read.
 	AccountClosed string `json:"accountClosed,omitempty"`
+	// closing: the account is being closed, and its close revokes the key.
+	closing bool
 }
 
 // keyViews reads the account of each key whose namespace is still its own, once per account.
 func keyViews(ctx context.Context, c client.Reader, keys []apikeys.Key) []keyView {
-	closed := map[string]string{}
+	type state struct {
+		note    string
+		closing bool
+	}
+	accounts := map[string]state{}
 	views := make([]keyView, len(keys))
 	for i, k := range keys {
 		views[i].Key = k
 		if k.Orphaned != "" || k.Account == "" {
 			continue
 		}
-		note, read := closed[k.Account]
+		st, read := accounts[k.Account]
 		if !read {
 			switch acct, err := getAccount(ctx, c, k.Account); {
 			case apierrors.IsNotFound(err):
-				note = fmt.Sprintf("account %q is closed (no PointAccount) while its namespace stays: the key still reads its tasks and results and changes its short templates; revoke it", k.Account)
+				st.note = fmt.Sprintf("account %q is closed (no PointAccount) while its namespace stays: the key still reads its tasks and results and changes its short templates; revoke it", k.Account)
 			case err == nil && !acct.DeletionTimestamp.IsZero():
-				note = fmt.Sprintf("account %q is being closed: the key still reads its tasks and results and changes its short templates; revoke it", k.Account)
+				st = state{closing: true, note: fmt.Sprintf("account %q is being closed: the key reads its tasks and results until it closes, which revokes the key", k.Account)}
 			}
-			closed[k.Account] = note
+			accounts[k.Account] = st
 		}
-		views[i].AccountClosed = note
+		views[i].AccountClosed, views[i].closing = st.note, st.closing
 	}
 	return views
 }
@@ -224,6 +231,8 @@ func keysTable(w io.Writer, keys []keyView) {
 		switch {
 		case k.Orphaned != "":
 			status = "namespace gone: revoke it"
+		case k.closing:
+			status = "account closing: revoked at its close"
 		case k.AccountClosed != "":
 			status = "account closed: revoke it"
 		}

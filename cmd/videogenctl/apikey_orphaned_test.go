@@ -67,13 +67,15 @@ func TestAPIKeyListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
 }
 
 // apikey list marks the keys of a closed account whose namespace stays. Interleaving: 1. keys
-// are issued for acme, globex and initech, each with its account. 2. globex is closed as
-// docs/ledger.md says, but its keys are not revoked: its PointAccount is deleted and gone, the
+// are issued for acme, globex and initech, each with its account. 2. globex is closed, but its
+// keys are not revoked (no manager runs here; a close revokes them, but not a key issued as it
+// closed, nor by a manager from before that): its PointAccount is deleted and gone, the
 // namespace stays; initech's PointAccount is deleted and kept by a finalizer (closing). 3. A
 // platform administrator runs apikey list to find the keys left to revoke. Before the fix both
 // were listed "active", as acme's: nothing said that they belong to a closed account, and they
 // still work (tasks and results read, short templates made and changed, the webhook secret
-// read and rotated; and they act for an account made later in the namespace).
+// read and rotated; and they act for an account made later in the namespace). initech's key
+// is marked as one its close revokes.
 func TestAPIKeyListMarksKeysOfClosedAccounts(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
@@ -106,10 +108,7 @@ func TestAPIKeyListMarksKeysOfClosedAccounts(t *testing.T) {
 		t.Fatalf("apikey list: %v\n%s", err, out)
 	}
 	for ns, id := range ids {
-		status := `account closed: revoke it`
-		if ns == "acme" {
-			status = `active`
-		}
+		status := map[string]string{"acme": `active`, "globex": `account closed: revoke it`, "initech": `account closing: revoked at its close`}[ns]
 		if !regexp.MustCompile(`(?m)^` + id + `\s+` + ns + `\s+\S+\s+` + status).MatchString(out) {
 			t.Errorf("apikey list, the key of %s: want STATUS %q\n%s", ns, status, out)
 		}
@@ -122,7 +121,8 @@ func TestAPIKeyListMarksKeysOfClosedAccounts(t *testing.T) {
 	for _, k := range listed {
 		note, _ := k["accountClosed"].(string)
 		want := map[any]string{"acme": "", "globex": "is closed", "initech": "is being closed"}[k["account"]]
-		if (note == "") != (want == "") || !strings.Contains(note, want) || (note != "" && !strings.HasSuffix(note, "revoke it")) {
+		suffix := map[any]string{"globex": "revoke it", "initech": "until it closes, which revokes the key"}[k["account"]]
+		if (note == "") != (want == "") || !strings.Contains(note, want) || !strings.HasSuffix(note, suffix) {
 			t.Errorf("apikey list -o json, key of %s: accountClosed %q; want one saying %q", k["account"], note, want)
 		}
 		if k["orphaned"] != nil {

@@ -200,6 +200,32 @@ func Revoke(ctx context.Context, c client.Client, keyNamespace, id string) error
 	return nil
 }
 
+// RevokeAll revokes every key of account, those issued for any namespace of that name, and
+// returns the ids it revoked: closing an account revokes its keys, or one left would act for an
+// account made later in the namespace. r should read around any cache, so that a key issued a
+// moment ago is not missed. A key issued after its list is not revoked (apikey create refuses
+// an account being closed). Each delete is of the Secret listed (its UID), and a key revoked
+// already, or by a racing call, is no error: a retry after a delete that landed but answered an
+// error goes on where it stopped.
+func RevokeAll(ctx context.Context, c client.Client, r client.Reader, keyNamespace, account string) ([]string, error) {
+	var list corev1.SecretList
+	if err := r.List(ctx, &list, client.InNamespace(keyNamespace), client.MatchingLabels{LabelAPIKey: "true", LabelAccount: account}); err != nil {
+		return nil, fmt.Errorf("listing the API keys of account %q: %w", account, err)
+	}
+	var ids []string
+	for i := range list.Items {
+		s := &list.Items[i]
+		if !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := c.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+			return ids, fmt.Errorf("revoking API key %s of account %q: %w", s.Labels[LabelKeyID], account, err)
+		}
+		ids = append(ids, s.Labels[LabelKeyID])
+	}
+	return ids, nil
+}
+
 // List returns the keys of account ("" for all accounts) not revoked. Those whose namespace is
 // gone work no more, but are listed, with Orphaned saying so, until the manager deletes them
 // (controllers.OrphanedSecretReconciler) or they are revoked.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,5 +177,57 @@ func TestListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
 	}
 	if want := map[string]int{"acme": 1, "globex": 1, "initech": 1}; len(gets) != len(want) || gets["acme"] != 1 || gets["globex"] != 1 || gets["initech"] != 1 {
 		t.Errorf("namespace gets %v; want one per account %v", gets, want)
+	}
+}
+
+// RevokeAll revokes every key of one account and no other's, and a delete that lands but
+// answers an error (a 504 after the write) fails the call, which, tried again, revokes the rest
+// and counts none twice.
+func TestRevokeAllRevokesTheAccountsKeysOnlyAndGoesOnAfterAnError(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).
+		WithObjects(namespace("acme", "uid-a", t0), namespace("acme-2", "uid-b", t0)).Build()
+	auth := &apikeys.Authenticator{Reader: c, Namespace: keyNS}
+	var acme []string
+	for range 3 {
+		key, _, err := apikeys.Issue(ctx, c, keyNS, "acme", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		acme = append(acme, key)
+	}
+	other, _, err := apikeys.Issue(ctx, c, keyNS, "acme-2", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	deletes := 0
+	landsThenFails := interceptor.NewClient(c, interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			deletes++
+			if err := c.Delete(ctx, obj, opts...); err != nil || deletes != 2 {
+				return err
+			}
+			return apierrors.NewTimeoutError("request did not complete within requested timeout", 0)
+		},
+	})
+	ids, err := apikeys.RevokeAll(ctx, landsThenFails, c, keyNS, "acme")
+	if !apierrors.IsTimeout(err) || len(ids) != 1 {
+		t.Fatalf("RevokeAll with the second delete answering a timeout: ids %v, error %v; want the first id and the timeout", ids, err)
+	}
+	ids, err = apikeys.RevokeAll(ctx, landsThenFails, c, keyNS, "acme")
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("RevokeAll again: ids %v, error %v; want the one key left", ids, err)
+	}
+	for i, key := range acme {
+		if _, err := auth.Authenticate(ctx, key); !errors.Is(err, apikeys.ErrInvalidKey) {
+			t.Errorf("acme's key %d after RevokeAll: %v; want ErrInvalidKey", i, err)
+		}
+	}
+	if p, err := auth.Authenticate(ctx, other); err != nil || p.Account != "acme-2" {
+		t.Errorf("acme-2's key after acme's were revoked: %+v, %v; want it to work", p, err)
+	}
+	if ids, err := apikeys.RevokeAll(ctx, c, c, keyNS, "acme"); err != nil || len(ids) != 0 {
+		t.Errorf("RevokeAll of an account without keys: %v, %v; want nothing and no error", ids, err)
 	}
 }
