@@ -30,7 +30,7 @@ import (
 )
 
 func newAccountCommand(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "account", Short: "Create accounts and show their points"}
+	cmd := &cobra.Command{Use: "account", Short: "Create, show and close accounts"}
 	var description string
 	create := &cobra.Command{
 		Use:   "create NAME [--description TEXT]",
@@ -70,7 +70,7 @@ func newAccountCommand(o *options) *cobra.Command {
 			return accountShow(cmd.Context(), o, name)
 		},
 	}
-	cmd.AddCommand(create, show)
+	cmd.AddCommand(create, show, newAccountCloseCommand(o))
 	return cmd
 }
 

@@ -430,14 +430,8 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	if t.Status.Phase.Terminal() {
 		return fmt.Errorf("task %s already %s and cannot be canceled", t.Name, status)
 	}
-	// A merge patch of the annotation, as the REST API cancels: no read-modify-write race.
-	patch := []byte(`{"metadata":{"annotations":{"` + videogenv1alpha1.AnnotationCancelRequested + `":"true"}}}`)
-	if err := c.Patch(ctx, t, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		landed, lerr := cancelLanded(ctx, c, t, err)
-		if lerr != nil {
-			return lerr
-		}
-		t = landed
+	if t, err = requestCancel(ctx, c, t); err != nil {
+		return err
 	}
 	// t is now the patch's answer: a task that ended since the read above (a success charged)
 	// took the annotation, but nothing cancels or refunds a finished task.
@@ -452,6 +446,16 @@ func taskCancel(ctx context.Context, o *options, name string) error {
 	fmt.Fprintf(o.out, "cancel requested for task %s; it stops and its points are refunded, unless it finishes first (%s task watch %s -n %s)\n",
 		t.Name, displayName(), t.Name, t.Namespace)
 	return nil
+}
+
+// requestCancel asks the operator to cancel t and returns the task as the cancel left it.
+func requestCancel(ctx context.Context, c client.Client, t *videogenv1alpha1.VideoTask) (*videogenv1alpha1.VideoTask, error) {
+	// A merge patch of the annotation, as the REST API cancels: no read-modify-write race.
+	patch := []byte(`{"metadata":{"annotations":{"` + videogenv1alpha1.AnnotationCancelRequested + `":"true"}}}`)
+	if err := c.Patch(ctx, t, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		return cancelLanded(ctx, c, t, err)
+	}
+	return t, nil
 }
 
 // cancelLanded is the task as stored when the cancel patch that failed with err landed all the

@@ -159,6 +159,30 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	if amount > 0 && !acct.DeletionTimestamp.IsZero() {
 		return closingError(account, "a credit would only wait for the account created after it; debit what is left, or credit the account created again once it is gone")
 	}
+	t, err := createTopUp(ctx, c, account, amount, reference, note)
+	if err != nil {
+		return err
+	}
+	if noWait {
+		view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference}
+		return o.print(view, func(w io.Writer) { fmt.Fprintf(w, "top-up %s created\n", t.Name) })
+	}
+	if err := waitApplied(ctx, c, t, acct); err != nil {
+		return err
+	}
+	verb, to := "credit", "to"
+	if amount < 0 {
+		verb, to = "debit", "from"
+	}
+	view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
+	return o.print(view, func(w io.Writer) {
+		fmt.Fprintf(w, "%sed %d points %s %s (reference %s); balance is now %d\n", verb, max(amount, -amount), to, account, reference, *t.Status.BalanceAfter)
+	})
+}
+
+// createTopUp creates a PointTopUp of amount for account, under a name of its own, and returns
+// it; a create that failed but landed all the same (createdAllTheSame) is no error.
+func createTopUp(ctx context.Context, c client.Client, account string, amount int64, reference, note string) (*videogenv1alpha1.PointTopUp, error) {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	t := &videogenv1alpha1.PointTopUp{
@@ -167,16 +191,19 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	}
 	if err := c.Create(ctx, t); err != nil {
 		if err := createdAllTheSame(ctx, c, t, err); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if noWait {
-		view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference}
-		return o.print(view, func(w io.Writer) { fmt.Fprintf(w, "top-up %s created\n", t.Name) })
-	}
-	verb, to := "credit", "to"
+	return t, nil
+}
+
+// waitApplied waits until the ledger applied top-up t to acct, its account, and reads it into
+// t; an error says why it was not, and what becomes of it.
+func waitApplied(ctx context.Context, c client.Reader, t *videogenv1alpha1.PointTopUp, acct *videogenv1alpha1.PointAccount) error {
+	account, amount := t.Namespace, t.Spec.Amount
+	verb := "credit"
 	if amount < 0 {
-		verb, to = "debit", "from"
+		verb = "debit"
 	}
 	spin := newSpinner(stderr, fmt.Sprintf("waiting for the operator to %s %d points", verb, max(amount, -amount)))
 	var refusal, closing string
@@ -185,7 +212,7 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 	// dropped connection) does not end the wait, or the CLI would say "not applied" of a
 	// top-up the operator credits a moment later, and the administrator credit it again.
 	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, topUpWait, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, topUpWait, true, func(context.Context) (bool, error) {
 		spin.tick()
 		// Read under ctx, not the wait's own: a read the wait's deadline cut short (or that
 		// client-go's rate limiter refused as ending past it, as at the last tick) is no
@@ -263,10 +290,7 @@ func topUp(ctx context.Context, o *options, account string, amount int64, refere
 		return fmt.Errorf("top-up %s not %sed: its status says applied but was not written by the operator (no balanceAfter or accountUID), "+
 			"and a top-up marked applied is never applied; see kubectl describe pointtopup %s -n %s", t.Name, verb, t.Name, account)
 	}
-	view := map[string]any{"topUp": t.Name, "account": account, "amount": amount, "reference": reference, "balanceAfter": *t.Status.BalanceAfter}
-	return o.print(view, func(w io.Writer) {
-		fmt.Fprintf(w, "%sed %d points %s %s (reference %s); balance is now %d\n", verb, max(amount, -amount), to, account, reference, *t.Status.BalanceAfter)
-	})
+	return nil
 }
 
 // createdAllTheSame is nil when the top-up whose create failed with err exists all the same: a
