@@ -104,6 +104,9 @@ func Start() (*envtest.Environment, *rest.Config, client.Client, error) {
 	return env, cfg, c, nil
 }
 
+// policyNamePrefix is config/default's namePrefix, which make deploy puts on the policies.
+const policyNamePrefix = "videogen-"
+
 // InstallPolicies creates the ValidatingAdmissionPolicies of config/policies (and their
 // bindings), as `make deploy` does, so that tests and the local stack meet them too.
 func InstallPolicies(ctx context.Context, c client.Client) error {
@@ -135,6 +138,13 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 			}
 			if len(obj.Object) == 0 {
 				continue
+			}
+			// Named as make deploy names them, so that the refusals read as the docs quote them.
+			obj.SetName(policyNamePrefix + obj.GetName())
+			if name, found, _ := unstructured.NestedString(obj.Object, "spec", "policyName"); found {
+				if err := unstructured.SetNestedField(obj.Object, policyNamePrefix+name, "spec", "policyName"); err != nil {
+					return err
+				}
 			}
 			if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("%s: creating %s %s: %w", base, obj.GetKind(), obj.GetName(), err)

@@ -125,3 +125,20 @@ func TestControlPlaneReportsItsReleaseVersion(t *testing.T) {
 		t.Errorf("kubectl cannot parse the kube-apiserver's version: %v", err)
 	}
 }
+
+// The local stack and the tests name the policies as make deploy does (config/default's
+// namePrefix), so that a refusal there reads as docs/ledger.md quotes it.
+func TestPoliciesAreNamedAsMakeDeployNamesThem(t *testing.T) {
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "default", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^namePrefix:\s*(\S+)\s*$`).FindSubmatch(raw)
+	if m == nil || string(m[1]) != policyNamePrefix {
+		t.Fatalf("config/default/kustomization.yaml namePrefix %q; InstallPolicies prefixes %q", m, policyNamePrefix)
+	}
+}
