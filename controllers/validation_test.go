@@ -69,6 +69,7 @@ var _ = Describe("API validation", func() {
 			MinDuration: ptr.To[int32](2)}, "minDuration and maxDuration are only allowed when durationAdjustable is true"),
 		Entry("maxDuration on a fixed template", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media,
 			MaxDuration: ptr.To[int32](10)}, "minDuration and maxDuration are only allowed when durationAdjustable is true"),
+		Entry("a line break in the media's URL", videogenv1alpha1.TemplateSpec{Capability: "video.short", DisplayName: "x", MediaURL: media + "\n"}, "spec.mediaURL"),
 	)
 
 	It("accepts prices of exactly the most a top-up can credit", func() {
@@ -137,7 +138,23 @@ var _ = Describe("API validation", func() {
 		Entry("a face that is not a URL", videogenv1alpha1.VideoTaskSpec{Capability: "video.short", TemplateRef: "t",
 			Inputs: videogenv1alpha1.TaskInputs{FaceImageURL: "file:///etc/passwd"}}, "spec.inputs.faceImageURL"),
 		Entry("a negative duration", videogenv1alpha1.VideoTaskSpec{Capability: "video.template", TemplateRef: "t", Duration: ptr.To[int32](-5)}, "spec.duration"),
+		// The REST API refuses control characters in URLs (Go's URL parser does); kubectl met
+		// only ^https?://, and such a task was frozen, then failed when fetched.
+		Entry("a line break in the video's URL", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser",
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://media.example/v.mp4\r\nX-Injected: 1"}}, "spec.inputs.sourceVideoURL"),
+		Entry("a NUL in the face's URL", videogenv1alpha1.VideoTaskSpec{Capability: "video.short", TemplateRef: "t",
+			Inputs: videogenv1alpha1.TaskInputs{FaceImageURL: "https://media.example/f.jpg\x00.png"}}, "spec.inputs.faceImageURL"),
+		Entry("a DEL in the webhook's URL", videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser",
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://media.example/v.mp4"}, WebhookURL: "https://hooks.example/\x7f"}, "spec.webhookURL"),
 	)
+
+	It("takes URLs with spaces and characters beyond ASCII, as the REST API does", func() {
+		t := &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: envsuite.Unique("url")},
+			Spec: videogenv1alpha1.VideoTaskSpec{Capability: "video.eraser",
+				Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://media.example/été 2026.mp4"}}}
+		Expect(k8sClient.Create(ctx, t)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, t)).To(Succeed())
+	})
 
 	It("says what a timeout that is no duration should be", func() {
 		// Past Go's durations (3000000h, 20 digits of ns) too: duration() would fail in the

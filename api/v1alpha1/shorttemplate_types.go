@@ -25,13 +25,13 @@ type ShortTemplateSpec struct {
 	DisplayName string `json:"displayName"`
 
 	// TargetURL is the template video the face is swapped into.
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x1f\x7f]*$`
 	// +kubebuilder:validation:MaxLength=2048
 	// +required
 	TargetURL string `json:"targetURL"`
 
 	// CoverURL is an image shown for the template.
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x1f\x7f]*$`
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	CoverURL string `json:"coverURL,omitempty"`

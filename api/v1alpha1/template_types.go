@@ -37,13 +37,13 @@ type TemplateSpec struct {
 	Price *int64 `json:"price,omitempty"`
 
 	// CoverURL is an image shown for the template in catalogs.
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x1f\x7f]*$`
 	// +optional
 	CoverURL string `json:"coverURL,omitempty"`
 
 	// MediaURL is the template's media: the target video (video.short, video.template) or image
 	// (image.pose), required for those; video.eraser works on the caller's video and needs none.
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x1f\x7f]*$`
 	// +optional
 	MediaURL string `json:"mediaURL,omitempty"`
 

@@ -127,13 +127,13 @@ const (
 // URL, never embedded in the object.
 type TaskInputs struct {
 	// FaceImageURL is the face to place, required for video.short and image.pose.
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x1f\x7f]*$`
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	FaceImageURL string `json:"faceImageURL,omitempty"`
 
 	// SourceVideoURL is the video to clean, required for video.eraser.
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x1f\x7f]*$`
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	SourceVideoURL string `json:"sourceVideoURL,omitempty"`
@@ -171,7 +171,7 @@ type VideoTaskSpec struct {
 	Duration *int32 `json:"duration,omitempty"`
 
 	// WebhookURL receives the task object when it reaches a terminal phase.
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x1f\x7f]*$`
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	WebhookURL string `json:"webhookURL,omitempty"`
