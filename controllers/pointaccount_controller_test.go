@@ -90,6 +90,7 @@ var _ = Describe("PointAccount", func() {
 		Expect(err.Error()).To(ContainSubstring("cancel or wait for its tasks first (videogenctl task list -n " + ns))
 		Expect(err.Error()).To(ContainSubstring("then debit what is left (videogenctl account show " + ns + " says it; videogenctl topup " + ns + " AMOUNT --debit --reference REF --note WHY), then delete it"))
 		Expect(err.Error()).NotTo(ContainSubstring("amount -80"))
+		Expect(err.Error()).To(HaveSuffix("; videogenctl account close " + ns + " --reference REF --cancel-tasks runs these steps"))
 
 		// The finalizer keeps it even without the policy's figures (as when the summary lags):
 		// cancel the task, debit the balance, and it goes.
@@ -131,6 +132,7 @@ var _ = Describe("PointAccount", func() {
 		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("videogenctl topup " + funded + " 30 --debit --reference REF --note WHY), then delete it"))
 		Expect(err.Error()).NotTo(ContainSubstring("cancel"))
+		Expect(err.Error()).To(HaveSuffix("; videogenctl account close " + funded + " --reference REF runs these steps"))
 	})
 
 	It("lets an empty account go at once; its namespace then takes no task", func() {
