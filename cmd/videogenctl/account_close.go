@@ -133,9 +133,15 @@ func accountClose(ctx context.Context, o *options, name string, f closeOptions) 
 		}
 		fmt.Fprintf(stderr, "debited %d points (top-up %s, reference %s)\n", balance, t.Name, f.reference)
 		view.Debited, view.DebitTopUp = balance, t.Name
-		// A credit applied meanwhile leaves points, which the delete below is refused for.
+		// The account's status shows the debit once the top-up's does (the ledger writes it into
+		// the account's journal first); more points there are a credit applied meanwhile,
+		// which the delete would be refused for.
 		if acct, err = waitUntilNothingHeld(ctx, c, name); err != nil {
 			return err
+		}
+		if acct != nil && acct.Status.Balance > 0 {
+			return fmt.Errorf("account %q has %d points again after the debit: a credit was applied meanwhile; run account close again, with another --reference, to debit it",
+				name, acct.Status.Balance)
 		}
 	}
 	if acct != nil {

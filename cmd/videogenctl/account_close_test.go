@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,5 +155,49 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
 		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
 		t.Fatalf("waited 30s: %s", what)
+	}
+}
+
+// A credit applied between the close's debit and its delete leaves points: the close stops and
+// says so, the account kept and not deleted, and run again it debits them too. Interleaving: 1.
+// acme has 100 points. 2. account close acme reads them and sends its debit of 100. 3. Before
+// the debit reaches the kube-apiserver, a colleague's top-up of 50 is created and credited. 4.
+// The debit is applied (50 left) and the close reads the account again.
+func TestAccountCloseStopsAtACreditAppliedAfterItsDebit(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	startOperator(t, ctx, env, testbackend.New())
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := cliWith(ctx, kubeconfig)
+	if _, err := cli("account", "create", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli("topup", "acme", "100", "--reference", "INV-1"); err != nil {
+		t.Fatal(err)
+	}
+	var credited sync.Once
+	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups") {
+			credited.Do(func() { // step 3
+				if _, err := cli("topup", "acme", "50", "--reference", "INV-2"); err != nil {
+					t.Errorf("the colleague's credit: %v", err)
+				}
+			})
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	var out bytes.Buffer
+	err := run(ctx, append([]string{"account", "close", "acme", "--reference", "CLOSE-1"}, flags...), &out)
+	if err == nil || !strings.Contains(err.Error(), "has 50 points again after the debit") || !strings.Contains(err.Error(), "another --reference") {
+		t.Fatalf("account close with a credit applied after its debit: %v\n%s; want it to stop at the 50 points", err, out.String())
+	}
+	acct := &videogenv1alpha1.PointAccount{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}, acct); err != nil || !acct.DeletionTimestamp.IsZero() {
+		t.Fatalf("the account after the close stopped: %v, deleted %v; want it kept, not deleted", err, acct.DeletionTimestamp)
+	}
+	if out, err := cli("account", "close", "acme", "--reference", "CLOSE-2"); err != nil || !strings.Contains(out, "account acme closed: 50 points debited") {
+		t.Errorf("account close again: %v\n%s; want 50 debited and the account closed", err, out)
 	}
 }
