@@ -45,16 +45,7 @@ func TestAccountCloseRunsTheStepsInOrder(t *testing.T) {
 	mustCreateNamespace(t, ctx, c, "videogen-system")
 	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
 	backend := testbackend.New()
-	startOperator(t, ctx, env, backend)
-	stderr = io.Discard
-	t.Cleanup(func() { stderr = os.Stderr })
-	cli := cliWith(ctx, kubeconfig)
-	if _, err := cli("account", "create", "acme"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli("topup", "acme", "100", "--reference", "INV-1"); err != nil {
-		t.Fatal(err)
-	}
+	cli := acmeWith100Points(t, ctx, env, kubeconfig, backend)
 	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "the customer's")
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +110,23 @@ func TestAccountCloseRunsTheStepsInOrder(t *testing.T) {
 	}
 }
 
+// acmeWith100Points starts the operator, with backend serving every capability, and as the user
+// of kubeconfig creates account acme and credits it 100 points; it returns that user's CLI.
+func acmeWith100Points(t *testing.T, ctx context.Context, env *envtest.Environment, kubeconfig string, backend generation.Backend) func(args ...string) (string, error) {
+	t.Helper()
+	startOperator(t, ctx, env, backend)
+	stderr = io.Discard
+	t.Cleanup(func() { stderr = os.Stderr })
+	cli := cliWith(ctx, kubeconfig)
+	if _, err := cli("account", "create", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli("topup", "acme", "100", "--reference", "INV-1"); err != nil {
+		t.Fatal(err)
+	}
+	return cli
+}
+
 // startOperator runs the operator's controllers (the ledger among them) against env, with
 // backend serving every capability, until the test ends.
 func startOperator(t *testing.T, ctx context.Context, env *envtest.Environment, backend generation.Backend) {
@@ -167,16 +175,7 @@ func TestAccountCloseStopsAtACreditAppliedAfterItsDebit(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
 	mustCreateNamespace(t, ctx, c, "videogen-system")
-	startOperator(t, ctx, env, testbackend.New())
-	stderr = io.Discard
-	t.Cleanup(func() { stderr = os.Stderr })
-	cli := cliWith(ctx, kubeconfig)
-	if _, err := cli("account", "create", "acme"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli("topup", "acme", "100", "--reference", "INV-1"); err != nil {
-		t.Fatal(err)
-	}
+	cli := acmeWith100Points(t, ctx, env, kubeconfig, testbackend.New())
 	var credited sync.Once
 	flags := kubeProxy(t, env, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/acme/pointtopups") {
