@@ -372,6 +372,46 @@ var _ = Describe("OpenAPI document", func() {
 		}
 	})
 
+	// Found by trying the API as a client developer would: two Authorization headers, or a
+	// bearer token over bearer.MaxTokenBytes, are answered 400 invalid_request with
+	// WWW-Authenticate: Bearer realm="videogen", error="invalid_request" (RFC 6750) on every
+	// operation that takes an API key, but the document declared only X-Request-Id on those
+	// 400s, so a client reading the document did not know the header, and the shared
+	// BadRequest response described only net/http's early answers.
+	It("declares the WWW-Authenticate of a 400 for a malformed Authorization on every operation that takes an API key", func() {
+		loadSpec()
+		long := "vg_" + strings.Repeat("x", 16<<10)
+		for path, item := range spec["paths"].(map[string]any) {
+			for method, op := range item.(map[string]any) {
+				if security, ok := op.(map[string]any)["security"].([]any); ok && len(security) == 0 {
+					continue // no API key: webhooks of payment processors, the document itself
+				}
+				concrete := strings.NewReplacer("{id}", "vt-nosuchtask", "{connector}", "stripe").Replace(path)
+				if strings.HasPrefix(path, "/v1/short-templates/") {
+					concrete = "/v1/short-templates/ushort_nosuch"
+				}
+				for what, authorization := range map[string][]string{
+					"two Authorization headers": {"Bearer vg_a_b", "Bearer vg_c_d"},
+					"a bearer token too long":   {"Bearer " + long},
+				} {
+					req, err := http.NewRequestWithContext(ctx, strings.ToUpper(method), api.base+concrete, nil)
+					Expect(err).NotTo(HaveOccurred())
+					req.Header["Authorization"] = authorization
+					resp, err := api.http.Do(req)
+					Expect(err).NotTo(HaveOccurred())
+					raw, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					Expect(err).NotTo(HaveOccurred())
+					r := response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+					Expect(r.Status).To(Equal(http.StatusBadRequest), "%s %s with %s: %s", method, concrete, what, raw)
+					Expect(r.ErrorCode()).To(Equal("invalid_request"))
+					Expect(r.Header.Get("WWW-Authenticate")).To(ContainSubstring(`error="invalid_request"`))
+					checkAgainstOpenAPI(strings.ToUpper(method), concrete, r)
+				}
+			}
+		}
+	})
+
 	It("catches a response that breaks its schema", func() {
 		loadSpec()
 		bad := response{Status: 200, Body: []byte(`{"object":"balance","balance":-1}`), Header: http.Header{}}
