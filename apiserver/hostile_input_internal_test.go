@@ -13,8 +13,10 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -138,6 +140,79 @@ func TestAShortTemplateTheClusterRefusesIsA403NotA500(t *testing.T) {
 		code, msg := errorOf(t, rec)
 		if rec.Code != http.StatusForbidden || code != httpjson.CodeCreateRefused || !strings.Contains(msg, "no-changes") {
 			t.Errorf("answered %d %s, want 403 create_refused with the cluster's reason", rec.Code, rec.Body)
+		}
+	})
+}
+
+// What breaks (found on the local stack): a ValidatingAdmissionPolicy whose validation sets
+// no reason denies with the kube-apiserver's default, 422 Invalid, not 403 Forbidden, and
+// POST and PATCH /v1/short-templates took every Invalid for the CRD's validation: they answered
+// 400 invalid_request "the short template was refused: check name, target_url, cover_url and
+// duration against the API reference", sending the tenant to fix fields that were fine, and
+// hid the policy's reason. docs/api.md: when the cluster refuses to store the template ("an
+// admission policy said no"), POST and PATCH answer 403 create_refused, the message saying why.
+//
+// Interleaving: an administrator binds a policy (`validations: [{expression: ..., message:
+// ...}]`, no reason) to the account's namespace; the tenant POSTs a valid template, or PATCHes
+// one. The kube-apiserver answered, on the local stack: 422, reason Invalid, message
+// `shorttemplates.videogen.dev "ushort-abc" is forbidden: ValidatingAdmissionPolicy 'p' with
+// binding 'p' denied request: <message>`, one cause with only that message (no field, no
+// type); the CRD's own validation gives every cause its type (FieldValueInvalid, ...).
+//
+// What the user sees: 400 invalid_request naming no reason, for a refusal of the account's.
+func TestAShortTemplateAnAdmissionPolicyRefusesAsInvalidIsA403CreateRefused(t *testing.T) {
+	const denial = "ValidatingAdmissionPolicy 'no-templates' with binding 'no-templates' denied request: templates are closed here"
+	policy := apierrors.NewForbidden(schema.GroupResource{Group: "videogen.dev", Resource: "shorttemplates"}, "ushort-x", errors.New(denial))
+	policy.ErrStatus.Reason = metav1.StatusReasonInvalid
+	policy.ErrStatus.Code = http.StatusUnprocessableEntity
+	policy.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: denial}}
+	if !apierrors.IsInvalid(policy) {
+		t.Fatal("the policy's refusal must be an Invalid, as the kube-apiserver sends it")
+	}
+
+	t.Run("create", func(t *testing.T) {
+		s, c := refusingServer(t, policy)
+		req := httptest.NewRequest(http.MethodPost, "/v1/short-templates",
+			strings.NewReader(`{"name":"Mine","target_url":"https://cdn.example.com/t.mp4"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := serveAs(s.createShortTemplate, "acct", req)
+		code, msg := errorOf(t, rec)
+		if rec.Code != http.StatusForbidden || code != httpjson.CodeCreateRefused || !strings.Contains(msg, "templates are closed here") {
+			t.Errorf("answered %d %s, want 403 create_refused with the policy's reason", rec.Code, rec.Body)
+		}
+		var sts videogenv1alpha1.ShortTemplateList
+		if err := c.List(context.Background(), &sts); err != nil || len(sts.Items) != 0 {
+			t.Errorf("templates after the refusal: %d (%v)", len(sts.Items), err)
+		}
+	})
+
+	t.Run("patch", func(t *testing.T) {
+		st := &videogenv1alpha1.ShortTemplate{}
+		st.Namespace, st.Name = "acct", "ushort-x"
+		st.Labels = map[string]string{videogenv1alpha1.LabelShortTemplateID: "ushort_x"}
+		st.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://cdn.example.com/t.mp4"}
+		s, _ := refusingServer(t, policy, st)
+		req := httptest.NewRequest(http.MethodPatch, "/v1/short-templates/ushort_x", strings.NewReader(`{"name":"Renamed"}`))
+		req.SetPathValue("id", "ushort_x")
+		req.Header.Set("Content-Type", "application/json")
+		rec := serveAs(s.patchShortTemplate, "acct", req)
+		code, msg := errorOf(t, rec)
+		if rec.Code != http.StatusForbidden || code != httpjson.CodeCreateRefused || !strings.Contains(msg, "templates are closed here") {
+			t.Errorf("answered %d %s, want 403 create_refused with the policy's reason", rec.Code, rec.Body)
+		}
+	})
+
+	// The CRD's own validation stays a 400 naming the field.
+	t.Run("the CRD's validation", func(t *testing.T) {
+		invalid := apierrors.NewInvalid(schema.GroupKind{Group: "videogen.dev", Kind: "ShortTemplate"}, "ushort-x", field.ErrorList{
+			field.Invalid(field.NewPath("spec", "displayName"), "", "displayName must not be blank")})
+		s, _ := refusingServer(t, invalid)
+		req := httptest.NewRequest(http.MethodPost, "/v1/short-templates",
+			strings.NewReader(`{"name":"Mine","target_url":"https://cdn.example.com/t.mp4"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := serveAs(s.createShortTemplate, "acct", req)
+		if code, msg := errorOf(t, rec); rec.Code != http.StatusBadRequest || code != httpjson.CodeInvalidRequest || !strings.Contains(msg, `"name"`) {
+			t.Errorf("answered %d %s, want 400 invalid_request naming \"name\"", rec.Code, rec.Body)
 		}
 	})
 }
