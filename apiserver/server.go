@@ -146,7 +146,15 @@ func (s *Server) routes() {
 	authed("PATCH /v1/short-templates/{id}", s.patchShortTemplate)
 	authed("DELETE /v1/short-templates/{id}", s.deleteShortTemplate)
 
-	s.mux.Handle("GET /v1/openapi.json", openapi.Handler())
+	// The document takes no API key, and no query parameter either: ?format=yaml answered
+	// with JSON would read as honoured.
+	document := openapi.Handler()
+	s.mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := queryParams(r); writeRequestError(w, r, err) {
+			return
+		}
+		document.ServeHTTP(w, r)
+	})
 	s.routeList = append(s.routeList, "GET /v1/openapi.json")
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	s.mux.HandleFunc(catchAll, s.noRoute)
