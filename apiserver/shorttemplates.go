@@ -22,6 +22,7 @@ import (
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
+	"github.com/videogen-dev/videogen-operator/internal/kubeerr"
 )
 
 // ShortTemplateView is an account's custom short template.
@@ -147,7 +148,7 @@ func (s *Server) createShortTemplate(w http.ResponseWriter, r *http.Request, p a
 			}
 			return
 		}
-		if apierrors.IsForbidden(err) || refusedByAdmission(err) {
+		if apierrors.IsForbidden(err) || kubeerr.RefusedByAdmission(err) {
 			shortTemplateForbidden(w, r, "create", err)
 			return
 		}
@@ -211,29 +212,9 @@ func (s *Server) shortTemplateRefused(w http.ResponseWriter, r *http.Request, er
 	httpjson.WriteError(w, r, http.StatusBadRequest, httpjson.CodeInvalidRequest, msg)
 }
 
-// refusedByAdmission reports whether err, an Invalid (422) of the kube-apiserver, is an
-// admission policy's refusal rather than a rule of the CRD: a ValidatingAdmissionPolicy whose
-// validation sets no reason denies with Invalid, the kube-apiserver's default, with causes that
-// carry only its message, whereas every cause of the CRD's own validation (its schema and its
-// CEL rules) has its field error type (FieldValueInvalid, FieldValueRequired, ...). Such a
-// refusal names no field of the request: it is the namespace's, answered as a Forbidden is.
-func refusedByAdmission(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	causes := status.Status().Details.Causes
-	for _, cause := range causes {
-		if cause.Type != "" {
-			return false
-		}
-	}
-	return len(causes) > 0
-}
-
 // shortTemplateForbidden answers a create or update the kube-apiserver refused as Forbidden: a
 // ResourceQuota of the account's namespace used up (count/shorttemplates.videogen.dev), an
-// admission webhook or policy (also one refusing as Invalid: refusedByAdmission), or the
+// admission webhook or policy (also one refusing as Invalid: kubeerr.RefusedByAdmission), or the
 // namespace being terminated. Nothing was stored, and the refusal is the namespace's, as for a
 // task (create_refused): the cluster's reason is the answer.
 func shortTemplateForbidden(w http.ResponseWriter, r *http.Request, what string, err error) {
@@ -346,7 +327,7 @@ func (s *Server) patchShortTemplate(w http.ResponseWriter, r *http.Request, p ap
 		switch {
 		case apierrors.IsNotFound(err):
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no short template with id "+httpjson.Echo(r.PathValue("id")))
-		case apierrors.IsForbidden(err) || refusedByAdmission(err):
+		case apierrors.IsForbidden(err) || kubeerr.RefusedByAdmission(err):
 			shortTemplateForbidden(w, r, "change", err)
 		case apierrors.IsInvalid(err):
 			s.shortTemplateRefused(w, r, err)

@@ -20,6 +20,7 @@ import (
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/bearer"
+	"github.com/videogen-dev/videogen-operator/internal/kubeerr"
 )
 
 // The REST apiserver replicas reach the ledger in the elected manager over HTTP:
@@ -120,12 +121,13 @@ func writeLedgerError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusForbidden, codeAccountClosing, err.Error(), nil)
 	case errors.Is(err, ErrTaskExists):
 		writeError(w, http.StatusConflict, codeTaskExists, err.Error(), nil)
+	case apierrors.IsForbidden(err) || kubeerr.RefusedByAdmission(err):
+		// A ResourceQuota of the namespace is used up, or an admission webhook or policy said
+		// no (a policy without a reason says it as an Invalid): nothing was stored
+		// (requestRefused), and it is the namespace's, not the service's.
+		writeError(w, http.StatusForbidden, codeCreateRefused, "the cluster refused to create the task: "+statusMessage(err), nil)
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		writeError(w, http.StatusBadRequest, codeInvalid, err.Error(), nil) // the kube-apiserver refused the task
-	case apierrors.IsForbidden(err):
-		// A ResourceQuota of the namespace is used up, or an admission webhook or policy said
-		// no: nothing was stored (requestRefused), and it is the namespace's, not the service's.
-		writeError(w, http.StatusForbidden, codeCreateRefused, "the cluster refused to create the task: "+statusMessage(err), nil)
 	default:
 		writeError(w, http.StatusInternalServerError, codeInternal, err.Error(), nil)
 	}

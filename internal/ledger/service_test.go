@@ -225,6 +225,18 @@ func TestARefusedCreateIsA403CreateRefused(t *testing.T) {
 	if rec.Code != http.StatusForbidden || e.Error.Code != codeCreateRefused || !strings.Contains(e.Error.Message, "exceeded quota") {
 		t.Errorf("%d %+v, want 403 %s with the quota's message", rec.Code, e.Error, codeCreateRefused)
 	}
+	// A ValidatingAdmissionPolicy without a reason refuses as an Invalid whose one cause is its
+	// message, of no field type: the namespace's refusal too, not a 400 of the request's.
+	const denial = "ValidatingAdmissionPolicy 'no-tasks' with binding 'no-tasks' denied request: tasks are closed here"
+	policy := apierrors.NewForbidden(schema.GroupResource{Group: "videogen.dev", Resource: "videotasks"}, "t", errors.New(denial))
+	policy.ErrStatus.Reason, policy.ErrStatus.Code = metav1.StatusReasonInvalid, http.StatusUnprocessableEntity
+	policy.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: denial}}
+	rec = httptest.NewRecorder()
+	writeLedgerError(rec, fmt.Errorf("creating task: %w", policy))
+	must(t, json.NewDecoder(rec.Body).Decode(&e))
+	if rec.Code != http.StatusForbidden || e.Error.Code != codeCreateRefused || !strings.Contains(e.Error.Message, "tasks are closed here") {
+		t.Errorf("a policy's Invalid: %d %+v, want 403 %s with the policy's message", rec.Code, e.Error, codeCreateRefused)
+	}
 
 	for _, tc := range []struct {
 		status     int
