@@ -128,15 +128,7 @@ func TestAShortTemplateTheClusterRefusesIsA403NotA500(t *testing.T) {
 		// An admission policy that refuses the change (the quota does not count updates).
 		policy := apierrors.NewForbidden(schema.GroupResource{Group: "videogen.dev", Resource: "shorttemplates"}, "ushort-x",
 			errors.New(`ValidatingAdmissionPolicy 'no-changes' denied request`))
-		st := &videogenv1alpha1.ShortTemplate{}
-		st.Namespace, st.Name = "acct", "ushort-x"
-		st.Labels = map[string]string{videogenv1alpha1.LabelShortTemplateID: "ushort_x"}
-		st.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://cdn.example.com/t.mp4"}
-		s, _ := refusingServer(t, policy, st)
-		req := httptest.NewRequest(http.MethodPatch, "/v1/short-templates/ushort_x", strings.NewReader(`{"name":"Renamed"}`))
-		req.SetPathValue("id", "ushort_x")
-		req.Header.Set("Content-Type", "application/json")
-		rec := serveAs(s.patchShortTemplate, "acct", req)
+		rec := renameRefusedBy(t, policy)
 		code, msg := errorOf(t, rec)
 		if rec.Code != http.StatusForbidden || code != httpjson.CodeCreateRefused || !strings.Contains(msg, "no-changes") {
 			t.Errorf("answered %d %s, want 403 create_refused with the cluster's reason", rec.Code, rec.Body)
@@ -187,15 +179,7 @@ func TestAShortTemplateAnAdmissionPolicyRefusesAsInvalidIsA403CreateRefused(t *t
 	})
 
 	t.Run("patch", func(t *testing.T) {
-		st := &videogenv1alpha1.ShortTemplate{}
-		st.Namespace, st.Name = "acct", "ushort-x"
-		st.Labels = map[string]string{videogenv1alpha1.LabelShortTemplateID: "ushort_x"}
-		st.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://cdn.example.com/t.mp4"}
-		s, _ := refusingServer(t, policy, st)
-		req := httptest.NewRequest(http.MethodPatch, "/v1/short-templates/ushort_x", strings.NewReader(`{"name":"Renamed"}`))
-		req.SetPathValue("id", "ushort_x")
-		req.Header.Set("Content-Type", "application/json")
-		rec := serveAs(s.patchShortTemplate, "acct", req)
+		rec := renameRefusedBy(t, policy)
 		code, msg := errorOf(t, rec)
 		if rec.Code != http.StatusForbidden || code != httpjson.CodeCreateRefused || !strings.Contains(msg, "templates are closed here") {
 			t.Errorf("answered %d %s, want 403 create_refused with the policy's reason", rec.Code, rec.Body)
@@ -282,4 +266,19 @@ func TestLoneSurrogateScansEscapesAsEncodingJSONReadsThem(t *testing.T) {
 			t.Errorf("%s: encoding/json replaced a character: %v, the scan says %v", text, replaced, want)
 		}
 	}
+}
+
+// renameRefusedBy PATCHes the name of account acct's stored template ushort_x on a server whose
+// every write the cluster refuses with refusal, and returns the answer.
+func renameRefusedBy(t *testing.T, refusal error) *httptest.ResponseRecorder {
+	t.Helper()
+	st := &videogenv1alpha1.ShortTemplate{}
+	st.Namespace, st.Name = "acct", "ushort-x"
+	st.Labels = map[string]string{videogenv1alpha1.LabelShortTemplateID: "ushort_x"}
+	st.Spec = videogenv1alpha1.ShortTemplateSpec{DisplayName: "Mine", TargetURL: "https://cdn.example.com/t.mp4"}
+	s, _ := refusingServer(t, refusal, st)
+	req := httptest.NewRequest(http.MethodPatch, "/v1/short-templates/ushort_x", strings.NewReader(`{"name":"Renamed"}`))
+	req.SetPathValue("id", "ushort_x")
+	req.Header.Set("Content-Type", "application/json")
+	return serveAs(s.patchShortTemplate, "acct", req)
 }
