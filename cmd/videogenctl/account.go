@@ -458,7 +458,9 @@ func accountShow(ctx context.Context, o *options, name string) error {
 			if !ok {
 				continue
 			}
-			created := t.CreationTimestamp.Time
+			// In UTC, as kubectl and the top-up's name say it, not in the zone of the machine
+			// (the client decodes times into time.Local).
+			created := t.CreationTimestamp.UTC()
 			h := holdView{Task: t.Name, Points: points, TaskPhase: string(t.Status.Phase), Since: &created}
 			if h.TaskPhase == "" {
 				h.TaskPhase = "Pending"
@@ -499,7 +501,7 @@ func accountShow(ctx context.Context, o *options, name string) error {
 			tv.Waiting = cond.Reason
 		}
 		if t.Status.AppliedAt != nil {
-			at := t.Status.AppliedAt.Time
+			at := t.Status.AppliedAt.UTC()
 			tv.AppliedAt = &at
 		}
 		v.RecentTop = append(v.RecentTop, tv)

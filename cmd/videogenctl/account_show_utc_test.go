@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/testbackend"
+)
+
+// The points audit found account show printing a top-up's appliedAt and a hold's since in the
+// time zone of the machine it ran on (2026-11-29T02:42:00-05:00 with TZ=America/New_York), while
+// kubectl get pointtopups -o yaml, task list -o json, the REST API and the top-up's own name
+// (topup-20261129-074200-…) say the same instant in UTC (07:42:00Z): an auditor matching
+// account show's figures to the top-ups found no line with the same time. account show now
+// says times in UTC, as the rest does, whatever the machine's zone.
+func TestAccountShowSaysTimesInUTCAsKubectlDoes(t *testing.T) {
+	saved := time.Local
+	time.Local = time.FixedZone("EST", -5*60*60)
+	t.Cleanup(func() { time.Local = saved })
+
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	backend := testbackend.New()
+	cli := acmeWith100Points(t, ctx, env, kubeconfig, backend)
+	backend.Set("vt-held", testbackend.Script{Analyze: testbackend.Hang})
+	mustCreate(t, ctx, c, &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-held"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}})
+	acct := &videogenv1alpha1.PointAccount{}
+	eventually(t, "the task holds its points", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}, acct) == nil && acct.Status.Holds == 1
+	})
+
+	// What kubectl prints: metav1.Time's JSON, always UTC.
+	var topUps videogenv1alpha1.PointTopUpList
+	if err := c.List(ctx, &topUps, client.InNamespace("acme")); err != nil || len(topUps.Items) != 1 || topUps.Items[0].Status.AppliedAt == nil {
+		t.Fatalf("the top-up INV-1: %v, %+v", err, topUps.Items)
+	}
+	appliedJSON, _ := json.Marshal(topUps.Items[0].Status.AppliedAt)
+	task := &videogenv1alpha1.VideoTask{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "acme", Name: "vt-held"}, task); err != nil {
+		t.Fatal(err)
+	}
+	createdJSON, _ := json.Marshal(ptr.To(task.CreationTimestamp))
+	applied, created := strings.Trim(string(appliedJSON), `"`), strings.Trim(string(createdJSON), `"`)
+
+	out, err := cli("account", "show", "acme", "-o", "json")
+	if err != nil {
+		t.Fatalf("account show -o json: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `"appliedAt": "`+applied+`"`) || !strings.Contains(out, `"since": "`+created+`"`) {
+		t.Errorf("account show -o json in a zone of UTC-5 says\n%s\nwant appliedAt %s and the hold since %s, as kubectl says them", out, applied, created)
+	}
+	out, err = cli("account", "show", "acme")
+	if err != nil || !strings.Contains(out, applied) || !strings.Contains(out, created) {
+		t.Errorf("account show in a zone of UTC-5: %v\n%s\nwant the top-up applied %s and the hold since %s, as kubectl says them", err, out, applied, created)
+	}
+}
