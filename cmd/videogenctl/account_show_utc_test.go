@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	corev1 "k8s.io/api/core/v1"
+
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
+	"github.com/videogen-dev/videogen-operator/internal/apikeys"
 	"github.com/videogen-dev/videogen-operator/internal/testbackend"
 )
 
@@ -62,5 +66,39 @@ func TestAccountShowSaysTimesInUTCAsKubectlDoes(t *testing.T) {
 	out, err = cli("account", "show", "acme")
 	if err != nil || !strings.Contains(out, applied) || !strings.Contains(out, created) {
 		t.Errorf("account show in a zone of UTC-5: %v\n%s\nwant the top-up applied %s and the hold since %s, as kubectl says them", err, out, applied, created)
+	}
+}
+
+// The same audit found apikey list printing a key's CREATED (and createdAt in -o json) in the
+// machine's zone (2026-11-29T02:42:01-05:00), while kubectl get secret says the Secret's
+// creationTimestamp in UTC, as every other time the CLI prints: now in UTC too.
+func TestAPIKeyListSaysTimesInUTCAsKubectlDoes(t *testing.T) {
+	saved := time.Local
+	time.Local = time.FixedZone("EST", -5*60*60)
+	t.Cleanup(func() { time.Local = saved })
+
+	env, ctx, c := startControlPlane(t)
+	path := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	mustCreateNamespace(t, ctx, c, "acme")
+	_, k, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.InNamespace("videogen-system"), client.MatchingLabels{apikeys.LabelKeyID: k.ID}); err != nil || len(secrets.Items) != 1 {
+		t.Fatalf("the key's Secret: %v, %d found", err, len(secrets.Items))
+	}
+	createdJSON, _ := json.Marshal(ptr.To(secrets.Items[0].CreationTimestamp))
+	created := strings.Trim(string(createdJSON), `"`)
+
+	cli := cliWith(ctx, path)
+	out, err := cli("apikey", "list")
+	if err != nil || !regexp.MustCompile(`(?m)^`+k.ID+`\s+acme\s+`+regexp.QuoteMeta(created)+`\s`).MatchString(out) {
+		t.Errorf("apikey list in a zone of UTC-5: %v\n%s\nwant the key created %s, as kubectl says it", err, out, created)
+	}
+	out, err = cli("apikey", "list", "-o", "json")
+	if err != nil || !strings.Contains(out, `"createdAt": "`+created+`"`) {
+		t.Errorf("apikey list -o json in a zone of UTC-5: %v\n%s\nwant createdAt %s, as kubectl says it", err, out, created)
 	}
 }

@@ -289,7 +289,7 @@ const issuedAtFormat = "2006-01-02T15:04:05.000Z07:00"
 func keyOf(s *corev1.Secret) Key {
 	issued, _ := time.Parse(time.RFC3339Nano, s.Annotations[AnnotationIssuedAt])
 	return Key{ID: s.Labels[LabelKeyID], Account: s.Labels[LabelAccount],
-		Description: s.Annotations[AnnotationDescription], CreatedAt: s.CreationTimestamp.Time, IssuedAt: issued}
+		Description: s.Annotations[AnnotationDescription], CreatedAt: s.CreationTimestamp.UTC(), IssuedAt: issued}
 }
 
 // Authenticator checks presented keys against the Secrets and Namespaces visible through Reader
