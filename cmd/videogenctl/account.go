@@ -562,7 +562,9 @@ func (v accountView) topUpsTable(w io.Writer) {
 		v.earlierTopUpsLine(w, "\n")
 		return
 	}
-	fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\tNOTE\n")
+	// BALANCE AFTER as kubectl get pointtopups shows it: the available balance right after the
+	// top-up, for an auditor to chain them.
+	fmt.Fprintf(w, "\nTOP-UP\tAMOUNT\tREFERENCE\tAPPLIED\tBALANCE AFTER\tNOTE\n")
 	for _, t := range v.RecentTop {
 		applied := "pending"
 		switch {
@@ -574,7 +576,11 @@ func (v accountView) topUpsTable(w io.Writer) {
 			applied = "not here: for the account created next"
 		}
 		// The note and the reference are anyone's text who may create top-ups: escaped.
-		fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\n", t.Name, t.Amount, terminalSafe(t.Reference), applied, terminalSafe(t.Note))
+		after := "-"
+		if t.BalanceAfter != nil {
+			after = strconv.FormatInt(*t.BalanceAfter, 10)
+		}
+		fmt.Fprintf(w, "%s\t%+d\t%s\t%s\t%s\t%s\n", t.Name, t.Amount, terminalSafe(t.Reference), applied, after, terminalSafe(t.Note))
 	}
 	if v.OlderTopUps > 0 {
 		fmt.Fprintf(w, "(%d older: kubectl get pointtopups -n %s)\n", v.OlderTopUps, v.Account)

@@ -102,3 +102,28 @@ func TestAPIKeyListSaysTimesInUTCAsKubectlDoes(t *testing.T) {
 		t.Errorf("apikey list -o json in a zone of UTC-5: %v\n%s\nwant createdAt %s, as kubectl says it", err, out, created)
 	}
 }
+
+// The same audit: account show's table listed the top-ups without their balanceAfter (its -o
+// json and kubectl get pointtopups have it), so the chain of balances an auditor checks top-up
+// by top-up (500, 700, 670 after a debit of 30, 625 after a credit of 40 once 85 were spent)
+// could not be read from it. A top-up not applied shows "-".
+func TestAccountShowListsEachTopUpsBalanceAfter(t *testing.T) {
+	at := time.Date(2026, 11, 29, 7, 40, 59, 0, time.UTC)
+	v := accountView{Account: "acme", Balance: 670, Credited: 670, Ready: "True (Active)", RecentTop: []topUpView{
+		{Name: "topup-20261129-074138-595-127612", Amount: 100, Reference: "INV-A-001", Refused: videogenv1alpha1.ReasonDuplicateReference},
+		{Name: "topup-20261129-074058-611-90b386", Amount: -30, Reference: "CORR-A-1", AppliedAt: &at, BalanceAfter: ptr.To[int64](670), Note: "double invoice line"},
+	}}
+	var out strings.Builder
+	if err := (&options{out: &out}).print(v, v.table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`(?m)^TOP-UP\s+AMOUNT\s+REFERENCE\s+APPLIED\s+BALANCE AFTER\s+NOTE$`,
+		`(?m)^topup-20261129-074058-611-90b386\s+-30\s+CORR-A-1\s+2026-11-29T07:40:59Z\s+670\s+double invoice line$`,
+		`(?m)^topup-20261129-074138-595-127612\s+\+100\s+INV-A-001\s+refused: DuplicateReference\s+-\s*$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("account show's top-ups:\n%s\nwant a line matching %s", out.String(), want)
+		}
+	}
+}
