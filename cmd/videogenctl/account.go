@@ -381,6 +381,9 @@ type accountView struct {
 	// EarlierAccountTopUps counts the top-ups applied to earlier accounts of the namespace
 	// (deleted since): they are not in credited, and their references stay used.
 	EarlierAccountTopUps int `json:"earlierAccountTopUps"`
+	// EarlierAccountPoints is the sum of the earlierAccountTopUps' amounts, debits included:
+	// what the earlier accounts spent, since an account closes only at 0.
+	EarlierAccountPoints int64 `json:"earlierAccountPoints"`
 	// EarlierAccountRefusals counts the top-ups earlier accounts of the namespace refused.
 	EarlierAccountRefusals int `json:"earlierAccountRefusals"`
 	// NamespaceDeleting: the account's namespace is being deleted (it stays Terminating while
@@ -478,6 +481,7 @@ func accountShow(ctx context.Context, o *options, name string) error {
 		switch {
 		case t.Status.AppliedAt != nil && t.Status.AccountUID != acct.UID:
 			v.EarlierAccountTopUps++
+			v.EarlierAccountPoints += t.Spec.Amount
 		case t.Status.AppliedAt == nil && t.RefusedForGood() && t.Status.AccountUID != "" && t.Status.AccountUID != acct.UID:
 			v.EarlierAccountRefusals++
 		default:
@@ -603,4 +607,8 @@ func (v accountView) earlierTopUpsLine(w io.Writer, before string) {
 	}
 	fmt.Fprintf(w, "%s(%s earlier accounts of namespace %s, not in credited: kubectl get pointtopups -n %s)\n",
 		before, strings.Join(which, " and "), v.Account, v.Account)
+	if v.EarlierAccountTopUps > 0 {
+		// As noAccountError says it of a namespace whose account is closed.
+		fmt.Fprintf(w, "(the earlier accounts' top-ups applied come to %+d points; an account closes at 0, so what they spent)\n", v.EarlierAccountPoints)
+	}
 }

@@ -127,3 +127,49 @@ func TestAccountShowListsEachTopUpsBalanceAfter(t *testing.T) {
 		}
 	}
 }
+
+// The same audit closed acme (credited 500 and 200, debited 30, credited 40, then 85 spent on
+// tasks and 625 debited by the close) and created it again. account show of the new account
+// counted the earlier account's top-ups ("5 applied to earlier accounts") but not their points,
+// which are the earlier account's books: it closed at 0, so they sum to what it spent (85),
+// the figure no PointAccount keeps any more. With no account at all account show said that sum
+// already ("+85 points; an account closes at 0, so what the closed ones spent"); a re-created
+// account's now says it too, and -o json has it as earlierAccountPoints.
+func TestAReCreatedAccountShowsWhatTheEarlierOneSpent(t *testing.T) {
+	env, ctx, c := startControlPlane(t)
+	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	cli := acmeWith100Points(t, ctx, env, kubeconfig, testbackend.New())
+	mustCreate(t, ctx, c, &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-paid"},
+		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
+			Inputs: videogenv1alpha1.TaskInputs{SourceVideoURL: "https://cdn.example.com/v.mp4"}}})
+	task := &videogenv1alpha1.VideoTask{}
+	eventually(t, "the task is charged its 10 points", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "acme", Name: "vt-paid"}, task) == nil && task.Status.Charge == videogenv1alpha1.ChargeDeducted
+	})
+	if out, err := cli("account", "close", "acme", "--reference", "CLOSE-1"); err != nil {
+		t.Fatalf("account close: %v\n%s", err, out)
+	}
+	eventually(t, "the account is gone", func() bool {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "acme", Name: videogenv1alpha1.PointAccountName}, &videogenv1alpha1.PointAccount{})
+		return err != nil && client.IgnoreNotFound(err) == nil
+	})
+	if out, err := cli("account", "create", "acme"); err != nil {
+		t.Fatalf("account create again: %v\n%s", err, out)
+	}
+
+	out, err := cli("account", "show", "acme")
+	if err != nil || !strings.Contains(out, "(2 applied to earlier accounts of namespace acme, not in credited: kubectl get pointtopups -n acme)\n"+
+		"(the earlier accounts' top-ups applied come to +10 points; an account closes at 0, so what they spent)") {
+		t.Errorf("account show of the re-created account: %v\n%s\nwant the earlier account's 2 top-ups and their +10 points, what it spent", err, out)
+	}
+	out, err = cli("account", "show", "acme", "-o", "json")
+	var shown struct {
+		EarlierAccountTopUps int   `json:"earlierAccountTopUps"`
+		EarlierAccountPoints int64 `json:"earlierAccountPoints"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || shown.EarlierAccountTopUps != 2 || shown.EarlierAccountPoints != 10 {
+		t.Errorf("account show -o json of the re-created account: %v\n%s\nwant earlierAccountTopUps 2, earlierAccountPoints 10", err, out)
+	}
+}
