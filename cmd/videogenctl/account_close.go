@@ -55,7 +55,7 @@ namespace (docs/ledger.md, Deleting things).`,
 			return accountClose(cmd.Context(), o, name, f)
 		},
 	}
-	cmd.Flags().StringVar(&f.reference, "reference", "", "paperwork reference of the debit of what is left (required when there is a balance)")
+	cmd.Flags().StringVar(&f.reference, "reference", "", "paperwork reference of the debit of what is left (required while the account has points available or held)")
 	cmd.Flags().StringVar(&f.note, "note", "account closed", "why, for the debit's audit trail")
 	cmd.Flags().BoolVar(&f.cancelTasks, "cancel-tasks", false, "cancel the account's unfinished tasks (refunded, unless one finishes first)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the tasks to end and for the operator to close the account")
@@ -86,6 +86,13 @@ func accountClose(ctx context.Context, o *options, name string, f closeOptions) 
 	}
 	if err != nil {
 		return err
+	}
+	// Asked for before anything changes: the points there are now, or held by tasks (a
+	// canceled one refunds), are debited at the end, and a close that suspended the account to
+	// stop only there would have done half of it for a missing flag.
+	if st := acct.Status; (st.Balance > 0 || st.Frozen > 0) && strings.TrimSpace(f.reference) == "" {
+		return fmt.Errorf("account %q has %d points available and %d held, which the close debits once its tasks end: pass --reference REF (the refund's or write-off's paperwork); nothing changed",
+			name, st.Balance, st.Frozen)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()

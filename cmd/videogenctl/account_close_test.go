@@ -32,11 +32,11 @@ import (
 // account close runs the steps of docs/ledger.md in their order, each once, and a run stopped
 // by what it cannot do goes on from there when run again. Interleaving: 1. acme has 100 points,
 // two tasks that run until canceled (10 points frozen each) and an API key. 2. account close
-// acme: it suspends acme and stops, naming the unfinished tasks: nothing canceled, debited or
-// deleted. 3. again with --cancel-tasks but no --reference: both tasks canceled and refunded,
-// then it stops at the 100 points left. 4. again with --reference: 100 debited by a PointTopUp
-// with the note, the PointAccount deleted and closed by the operator, whose close revokes the
-// key. Before, each step was the administrator's to remember, and the offboarding tour found
+// acme without --reference: refused at once, the points to debit named, nothing changed. 3.
+// with --reference: it suspends acme and stops, naming the unfinished tasks: nothing canceled,
+// debited or deleted. 4. again with --cancel-tasks: both tasks canceled and refunded, 100
+// debited by a PointTopUp with the note, the PointAccount deleted and closed by the operator,
+// whose close revokes the key. Before, each step was the administrator's to remember, and the offboarding tour found
 // the keys forgotten: they kept reading the tasks and spent the points of the next account.
 func TestAccountCloseRunsTheStepsInOrder(t *testing.T) {
 	env, ctx, c := startControlPlane(t)
@@ -62,7 +62,15 @@ func TestAccountCloseRunsTheStepsInOrder(t *testing.T) {
 		return c.Get(ctx, accountKey, acct) == nil && acct.Status.Frozen == 20 && acct.Status.Holds == 2
 	})
 
-	out, err := cli("account", "close", "acme", "--reference", "CLOSE-1") // step 2
+	// Step 2: without --reference, while there are points to debit, refused before anything changes.
+	if out, err := cli("account", "close", "acme"); err == nil || !strings.Contains(err.Error(), "80 points available and 20 held") || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("account close without --reference: %v\n%s; want refused, naming the points, nothing changed", err, out)
+	}
+	if err := c.Get(ctx, accountKey, acct); err != nil || acct.Spec.Suspended {
+		t.Fatalf("after the close refused for want of --reference: %v, suspended %v; want the account untouched", err, acct.Spec.Suspended)
+	}
+
+	out, err := cli("account", "close", "acme", "--reference", "CLOSE-1") // step 3
 	if err == nil || !strings.Contains(err.Error(), "2 unfinished task(s)") || !strings.Contains(err.Error(), "--cancel-tasks") {
 		t.Fatalf("account close with tasks running: %v\n%s; want it to stop at the 2 unfinished tasks, naming --cancel-tasks", err, out)
 	}
@@ -71,13 +79,9 @@ func TestAccountCloseRunsTheStepsInOrder(t *testing.T) {
 			err, acct.Spec.Suspended, acct.DeletionTimestamp, acct.Status.Frozen)
 	}
 
-	out, err = cli("account", "close", "acme", "--cancel-tasks") // step 3
-	if err == nil || !strings.Contains(err.Error(), "100 points left") || !strings.Contains(err.Error(), "--reference") {
-		t.Fatalf("account close without --reference: %v\n%s; want it to stop at the 100 points left, naming --reference", err, out)
-	}
-	var topUps videogenv1alpha1.PointTopUpList
-	if err := c.List(ctx, &topUps, client.InNamespace("acme")); err != nil || len(topUps.Items) != 1 {
-		t.Fatalf("top-ups after the close stopped at the balance: %d, %v; want only INV-1", len(topUps.Items), err)
+	out, err = cli("account", "close", "acme", "--reference", "CLOSE-1", "--cancel-tasks") // step 4
+	if err != nil || !strings.Contains(out, "account acme closed: 100 points debited") || !strings.Contains(out, "its API keys are revoked") {
+		t.Fatalf("account close: %v\n%s; want acme closed, 100 points debited, its keys revoked", err, out)
 	}
 	for _, name := range []string{"vt-1", "vt-2"} {
 		var task videogenv1alpha1.VideoTask
@@ -85,11 +89,7 @@ func TestAccountCloseRunsTheStepsInOrder(t *testing.T) {
 			t.Errorf("task %s after --cancel-tasks: charge %q, %v; want refunded", name, task.Status.Charge, err)
 		}
 	}
-
-	out, err = cli("account", "close", "acme", "--reference", "CLOSE-1") // step 4
-	if err != nil || !strings.Contains(out, "account acme closed: 100 points debited") || !strings.Contains(out, "its API keys are revoked") {
-		t.Fatalf("account close: %v\n%s; want acme closed, 100 points debited, its keys revoked", err, out)
-	}
+	var topUps videogenv1alpha1.PointTopUpList
 	if err := c.Get(ctx, accountKey, acct); !apierrors.IsNotFound(err) {
 		t.Errorf("the PointAccount after the close: %v; want it gone", err)
 	}
