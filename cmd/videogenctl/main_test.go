@@ -175,7 +175,7 @@ func TestAdministratorWorkflow(t *testing.T) {
 	if out, err := cli("topup", "acme", "90", "--debit", "--reference", "CORR-1", "--note", "double invoice"); err != nil || !strings.Contains(out, "debited 90 points from acme (reference CORR-1); balance is now 400") {
 		t.Fatalf("debit: %v\n%s", err, out)
 	}
-	if out, err := cli("account", "show", "acme"); err != nil || !regexp.MustCompile(`(?m)^topup-\S+\s+-90\s+CORR-1\s+\d{4}-\S+\s+double invoice\s*$`).MatchString(out) {
+	if out, err := cli("account", "show", "acme"); err != nil || !regexp.MustCompile(`(?m)^topup-\S+\s+-90\s+CORR-1\s+\d{4}-\S+\s+400\s+double invoice\s*$`).MatchString(out) {
 		t.Fatalf("account show with a debit: %v\n%s", err, out)
 	}
 	stripeSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: "stripe",
