@@ -39,11 +39,8 @@ import (
 // whose close revokes the key. Before, each step was the administrator's to remember, and the offboarding tour found
 // the keys forgotten: they kept reading the tasks and spent the points of the next account.
 func TestAccountCloseRunsTheStepsInOrder(t *testing.T) {
-	env, ctx, c := startControlPlane(t)
 	// As the platform administrator docs/deploy.md binds: the close needs no more rights.
-	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
-	mustCreateNamespace(t, ctx, c, "videogen-system")
-	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	env, ctx, c, kubeconfig := asPlatformAdmin(t)
 	backend := testbackend.New()
 	cli := acmeWith100Points(t, ctx, env, kubeconfig, backend)
 	key, _, err := apikeys.Issue(ctx, c, "videogen-system", "acme", "the customer's")

@@ -26,9 +26,7 @@ import (
 // account show's figures to the top-ups found no line with the same time. account show now
 // says times in UTC, as the rest does, whatever the machine's zone.
 func TestAccountShowSaysTimesInUTCAsKubectlDoes(t *testing.T) {
-	saved := time.Local
-	time.Local = time.FixedZone("EST", -5*60*60)
-	t.Cleanup(func() { time.Local = saved })
+	onAMachineInEST(t)
 
 	env, ctx, c := startControlPlane(t)
 	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
@@ -73,9 +71,7 @@ func TestAccountShowSaysTimesInUTCAsKubectlDoes(t *testing.T) {
 // machine's zone (2026-11-29T02:42:01-05:00), while kubectl get secret says the Secret's
 // creationTimestamp in UTC, as every other time the CLI prints: now in UTC too.
 func TestAPIKeyListSaysTimesInUTCAsKubectlDoes(t *testing.T) {
-	saved := time.Local
-	time.Local = time.FixedZone("EST", -5*60*60)
-	t.Cleanup(func() { time.Local = saved })
+	onAMachineInEST(t)
 
 	env, ctx, c := startControlPlane(t)
 	path := kubeconfigFor(t, env, envtest.User{Name: "root", Groups: []string{"system:masters"}})
@@ -136,10 +132,7 @@ func TestAccountShowListsEachTopUpsBalanceAfter(t *testing.T) {
 // already ("+85 points; an account closes at 0, so what the closed ones spent"); a re-created
 // account's now says it too, and -o json has it as earlierAccountPoints.
 func TestAReCreatedAccountShowsWhatTheEarlierOneSpent(t *testing.T) {
-	env, ctx, c := startControlPlane(t)
-	kubeconfig := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
-	mustCreateNamespace(t, ctx, c, "videogen-system")
-	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	env, ctx, c, kubeconfig := asPlatformAdmin(t)
 	cli := acmeWith100Points(t, ctx, env, kubeconfig, testbackend.New())
 	mustCreate(t, ctx, c, &videogenv1alpha1.VideoTask{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "vt-paid"},
 		Spec: videogenv1alpha1.VideoTaskSpec{Capability: videogenv1alpha1.CapabilityEraser,
@@ -172,4 +165,12 @@ func TestAReCreatedAccountShowsWhatTheEarlierOneSpent(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || shown.EarlierAccountTopUps != 2 || shown.EarlierAccountPoints != 10 {
 		t.Errorf("account show -o json of the re-created account: %v\n%s\nwant earlierAccountTopUps 2, earlierAccountPoints 10", err, out)
 	}
+}
+
+// onAMachineInEST sets the zone times are decoded into (time.Local, the machine's) to UTC−5
+// for the test, as on an auditor's machine in New York.
+func onAMachineInEST(t *testing.T) {
+	saved := time.Local
+	time.Local = time.FixedZone("EST", -5*60*60)
+	t.Cleanup(func() { time.Local = saved })
 }

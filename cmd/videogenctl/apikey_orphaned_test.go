@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/apikeys"
@@ -21,10 +20,7 @@ import (
 // keys no longer work (their namespace is not the one they were issued for); listed as any
 // other, nothing told the administrator that, nor that they are left to revoke.
 func TestAPIKeyListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
-	env, ctx, c := startControlPlane(t)
-	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
-	mustCreateNamespace(t, ctx, c, "videogen-system")
-	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	_, ctx, c, path := asPlatformAdmin(t)
 	ids := map[string]string{}
 	for _, ns := range []string{"acme", "globex", "initech"} {
 		mustCreateNamespace(t, ctx, c, ns)
@@ -77,10 +73,7 @@ func TestAPIKeyListMarksKeysWhoseNamespaceIsGone(t *testing.T) {
 // read and rotated; and they act for an account made later in the namespace). initech's key
 // is marked as one its close revokes.
 func TestAPIKeyListMarksKeysOfClosedAccounts(t *testing.T) {
-	env, ctx, c := startControlPlane(t)
-	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
-	mustCreateNamespace(t, ctx, c, "videogen-system")
-	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	_, ctx, c, path := asPlatformAdmin(t)
 	ids := map[string]string{}
 	for _, ns := range []string{"acme", "globex", "initech"} {
 		mustCreateNamespace(t, ctx, c, ns)

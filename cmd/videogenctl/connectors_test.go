@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // `kubectl videogen connectors` ("which payment connectors can verify
@@ -18,10 +17,7 @@ import (
 // hex)" while the health check said all was well. A secret the connector cannot use is no
 // signing secret: the row is not ready and its problem says why.
 func TestConnectorsCountsOnlySecretsTheConnectorCanUse(t *testing.T) {
-	env, ctx, c := startControlPlane(t)
-	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
-	mustCreateNamespace(t, ctx, c, "videogen-system")
-	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	_, ctx, c, path := asPlatformAdmin(t)
 	secret := func(name, connector string, data map[string]string) {
 		t.Helper()
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "videogen-system", Name: name,

@@ -35,11 +35,8 @@ import (
 // TestAdministratorWorkflow drives the CLI against a real kube-apiserver with the top-up
 // controller running: create an account, issue, list and revoke keys, top up, show.
 func TestAdministratorWorkflow(t *testing.T) {
-	env, ctx, c := startControlPlane(t)
 	// A platform administrator who holds only the roles config/rbac gives administrators.
-	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
-	mustCreateNamespace(t, ctx, c, "videogen-system")
-	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	env, ctx, c, path := asPlatformAdmin(t)
 	startTopUpController(t, ctx, env)
 	var progress bytes.Buffer
 	stderr = &progress
@@ -253,6 +250,18 @@ func TestAdministratorWorkflow(t *testing.T) {
 
 // bindAdminRoles binds user to the administrators' roles exactly as config/rbac defines them,
 // the namespaced one in the operator's namespace.
+// asPlatformAdmin starts a control plane with the operator's namespace and returns, beside it,
+// the kubeconfig of a user bound to the platform administrator's roles, as docs/deploy.md binds
+// them.
+func asPlatformAdmin(t *testing.T) (*envtest.Environment, context.Context, client.Client, string) {
+	t.Helper()
+	env, ctx, c := startControlPlane(t)
+	path := kubeconfigFor(t, env, envtest.User{Name: "platform-admin"})
+	mustCreateNamespace(t, ctx, c, "videogen-system")
+	bindAdminRoles(t, ctx, c, "platform-admin", "videogen-system")
+	return env, ctx, c, path
+}
+
 func bindAdminRoles(t *testing.T, ctx context.Context, c client.Client, user, operatorNS string) {
 	t.Helper()
 	root, err := testenv.ModuleRoot()
