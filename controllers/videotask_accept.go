@@ -38,6 +38,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 			// (reconcileActive), refunded, not as a request naming no template (and a stage
 			// submitted by a reconcile whose status write was lost is stopped).
 			r.cancelUnrecordedStages(ctx, task)
+			task.Status.AccountUID = view.Account
 			return r.finish(ctx, task, before, view, templateGone(err))
 		}
 		return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, code, err.Error())
@@ -49,7 +50,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 		if price, err = pricing.Quote(tmpl.Terms, task.Spec.Duration, r.Config.DefaultPrice); err != nil {
 			return ctrl.Result{}, r.reject(ctx, task, videogenv1alpha1.ReasonInvalidRequest, "invalid_duration", err.Error())
 		}
-		err = r.Ledger.Admit(task, price)
+		err = r.Ledger.Admit(task, price, view.Account)
 		var short *ledger.InsufficientBalanceError
 		switch {
 		case errors.As(err, &short):
@@ -72,6 +73,7 @@ func (r *VideoTaskReconciler) accept(ctx context.Context, task *videogenv1alpha1
 	view.Standing, view.Price = ledger.Held, price
 	task.Status.Phase = videogenv1alpha1.TaskQueued
 	task.Status.Cost = &price
+	task.Status.AccountUID = view.Account // the account the books that admitted it, or froze it at its create, keep
 	task.Status.TemplateMediaURL = tmpl.MediaURL
 	task.Status.TemplateMediaOfficial = tmpl.Official
 	task.Status.Charge = videogenv1alpha1.ChargeFrozen

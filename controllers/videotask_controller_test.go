@@ -45,6 +45,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskSucceeded))
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeDeducted))
 		Expect(*done.Status.Cost).To(Equal(int64(30)))
+		Expect(done.Status.AccountUID).To(Equal(suite.AccountOf(ns).UID), "the account its points were frozen in")
 		Expect(done.Status.Progress).To(Equal(int32(100)))
 		Expect(done.Status.Result.URL).To(Equal("https://media.example/" + task.Name + ".mp4"))
 		Expect(done.Status.Result.Metadata).To(HaveKeyWithValue("analyzedFaces", "1"), "render gets the analyze stage's outputs")
@@ -310,6 +311,7 @@ var _ = Describe("VideoTask lifecycle", func() {
 		done := finished(ns, task.Name)
 		Expect(done.Status.Phase).To(Equal(videogenv1alpha1.TaskFailed))
 		Expect(done.Status.Charge).To(BeEmpty())
+		Expect(done.Status.AccountUID).To(BeEmpty(), "it never held points")
 		Expect(done.Status.Error.Code).To(Equal("insufficient_balance"))
 		Expect(done.Status.Error.Message).To(ContainSubstring("top-up"))
 		Expect(meta.FindStatusCondition(done.Status.Conditions, videogenv1alpha1.ConditionAccepted).Reason).

@@ -33,6 +33,7 @@ var _ = Describe("VideoTask: a REST task's template deleted before its acceptanc
 		}).Should(Succeed())
 		done := taskOf(ns, task.Name)
 		Expect(done.Status.Charge).To(Equal(videogenv1alpha1.ChargeRefunded))
+		Expect(done.Status.AccountUID).To(Equal(suite.AccountOf(ns).UID), "the account its points were frozen in, and refunded to")
 		Expect(done.Status.Error.Code).To(Equal("template_unavailable"))
 		Expect(done.Status.Ending()).To(HaveField("Reason", videogenv1alpha1.ReasonTemplateUnavailable))
 		Expect(done.Status.Error.Message).To(ContainSubstring("template went away"))

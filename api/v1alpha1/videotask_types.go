@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // AnnotationCancelRequested asks the controller to cancel a task and refund its points. The spec
@@ -299,6 +300,7 @@ type WebhookDelivery struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.charge) || oldSelf.charge == 'Frozen' || (has(self.charge) && self.charge == oldSelf.charge)",message="a settled charge (Deducted or Refunded) never changes"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.closed) || !oldSelf.closed || (has(self.closed) && self.closed)",message="a closed task stays closed"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.cost) || (has(self.cost) && self.cost == oldSelf.cost)",message="cost is the price the task was accepted at and never changes"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.accountUID) || (has(self.accountUID) && self.accountUID == oldSelf.accountUID)",message="accountUID is the account the task's points were frozen in and never changes"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || !(oldSelf.phase in ['Succeeded', 'Failed']) || (has(self.phase) && self.phase == oldSelf.phase)",message="a finished task's phase (Succeeded or Failed) never changes; create a new task to run it again"
 // +kubebuilder:validation:XValidation:rule="!has(self.charge) || self.charge == 'Frozen' || (has(self.phase) && self.phase == (self.charge == 'Deducted' ? 'Succeeded' : 'Failed'))",message="only the controller settles a task's points: charge Deducted comes with phase Succeeded and Refunded with Failed; to stop a task, cancel it (annotation videogen.dev/cancel-requested=true)"
 // +kubebuilder:validation:XValidation:rule="!has(self.closed) || !self.closed || (has(self.phase) && self.phase in ['Succeeded', 'Failed'])",message="only a finished task (Succeeded or Failed) is closed"
@@ -321,6 +323,12 @@ type VideoTaskStatus struct {
 	// face uploaded through the REST API) may be fetched from the service's own network.
 	// +optional
 	TemplateMediaOfficial bool `json:"templateMediaOfficial,omitempty"`
+	// AccountUID is the PointAccount the task's points were frozen in (and deducted from or
+	// refunded to), recorded with its hold and never changed: after an account is closed and
+	// created again in the namespace, it says which of the two a task was charged to. Empty
+	// for a task that never held points, or that an older operator accepted.
+	// +optional
+	AccountUID types.UID `json:"accountUID,omitempty"`
 	// Charge says where the task's points are: Frozen while it runs; when it ends, Deducted
 	// (the account's spent already counts it) or Refunded, written with its terminal phase.
 	// A settled charge never changes.

@@ -44,7 +44,7 @@ func TestAKubectlTaskOfAnAccountCreatedAgainIsNotRefusedForTheOldAccountsDeletio
 	k0 := h.task("k0")
 	must(t, k8s.Create(h.ctx, k0))
 	h.feed(h.l, k0)
-	if err := h.l.Admit(k0, 0); !errors.Is(err, ErrAccountClosing) {
+	if err := admit(h.l, k0, 0); !errors.Is(err, ErrAccountClosing) {
 		t.Fatalf("Admit(k0) on an account the kube-apiserver shows closing: %v, want ErrAccountClosing", err)
 	}
 
@@ -63,7 +63,7 @@ func TestAKubectlTaskOfAnAccountCreatedAgainIsNotRefusedForTheOldAccountsDeletio
 	k := h.task("k")
 	must(t, k8s.Create(h.ctx, k))
 	h.feed(h.l, k)
-	if err := h.l.Admit(k, 0); errors.Is(err, ErrAccountClosing) {
+	if err := admit(h.l, k, 0); errors.Is(err, ErrAccountClosing) {
 		t.Fatalf("Admit(k) refuses it for good (%v) from the books' copy of the deleted account, "+
 			"though the kube-apiserver's account %s (uid %s) is open", err, client.ObjectKeyFromObject(renewed), renewed.UID)
 	}
@@ -100,7 +100,7 @@ func TestAdmitMovesTheEntryOnlyForwardAndItsOwnCopysEventChangesNothing(t *testi
 	}
 	a2 := label(a, "x")
 	h.feed(h.l, a2)
-	must(t, h.l.Admit(a, 60))
+	must(t, admit(h.l, a, 60))
 	if rv := rvOf("a"); rv != a2.ResourceVersion {
 		t.Fatalf("Admit with an older copy moved the entry to %s, want %s (the newer copy's)", rv, a2.ResourceVersion)
 	}
@@ -117,7 +117,7 @@ func TestAdmitMovesTheEntryOnlyForwardAndItsOwnCopysEventChangesNothing(t *testi
 	if v, err := h.l.View(c2); err != nil || v.Standing != Unadmitted {
 		t.Fatalf("View(c2): %+v %v, want Unadmitted", v, err)
 	}
-	must(t, h.l.Admit(c2, 60))
+	must(t, admit(h.l, c2, 60))
 	h.feed(h.l, c2)
 	if f := h.figures(h.l); f.Frozen != 60 || f.Holds != 1 {
 		t.Fatalf("after c2's own event: %+v, want 60 held once", f)

@@ -52,6 +52,9 @@ type View struct {
 	Price int64
 	// Result recorded with a Charged task's charge: the task ends with it.
 	Result *videogenv1alpha1.TaskResult
+	// Account is the UID of the PointAccount whose books answered: the account a held task's
+	// points are frozen in, and the one Admit is to count an unadmitted task against.
+	Account types.UID
 }
 
 // View returns what the books say of t. ErrNotReady: ask again later; ErrAccountNotFound: the
@@ -65,6 +68,14 @@ func (l *Ledger) View(t *videogenv1alpha1.VideoTask) (View, error) {
 	if b.account == nil {
 		return View{}, ErrAccountNotFound
 	}
+	account := b.account.UID // view may let go of the lock (Overdrawn), and then answers ErrNotReady if the books moved
+	v, err := l.view(b, t)
+	v.Account = account
+	return v, err
+}
+
+// view is View's answer from b's books. Call it with b.mu held and b.account set.
+func (l *Ledger) view(b *book, t *videogenv1alpha1.VideoTask) (View, error) {
 	e := b.tasks[t.Name]
 	if e == nil || e.uid != t.UID {
 		// Only the ledger's own events and its creates' answers add tasks to the books, in the
@@ -188,8 +199,10 @@ func (l *Ledger) readAccountUnlocked(b *book, also func(context.Context, *videog
 
 // Admit counts the hold of a task made with kubectl at price, before the controller's status
 // write records it (charge Frozen). If that write certainly fails, call Unadmit; if it lands,
-// Observe. A task already counted is admitted again without counting twice.
-func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
+// Observe. A task already counted is admitted again without counting twice. account is the
+// PointAccount the caller's View named, which the status write records as the task's: if the
+// books are another account's by now (closed and created again since), ErrNotReady.
+func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64, account types.UID) error {
 	b, err := l.lockBook(t.Namespace)
 	if err != nil {
 		return err
@@ -197,6 +210,9 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 	defer b.mu.Unlock()
 	if err := l.acceptingNow(b); err != nil {
 		return err
+	}
+	if b.account.UID != account {
+		return ErrNotReady // the View was of another account's books: ask again
 	}
 	e := b.tasks[t.Name]
 	if e == nil || e.uid != t.UID {
@@ -213,7 +229,7 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64) error {
 			return ErrNotReady // a refusal is final: not from a deposed manager's balance
 		}
 		// Decided again from the books as they are after the read.
-		if b.tasks[t.Name] != e || e.uid != t.UID || e.state != unadmitted || b.accepting() != nil {
+		if b.tasks[t.Name] != e || e.uid != t.UID || e.state != unadmitted || b.accepting() != nil || b.account.UID != account {
 			return ErrNotReady
 		}
 		if avail := b.available(); avail < price {

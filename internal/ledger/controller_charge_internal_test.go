@@ -61,7 +61,7 @@ func TestAChargeFinishedByANewManagerCarriesItsPriceIntoTheTasksCost(t *testing.
 	task := h.task("k")
 	must(t, k8s.Create(h.ctx, task))
 	h.feed(a, task)
-	must(t, a.Admit(task, 10))
+	must(t, admit(a, task, 10))
 	h.charge(a, task) // queued by finish, then landed: A's Charge answers true
 	h.books(h.settle(a), 100, 10, 0)
 	crashA() // before endCharged writes Succeeded, Deducted
@@ -152,7 +152,7 @@ func TestManyChargesQueuedForOneWriteAreAllWritten(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			h.feed(s.l, task)
-			if err := s.l.Admit(task, price); err != nil {
+			if err := admit(s.l, task, price); err != nil {
 				return err
 			}
 			result := &videogenv1alpha1.TaskResult{URL: "https://media.example/out/" + task.Name + ".mp4?X-Signature=" + strings.Repeat("a", 500),

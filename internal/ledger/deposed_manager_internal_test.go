@@ -96,12 +96,12 @@ func TestADeposedManagerDoesNotRefuseAKubectlTaskTheAccountCovers(t *testing.T) 
 		t.Fatalf("A's view of k: %+v, %v; want Unadmitted", v, err)
 	}
 	var short *InsufficientBalanceError
-	if err := a.Admit(task, 120); errors.As(err, &short) {
+	if err := admit(a, task, 120); errors.As(err, &short) {
 		t.Fatalf("the deposed manager A refuses k (%v; its controller ends it Failed for good), "+
 			"though B, elected, has 150 points available", err)
 	}
 	h.feed(b, task)
-	if err := b.Admit(task, 120); err != nil {
+	if err := admit(b, task, 120); err != nil {
 		t.Fatalf("B's Admit(k, 120): %v", err)
 	}
 	waitFor(t, func() bool { return !a.Ready() })

@@ -120,7 +120,7 @@ func TestATaskThatReplacedTheCountedCopyDuringAFailedCreateIsKnownToTheBooks(t *
 			"the books never heard of it and no event will come: its controller waits for good", second.Name, second.UID, v)
 	}
 	// Once known, it is admitted and charged as any other.
-	must(t, l.Admit(second, 5))
+	must(t, admit(l, second, 5))
 	second = h.writeStatus(l, second, func(s *videogenv1alpha1.VideoTaskStatus) {
 		s.Charge, s.Cost = videogenv1alpha1.ChargeFrozen, ptrTo(int64(5))
 	})
@@ -195,7 +195,7 @@ func TestATaskFoundByTheLookAfterADoubtfulCreateErrorIsKnownToTheBooks(t *testin
 		t.Fatalf("the kubectl task %q (%s) found by the look after a doubtful create error: View %+v, want Unadmitted; "+
 			"the books never heard of it and no event will come: its controller waits for good", kubectl.Name, kubectl.UID, v)
 	}
-	must(t, l.Admit(kubectl, 5))
+	must(t, admit(l, kubectl, 5))
 	h.writeStatus(l, kubectl, func(s *videogenv1alpha1.VideoTaskStatus) {
 		s.Charge, s.Cost = videogenv1alpha1.ChargeFrozen, ptrTo(int64(5))
 	})
@@ -220,7 +220,7 @@ func TestAPartialWriteUnderTheJournalCapKeepsFrozenHoldsAndTopUpsRight(t *testin
 		task := h.task(fmt.Sprintf("batch-%03d", i))
 		must(t, k8s.Create(h.ctx, task))
 		h.feed(s.l, task)
-		must(t, s.l.Admit(task, price))
+		must(t, admit(s.l, task, price))
 		all = append(all, task)
 	}
 	// The controller's Frozen writes land before the backlog completes.

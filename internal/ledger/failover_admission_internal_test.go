@@ -37,7 +37,7 @@ func TestAnAdmissionWrittenByAnEarlierManagerHoldsTheCostItWrote(t *testing.T) {
 	task := h.task("k")
 	must(t, k8s.Create(h.ctx, task))
 	h.feed(s.l, task)
-	must(t, s.l.Admit(task, 20)) // B's controller, at the new price
+	must(t, admit(s.l, task, 20)) // B's controller, at the new price
 
 	frozen := task.DeepCopy() // A's controller's accept write, from the same copy, lands first
 	frozenAt(10)(&frozen.Status)

@@ -64,7 +64,7 @@ func TestAnEarlierManagersLateRejectSeenFirstByTheControllerFreezesNothing(t *te
 	v, err := h.l.View(failed)
 	must(t, err)
 	if v.Standing == Unadmitted {
-		if err := h.l.Admit(failed, 10); err == nil {
+		if err := admit(h.l, failed, 10); err == nil {
 			// accept writes the hold (Queued, Frozen): the status rules refuse it.
 			accepted := failed.DeepCopy()
 			price := int64(10)
@@ -144,7 +144,7 @@ func TestAnEarlierManagersLateAcceptSeenFirstByTheControllerHoldsItsOwnPrice(t *
 	v, err := h.l.View(frozen)
 	must(t, err)
 	if v.Standing == Unadmitted {
-		if err := h.l.Admit(frozen, 12); err == nil {
+		if err := admit(h.l, frozen, 12); err == nil {
 			accepted := frozen.DeepCopy()
 			price := int64(12)
 			accepted.Status.Cost = &price

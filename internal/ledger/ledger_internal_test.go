@@ -253,8 +253,8 @@ func TestAdmitOfATaskMadeWithKubectl(t *testing.T) {
 		t.Fatalf("before its event: %+v, want Unknown", v)
 	}
 	h.feed(h.l, task)
-	must(t, h.l.Admit(task, 10))
-	must(t, h.l.Admit(task, 10)) // again: counted once
+	must(t, admit(h.l, task, 10))
+	must(t, admit(h.l, task, 10)) // again: counted once
 	if f := h.figures(h.l); f.Frozen != 10 {
 		t.Fatalf("figures %+v", f)
 	}
@@ -262,7 +262,7 @@ func TestAdmitOfATaskMadeWithKubectl(t *testing.T) {
 	other := h.task("k2")
 	must(t, k8s.Create(h.ctx, other))
 	h.feed(h.l, other)
-	if err := h.l.Admit(other, 10); !errors.As(err, &short) || short.Available != 5 {
+	if err := admit(h.l, other, 10); !errors.As(err, &short) || short.Available != 5 {
 		t.Fatalf("a second admission beyond the balance: %v", err)
 	}
 	// Someone annotates the task before the status write: the write conflicts, and the newer

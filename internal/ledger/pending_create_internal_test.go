@@ -72,7 +72,7 @@ func TestAStaleCopyOfADeletedTaskDoesNotTakeOverAPendingCreate(t *testing.T) {
 				r.Spec.Inputs.SourceVideoURL = "https://media.example/made-with-kubectl.mp4"
 				must(t, k8s.Create(h.ctx, r))
 				h.feed(l, r)
-				must(t, l.Admit(r, 10))
+				must(t, admit(l, r, 10))
 				cost := int64(10)
 				r = h.writeStatus(l, r, func(st *videogenv1alpha1.VideoTaskStatus) {
 					st.Phase, st.Charge, st.Cost = videogenv1alpha1.TaskQueued, videogenv1alpha1.ChargeFrozen, &cost

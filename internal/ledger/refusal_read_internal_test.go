@@ -65,8 +65,8 @@ func TestARefusalsReadOfTheAccountDoesNotStallTheAccount(t *testing.T) {
 
 	slow.Store(true)
 	admitted := make(chan error, 1)
-	go func() { admitted <- l.Admit(k, 120) }() // step 1
-	<-entered                                   // keepsBooks' read is under way
+	go func() { admitted <- admit(l, k, 120) }() // step 1
+	<-entered                                    // keepsBooks' read is under way
 
 	balance := make(chan error, 1)
 	go func() { // step 3
@@ -117,7 +117,7 @@ func TestARefusalIsDecidedAgainAfterItsRead(t *testing.T) {
 
 	slow.Store(true)
 	admitted := make(chan error, 1)
-	go func() { admitted <- l.Admit(k, 120) }()
+	go func() { admitted <- admit(l, k, 120) }()
 	select {
 	case <-entered:
 	case <-time.After(10 * time.Second):
@@ -220,7 +220,7 @@ func TestASuspensionLiftedBeforeAKubectlTaskDoesNotRefuseItFromAStaleSpec(t *tes
 	k := h.task("k")
 	must(t, k8s.Create(h.ctx, k)) // 3.
 	h.feed(h.l, k)
-	if err := h.l.Admit(k, 10); errors.Is(err, ErrAccountSuspended) {
+	if err := admit(h.l, k, 10); errors.Is(err, ErrAccountSuspended) {
 		t.Fatalf("Admit(k) refuses it for good (%v) from the books' copy of the account's spec, "+
 			"though the suspension was lifted before k was created", err)
 	}
@@ -229,7 +229,7 @@ func TestASuspensionLiftedBeforeAKubectlTaskDoesNotRefuseItFromAStaleSpec(t *tes
 	k2 := h.task("k2")
 	must(t, k8s.Create(h.ctx, k2))
 	h.feed(h.l, k2)
-	if err := h.l.Admit(k2, 10); !errors.Is(err, ErrAccountSuspended) {
+	if err := admit(h.l, k2, 10); !errors.Is(err, ErrAccountSuspended) {
 		t.Fatalf("Admit(k2) on a suspended account: %v, want ErrAccountSuspended", err)
 	}
 }

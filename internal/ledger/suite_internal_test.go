@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -324,3 +325,16 @@ func ended(charge videogenv1alpha1.ChargeState, phase videogenv1alpha1.TaskPhase
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// admit is the controller's Admit: against the account whose books the task is in now, as the
+// View the controller read just before would name it.
+func admit(l *Ledger, t *videogenv1alpha1.VideoTask, price int64) error {
+	b := l.book(t.Namespace)
+	b.mu.Lock()
+	var account types.UID
+	if b.account != nil {
+		account = b.account.UID
+	}
+	b.mu.Unlock()
+	return l.Admit(t, price, account)
+}

@@ -351,7 +351,7 @@ func TestAKubectlTaskChargedBeforeItsHoldIsWrittenKeepsItsCharge(t *testing.T) {
 	task := h.task("k")
 	must(t, k8s.Create(h.ctx, task))
 	h.feed(s.l, task)
-	must(t, s.l.Admit(task, 10))
+	must(t, admit(s.l, task, 10))
 	s.chargeQueued(task)
 	annotated := task.DeepCopy()
 	annotated.Annotations = map[string]string{"note": "x"}
