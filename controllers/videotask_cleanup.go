@@ -15,6 +15,7 @@ import (
 	videogenv1alpha1 "github.com/videogen-dev/videogen-operator/api/v1alpha1"
 	"github.com/videogen-dev/videogen-operator/internal/catalog"
 	"github.com/videogen-dev/videogen-operator/internal/generation"
+	"github.com/videogen-dev/videogen-operator/internal/ledger"
 )
 
 // A task carries FinalizerCancelWork only while a stage of it runs at a backend: deleting the
@@ -93,7 +94,33 @@ func (r *VideoTaskReconciler) finalize(ctx context.Context, task *videogenv1alph
 				"Could not cancel the work at %s within %s (%v); the task goes, its work runs to the backend's own deadline", name, r.Config.CancelGrace, failed)
 		}
 	}
-	return ctrl.Result{}, r.releaseWork(ctx, task)
+	// Held (not waiting for a charge): once the task goes, its hold ends with nothing charged.
+	view, err := r.Ledger.View(task)
+	released := err == nil && !view.Stale && view.Standing == ledger.Held && !task.Status.Phase.Terminal()
+	if err := r.releaseWork(ctx, task); err != nil {
+		return ctrl.Result{}, err
+	}
+	if released {
+		r.tellHoldReleased(ctx, task, view.Price)
+	}
+	return ctrl.Result{}, nil
+}
+
+// tellHoldReleased tells the account's readers (kubectl describe pointaccount) that a task was
+// deleted before it ended, so its hold ended with nothing charged: the task, the only record of
+// that hold, is about to go.
+func (r *VideoTaskReconciler) tellHoldReleased(ctx context.Context, task *videogenv1alpha1.VideoTask, points int64) {
+	acct := &videogenv1alpha1.PointAccount{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: videogenv1alpha1.PointAccountName}, acct); err != nil {
+		logf.FromContext(ctx).Info("a deleted task's hold ended; its account could not be read to tell it", "points", points, "error", err.Error())
+		return
+	}
+	phase := task.Status.Phase
+	if phase == "" {
+		phase = videogenv1alpha1.TaskPending
+	}
+	r.Recorder.Eventf(acct, task, corev1.EventTypeNormal, EventHoldReleased, "Release",
+		"Task %s was deleted before it ended (%s): the %d points it held are available again; nothing was charged", task.Name, phase, points)
 }
 
 // cancelUnguarded stops, once and by key, the work of every stage not ended of a task seen deleted

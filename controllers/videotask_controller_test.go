@@ -128,6 +128,9 @@ var _ = Describe("VideoTask lifecycle", func() {
 		}).Should(BeTrue())
 		Expect(backend.WasCanceled(generation.WorkKey(ns, task.Name, string(task.UID), videogenv1alpha1.StageRender))).To(BeTrue())
 		suite.ExpectBalanced(ns, 100, 0, 0)
+		// The task was the only record of its hold: the account says where the points went.
+		Eventually(func() []string { return eventNotes(ns, videogenv1alpha1.PointAccountName) }).Should(ContainElement(
+			controllers.EventHoldReleased + ": Task " + task.Name + " was deleted before it ended (Running): the 30 points it held are available again; nothing was charged"))
 	})
 
 	It("lets a deleted task go after the cancel grace when its backend cannot be reached", func() {

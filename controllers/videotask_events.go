@@ -17,6 +17,9 @@ const (
 	EventSucceeded    = "Succeeded"
 	// EventStageLost is the Warning of a stage its backend lost and that was submitted again.
 	EventStageLost = "StageLost"
+	// EventHoldReleased, on the PointAccount, names a task deleted before it ended, whose hold
+	// ended with it, nothing charged.
+	EventHoldReleased = "HoldReleased"
 )
 
 // progressMark is what recordProgress compares the written status with: whether the task's
