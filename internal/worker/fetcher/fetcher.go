@@ -1,7 +1,8 @@
 // Package fetcher downloads the media that callers hand the worker by URL. Those URLs come from
 // users, so every connection goes through netguard: private destinations are refused after DNS
-// resolution, on every redirect hop, and downloads are bounded in size and time. A download
-// that fails for a reason that may pass is tried again a few times (see defaultRetries).
+// resolution, on every redirect hop, and downloads are bounded in size, time and the slowest rate
+// their body may arrive at (see MinRate). A download that fails for a reason that may pass is
+// tried again a few times (see defaultRetries).
 package fetcher
 
 import (
@@ -15,6 +16,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +30,7 @@ type Fetcher struct {
 	policy   netguard.Policy
 	maxBytes int64
 	timeout  time.Duration
+	minRate  MinRate
 	client   *http.Client
 	retries  backoff
 	// sleep waits between attempts (tests replace it to see the waits without taking them).
@@ -56,10 +60,36 @@ type backoff struct {
 // links nothing of Kubernetes.)
 var defaultRetries = backoff{attempts: 4, first: time.Second, factor: 3, jitter: 0.2}
 
-// New returns a Fetcher that refuses what policy refuses, stops after maxBytes and gives up
-// after timeout per download, its attempts and the waits between them included.
-func New(policy netguard.Policy, maxBytes int64, timeout time.Duration) *Fetcher {
-	f := &Fetcher{policy: policy, maxBytes: maxBytes, timeout: timeout, retries: defaultRetries, sleep: sleep}
+// MinRate is the slowest a response body may arrive: at least Bytes in every Window, counted
+// from when its headers arrived. A MinRate with no Bytes or no Window checks nothing.
+type MinRate struct {
+	Bytes  int64
+	Window time.Duration
+}
+
+// DefaultMinRate is 32 KiB per 20 s (about 13 kbit/s): far below what any real media host or
+// CDN sends, even over a poor mobile link, and a window long enough to ride out a lost packet's
+// retransmits or a busy server's pause. A source that trickles its body is cut after 20 s
+// instead of holding one of the worker's few slots for the whole fetch timeout.
+var DefaultMinRate = MinRate{Bytes: 32 << 10, Window: 20 * time.Second}
+
+func (r MinRate) enabled() bool { return r.Bytes > 0 && r.Window > 0 }
+
+// Option configures a Fetcher that New makes.
+type Option func(*Fetcher)
+
+// WithMinRate sets the slowest body a download accepts (DefaultMinRate without it; a zero
+// MinRate accepts any).
+func WithMinRate(r MinRate) Option { return func(f *Fetcher) { f.minRate = r } }
+
+// New returns a Fetcher that refuses what policy refuses, stops after maxBytes, cuts a body
+// that arrives slower than its MinRate and gives up after timeout per download, its attempts
+// and the waits between them included.
+func New(policy netguard.Policy, maxBytes int64, timeout time.Duration, opts ...Option) *Fetcher {
+	f := &Fetcher{policy: policy, maxBytes: maxBytes, timeout: timeout, minRate: DefaultMinRate, retries: defaultRetries, sleep: sleep}
+	for _, opt := range opts {
+		opt(f)
+	}
 	f.client = &http.Client{
 		Transport: &http.Transport{
 			// No proxy: a proxy would make the connection, and the dial check would see only it.
@@ -115,6 +145,37 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// SlowError: an answer's body arrived slower than the Fetcher's MinRate.
+type SlowError struct {
+	// Got is what arrived in the window that was too slow.
+	Got int64
+	Min MinRate
+}
+
+func (e *SlowError) Error() string {
+	return fmt.Sprintf("the source sent %s in %s, below the minimum of %s per %s",
+		bytesOf(e.Got), e.Min.Window, sizeOf(e.Min.Bytes), e.Min.Window)
+}
+
+// bytesOf is "1 byte" or "n bytes".
+func bytesOf(n int64) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// sizeOf is n in MiB or KiB when it is a whole number of them, else in bytes.
+func sizeOf(n int64) string {
+	switch {
+	case n > 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n > 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return bytesOf(n)
+}
 
 // StatusError is an answer other than 200 OK.
 type StatusError struct {
@@ -195,6 +256,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // once is one attempt; its error says what failed without the URL, which ToFile adds.
 func (f *Fetcher) once(ctx context.Context, u *url.URL, path string) error {
+	// The watchdog ends the attempt through ctx, which tells why.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err
@@ -219,11 +283,22 @@ func (f *Fetcher) once(ctx context.Context, u *url.URL, path string) error {
 	if err != nil {
 		return localError{err}
 	}
-	n, err := io.Copy(out, io.LimitReader(resp.Body, f.maxBytes+1))
+	body, stop := io.Reader(resp.Body), func() {}
+	if f.minRate.enabled() {
+		w := watch(resp.Body, f.minRate, cancel)
+		body, stop = w, w.stop
+	}
+	n, err := io.Copy(out, io.LimitReader(body, f.maxBytes+1))
+	// Stop watching first: a window that ends after the body did must not become the error.
+	stop()
 	if cerr := out.Close(); cerr != nil && err == nil {
 		return localError{cerr}
 	}
 	if err != nil {
+		var slow *SlowError
+		if errors.As(context.Cause(ctx), &slow) {
+			return slow
+		}
 		return netguard.Explain(err)
 	}
 	if n > f.maxBytes {
@@ -232,15 +307,68 @@ func (f *Fetcher) once(ctx context.Context, u *url.URL, path string) error {
 	return nil
 }
 
+// watchdog reads a body and, at the end of every window, cancels the attempt with a SlowError
+// if less than its rate arrived in that window.
+type watchdog struct {
+	body   io.Reader
+	rate   MinRate
+	cancel context.CancelCauseFunc
+	got    atomic.Int64 // bytes read in the current window
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+func watch(body io.Reader, rate MinRate, cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{body: body, rate: rate, cancel: cancel}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = time.AfterFunc(rate.Window, w.check)
+	return w
+}
+
+func (w *watchdog) Read(p []byte) (int, error) {
+	n, err := w.body.Read(p)
+	w.got.Add(int64(n))
+	return n, err
+}
+
+// check ends a window: too little cancels the attempt, enough starts the next window.
+func (w *watchdog) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	if got := w.got.Swap(0); got < w.rate.Bytes {
+		w.stopped = true
+		w.cancel(&SlowError{Got: got, Min: w.rate})
+		return
+	}
+	w.timer.Reset(w.rate.Window)
+}
+
+// stop ends the watch: no window is checked after it returns.
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.timer.Stop()
+}
+
 // transient reports whether a failed attempt may succeed if tried again shortly: the host
 // refused, reset or dropped the connection, nothing answered in time, or the answer was 408
-// Request Timeout, 429 Too Many Requests or a 5xx.
+// Request Timeout, 429 Too Many Requests or a 5xx. A body slower than the MinRate is not: a
+// host that trickles on purpose trickles again, and each attempt would hold the slot a window
+// longer.
 func transient(err error) bool {
 	var status *StatusError
 	if errors.As(err, &status) {
 		return status.Code == http.StatusRequestTimeout || status.Code == http.StatusTooManyRequests || status.Code >= 500
 	}
-	if errors.Is(err, netguard.ErrForbiddenDestination) || errors.Is(err, ErrTooLarge) {
+	var slow *SlowError
+	if errors.Is(err, netguard.ErrForbiddenDestination) || errors.Is(err, ErrTooLarge) || errors.As(err, &slow) {
 		return false
 	}
 	var dnsErr *net.DNSError

@@ -24,8 +24,8 @@ var loopbackOnly = netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("
 var quick = backoff{attempts: 4, first: 10 * time.Millisecond, factor: 3}
 
 // newQuick is New with quick retries.
-func newQuick(policy netguard.Policy, maxBytes int64, timeout time.Duration) *Fetcher {
-	f := New(policy, maxBytes, timeout)
+func newQuick(policy netguard.Policy, maxBytes int64, timeout time.Duration, opts ...Option) *Fetcher {
+	f := New(policy, maxBytes, timeout, opts...)
 	f.retries = quick
 	return f
 }
@@ -325,5 +325,127 @@ func TestARetryAfterPastTheDeadlineFailsAtOnce(t *testing.T) {
 				t.Errorf("%d requests and waits %v in %s, want one request and no wait", hits.Load(), *waits, time.Since(start))
 			}
 		})
+	}
+}
+
+// paced answers a body of chunks of size bytes, one every period from when its headers went,
+// for as long as lasts (then it ends the body), or until the client goes away; hits counts
+// the requests. A chunk that is late is sent with the next one, so a slow scheduler delays
+// the body but does not make it smaller.
+func paced(t *testing.T, size int, period, lasts time.Duration, hits *atomic.Int32) *httptest.Server {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) }) // runs before serve's srv.Close, which waits for handlers
+	return serve(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "video/mp4")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		start := time.Now()
+		for i := 1; period*time.Duration(i) <= lasts; i++ {
+			select {
+			case <-time.After(time.Until(start.Add(period * time.Duration(i)))):
+			case <-r.Context().Done():
+				return
+			case <-done:
+				return
+			}
+			w.Write([]byte(strings.Repeat("x", size)))
+			w.(http.Flusher).Flush()
+		}
+	})
+}
+
+// stalling answers its headers and 100 bytes, then nothing until the client goes away.
+func stalling(t *testing.T, hits *atomic.Int32) *httptest.Server {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return serve(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte(strings.Repeat("x", 100)))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	})
+}
+
+// A source that answers and then sends too little (stalls, or trickles a byte at a time) is cut
+// at the end of the first window, not at the fetch timeout, and not tried again: a host that
+// trickles on purpose would trickle again.
+func TestCutsABodySlowerThanTheMinimumRate(t *testing.T) {
+	for name, c := range map[string]struct {
+		source func(*testing.T, *atomic.Int32) *httptest.Server
+		sent   string
+	}{
+		"stalls after 100 bytes": {stalling, "100 bytes"},
+		"trickles 10 bytes every 20ms": {func(t *testing.T, hits *atomic.Int32) *httptest.Server {
+			return paced(t, 10, 20*time.Millisecond, time.Minute, hits)
+		}, `\d+ bytes`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var hits atomic.Int32
+			srv := c.source(t, &hits)
+			f := newQuick(loopbackOnly, 1<<20, 10*time.Second, WithMinRate(MinRate{Bytes: 1 << 10, Window: 200 * time.Millisecond}))
+			start := time.Now()
+			err := f.ToFile(context.Background(), srv.URL+"/face.jpg", filepath.Join(t.TempDir(), "in"))
+			took := time.Since(start)
+			want := regexp.MustCompile(`: the source sent ` + c.sent + ` in 200ms, below the minimum of 1 KiB per 200ms$`)
+			var slow *SlowError
+			if err == nil || !want.MatchString(err.Error()) || !errors.As(err, &slow) {
+				t.Fatalf("err = %v, want it to match %q", err, want)
+			}
+			var fe *Error
+			if !errors.As(err, &fe) || fe.Attempts != 1 || hits.Load() != 1 {
+				t.Errorf("%d requests, want the one attempt", hits.Load())
+			}
+			// One window of 200 ms, not the 10 s timeout.
+			if took < 200*time.Millisecond || took > 2*time.Second {
+				t.Errorf("failed after %s, want about 200ms", took)
+			}
+		})
+	}
+}
+
+// A body that arrives in pieces is not cut while every window brings the minimum: twice it (16
+// chunks of 128 bytes in each 400 ms window where 8 are the minimum), or just above it (20
+// chunks of 64 bytes in each 1 s window where 16 are the minimum), for three windows. The
+// margins let a busy machine's scheduler be late by 150 ms or more.
+func TestKeepsABodyThatArrivesFasterThanTheMinimumRate(t *testing.T) {
+	for name, c := range map[string]struct {
+		size          int
+		period, lasts time.Duration
+		min           MinRate
+	}{
+		"twice the minimum":  {128, 25 * time.Millisecond, 1200 * time.Millisecond, MinRate{Bytes: 1 << 10, Window: 400 * time.Millisecond}},
+		"just above minimum": {64, 50 * time.Millisecond, 3 * time.Second, MinRate{Bytes: 1 << 10, Window: time.Second}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var hits atomic.Int32
+			srv := paced(t, c.size, c.period, c.lasts, &hits)
+			path := filepath.Join(t.TempDir(), "in")
+			f := newQuick(loopbackOnly, 1<<20, 10*time.Second, WithMinRate(c.min))
+			if err := f.ToFile(context.Background(), srv.URL+"/face.jpg", path); err != nil {
+				t.Fatalf("err = %v, want the whole body", err)
+			}
+			want := c.size * int(c.lasts/c.period)
+			if info, err := os.Stat(path); err != nil || info.Size() != int64(want) || hits.Load() != 1 {
+				t.Errorf("file of %v bytes (%v) after %d requests, want %d bytes after one", info.Size(), err, hits.Load(), want)
+			}
+		})
+	}
+}
+
+// Without WithMinRate a Fetcher holds bodies to DefaultMinRate; a MinRate of no bytes (as
+// --fetch-min-rate-bytes=0 sets) checks none.
+func TestTheMinimumRateDefaultsAndCanBeTurnedOff(t *testing.T) {
+	if got := New(loopbackOnly, 1024, time.Second).minRate; got != DefaultMinRate {
+		t.Errorf("New's MinRate = %+v, want DefaultMinRate %+v", got, DefaultMinRate)
+	}
+	var hits atomic.Int32
+	srv := paced(t, 10, 20*time.Millisecond, 300*time.Millisecond, &hits)
+	f := newQuick(loopbackOnly, 1024, 10*time.Second, WithMinRate(MinRate{Bytes: 0, Window: 50 * time.Millisecond}))
+	if err := f.ToFile(context.Background(), srv.URL+"/face.jpg", filepath.Join(t.TempDir(), "in")); err != nil {
+		t.Fatalf("err = %v with no minimum rate, want the slow body", err)
 	}
 }
