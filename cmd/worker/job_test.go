@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/videogen-dev/videogen-operator/internal/worker/testmedia"
 )
@@ -172,6 +173,43 @@ func TestJobFetchesOnlyOfficialTemplateMediaFromTheServiceMediaRanges(t *testing
 		msg, _ := os.ReadFile(pod.termLog)
 		if wantOK := official == "true"; (code == exitOK) != wantOK {
 			t.Errorf("official %q: exit %d with message %q", official, code, msg)
+		}
+	}
+}
+
+// --fetch-min-rate-bytes and --fetch-min-rate-window reach the fetcher: a source that answers
+// and then stalls fails the stage after one window, not at --fetch-timeout; a window of 0 with
+// a minimum is refused.
+func TestJobCutsASourceSlowerThanTheMinimumRate(t *testing.T) {
+	done := make(chan struct{})
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "video/mp4")
+		w.Write(make([]byte, 100))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(stalled.Close)
+	t.Cleanup(func() { close(done) })
+	for _, tc := range []struct {
+		window, wantMsg string
+	}{
+		{"200ms", "the source sent 100 bytes in 200ms, below the minimum of 1 KiB per 200ms"},
+		{"0s", "--fetch-min-rate-bytes must be 0 (no minimum) or positive with a positive --fetch-min-rate-window"},
+	} {
+		pod := newJobPod(t, "video.eraser")
+		pod.env["VIDEOGEN_STAGE"] = "analyze"
+		pod.env["VIDEOGEN_SOURCE_VIDEO_URL"] = stalled.URL + "/source.mp4"
+		start := time.Now()
+		code := runJob([]string{"--blob-dir", pod.blobs, "--allow-private-urls", "127.0.0.0/8", "--termination-log", pod.termLog,
+			"--fetch-timeout", "30s", "--fetch-min-rate-bytes", "1024", "--fetch-min-rate-window", tc.window},
+			func(k string) string { return pod.env[k] }, io.Discard)
+		msg, _ := os.ReadFile(pod.termLog)
+		if code != exitFailed || !strings.Contains(string(msg), tc.wantMsg) || time.Since(start) > 5*time.Second {
+			t.Errorf("window %s: exit %d after %s with message %q, want exit %d soon, with a message naming %q",
+				tc.window, code, time.Since(start), msg, exitFailed, tc.wantMsg)
 		}
 	}
 }

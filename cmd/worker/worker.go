@@ -29,11 +29,13 @@ type config struct {
 	Blobs                  blobstore.Flags
 	AllowPrivateURLs       string
 	// AllowPrivateServiceMedia: where the service's own media may be (see pipelines).
-	AllowPrivateServiceMedia   string
-	MaxConcurrent, MaxQueued   int
-	MaxPerAccount              int
-	MaxInputBytes              int64
-	FetchTimeout, ResultTTL    time.Duration
+	AllowPrivateServiceMedia string
+	MaxConcurrent, MaxQueued int
+	MaxPerAccount            int
+	MaxInputBytes            int64
+	FetchTimeout, ResultTTL  time.Duration
+	// FetchMinRate is the slowest an input's body may arrive (0 bytes: any).
+	FetchMinRate               fetcher.MinRate
 	Token, FaceDetect, TempDir string
 	// TokenFile holds the token instead of Token (a mounted Secret, the local stack's file).
 	TokenFile string
@@ -52,6 +54,7 @@ func defaults() config {
 		MaxPerAccount: 16,
 		MaxInputBytes: 200 << 20,
 		FetchTimeout:  2 * time.Minute,
+		FetchMinRate:  fetcher.DefaultMinRate,
 		ResultTTL:     time.Hour,
 		Token:         os.Getenv("VIDEOGEN_WORKER_TOKEN"),
 		FaceDetect:    "facedetect",
@@ -103,6 +106,8 @@ func (cfg *config) bindStageFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.AllowPrivateServiceMedia, "allow-private-service-media", cfg.AllowPrivateServiceMedia, "Comma-separated CIDRs that only the service's own media may be fetched from although they are not public: faces uploaded through the REST API and official Templates' media (e.g. the cluster's Service CIDR). The caller's URLs (a face or video by URL, a short template's target_url) may not reach them.")
 	fs.Int64Var(&cfg.MaxInputBytes, "max-input-bytes", cfg.MaxInputBytes, "Largest input file fetched.")
 	fs.DurationVar(&cfg.FetchTimeout, "fetch-timeout", cfg.FetchTimeout, "Time limit of one input download, its attempts included (a transient failure is tried again: 4 attempts within about 15 s).")
+	fs.Int64Var(&cfg.FetchMinRate.Bytes, "fetch-min-rate-bytes", cfg.FetchMinRate.Bytes, "Least an input's body must bring in every --fetch-min-rate-window once its headers arrived; a slower source fails the stage without another attempt. 0: no minimum.")
+	fs.DurationVar(&cfg.FetchMinRate.Window, "fetch-min-rate-window", cfg.FetchMinRate.Window, "The window of --fetch-min-rate-bytes.")
 	fs.StringVar(&cfg.FaceDetect, "facedetect", cfg.FaceDetect, "The facedetect command (Debian package facedetect).")
 }
 
@@ -119,14 +124,18 @@ func (cfg config) pipelines() (*capability.Pipelines, blobstore.Store, error) {
 	if cfg.MaxInputBytes <= 0 || cfg.FetchTimeout <= 0 {
 		return nil, nil, fmt.Errorf("--max-input-bytes and --fetch-timeout must be positive")
 	}
+	if cfg.FetchMinRate.Bytes < 0 || cfg.FetchMinRate.Bytes > 0 && cfg.FetchMinRate.Window <= 0 {
+		return nil, nil, fmt.Errorf("--fetch-min-rate-bytes must be 0 (no minimum) or positive with a positive --fetch-min-rate-window")
+	}
 	blobs, err := cfg.Blobs.Open(strings.TrimSuffix(cfg.PublicURL, "/") + blobsPath)
 	if err != nil {
 		return nil, nil, err
 	}
+	minRate := fetcher.WithMinRate(cfg.FetchMinRate)
 	return capability.New(capability.Deps{
-		Fetcher: fetcher.New(netguard.Policy{Allow: allow}, cfg.MaxInputBytes, cfg.FetchTimeout),
+		Fetcher: fetcher.New(netguard.Policy{Allow: allow}, cfg.MaxInputBytes, cfg.FetchTimeout, minRate),
 		// Whatever a caller's URL may reach, the service's media may too.
-		ServiceFetcher: fetcher.New(netguard.Policy{Allow: append(serviceMedia, allow...)}, cfg.MaxInputBytes, cfg.FetchTimeout),
+		ServiceFetcher: fetcher.New(netguard.Policy{Allow: append(serviceMedia, allow...)}, cfg.MaxInputBytes, cfg.FetchTimeout, minRate),
 		Store:          blobs,
 		Faces:          face.CLI{Path: cfg.FaceDetect},
 		TempDir:        cfg.TempDir,
