@@ -12,6 +12,8 @@ import (
 // byte every 2 s, held to the 2-minute fetch timeout) took both of the reference worker's slots,
 // and another account's 8-second task waited 4 minutes behind them; 100 of its tasks filled the
 // whole queue, and every other account's stages were answered busy until they timed out.
+// The fetcher now cuts such a source after 20 s (fetcher.DefaultMinRate); a stage that is slow
+// for any other reason still holds its slot as long, hence the fairness checked here.
 
 // A freed slot goes to the account holding the fewest, not to the next stage in line: with one
 // slot, account a's second and third stages queued before b's first, b's runs right after a's
