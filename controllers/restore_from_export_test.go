@@ -50,7 +50,7 @@ var _ = Describe("Objects re-created from an export", func() {
 		exported(copied, restored)
 		err := k8sClient.Create(ctx, copied)
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an applied top-up's copy was created: %v", err)
-		Expect(err.Error()).To(And(ContainSubstring("credited again in full"), ContainSubstring("Backup and migration")))
+		Expect(err.Error()).To(And(ContainSubstring("applied again in full"), ContainSubstring("Backup and migration")))
 
 		run := taskOf(ns, task.Name)
 		exported(run, restored)
