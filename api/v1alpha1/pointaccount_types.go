@@ -98,7 +98,9 @@ type PointAccountStatus struct {
 	// Spent is the number of points deducted for succeeded tasks.
 	// +optional
 	Spent int64 `json:"spent"`
-	// Credited is the total of all top-ups and debits ever applied.
+	// Credited is the total of the top-ups applied to this account, less its debits: this
+	// account only (one created again in the namespace starts at 0, the top-ups applied to the
+	// earlier one say so in their status.accountUID).
 	// +optional
 	Credited int64 `json:"credited"`
 	// Holds is the number of tasks holding points.
