@@ -94,6 +94,13 @@ var _ = Describe("Templates and custom short templates", func() {
 			Expect(task.Status).To(Equal(http.StatusAccepted), string(task.Body))
 			Expect(task.JSON()["cost"]).To(Equal(priceOf(d)), "duration %d", d)
 		}
+		// As Python's json.dumps writes a float duration: an integer to the OpenAPI schema.
+		task := api.post("/v1/videos/template", a.key, `{"template_id": "`+adjustable+`", "duration": 7.0}`)
+		Expect(task.Status).To(Equal(http.StatusAccepted), string(task.Body))
+		Expect(task.JSON()["cost"]).To(Equal(priceOf(7)))
+		stored := &videogenv1alpha1.VideoTask{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: task.JSON()["id"].(string)}, stored)).To(Succeed())
+		Expect(stored.Spec.Duration).To(HaveValue(BeEquivalentTo(7)))
 	})
 
 	It("says what a task without a template costs, as an eraser task is charged", func() {

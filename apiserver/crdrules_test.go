@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,8 +108,8 @@ func TestShortTemplateChecksRefuseWhatTheCRDRefuses(t *testing.T) {
 			shortTemplateRequest{CoverURL: str("//cdn.example.com/c.jpg")}},
 		{"coverURL maxLength", "cover_url", func(s *videogenv1alpha1.ShortTemplateSpec) { s.CoverURL = longTestURL(2049) },
 			shortTemplateRequest{CoverURL: str(longTestURL(2049))}},
-		{"duration minimum", "duration", func(s *videogenv1alpha1.ShortTemplateSpec) { s.Duration = dur(0) }, shortTemplateRequest{Duration: dur(0)}},
-		{"duration maximum", "duration", func(s *videogenv1alpha1.ShortTemplateSpec) { s.Duration = dur(3601) }, shortTemplateRequest{Duration: dur(3601)}},
+		{"duration minimum", "duration", func(s *videogenv1alpha1.ShortTemplateSpec) { s.Duration = dur(0) }, shortTemplateRequest{Duration: ptr.To[wholeNumber](0)}},
+		{"duration maximum", "duration", func(s *videogenv1alpha1.ShortTemplateSpec) { s.Duration = dur(3601) }, shortTemplateRequest{Duration: ptr.To[wholeNumber](3601)}},
 	}
 	for _, c := range cases {
 		spec := ok
@@ -149,7 +150,7 @@ func FuzzShortTemplateAcceptedByTheCRD(f *testing.F) {
 			req.CoverURL = &cover
 		}
 		if duration != 0 {
-			req.Duration = &duration
+			req.Duration = ptr.To(wholeNumber(duration))
 		}
 		spec, err := checkShortTemplate(&req)
 		if err != nil {

@@ -30,9 +30,9 @@ func TestIdempotencyOfAnOlderVersionReplays(t *testing.T) {
 		{"/v1/videos/short", "e8f40d540443a26953366ff7bb74eea6026f816e97d8f58bd89ab121ce9c98b1",
 			&shortRequest{TemplateID: ptr.To("demo-portrait"), Face: ptr.To("http://127.0.0.1:8390/v1/blobs/a13976ff7481a7c6df53dab8e96245d9.jpg")}},
 		{"/v1/videos/template", "20c3b604059e4a4616bf250bf3e265fcc61e925c1f16caf5cad83e58ad6b10b0",
-			&templateVideoRequest{TemplateID: ptr.To("demo-countdown"), Duration: ptr.To[int32](5), WebhookURL: ptr.To("http://127.0.0.1:8399/hook")}},
+			&templateVideoRequest{TemplateID: ptr.To("demo-countdown"), Duration: ptr.To[wholeNumber](5), WebhookURL: ptr.To("http://127.0.0.1:8399/hook")}},
 		{"/v1/videos/template", "c7b31f8d1325169a0e5343ae8eb9931e778272224bba6d1fb29640f48d9c58b9",
-			&templateVideoRequest{TemplateID: ptr.To("demo-countdown"), Duration: ptr.To[int32](10)}},
+			&templateVideoRequest{TemplateID: ptr.To("demo-countdown"), Duration: ptr.To[wholeNumber](10)}},
 		{"/v1/videos/eraser", "af4d9359b65c0d3536cb1bf763316993d3b8a85a5543d7aa3882bd5f1324dde0",
 			&eraserRequest{Video: ptr.To("http://127.0.0.1:8390/v1/blobs/8ef5e7e8348da325f029fcaca3e59e3f.mp4")}},
 	} {

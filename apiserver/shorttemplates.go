@@ -37,10 +37,10 @@ type ShortTemplateView struct {
 }
 
 type shortTemplateRequest struct {
-	Name      *string `json:"name"`
-	TargetURL *string `json:"target_url"`
-	CoverURL  *string `json:"cover_url,omitempty"`
-	Duration  *int32  `json:"duration,omitempty"`
+	Name      *string      `json:"name"`
+	TargetURL *string      `json:"target_url"`
+	CoverURL  *string      `json:"cover_url,omitempty"`
+	Duration  *wholeNumber `json:"duration,omitempty"`
 }
 
 func viewShortTemplate(st *videogenv1alpha1.ShortTemplate) ShortTemplateView {
@@ -458,10 +458,10 @@ func (s *Server) applyShortTemplate(spec *videogenv1alpha1.ShortTemplateSpec, re
 		spec.CoverURL = u
 	}
 	if req.Duration != nil {
-		if err := durationError(*req.Duration); err != nil {
+		if err := durationError(int32(*req.Duration)); err != nil {
 			return err
 		}
-		spec.Duration = req.Duration
+		spec.Duration = req.Duration.int32s()
 	}
 	return nil
 }

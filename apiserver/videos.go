@@ -12,10 +12,10 @@ import (
 // Request bodies. Pointers tell a missing field from an empty one.
 
 type shortRequest struct {
-	TemplateID *string `json:"template_id"`
-	Face       *string `json:"face"`
-	WebhookURL *string `json:"webhook_url,omitempty"`
-	Duration   *int32  `json:"duration,omitempty"`
+	TemplateID *string      `json:"template_id"`
+	Face       *string      `json:"face"`
+	WebhookURL *string      `json:"webhook_url,omitempty"`
+	Duration   *wholeNumber `json:"duration,omitempty"`
 }
 
 type eraserRequest struct {
@@ -24,9 +24,9 @@ type eraserRequest struct {
 }
 
 type templateVideoRequest struct {
-	TemplateID *string `json:"template_id"`
-	Duration   *int32  `json:"duration"`
-	WebhookURL *string `json:"webhook_url,omitempty"`
+	TemplateID *string      `json:"template_id"`
+	Duration   *wholeNumber `json:"duration"`
+	WebhookURL *string      `json:"webhook_url,omitempty"`
 }
 
 type poseRequest struct {
@@ -55,11 +55,11 @@ func (s *Server) createShort(w http.ResponseWriter, r *http.Request, p apikeys.P
 		c.required("face", req.Face)
 		c.optional("webhook_url", req.WebhookURL)
 		c.maxLength("template_id", req.TemplateID, maxTemplateIDLength)
-		c.duration(req.Duration)
+		c.duration(req.Duration.int32s())
 		if err := c.result(); err != nil {
 			return taskInput{}, err
 		}
-		in := taskInput{capability: videogenv1alpha1.CapabilityShort, templateID: *req.TemplateID, duration: req.Duration}
+		in := taskInput{capability: videogenv1alpha1.CapabilityShort, templateID: *req.TemplateID, duration: req.Duration.int32s()}
 		return in, s.faceAndWebhook(&in, *req.Face, req.WebhookURL)
 	})
 }
@@ -112,11 +112,11 @@ func (s *Server) createTemplateVideo(w http.ResponseWriter, r *http.Request, p a
 		}
 		c.optional("webhook_url", req.WebhookURL)
 		c.maxLength("template_id", req.TemplateID, maxTemplateIDLength)
-		c.duration(req.Duration)
+		c.duration(req.Duration.int32s())
 		if err := c.result(); err != nil {
 			return taskInput{}, err
 		}
-		in := taskInput{capability: videogenv1alpha1.CapabilityTemplate, templateID: *req.TemplateID, duration: req.Duration}
+		in := taskInput{capability: videogenv1alpha1.CapabilityTemplate, templateID: *req.TemplateID, duration: req.Duration.int32s()}
 		return in, s.webhook(&in, req.WebhookURL)
 	})
 }
