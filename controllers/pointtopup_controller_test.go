@@ -91,6 +91,17 @@ var _ = Describe("PointTopUp", func() {
 		Expect(suite.AccountOf(ns).Status.Credited).To(Equal(int64(60)))
 	})
 
+	// A GitOps sync (or one kubectl apply) of a new account's credits and a debit: the debit
+	// was refused for good, "exceeds the 0 points available", when its reconcile came first.
+	It("decides a debit made with its credits after them, in the order they were made", func() {
+		ns := suite.NewAccount(0)
+		credit := suite.TopUp(ns, "inv-1", 500)
+		debit := suite.TopUp(ns, "corr-1", -50)
+		Eventually(appliedReason(debit)).Should(Equal(videogenv1alpha1.ReasonDebited))
+		Expect(appliedReason(credit)()).To(Equal(videogenv1alpha1.ReasonCredited))
+		suite.ExpectBalanced(ns, 450, 0, 0)
+	})
+
 	It("cannot be deleted or edited once applied", func() {
 		ns := suite.NewAccount(0)
 		t := suite.TopUp(ns, "kept", 70)

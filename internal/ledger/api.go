@@ -867,6 +867,15 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	// A credit's account is read too: the books' copy comes with the account's events, which
 	// may lag its deletion for as long as the informer does; queued meanwhile, the credit
 	// would be written to the closing account.
+	var earlierCredits []videogenv1alpha1.PointTopUp
+	if t.Spec.Amount < 0 {
+		// Read now, without the lock, for a debit the balance may not cover: see creditsBefore.
+		list := &videogenv1alpha1.PointTopUpList{}
+		if err := l.cfg.Reader.List(ctx, list, client.InNamespace(t.Namespace)); err != nil {
+			return TopUpOutcome{}, fmt.Errorf("%w: listing the top-ups before a debit: %w", errClusterFailed, err)
+		}
+		earlierCredits = list.Items
+	}
 	var acct *videogenv1alpha1.PointAccount
 	if t.Spec.Amount > 0 {
 		acct = &videogenv1alpha1.PointAccount{}
@@ -962,6 +971,12 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	}
 	if t.Spec.Amount < 0 {
 		if avail := b.available(); avail < -t.Spec.Amount {
+			if pending := b.creditsBefore(t, earlierCredits); pending != "" {
+				// Top-ups count in the order they were made: a debit created with its credits
+				// (one kubectl apply, a GitOps sync) is decided once they are, not refused for
+				// good because its reconcile came first.
+				return TopUpOutcome{}, fmt.Errorf("%w: the debit waits for PointTopUp %s, a credit made before it", errCreditsPending, pending)
+			}
 			// Recorded in the account before the top-up's status says so, as a credit is: a
 			// copy of the top-up from before that status (a lagging cache, or a new manager's
 			// list) is then never debited once the balance would cover it.
@@ -976,6 +991,30 @@ func (l *Ledger) ApplyTopUp(t *videogenv1alpha1.PointTopUp) (TopUpOutcome, error
 	b.enqueue(videogenv1alpha1.JournalEntry{Kind: videogenv1alpha1.JournalTopUp, Name: t.Name, UID: t.UID, Amount: t.Spec.Amount})
 	l.schedule(b)
 	return TopUpOutcome{Queued: true}, nil
+}
+
+// creditsBefore names a credit of list made no later than debit (creation times are to the
+// second: one made in the same second counts as before) that is not in the account's credited
+// yet: neither applied, nor refused for good, nor going, nor written to the journal; queued for
+// the account's next write, or not decided yet (its reference not held: held by another
+// top-up, it would be refused). Its credit may yet cover the debit. None while the account is closing: a credit then waits for
+// the next account, and the debit is what closes this one. Call it with b.mu held.
+func (b *book) creditsBefore(debit *videogenv1alpha1.PointTopUp, list []videogenv1alpha1.PointTopUp) string {
+	if !b.account.DeletionTimestamp.IsZero() {
+		return ""
+	}
+	for i := range list {
+		c := &list[i]
+		_, written := b.journalEntry(c.UID)
+		_, queued := b.queued[c.UID] // to be credited at the account's next write
+		// Not queued and its reference held: applied (its entry forgotten), or a duplicate.
+		_, held := b.references[referenceKey(c)]
+		if c.Spec.Amount > 0 && c.UID != debit.UID && !c.CreationTimestamp.After(debit.CreationTimestamp.Time) &&
+			c.Status.AppliedAt == nil && !c.RefusedForGood() && c.DeletionTimestamp.IsZero() && !written && (queued || !held) {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 // ObserveTopUp tells the books that a top-up's status shows it applied, or refused: its journal

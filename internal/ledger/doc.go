@@ -31,9 +31,10 @@
 // "-" and any space as a space; see referenceKey). A credit is queued only for a top-up carrying
 // FinalizerLedger and not being deleted, so one deleted while its credit is queued stays listed
 // (Terminating) with its reference; the controller takes the finalizer off only a deleted top-up
-// the books hold no credit of, or with its namespace. A debit beyond the balance
-// is refused with a journal entry of its own (no points), so a stale copy of it is never
-// debited later.
+// the books hold no credit of, or with its namespace. A debit beyond the balance waits while a
+// credit made no later than it is still to be applied (top-ups count in the order they were
+// made), then is refused with a journal entry of its own (no points), so a stale copy of it is
+// never debited later.
 //
 // One authority. The books are rebuilt when a manager is elected: for each account a write of
 // status.authority first (so that no write of an earlier manager still in flight can land),

@@ -28,6 +28,8 @@ var (
 	// errClusterFailed: a read of the kube-apiserver the answer needs failed: the
 	// NotReadyBusy reason.
 	errClusterFailed = fmt.Errorf("%w: the cluster did not answer a read", ErrNotReady)
+	// errCreditsPending: a debit the balance does not cover waits for credits made before it.
+	errCreditsPending = fmt.Errorf("%w: credits made before the debit are still to be applied", ErrNotReady)
 	// ErrNoAnswer: an attempt of the Client's call reached a manager and got no answer (it hung,
 	// or died with the call open), and no later attempt got one within the Deadline: unlike
 	// ErrNotReady (no manager listened or said it was ready, so nothing was created), a create

@@ -244,7 +244,11 @@ func TestAPartialWriteUnderTheJournalCapKeepsFrozenHoldsAndTopUpsRight(t *testin
 		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -15, Reference: "CORR-15", Note: "correction"}}
 	tooMuch := &videogenv1alpha1.PointTopUp{ObjectMeta: objectMeta(h.ns, "too-much"),
 		Spec: videogenv1alpha1.PointTopUpSpec{Amount: -10, Reference: "CORR-10", Note: "correction"}}
-	for _, tu := range []*videogenv1alpha1.PointTopUp{credit, debit, tooMuch} {
+	// The credit made a second after the debits: a debit waits for credits made before it.
+	for _, tu := range []*videogenv1alpha1.PointTopUp{debit, tooMuch, credit} {
+		if tu == credit {
+			time.Sleep(1100 * time.Millisecond)
+		}
 		must(t, k8s.Create(h.ctx, tu))
 		if out, err := s.l.ApplyTopUp(tu); err != nil || !out.Queued {
 			t.Fatalf("%s: %+v %v, want it queued", tu.Name, out, err)
