@@ -228,8 +228,12 @@ func (l *Ledger) Admit(t *videogenv1alpha1.VideoTask, price int64, account types
 		if !l.keepsBooks(b) {
 			return ErrNotReady // a refusal is final: not from a deposed manager's balance
 		}
-		// Decided again from the books as they are after the read.
-		if b.tasks[t.Name] != e || e.uid != t.UID || e.state != unadmitted || b.accepting() != nil || b.account.UID != account {
+		// Decided again from the books as they are after the read, and not while a credit may
+		// be in the account already with the books not knowing it yet (a write whose answer
+		// has not come, or that answered an error after it landed): kubectl get pointaccount
+		// would show the points the refusal says are missing.
+		if b.tasks[t.Name] != e || e.uid != t.UID || e.state != unadmitted || b.accepting() != nil || b.account.UID != account ||
+			b.creditOnItsWay() {
 			return ErrNotReady
 		}
 		if avail := b.available(); avail < price {

@@ -227,6 +227,21 @@ func (b *book) load(f *book) {
 	b.dirty = true
 }
 
+// creditOnItsWay reports whether a credit is queued (and so maybe written already: a write's
+// entries stay queued until its answer comes) or a write is under way: the account may hold
+// points the books do not count yet. Call it with b.mu held.
+func (b *book) creditOnItsWay() bool {
+	if b.writing {
+		return true
+	}
+	for _, q := range b.queued {
+		if q.Kind == videogenv1alpha1.JournalTopUp && q.Amount > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // enqueue queues a journal entry for the account's next write.
 func (b *book) enqueue(j videogenv1alpha1.JournalEntry) {
 	b.seq++
