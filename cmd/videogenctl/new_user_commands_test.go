@@ -592,3 +592,26 @@ func TestAClosingAccountIsSaidToBeAndNotCredited(t *testing.T) {
 		t.Errorf("the closing debit: %v\n%s", err, out)
 	}
 }
+
+// The interleaving TestTopUpInterruptedSaysTheTopUpStands can meet (CI, 2026-11-29): Ctrl-C
+// after the create landed and before its answer came. The create's error is then only
+// "context canceled", and the read that tells whether the top-up was made must not be cut by
+// the same Ctrl-C, or the administrator is told it may not exist while it is being applied.
+func TestACreateCutByCtrlCStillFindsTheTopUpItMade(t *testing.T) {
+	_, ctx, c := startControlPlane(t)
+	mustCreateNamespace(t, ctx, c, "acme")
+	made := &videogenv1alpha1.PointTopUp{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "topup-landed"},
+		Spec: videogenv1alpha1.PointTopUpSpec{Amount: 100, Reference: "INV-8"}}
+	if err := c.Create(ctx, made); err != nil {
+		t.Fatal(err)
+	}
+	interrupted, cancel := context.WithCancel(ctx)
+	cancel()
+	asked := &videogenv1alpha1.PointTopUp{ObjectMeta: made.ObjectMeta, Spec: made.Spec}
+	if err := createdAllTheSame(interrupted, c, asked, context.Canceled); err != nil {
+		t.Fatalf("a top-up made before Ctrl-C cut its create's answer: %v, want it found", err)
+	}
+	if asked.UID != made.UID {
+		t.Fatalf("found UID %q, want the top-up made (%s)", asked.UID, made.UID)
+	}
+}

@@ -303,7 +303,9 @@ func createdAllTheSame(ctx context.Context, c client.Reader, t *videogenv1alpha1
 	if refusedForSure(err) {
 		return fmt.Errorf("creating the top-up: %w", err)
 	}
-	readCtx, cancel := context.WithTimeout(ctx, topUpRead)
+	// Not cut by a Ctrl-C that cut the create: whether the top-up was made is what the
+	// administrator needs to know before topping up again.
+	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), topUpRead)
 	defer cancel()
 	if gerr := c.Get(readCtx, client.ObjectKeyFromObject(t), t); gerr == nil {
 		return nil
