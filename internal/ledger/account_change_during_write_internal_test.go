@@ -38,14 +38,7 @@ func changeDuringWriteThen(t *testing.T, credited int64, busy func(*harness, *st
 	busy(h, s)
 	stall.armed.Store(true)
 	// 2. The write lands; its answer waits.
-	if !s.stepUntil(func() bool {
-		select {
-		case <-stall.landed:
-			return true
-		default:
-			return false
-		}
-	}) {
+	if !s.stepUntilLanded(stall) {
 		t.Fatal("the account write was not sent")
 	}
 	// 3. The administrator's change lands after the write; the informer delivers it before the

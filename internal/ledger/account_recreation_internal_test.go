@@ -47,6 +47,19 @@ func (s *stalling) wrap(cfg *Config) {
 	})
 }
 
+// stepUntilLanded steps the writer's clock until the armed write of stall has landed (its answer
+// then waits for release); it reports whether it did.
+func (s *stepped) stepUntilLanded(stall *stalling) bool {
+	return s.stepUntil(func() bool {
+		select {
+		case <-stall.landed:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
 // withFinalizer puts the ledger's finalizer on the namespace's account, as the PointAccount
 // controller does first thing, and returns the account as written.
 func (h *harness) withFinalizer() *videogenv1alpha1.PointAccount {
@@ -125,14 +138,7 @@ func TestALateAnswerOfADeletedAccountsWriteDoesNotTakeOverItsSuccessor(t *testin
 	stall.armed.Store(true)
 	s.l.accountEvent(h.ctx, deleting.DeepCopy(), false)
 	// 2. The Closing write lands; its answer waits.
-	if !s.stepUntil(func() bool {
-		select {
-		case <-stall.landed:
-			return true
-		default:
-			return false
-		}
-	}) {
+	if !s.stepUntilLanded(stall) {
 		t.Fatal("the Closing write was not sent")
 	}
 	// 3. The controller finds the books closable and removes the finalizer; the delete comes.

@@ -24,14 +24,7 @@ func TestAKubectlTaskIsNotRefusedWhileACreditsWriteIsOnItsWay(t *testing.T) {
 	h.feed(s.l, k)
 
 	stall.armed.Store(true)
-	if !s.stepUntil(func() bool {
-		select {
-		case <-stall.landed:
-			return true
-		default:
-			return false
-		}
-	}) {
+	if !s.stepUntilLanded(stall) {
 		t.Fatal("the credit's write was not sent")
 	}
 	if got := h.account().Status.Balance; got != 50 {
