@@ -262,7 +262,10 @@ func TestAdmitOfATaskMadeWithKubectl(t *testing.T) {
 	other := h.task("k2")
 	must(t, k8s.Create(h.ctx, other))
 	h.feed(h.l, other)
-	if err := admit(h.l, other, 10); !errors.As(err, &short) || short.Available != 5 {
+	// Not ready while the first admission's account write is under way (a credit could be
+	// landing): the refusal comes once it has answered.
+	err := admitWhenReady(h, other, 10)
+	if !errors.As(err, &short) || short.Available != 5 {
 		t.Fatalf("a second admission beyond the balance: %v", err)
 	}
 	// Someone annotates the task before the status write: the write conflicts, and the newer

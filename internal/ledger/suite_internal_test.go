@@ -344,3 +344,15 @@ func admit(l *Ledger, t *videogenv1alpha1.VideoTask, price int64) error {
 	b.mu.Unlock()
 	return l.Admit(t, price, account)
 }
+
+// admitWhenReady asks Admit again while it answers ErrNotReady, as the controllers' requeues
+// do, and returns its first other answer.
+func admitWhenReady(h *harness, t *videogenv1alpha1.VideoTask, price int64) error {
+	h.t.Helper()
+	var err error
+	must(h.t, wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		err = admit(h.l, t, price)
+		return !errors.Is(err, ErrNotReady), nil
+	}))
+	return err
+}
