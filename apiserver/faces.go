@@ -36,11 +36,15 @@ func (s *Server) faceUnused(ctx context.Context, account, name, blob string, key
 	var short *ledger.InsufficientBalanceError
 	var refused *ledger.RefusedError
 	switch {
+	case errors.Is(err, ledger.ErrNoAnswer):
+		return false // the create may have landed, or may still (also when the name is taken by it)
 	case errors.Is(err, ledger.ErrTaskExists):
 		// The task of this name is another request's: the face is still used if it is its face
 		// too, and may be if the task is still being created.
 		task := &videogenv1alpha1.VideoTask{}
-		if s.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: account, Name: name}, task) != nil {
+		rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
+		defer cancel()
+		if s.cfg.APIReader.Get(rctx, client.ObjectKey{Namespace: account, Name: name}, task) != nil {
 			return false
 		}
 		return blobstore.NameIn(task.Spec.Inputs.FaceImageURL) != blob

@@ -371,6 +371,37 @@ var _ = Describe("A request without an Idempotency-Key whose ledger call is retr
 	})
 })
 
+var _ = Describe("A keyed request whose ledger call is retried", func() {
+	// The keyed form of the spec above, seen in a control-plane outage (etcd frozen 40 s): the
+	// ledger call's first attempt gets no answer within its timeout while the manager's create
+	// waits on the kube-apiserver; the retry is answered task_exists (that very create, still
+	// on its way) and no task is found around the cache. The apiserver answered 409
+	// idempotency_key_in_use, "a request with this Idempotency-Key is still being processed",
+	// to the only request that ever sent the key. The answer is the 503 "did not answer in
+	// time" (the create may land: retry with the same key), and the retry replays the task.
+	It("answers 503, not idempotency_key_in_use, and the retry with the key replays the task", func() {
+		a := newAccount(100)
+		tmpl := template(videogenv1alpha1.CapabilityShort, ptr.To[int64](30), nil)
+		backend.Stall(tmpl)
+		release := holdCreate(apiserver.TaskName(a.ns, "outage"))
+		defer release()
+		srv := startAPIServerWith(rate.Inf, 1, nil, nil, &ledger.Client{URL: ledgerURL,
+			HTTP: &http.Client{Timeout: 300 * time.Millisecond}})
+		body := map[string]any{"template_id": tmpl, "face": "https://cdn.example.com/face.jpg"}
+		resp := srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "outage")
+		Expect(resp.Status).To(Equal(http.StatusServiceUnavailable), string(resp.Body))
+		Expect(resp.ErrorCode()).To(Equal("service_unavailable"))
+		Expect(resp.Message()).To(ContainSubstring("with the same Idempotency-Key"))
+		Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
+
+		release() // the kube-apiserver answers: the held create lands
+		Eventually(func() int { return srv.post("/v1/videos/short", a.key, body, "Idempotency-Key", "outage").Status }).
+			Should(Equal(http.StatusOK), "the retry replays the task the first request made")
+		Expect(tasksIn(a.ns)).To(HaveLen(1))
+		Expect(api.get("/v1/balance", a.key).JSON()).To(HaveKeyWithValue("frozen", BeNumerically("==", 30)))
+	})
+})
+
 var _ = Describe("A create the kube-apiserver refuses", func() {
 	// What breaks: the ledger turns a create the kube-apiserver refuses for a reason of the
 	// namespace's (403 Forbidden: a ResourceQuota on VideoTasks is exhausted, or an admission

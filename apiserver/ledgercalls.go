@@ -61,11 +61,11 @@ func ledgerOutcome(ctx context.Context, err error) string {
 	switch {
 	case err == nil:
 		return ledgerOK
+	case errors.Is(err, ledger.ErrNoAnswer):
+		return ledgerNoAnswer // also a name taken by the call's own attempt in doubt
 	case errors.As(err, &short), errors.Is(err, ledger.ErrAccountNotFound), errors.Is(err, ledger.ErrAccountSuspended),
 		errors.Is(err, ledger.ErrAccountClosing), errors.Is(err, ledger.ErrTaskExists), errors.As(err, &refused):
 		return ledgerRefused
-	case errors.Is(err, ledger.ErrNoAnswer):
-		return ledgerNoAnswer
 	case errors.Is(err, ledger.ErrNotReady):
 		return ledgerUnavailable
 	case ctx.Err() != nil:

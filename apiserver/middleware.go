@@ -230,13 +230,20 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 // No client ever reads it; the request's metric and log line carry it.
 const statusClientClosedRequest = 499
 
-// internalError logs err with the request id and answers 500 without details. An error that is
+// internalError logs err with the request id and answers 500 without details, or 503 when
+// the cluster did not answer (clusterUnavailable). An error that is
 // the client's own hanging up (the request's context canceled, and err says so: a ledger call
 // the client stopped waiting for) is no fault of the server's: 499, and no error line, so that
 // impatient clients during a ledger outage do not count as 5xx (VideogenAPIErrors).
 func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
 		w.WriteHeader(statusClientClosedRequest)
+		return
+	}
+	if clusterUnavailable(err) {
+		// No fault of the request's or of this server's: 503, to retry (clusterdown.go).
+		s.cfg.Logger.WarnContext(r.Context(), "the cluster did not answer", "request_id", httpjson.RequestID(r.Context()), "error", err.Error())
+		writeClusterUnavailable(w, r)
 		return
 	}
 	s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", httpjson.RequestID(r.Context()), "error", err.Error())

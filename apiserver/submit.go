@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,7 +126,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		// Stored, it is this request's task (read around the cache: it is seconds old); else it
 		// may still be being created: no key is in use, the create is in doubt.
 		landed := &videogenv1alpha1.VideoTask{}
-		if s.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(task), landed) == nil && landed.Annotations[AnnotationRequestHash] == hash {
+		rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
+		read := s.cfg.APIReader.Get(rctx, client.ObjectKeyFromObject(task), landed)
+		cancel()
+		if read == nil && landed.Annotations[AnnotationRequestHash] == hash {
 			created, err = landed, nil
 		} else {
 			err = fmt.Errorf("%w: an earlier attempt of this request is being created (%v)", ledger.ErrNoAnswer, err)
@@ -156,16 +160,25 @@ func (s *Server) notAccepting(ctx context.Context, account string) bool {
 // first, so that a new key costs no read around it; a task found there is answered as the
 // kube-apiserver has it: the cache may still hold a task of a namespace of this name deleted
 // since (another tenant's: a keyed task's name is derived from the account's name and the key).
+// A read that fails is answered too (503 while the cluster does not answer): going on, the
+// request would meet its own task's name taken and be told the key is in use.
 func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Request, account, name, hash string, cached bool) bool {
 	key := client.ObjectKey{Namespace: account, Name: name}
 	if cached && s.cfg.Client.Get(ctx, key, &videogenv1alpha1.VideoTask{}) != nil {
 		return false
 	}
 	task := &videogenv1alpha1.VideoTask{}
-	if err := s.cfg.APIReader.Get(ctx, key, task); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
+	err := s.cfg.APIReader.Get(rctx, key, task)
+	cancel()
+	switch {
+	case apierrors.IsNotFound(err):
 		return false
+	case err != nil:
+		s.internalError(w, r, err)
+	default:
+		answerReplay(w, r, task, hash, taskview.Of(task))
 	}
-	answerReplay(w, r, task, hash, taskview.Of(task))
 	return true
 }
 
@@ -208,7 +221,14 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 	case errors.Is(err, ledger.ErrTaskExists):
 		// A task of this name exists (a request with this key won a race, or our cache has not
 		// seen it yet): answer as its replay, read around the cache.
-		if !s.replay(ctx, w, r, account, name, hash, false) {
+		switch {
+		case s.replay(ctx, w, r, account, name, hash, false):
+		case errors.Is(err, ledger.ErrNoAnswer):
+			// The name is taken by this call's own earlier attempt (ledger.Client retried one
+			// that got no answer), whose create is still on its way: no other request has the
+			// key, and the create may land.
+			noAnswer(w, r, keyed)
+		default:
 			// A create takes milliseconds: the header a client's retry logic reads, as on the
 			// short-template 409.
 			w.Header().Set("Retry-After", "1")
@@ -223,17 +243,22 @@ func (s *Server) admissionRefused(ctx context.Context, w http.ResponseWriter, r 
 		}
 		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
 	case errors.Is(err, ledger.ErrNoAnswer):
-		// The create may have landed after all: the same key finds it. A keyless request cannot
-		// be matched to its task (a late create may show only seconds later), so its client is told so.
-		msg := "the points ledger did not answer in time; retry shortly (with the same Idempotency-Key)"
-		if !keyed {
-			msg = "the points ledger did not answer in time and the task may have been created (it can take a few seconds to show in GET /v1/tasks); send an Idempotency-Key to retry a request safely"
-		}
-		w.Header().Set("Retry-After", "5")
-		httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
+		noAnswer(w, r, keyed)
 	default:
 		s.internalError(w, r, err)
 	}
+}
+
+// noAnswer answers a create the ledger may have made: the same key finds it. A keyless request
+// cannot be matched to its task (a late create may show only seconds later), so its client is
+// told so.
+func noAnswer(w http.ResponseWriter, r *http.Request, keyed bool) {
+	msg := "the points ledger did not answer in time; retry shortly (with the same Idempotency-Key)"
+	if !keyed {
+		msg = "the points ledger did not answer in time and the task may have been created (it can take a few seconds to show in GET /v1/tasks); send an Idempotency-Key to retry a request safely"
+	}
+	w.Header().Set("Retry-After", "5")
+	httpjson.WriteError(w, r, http.StatusServiceUnavailable, httpjson.CodeUnavailable, msg)
 }
 
 // quote resolves the template and prices the task. A fixed-price template ignores a duration

@@ -265,6 +265,16 @@ func (r response) ErrorCode() string {
 	return e["code"].(string)
 }
 
+// expectClusterUnavailable checks the answer to a request the kube-apiserver did not answer:
+// 503 service_unavailable with Retry-After, no 500.
+func expectClusterUnavailable(r response) {
+	GinkgoHelper()
+	Expect(r.Status).To(Equal(http.StatusServiceUnavailable), string(r.Body))
+	Expect(r.ErrorCode()).To(Equal("service_unavailable"))
+	Expect(r.Message()).To(ContainSubstring("did not answer in time"))
+	Expect(r.Header.Get("Retry-After")).To(Equal("5"))
+}
+
 func (r response) Message() string {
 	return r.JSON()["error"].(map[string]any)["message"].(string)
 }

@@ -154,7 +154,9 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		// id: a keyed task deleted after --finished-task-ttl and created again with the same
 		// Idempotency-Key. Refuse the cancel only of the task as stored.
 		fresh := &videogenv1alpha1.VideoTask{}
-		err := s.cfg.APIReader.Get(r.Context(), client.ObjectKeyFromObject(task), fresh)
+		rctx, cancel := context.WithTimeout(r.Context(), clusterReadTimeout)
+		err := s.cfg.APIReader.Get(rctx, client.ObjectKeyFromObject(task), fresh)
+		cancel()
 		if apierrors.IsNotFound(err) {
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(task.Name))
 			return
@@ -168,13 +170,18 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 			return
 		}
 	}
-	if err := requestCancel(r.Context(), s.cfg.Client, task); err != nil {
+	wctx, cancel := context.WithTimeout(r.Context(), clusterWriteTimeout)
+	err := requestCancel(wctx, s.cfg.Client, task)
+	cancel()
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(task.Name))
 			return
 		}
 		landed, ok := s.cancelLanded(r.Context(), task)
 		if !ok {
+			// Not recorded as far as a read can tell (or no read answered): the patch's own
+			// error says why, a 503 while the cluster does not answer. A retry is safe.
 			s.internalError(w, r, err)
 			return
 		}
@@ -194,7 +201,9 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 // request was sent) may have landed, and then the cancel is done as asked, not a 500.
 func (s *Server) cancelLanded(ctx context.Context, task *videogenv1alpha1.VideoTask) (*videogenv1alpha1.VideoTask, bool) {
 	stored := &videogenv1alpha1.VideoTask{}
-	if err := s.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(task), stored); err != nil || stored.UID != task.UID {
+	rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
+	defer cancel()
+	if err := s.cfg.APIReader.Get(rctx, client.ObjectKeyFromObject(task), stored); err != nil || stored.UID != task.UID {
 		return nil, false
 	}
 	_, asked := stored.Annotations[videogenv1alpha1.AnnotationCancelRequested] // any value, as the controller reads it

@@ -169,7 +169,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // retry: its task's name is fixed, so a repeat finds the task (ErrTaskExists) instead of making
 // a second. A call whose attempts all failed is ErrNoAnswer if any of them reached a manager
 // and got no answer (the create may have landed), ErrNotReady otherwise (nothing was created);
-// after such an attempt, a later one's refusal is ErrNoAnswer too (only ErrTaskExists says more).
+// after such an attempt, a later one's refusal is ErrNoAnswer too, and ErrTaskExists is both
+// (the name may be taken by that attempt's own create, still on its way).
 type Client struct {
 	// URL of the ledger: the manager's --ledger-bind-address, or the Service in front of it.
 	URL string
@@ -258,6 +259,13 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 			// the manager answering now does not count yet): a refusal now (a short balance
 			// without that task's hold, a quota its task used up) says nothing of it.
 			return fmt.Errorf("%w: %w; a later attempt was answered: %v", ErrNoAnswer, doubt, last)
+		}
+		if errors.Is(last, ErrTaskExists) && doubt != nil {
+			// Most likely this call's own earlier attempt, still being created or in doubt
+			// at the manager: the caller is told both, so that it can answer as a replay if it
+			// finds the task, and as "no answer in time" (not "another request has the key")
+			// if it does not.
+			return fmt.Errorf("%w (an earlier attempt of this call: %w: %w)", ErrTaskExists, ErrNoAnswer, doubt)
 		}
 		if last == nil || !retriable(last) {
 			return last

@@ -82,6 +82,37 @@ func TestARefusalAfterAnAttemptInDoubtKeepsTheCallInDoubt(t *testing.T) {
 	}
 }
 
+// A control-plane outage (etcd frozen): the first attempt's create waits on the kube-apiserver
+// past the replica's per-attempt timeout; the retry finds that create's name taken (409
+// task_exists). The call is both: ErrTaskExists (a read may find the task: the replay) and
+// ErrNoAnswer (the name is most likely this call's own create, still on its way: not another
+// request's, so no "Idempotency-Key in use"). Without the earlier attempt in doubt, a 409 is
+// ErrTaskExists alone: a request with the key won a race.
+func TestANameTakenAfterAnAttemptInDoubtIsInDoubtToo(t *testing.T) {
+	for _, doubt := range []bool{true, false} {
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 && doubt {
+				conn, _, err := w.(http.Hijacker).Hijack() // taken, and no answer
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = conn.Close()
+				return
+			}
+			writeError(w, http.StatusConflict, codeTaskExists, "a task of that name is open", nil)
+		}))
+		c := &Client{URL: srv.URL, Deadline: 5 * time.Second,
+			Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 5}}
+		_, err := c.CreateTask(context.Background(), taskNamed("team", "t"), 10)
+		srv.Close()
+		if !errors.Is(err, ErrTaskExists) || errors.Is(err, ErrNoAnswer) != doubt {
+			t.Errorf("an earlier attempt in doubt: %v; answer %v, want ErrTaskExists, and ErrNoAnswer only after the doubt", doubt, err)
+		}
+	}
+}
+
 // Checked, holds (and kept so by the fix above): a balance read changes nothing, so an attempt
 // of it that went unanswered leaves nothing in doubt: a later attempt's answer (no account:
 // the REST apiserver's 404) is the call's.
