@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/videogen-dev/videogen-operator/internal/httpjson"
 )
@@ -20,6 +21,14 @@ var (
 	clusterReadTimeout  = 5 * time.Second
 	clusterWriteTimeout = 10 * time.Second
 )
+
+// readStored reads key around the cache, as the kube-apiserver stores it, within
+// clusterReadTimeout.
+func (s *Server) readStored(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
+	defer cancel()
+	return s.cfg.APIReader.Get(rctx, key, obj)
+}
 
 // clusterUnavailable reports whether err says the kube-apiserver (or another store the
 // service depends on) did not answer, not that the request was wrong or the server broken: a

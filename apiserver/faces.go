@@ -42,9 +42,7 @@ func (s *Server) faceUnused(ctx context.Context, account, name, blob string, key
 		// The task of this name is another request's: the face is still used if it is its face
 		// too, and may be if the task is still being created.
 		task := &videogenv1alpha1.VideoTask{}
-		rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
-		defer cancel()
-		if s.cfg.APIReader.Get(rctx, client.ObjectKey{Namespace: account, Name: name}, task) != nil {
+		if s.readStored(ctx, client.ObjectKey{Namespace: account, Name: name}, task) != nil {
 			return false
 		}
 		return blobstore.NameIn(task.Spec.Inputs.FaceImageURL) != blob

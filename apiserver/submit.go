@@ -126,10 +126,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p apikeys.Princi
 		// Stored, it is this request's task (read around the cache: it is seconds old); else it
 		// may still be being created: no key is in use, the create is in doubt.
 		landed := &videogenv1alpha1.VideoTask{}
-		rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
-		read := s.cfg.APIReader.Get(rctx, client.ObjectKeyFromObject(task), landed)
-		cancel()
-		if read == nil && landed.Annotations[AnnotationRequestHash] == hash {
+		if s.readStored(ctx, client.ObjectKeyFromObject(task), landed) == nil && landed.Annotations[AnnotationRequestHash] == hash {
 			created, err = landed, nil
 		} else {
 			err = fmt.Errorf("%w: an earlier attempt of this request is being created (%v)", ledger.ErrNoAnswer, err)
@@ -168,9 +165,7 @@ func (s *Server) replay(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return false
 	}
 	task := &videogenv1alpha1.VideoTask{}
-	rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
-	err := s.cfg.APIReader.Get(rctx, key, task)
-	cancel()
+	err := s.readStored(ctx, key, task)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false

@@ -154,9 +154,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 		// id: a keyed task deleted after --finished-task-ttl and created again with the same
 		// Idempotency-Key. Refuse the cancel only of the task as stored.
 		fresh := &videogenv1alpha1.VideoTask{}
-		rctx, cancel := context.WithTimeout(r.Context(), clusterReadTimeout)
-		err := s.cfg.APIReader.Get(rctx, client.ObjectKeyFromObject(task), fresh)
-		cancel()
+		err := s.readStored(r.Context(), client.ObjectKeyFromObject(task), fresh)
 		if apierrors.IsNotFound(err) {
 			httpjson.WriteError(w, r, http.StatusNotFound, httpjson.CodeNotFound, "no task with id "+strconv.Quote(task.Name))
 			return
@@ -201,9 +199,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p apikeys.Pr
 // request was sent) may have landed, and then the cancel is done as asked, not a 500.
 func (s *Server) cancelLanded(ctx context.Context, task *videogenv1alpha1.VideoTask) (*videogenv1alpha1.VideoTask, bool) {
 	stored := &videogenv1alpha1.VideoTask{}
-	rctx, cancel := context.WithTimeout(ctx, clusterReadTimeout)
-	defer cancel()
-	if err := s.cfg.APIReader.Get(rctx, client.ObjectKeyFromObject(task), stored); err != nil || stored.UID != task.UID {
+	if err := s.readStored(ctx, client.ObjectKeyFromObject(task), stored); err != nil || stored.UID != task.UID {
 		return nil, false
 	}
 	_, asked := stored.Annotations[videogenv1alpha1.AnnotationCancelRequested] // any value, as the controller reads it

@@ -254,18 +254,17 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 	var last, doubt error
 	for attempt := 1; ; attempt++ {
 		last = c.once(callCtx, method, path, body, want, out)
-		if last != nil && !retriable(last) && doubt != nil && method != http.MethodGet && !errors.Is(last, ErrTaskExists) {
+		if last != nil && !retriable(last) && doubt != nil && method != http.MethodGet {
 			// An earlier attempt may have landed (a manager that took it and died, whose task
 			// the manager answering now does not count yet): a refusal now (a short balance
-			// without that task's hold, a quota its task used up) says nothing of it.
+			// without that task's hold, a quota its task used up) says nothing of it. A name
+			// taken is most likely that attempt's own create, still on its way: the caller is
+			// told both, to answer as a replay if a read finds the task, and as "no answer in
+			// time" (not "another request has the key") if it does not.
+			if errors.Is(last, ErrTaskExists) {
+				return fmt.Errorf("%w (an earlier attempt of this call: %w: %w)", ErrTaskExists, ErrNoAnswer, doubt)
+			}
 			return fmt.Errorf("%w: %w; a later attempt was answered: %v", ErrNoAnswer, doubt, last)
-		}
-		if errors.Is(last, ErrTaskExists) && doubt != nil {
-			// Most likely this call's own earlier attempt, still being created or in doubt
-			// at the manager: the caller is told both, so that it can answer as a replay if it
-			// finds the task, and as "no answer in time" (not "another request has the key")
-			// if it does not.
-			return fmt.Errorf("%w (an earlier attempt of this call: %w: %w)", ErrTaskExists, ErrNoAnswer, doubt)
 		}
 		if last == nil || !retriable(last) {
 			return last
